@@ -1,0 +1,54 @@
+# Rfmalloc monorepo: setup, build, test, demo, bench.
+# `make demo` and `make test` each install what is missing first.
+
+RLIB      := $(CURDIR)/build/rlib
+RENV      := R_LIBS=$(RLIB)
+PKGS      := packages/Rfmalloc
+JOBS      ?= 2
+
+.PHONY: all setup core core-test core-asan sync install r-test test demo bench check clean
+
+all: install
+
+setup:
+	@bash tools/setup.sh
+
+core:
+	@cmake -S core -B build/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build build/core -j$(JOBS)
+
+core-test: core
+	@bash tools/check-no-r-headers.sh
+	@cd build/core && ctest --output-on-failure
+
+core-asan:
+	@cmake -S core -B build/core-asan -DFM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+	@cmake --build build/core-asan -j$(JOBS)
+	@cd build/core-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
+
+sync:
+	@for p in $(PKGS); do bash tools/sync-core.sh $$p; done
+
+install: sync
+	@mkdir -p $(RLIB)
+	@for p in $(PKGS); do R CMD INSTALL --no-test-load -l $(RLIB) $$p >build/install-$$(basename $$p).log 2>&1 \
+	  || { cat build/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
+
+r-test: install
+	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
+
+test: setup core-test core-asan r-test
+
+demo: setup install
+	@$(RENV) Rscript tools/demo.R
+
+bench: setup install
+	@$(RENV) Rscript bench/run.R
+
+check: setup sync
+	@mkdir -p build/check
+	@for p in $(PKGS); do (cd build/check && R CMD build ../../$$p && \
+	  $(RENV) _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual $$(basename $$p)_*.tar.gz) || exit 1; done
+
+clean:
+	rm -rf build

@@ -1,0 +1,66 @@
+/* fm_backend.h: panel products and the backend registry.
+ *
+ * A product is described by fm_product. fm_backend_run offers it to each
+ * registered backend in registration order; a backend either computes the
+ * whole result or declines by returning FM_EUNSUPPORTED *before writing y*.
+ * When every backend declines (or none is registered), the reference path
+ * runs: decode bounded panels (fm_panel_decode) and hand them to BLAS dgemm.
+ * Specialisation may change speed, never whether a result exists or what it
+ * is (backends are tested against the reference path).
+ *
+ * Operations, with X the n x p logical matrix after its affine transform:
+ *   FM_OP_XB   y (n x k) = X  b   with b p x k
+ *   FM_OP_XTB  y (p x k) = X' b   with b n x k
+ * Missing values that the affine transform leaves as NaN propagate as NaN.
+ *
+ * Thread safety: registration is not thread-safe (do it at load time);
+ * fm_backend_run may be called concurrently. */
+#ifndef FM_BACKEND_H
+#define FM_BACKEND_H
+
+#include "fm_base.h"
+#include "fm_panel.h"
+
+typedef enum fm_op { FM_OP_XB = 1, FM_OP_XTB = 2 } fm_op;
+
+typedef struct fm_product {
+  fm_op op;
+  const fm_mat *x;       /* borrowed */
+  const fm_affine *aff;  /* borrowed, or NULL */
+  const double *b;       /* borrowed: (p x k) for XB, (n x k) for XTB, col-major */
+  int64_t ldb;
+  int64_t k;             /* columns of b and y, >= 1 */
+  double *y;             /* out: (n x k) for XB, (p x k) for XTB, col-major */
+  int64_t ldy;
+} fm_product;
+
+/* A backend: compute *p fully, or return FM_EUNSUPPORTED without writing p->y. */
+typedef fm_status (*fm_backend_fn)(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err);
+
+#define FM_BACKEND_MAX 16
+#define FM_BACKEND_NAME_MAX 63
+
+/* Append a backend. Errors: FM_EARG (empty/long name, name taken),
+ * FM_ENOSPC (FM_BACKEND_MAX reached). ud is borrowed for as long as the
+ * backend stays registered. */
+FM_NODISCARD fm_status fm_backend_register(const char *name, fm_backend_fn fn, void *ud,
+                                           fm_err *err);
+
+/* Remove the backend named name; nonzero if one was removed. */
+int fm_backend_unregister(const char *name);
+
+int fm_backend_count(void);
+const char *fm_backend_name(int i); /* borrowed; NULL when out of range */
+
+/* Compute *p (see above). used_out (may be NULL) receives the name of the
+ * backend that produced the result, "reference" for the reference path.
+ * Errors: FM_EARG (shapes or leading dimensions inconsistent),
+ *         FM_ECANCELLED, FM_ENOMEM, or a backend's own error (not a decline). */
+FM_NODISCARD fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl,
+                                      const char **used_out, fm_err *err);
+
+/* The reference path alone: decode panels under fm_panel_budget() bytes and
+ * call dgemm. Same contract as fm_backend_run. */
+FM_NODISCARD fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *err);
+
+#endif

@@ -1,0 +1,96 @@
+/* fm_base.h: status codes, the error buffer, element types and the control
+ * block shared by every libfmalloc module.
+ *
+ * Invariants: every fallible function returns fm_status and takes `fm_err *err`
+ * as its last parameter (may be NULL). On failure err->code equals the return
+ * value and err->msg holds one plain sentence naming the file or argument and
+ * the numbers involved. Library code never aborts, exits or prints.
+ * Thread safety: everything here is reentrant. */
+#ifndef FM_BASE_H
+#define FM_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__)
+#define FM_NODISCARD __attribute__((warn_unused_result))
+#define FM_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define FM_NODISCARD
+#define FM_PRINTF(fmt, args)
+#endif
+
+/* A small taxonomy chosen so callers can act on it. */
+typedef enum fm_status {
+  FM_OK = 0,
+  FM_ENOMEM = 1,       /* heap allocation failed */
+  FM_EIO = 2,          /* an OS call on a file failed */
+  FM_EFORMAT = 3,      /* malformed bytes (bad magic, truncated, checksum) */
+  FM_EMISMATCH = 4,    /* inputs inconsistent with each other (dims, sizes) */
+  FM_EDEGENERATE = 5,  /* valid input, degenerate math (zero variance) */
+  FM_EARG = 6,         /* a documented precondition was broken */
+  FM_EUNSUPPORTED = 7, /* valid but not handled here; a backend declines */
+  FM_ECANCELLED = 8,   /* the fm_ctl cancel callback asked to stop */
+  FM_ENOSPC = 9,       /* the size cap, disk or file-size limit is reached */
+  FM_EBUSY = 10,       /* another process holds the file lock */
+  FM_ECLOSED = 11,     /* the runtime was closed */
+  FM_EINTERNAL = 12    /* a bug: an internal invariant failed */
+} fm_status;
+
+#define FM_STATUS_COUNT 13
+
+typedef struct fm_err {
+  fm_status code;
+  char msg[256];
+} fm_err;
+
+/* Fill err (if not NULL) with code and a printf-formatted message; returns code. */
+fm_status fm_err_set(fm_err *err, fm_status code, const char *fmt, ...) FM_PRINTF(3, 4);
+
+/* Reset err to FM_OK with an empty message (err may be NULL). */
+void fm_err_clear(fm_err *err);
+
+/* Stable lower-case name of a status ("ok", "enomem", ...), used for R
+ * condition classes fm_error_<name>. Never NULL. */
+const char *fm_status_name(fm_status code);
+
+/* Element types of stored objects. The numeric values are written to disk
+ * (docs/formats/fmalloc.md): never renumber. */
+typedef enum fm_dtype {
+  FM_DTYPE_NONE = 0,
+  FM_DTYPE_F64 = 1,  /* IEEE double; NA is R's NA_real_ payload */
+  FM_DTYPE_I32 = 2,  /* int32; NA is INT32_MIN */
+  FM_DTYPE_LGL = 3,  /* R logical stored as int32; NA is INT32_MIN */
+  FM_DTYPE_U8 = 4,   /* raw bytes */
+  FM_DTYPE_BED2 = 5, /* PLINK 1 two-bit hardcalls, variant-major (fm_codec_bed2.h) */
+  FM_DTYPE_DOS8 = 6, /* one-byte dosages (fm_codec_dos8.h) */
+  FM_DTYPE_HAP1 = 7  /* one bit per haplotype, locus-major rows (fm_codec_hap1.h) */
+} fm_dtype;
+
+/* Bytes per element for plain dtypes; 0 for packed codecs. */
+size_t fm_dtype_size(fm_dtype t);
+const char *fm_dtype_name(fm_dtype t);
+
+/* Control block for long-running work. Every field may be NULL.
+ * cancel: polled once per block from the calling thread; nonzero stops the
+ *         work, which cleans up and returns FM_ECANCELLED.
+ * progress: done and total in the caller's units (e.g. passes or columns). */
+typedef struct fm_ctl {
+  int (*cancel)(void *ud);
+  void (*progress)(void *ud, double done, double total);
+  void *ud;
+} fm_ctl;
+
+/* Nonzero when ctl asks to stop. ctl may be NULL. */
+int fm_ctl_cancelled(const fm_ctl *ctl);
+void fm_ctl_progress(const fm_ctl *ctl, double done, double total);
+
+/* 64-bit FNV-1a over n bytes, chained through seed (start with
+ * FM_CHECKSUM_SEED). Used for file headers and metadata slots. */
+#define FM_CHECKSUM_SEED UINT64_C(0xcbf29ce484222325)
+uint64_t fm_checksum(const void *p, size_t n, uint64_t seed);
+
+/* a * b into *out; returns 0 on int64 overflow or a negative operand. */
+int fm_mul_ok(int64_t a, int64_t b, int64_t *out);
+
+#endif

@@ -1,0 +1,149 @@
+/* fm_map.h: the mapped-file runtime. One file = one fm_map: a header, two
+ * metadata slots (block table + name directory) and a data region carved into
+ * 64-byte-aligned blocks by a first-fit allocator. Byte layout:
+ * docs/formats/fmalloc.md.
+ *
+ * Modes
+ *   FM_MAP_PERSISTENT  the file and its *named* blocks survive the process.
+ *                      Unnamed blocks are temporaries: they are not kept
+ *                      across a reopen.
+ *   FM_MAP_SCRATCH     the file is unlinked right after it is created, so it
+ *                      disappears at close or at any process exit, even kill -9.
+ *
+ * Growth never remaps: open reserves virtual address space for the whole cap
+ * (one MAP_SHARED mapping of cap bytes), and the file grows under it with
+ * posix_fallocate. Pointers from fm_map_ptr therefore stay valid until
+ * fm_map_close; nothing is invalidated by allocation or resize-in-place.
+ * (A resize that moves a block invalidates pointers into that block only.)
+ *
+ * Crash consistency: fm_map_sync msyncs the data, then writes the block table
+ * and directory into the inactive metadata slot with a higher sequence number
+ * and a checksum, then msyncs that slot. Open picks the valid slot with the
+ * highest sequence. A crash loses unsynced changes, never the directory.
+ * Space freed from a synced block is not reused before the next sync, so a
+ * crash can never leave a synced object's bytes overwritten by a later block.
+ *
+ * Space is reserved at allocation (posix_fallocate, after checking
+ * RLIMIT_FSIZE), so a full disk is an FM_ENOSPC error at allocation, never a
+ * SIGBUS at a later write.
+ *
+ * Locking: a writer holds flock(LOCK_EX) for the life of the map; a read-only
+ * open takes LOCK_SH. A conflicting open fails with FM_EBUSY.
+ *
+ * Thread safety: one fm_map may be used from one thread at a time for
+ * allocation, directory and sync calls. Reads and writes through pointers
+ * into distinct blocks may run concurrently, also from forked children.
+ * Ownership: fm_map owns its fd and mapping; fm_map_close releases both. */
+#ifndef FM_MAP_H
+#define FM_MAP_H
+
+#include "fm_base.h"
+
+typedef struct fm_map fm_map;
+
+typedef enum fm_map_mode { FM_MAP_PERSISTENT = 0, FM_MAP_SCRATCH = 1 } fm_map_mode;
+
+#define FM_MAP_ALIGN 64          /* alignment of every block, bytes */
+#define FM_NAME_MAX 255          /* longest object name, bytes, without NUL */
+#define FM_DIR_MAX_DIMS 4
+
+/* Open or create the file at path.
+ * cap_bytes: size cap for a new file (the file grows up to it); for an
+ *            existing file 0 means "keep the stored cap", a larger value
+ *            raises it. Ignored for read-only opens.
+ * read_only: nonzero maps PROT_READ and takes a shared lock; the file must exist.
+ * Errors: FM_EFORMAT (truncated, foreign or corrupted file: the message names
+ *         the file and the problem), FM_EBUSY (locked by another writer),
+ *         FM_EIO, FM_ENOSPC (cap cannot be reserved), FM_EARG, FM_ENOMEM.
+ * Owns: *out is owned; free with fm_map_close. */
+FM_NODISCARD fm_status fm_map_open(const char *path, uint64_t cap_bytes, fm_map_mode mode,
+                                   int read_only, fm_map **out, fm_err *err);
+
+/* Unmap, unlock and close (scratch files were already unlinked). Unsynced
+ * changes of a persistent file are lost. Safe on NULL. */
+void fm_map_close(fm_map *m);
+
+/* Commit data and metadata durably (see crash consistency above).
+ * Errors: FM_EFORMAT if the file was truncated from outside (message names
+ *         the file, expected and actual size); FM_EIO; FM_EARG if read-only. */
+FM_NODISCARD fm_status fm_map_sync(fm_map *m, fm_err *err);
+
+/* Cheap check that the file under the mapping still has the size this map
+ * relies on (fstat); call before a streamed pass. FM_EFORMAT when truncated. */
+FM_NODISCARD fm_status fm_map_check(const fm_map *m, fm_err *err);
+
+typedef struct fm_map_info {
+  const char *path;     /* borrowed from the map */
+  fm_map_mode mode;
+  int read_only;
+  uint64_t cap_bytes;   /* size cap */
+  uint64_t file_bytes;  /* current file size */
+  uint64_t used_bytes;  /* bytes in live blocks (rounded to FM_MAP_ALIGN) */
+  int64_t n_blocks;     /* live blocks, named or not */
+  int64_t n_named;      /* directory entries */
+  uint64_t sync_seq;    /* sequence number of the last committed metadata */
+} fm_map_info;
+
+void fm_map_get_info(const fm_map *m, fm_map_info *out);
+
+/* Pointer to byte offset off of the file (borrowed; valid until close).
+ * NULL if off is outside the data region. */
+void *fm_map_ptr(const fm_map *m, uint64_t off);
+
+/* ---- blocks ---------------------------------------------------------- */
+
+/* Allocate n_bytes (> 0), 64-byte aligned, zero-filled, space reserved on disk.
+ * Errors: FM_ENOSPC (cap, disk, RLIMIT_FSIZE or metadata capacity),
+ *         FM_EARG (read-only map, n_bytes == 0). */
+FM_NODISCARD fm_status fm_map_alloc(fm_map *m, uint64_t n_bytes, uint64_t *off_out, fm_err *err);
+
+/* Free the block at off. A named block also loses its directory entry.
+ * Errors: FM_EARG if off is not the start of a live block. */
+FM_NODISCARD fm_status fm_map_free(fm_map *m, uint64_t off, fm_err *err);
+
+/* Resize the block at off to n_bytes, in place when the space after it is
+ * free, otherwise by moving it (contents copied; new tail zero-filled).
+ * *off_out receives the (possibly new) offset; a move invalidates pointers
+ * into the old block and updates its directory entry. */
+FM_NODISCARD fm_status fm_map_resize(fm_map *m, uint64_t off, uint64_t n_bytes, uint64_t *off_out,
+                                     fm_err *err);
+
+/* Size in bytes requested for the block at off, or 0 if none starts there. */
+uint64_t fm_map_block_bytes(const fm_map *m, uint64_t off);
+
+/* ---- named objects ---------------------------------------------------- */
+
+typedef struct fm_dir_entry {
+  char name[FM_NAME_MAX + 1];
+  fm_dtype dtype;
+  int32_t n_dims;                /* 1..FM_DIR_MAX_DIMS */
+  int64_t dims[FM_DIR_MAX_DIMS]; /* extents; unused dims are 0 */
+  uint64_t off;                  /* block offset in the file */
+  uint64_t n_bytes;              /* payload bytes */
+  uint64_t uid;                  /* unique per file, never reused; lets a
+                                    reference detect a replaced object */
+} fm_dir_entry;
+
+/* Give the block at e->off the name e->name (and its type and dims), or
+ * replace the entry already under that name (the old block is freed unless
+ * it is the same block). Takes effect durably at the next fm_map_sync.
+ * e->uid is ignored on input and set on the stored entry.
+ * Errors: FM_EARG (empty or too long name, off not a live block, n_dims out
+ *         of range, n_bytes larger than the block); FM_ENOSPC (directory full). */
+FM_NODISCARD fm_status fm_map_name(fm_map *m, const fm_dir_entry *e, fm_err *err);
+
+/* Look up name. Returns FM_EARG with a message naming the file when absent. */
+FM_NODISCARD fm_status fm_map_lookup(const fm_map *m, const char *name, fm_dir_entry *out,
+                                     fm_err *err);
+
+/* Number of directory entries and the i-th one (0-based, sorted by name). */
+int64_t fm_map_dir_count(const fm_map *m);
+FM_NODISCARD fm_status fm_map_dir_at(const fm_map *m, int64_t i, fm_dir_entry *out, fm_err *err);
+
+/* Remove the entry and free its block. FM_EARG when absent. */
+FM_NODISCARD fm_status fm_map_unname(fm_map *m, const char *name, fm_err *err);
+
+/* Nonzero when the block at off carries a name. */
+int fm_map_is_named(const fm_map *m, uint64_t off);
+
+#endif

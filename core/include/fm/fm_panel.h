@@ -1,0 +1,81 @@
+/* fm_panel.h: a matrix over typed storage, and bounded panel decode to doubles.
+ *
+ * fm_mat is a borrowed, read-only view: a codec id, a pointer to the first
+ * byte of column 0, the shape and the byte stride between columns. Columns
+ * are the streaming unit (genotype matrices are samples x variants and
+ * variant-major, so a column is one variant). An optional column index
+ * selects a subset of stored columns without copying.
+ *
+ * The per-column affine transform is fused into decoding:
+ *   out = (value - center[j]) * scale[j]      for observed values
+ *   out = fill[j]                              for missing values
+ * where j is the logical column. NULL center means 0, NULL scale means 1,
+ * NULL fill means NaN (missing stays missing). Mean imputation followed by
+ * centring is fill[j] = 0.
+ *
+ * Thread safety: decode calls only read the view and write `out`; they may
+ * run concurrently with distinct outputs. */
+#ifndef FM_PANEL_H
+#define FM_PANEL_H
+
+#include "fm_base.h"
+
+typedef enum fm_codec_id {
+  FM_CODEC_F64 = 1,  /* double, column-major; NA/NaN are missing */
+  FM_CODEC_I32 = 2,  /* int32 (R integer or logical); INT32_MIN is missing */
+  FM_CODEC_BED2 = 3, /* PLINK 1 two-bit hardcalls (fm_codec_bed2.h) */
+  FM_CODEC_DOS8 = 4  /* one-byte dosages (fm_codec_dos8.h) */
+} fm_codec_id;
+
+typedef struct fm_mat {
+  fm_codec_id codec;
+  const void *data;         /* borrowed: first byte of stored column 0 */
+  int64_t n_rows;           /* logical rows (samples) */
+  int64_t n_cols;           /* logical columns */
+  int64_t col_stride;       /* bytes between stored columns */
+  const int64_t *col_index; /* borrowed, length n_cols, 0-based stored
+                               column of each logical column; NULL = identity */
+} fm_mat;
+
+typedef struct fm_affine {
+  const double *center; /* length n_cols of the matrix, or NULL */
+  const double *scale;  /* length n_cols, multiplier, or NULL */
+  const double *fill;   /* length n_cols, value for missing, or NULL (NaN) */
+} fm_affine;
+
+/* Initialise a view over stored data. Validates that the stride can hold
+ * n_rows values of the codec. Errors: FM_EARG. */
+FM_NODISCARD fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_rows,
+                                   int64_t n_cols, int64_t col_stride, fm_err *err);
+
+/* Minimum column stride in bytes for n_rows values of codec. */
+int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
+
+/* Decode the panel rows [r0, r0+n_rows) x logical columns [c0, c0+n_cols).
+ * Shape:  out is n_rows x n_cols, column-major, ld >= n_rows.
+ * Units:  the codec's numeric value (allele count for BED2, dosage for DOS8),
+ *         after the affine transform aff (NULL = identity, missing -> NaN).
+ * Errors: FM_EARG when the panel lies outside x or ld < n_rows.
+ * Owns:   borrows x and aff; writes only out. */
+FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
+                                       int64_t n_rows, int64_t c0, int64_t n_cols, double *out,
+                                       int64_t ld, fm_err *err);
+
+/* Panel geometry under a byte budget for the double panel: the number of
+ * rows per panel (all rows when they fit at least min_cols columns) and
+ * columns per panel. Both are >= 1. */
+typedef struct fm_panel_plan {
+  int64_t rows; /* rows per panel */
+  int64_t cols; /* columns per panel */
+} fm_panel_plan;
+
+fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes);
+
+/* Default panel budget (bytes) and a process-wide override used by
+ * fm_backend_run and the statistics when opts pass 0. Test hooks force it
+ * tiny to exercise block edges. */
+#define FM_PANEL_DEFAULT_BUDGET ((size_t)64 << 20)
+void fm_panel_set_budget(size_t budget_bytes);
+size_t fm_panel_budget(void);
+
+#endif

@@ -1,0 +1,78 @@
+/* base.c: status names, the error buffer, dtypes, control block, checksum. */
+#include "fm/fm_base.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+fm_status fm_err_set(fm_err *err, fm_status code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    err->code = code;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+  }
+  return code;
+}
+
+void fm_err_clear(fm_err *err) {
+  if (err) {
+    err->code = FM_OK;
+    err->msg[0] = '\0';
+  }
+}
+
+const char *fm_status_name(fm_status code) {
+  static const char *const names[FM_STATUS_COUNT] = {
+      "ok",    "enomem",  "eio",    "eformat", "emismatch", "edegenerate", "earg",
+      "eunsupported", "ecancelled", "enospc", "ebusy", "eclosed", "einternal"};
+  if ((int)code < 0 || (int)code >= FM_STATUS_COUNT) return "einternal";
+  return names[code];
+}
+
+size_t fm_dtype_size(fm_dtype t) {
+  switch (t) {
+  case FM_DTYPE_F64: return 8;
+  case FM_DTYPE_I32:
+  case FM_DTYPE_LGL: return 4;
+  case FM_DTYPE_U8: return 1;
+  default: return 0;
+  }
+}
+
+const char *fm_dtype_name(fm_dtype t) {
+  switch (t) {
+  case FM_DTYPE_F64: return "double";
+  case FM_DTYPE_I32: return "integer";
+  case FM_DTYPE_LGL: return "logical";
+  case FM_DTYPE_U8: return "raw";
+  case FM_DTYPE_BED2: return "bed2";
+  case FM_DTYPE_DOS8: return "dos8";
+  case FM_DTYPE_HAP1: return "hap1";
+  default: return "none";
+  }
+}
+
+int fm_ctl_cancelled(const fm_ctl *ctl) { return ctl && ctl->cancel && ctl->cancel(ctl->ud); }
+
+void fm_ctl_progress(const fm_ctl *ctl, double done, double total) {
+  if (ctl && ctl->progress) ctl->progress(ctl->ud, done, total);
+}
+
+uint64_t fm_checksum(const void *p, size_t n, uint64_t seed) {
+  const unsigned char *b = p;
+  uint64_t h = seed;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= UINT64_C(0x100000001b3);
+  }
+  return h;
+}
+
+int fm_mul_ok(int64_t a, int64_t b, int64_t *out) {
+  if (a < 0 || b < 0) return 0;
+  if (a != 0 && b > INT64_MAX / a) return 0;
+  *out = a * b;
+  return 1;
+}
