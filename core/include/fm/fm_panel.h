@@ -43,19 +43,27 @@ typedef struct fm_affine {
   const double *fill;   /* length n_cols, value for missing, or NULL (NaN) */
 } fm_affine;
 
-/* Initialise a view over stored data. Validates that the stride can hold
- * n_rows values of the codec. Errors: FM_EARG. */
+/* Initialise a view over stored data (col_index NULL). Validates the codec,
+ * n_rows, n_cols >= 0, that the stride can hold n_rows values of the codec,
+ * and for F64 / I32 that data and stride are aligned to the element size
+ * (8 / 4 bytes). data may be NULL only for an empty matrix.
+ * Errors: FM_EARG naming the argument and the numbers. */
 FM_NODISCARD fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_rows,
                                    int64_t n_cols, int64_t col_stride, fm_err *err);
 
-/* Minimum column stride in bytes for n_rows values of codec. */
+/* Minimum column stride in bytes for n_rows values of codec; -1 for an
+ * unknown codec or negative n_rows. */
 int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
 
 /* Decode the panel rows [r0, r0+n_rows) x logical columns [c0, c0+n_cols).
  * Shape:  out is n_rows x n_cols, column-major, ld >= n_rows.
  * Units:  the codec's numeric value (allele count for BED2, dosage for DOS8),
  *         after the affine transform aff (NULL = identity, missing -> NaN).
- * Errors: FM_EARG when the panel lies outside x or ld < n_rows.
+ *         F64: NaN (R's NA included) is missing; I32: INT32_MIN is missing.
+ *         With fill NULL a missing value decodes to NaN (F64 keeps its
+ *         payload, so R's NA stays NA).
+ * Errors: FM_EARG when the panel lies outside x, ld < n_rows, a col_index
+ *         entry is negative, or the codec is unknown.
  * Owns:   borrows x and aff; writes only out. */
 FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
                                        int64_t n_rows, int64_t c0, int64_t n_cols, double *out,
@@ -69,12 +77,24 @@ typedef struct fm_panel_plan {
   int64_t cols; /* columns per panel */
 } fm_panel_plan;
 
+/* "A handful of columns": below this many full-height columns per panel the
+ * plan tiles rows too. */
+#define FM_PANEL_MIN_COLS 8
+
+/* rows * cols * 8 <= budget_bytes whenever budget_bytes >= 8 (a smaller
+ * budget still gives a 1 x 1 panel). budget_bytes 0 means fm_panel_budget().
+ * All rows are used when min(n_cols, FM_PANEL_MIN_COLS) columns fit;
+ * otherwise cols = min(n_cols, FM_PANEL_MIN_COLS, budget / 8) and rows fill
+ * the rest (a multiple of 4 for BED2 when >= 4, so panels start on byte
+ * boundaries). rows and cols stay <= INT_MAX (BLAS integers). */
 fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes);
 
 /* Default panel budget (bytes) and a process-wide override used by
  * fm_backend_run and the statistics when opts pass 0. Test hooks force it
  * tiny to exercise block edges. */
 #define FM_PANEL_DEFAULT_BUDGET ((size_t)64 << 20)
+/* budget_bytes 0 restores FM_PANEL_DEFAULT_BUDGET. Atomic: safe to call
+ * while other threads read it, though a running product keeps its plan. */
 void fm_panel_set_budget(size_t budget_bytes);
 size_t fm_panel_budget(void);
 

@@ -1,0 +1,199 @@
+/* backend.c: the backend registry and the reference panel product
+ * (decode bounded panels, accumulate with BLAS dgemm). */
+#include "fm/fm_backend.h"
+
+#include "blas.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct backend_entry {
+  char name[FM_BACKEND_NAME_MAX + 1];
+  fm_backend_fn fn;
+  void *ud; /* borrowed from the registrant */
+} backend_entry;
+
+static backend_entry registry[FM_BACKEND_MAX];
+static int n_registered;
+
+static const char reference_name[] = "reference";
+
+fm_status fm_backend_register(const char *name, fm_backend_fn fn, void *ud, fm_err *err) {
+  if (!name || !name[0])
+    return fm_err_set(err, FM_EARG, "fm_backend_register: the backend name is empty");
+  size_t len = strlen(name);
+  if (len > FM_BACKEND_NAME_MAX)
+    return fm_err_set(err, FM_EARG,
+                      "fm_backend_register: the backend name has %zu characters (at most %d)", len,
+                      FM_BACKEND_NAME_MAX);
+  if (!fn)
+    return fm_err_set(err, FM_EARG, "fm_backend_register: backend '%s' has no function", name);
+  if (strcmp(name, reference_name) == 0)
+    return fm_err_set(err, FM_EARG, "fm_backend_register: the name '%s' is reserved", name);
+  for (int i = 0; i < n_registered; i++)
+    if (strcmp(registry[i].name, name) == 0)
+      return fm_err_set(err, FM_EARG, "fm_backend_register: a backend named '%s' is registered",
+                        name);
+  if (n_registered >= FM_BACKEND_MAX)
+    return fm_err_set(err, FM_ENOSPC,
+                      "fm_backend_register: cannot register '%s': all %d backend slots are used",
+                      name, FM_BACKEND_MAX);
+  backend_entry *e = &registry[n_registered];
+  memcpy(e->name, name, len + 1);
+  e->fn = fn;
+  e->ud = ud;
+  n_registered++;
+  return FM_OK;
+}
+
+int fm_backend_unregister(const char *name) {
+  if (!name) return 0;
+  for (int i = 0; i < n_registered; i++) {
+    if (strcmp(registry[i].name, name) == 0) {
+      for (int k = i + 1; k < n_registered; k++) registry[k - 1] = registry[k];
+      n_registered--;
+      memset(&registry[n_registered], 0, sizeof registry[n_registered]);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int fm_backend_count(void) { return n_registered; }
+
+const char *fm_backend_name(int i) {
+  return i >= 0 && i < n_registered ? registry[i].name : NULL;
+}
+
+/* Shapes of b and y: rows of each (columns are k). */
+static void product_dims(const fm_product *p, int64_t *b_rows, int64_t *y_rows) {
+  const int64_t n = p->x->n_rows, q = p->x->n_cols;
+  if (p->op == FM_OP_XB) {
+    *b_rows = q;
+    *y_rows = n;
+  } else {
+    *b_rows = n;
+    *y_rows = q;
+  }
+}
+
+static fm_status validate(const fm_product *p, fm_err *err) {
+  if (!p) return fm_err_set(err, FM_EARG, "product: p must not be NULL");
+  if (p->op != FM_OP_XB && p->op != FM_OP_XTB)
+    return fm_err_set(err, FM_EARG, "product: unknown op %d", (int)p->op);
+  const fm_mat *x = p->x;
+  if (!x) return fm_err_set(err, FM_EARG, "product: x must not be NULL");
+  if (x->n_rows < 0 || x->n_cols < 0)
+    return fm_err_set(err, FM_EARG, "product: x has negative dimensions %lld x %lld",
+                      (long long)x->n_rows, (long long)x->n_cols);
+  int64_t min_stride = fm_mat_min_stride(x->codec, x->n_rows);
+  if (min_stride < 0)
+    return fm_err_set(err, FM_EARG, "product: x has unknown codec id %d", (int)x->codec);
+  if (x->n_cols > 0 && x->col_stride < min_stride)
+    return fm_err_set(err, FM_EARG, "product: x's col_stride %lld is below the %lld bytes needed",
+                      (long long)x->col_stride, (long long)min_stride);
+  if (x->n_rows > 0 && x->n_cols > 0 && !x->data)
+    return fm_err_set(err, FM_EARG, "product: x->data must not be NULL");
+  if (p->k < 1)
+    return fm_err_set(err, FM_EARG, "product: k (%lld) must be >= 1", (long long)p->k);
+  int64_t b_rows, y_rows;
+  product_dims(p, &b_rows, &y_rows);
+  if (p->ldb < b_rows || p->ldb < 1)
+    return fm_err_set(err, FM_EARG, "product: ldb (%lld) is less than the %lld rows of b",
+                      (long long)p->ldb, (long long)b_rows);
+  if (p->ldy < y_rows || p->ldy < 1)
+    return fm_err_set(err, FM_EARG, "product: ldy (%lld) is less than the %lld rows of y",
+                      (long long)p->ldy, (long long)y_rows);
+  int64_t tmp;
+  if (!fm_mul_ok(p->ldb, p->k, &tmp) || !fm_mul_ok(p->ldy, p->k, &tmp))
+    return fm_err_set(err, FM_EARG, "product: ld * k overflows (ldb %lld, ldy %lld, k %lld)",
+                      (long long)p->ldb, (long long)p->ldy, (long long)p->k);
+  if (!p->y) return fm_err_set(err, FM_EARG, "product: y must not be NULL");
+  if (!p->b && b_rows > 0) return fm_err_set(err, FM_EARG, "product: b must not be NULL");
+  return FM_OK;
+}
+
+fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *err) {
+  fm_status st = validate(p, err);
+  if (st != FM_OK) return st;
+  const fm_mat *x = p->x;
+  const int64_t n = x->n_rows, q = x->n_cols, k = p->k;
+  int64_t b_rows, y_rows;
+  product_dims(p, &b_rows, &y_rows);
+  (void)b_rows;
+  if (!fm_blas_dim_ok(k) || !fm_blas_dim_ok(p->ldb) || !fm_blas_dim_ok(p->ldy))
+    return fm_err_set(err, FM_EARG,
+                      "product: k (%lld), ldb (%lld) and ldy (%lld) must be at most %d for BLAS",
+                      (long long)k, (long long)p->ldb, (long long)p->ldy, INT_MAX);
+
+  for (int64_t j = 0; j < k; j++) memset(p->y + j * p->ldy, 0, (size_t)y_rows * sizeof(double));
+  if (n == 0 || q == 0) return FM_OK;
+
+  const fm_panel_plan plan = fm_panel_plan_for(x, fm_panel_budget());
+  if (!fm_blas_dim_ok(plan.rows) || !fm_blas_dim_ok(plan.cols))
+    return fm_err_set(err, FM_EINTERNAL, "product: panel %lld x %lld exceeds BLAS integers",
+                      (long long)plan.rows, (long long)plan.cols);
+  double *panel = malloc((size_t)plan.rows * (size_t)plan.cols * sizeof(double));
+  if (!panel)
+    return fm_err_set(err, FM_ENOMEM, "product: cannot allocate a %lld x %lld panel",
+                      (long long)plan.rows, (long long)plan.cols);
+
+  const int64_t row_tiles = (n + plan.rows - 1) / plan.rows;
+  const int64_t col_tiles = (q + plan.cols - 1) / plan.cols;
+  const double total = (double)row_tiles * (double)col_tiles;
+  double done = 0.0;
+  const double one = 1.0;
+  const fm_blas_int kk = (fm_blas_int)k, ldb = (fm_blas_int)p->ldb, ldy = (fm_blas_int)p->ldy;
+
+  for (int64_t c0 = 0; c0 < q; c0 += plan.cols) {
+    const int64_t nc = q - c0 < plan.cols ? q - c0 : plan.cols;
+    for (int64_t r0 = 0; r0 < n; r0 += plan.rows) {
+      const int64_t nr = n - r0 < plan.rows ? n - r0 : plan.rows;
+      if (fm_ctl_cancelled(ctl)) {
+        st = fm_err_set(err, FM_ECANCELLED, "product cancelled after %.0f of %.0f panels", done,
+                        total);
+        goto fail;
+      }
+      st = fm_panel_decode(x, p->aff, r0, nr, c0, nc, panel, nr, err);
+      if (st != FM_OK) goto fail;
+      const fm_blas_int m_ = (fm_blas_int)nr, n_ = (fm_blas_int)nc;
+      if (p->op == FM_OP_XB) {
+        /* y[r0:r0+nr, :] += P (nr x nc) * b[c0:c0+nc, :] */
+        dgemm_("N", "N", &m_, &kk, &n_, &one, panel, &m_, p->b + c0, &ldb, &one, p->y + r0, &ldy,
+               FM_FCONE, FM_FCONE);
+      } else {
+        /* y[c0:c0+nc, :] += P' (nc x nr) * b[r0:r0+nr, :] */
+        dgemm_("T", "N", &n_, &kk, &m_, &one, panel, &m_, p->b + r0, &ldb, &one, p->y + c0, &ldy,
+               FM_FCONE, FM_FCONE);
+      }
+      done += 1.0;
+      fm_ctl_progress(ctl, done, total);
+    }
+  }
+  st = FM_OK;
+fail:
+  free(panel);
+  return st;
+}
+
+fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **used_out,
+                         fm_err *err) {
+  if (used_out) *used_out = NULL;
+  fm_status st = validate(p, err);
+  if (st != FM_OK) return st;
+  for (int i = 0; i < n_registered; i++) {
+    const backend_entry *e = &registry[i];
+    st = e->fn(e->ud, p, ctl, err);
+    if (st == FM_EUNSUPPORTED) {
+      fm_err_clear(err);
+      continue;
+    }
+    if (used_out) *used_out = e->name;
+    if (st != FM_OK && err && err->code != st)
+      fm_err_set(err, st, "backend '%s' failed with %s", e->name, fm_status_name(st));
+    return st;
+  }
+  if (used_out) *used_out = reference_name;
+  return fm_backend_reference(p, ctl, err);
+}

@@ -1,0 +1,212 @@
+/* panel.c: matrix views over typed storage and bounded panel decode. */
+#include "fm/fm_panel.h"
+
+#include "fm/fm_codec_bed2.h"
+#include "fm/fm_codec_dos8.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static atomic_size_t panel_budget = FM_PANEL_DEFAULT_BUDGET;
+
+void fm_panel_set_budget(size_t budget_bytes) {
+  atomic_store(&panel_budget, budget_bytes ? budget_bytes : FM_PANEL_DEFAULT_BUDGET);
+}
+
+size_t fm_panel_budget(void) { return atomic_load(&panel_budget); }
+
+static const char *codec_name(fm_codec_id c) {
+  switch (c) {
+  case FM_CODEC_F64: return "f64";
+  case FM_CODEC_I32: return "i32";
+  case FM_CODEC_BED2: return "bed2";
+  case FM_CODEC_DOS8: return "dos8";
+  default: return "unknown";
+  }
+}
+
+int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows) {
+  if (n_rows < 0) return -1;
+  switch (codec) {
+  case FM_CODEC_F64: return n_rows > INT64_MAX / 8 ? -1 : 8 * n_rows;
+  case FM_CODEC_I32: return n_rows > INT64_MAX / 4 ? -1 : 4 * n_rows;
+  case FM_CODEC_BED2: return fm_codec_bed2_col_bytes(n_rows);
+  case FM_CODEC_DOS8: return n_rows;
+  default: return -1;
+  }
+}
+
+static int64_t elem_align(fm_codec_id codec) {
+  return codec == FM_CODEC_F64 ? 8 : codec == FM_CODEC_I32 ? 4 : 1;
+}
+
+fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_rows,
+                      int64_t n_cols, int64_t col_stride, fm_err *err) {
+  if (!x) return fm_err_set(err, FM_EARG, "fm_mat_init: x must not be NULL");
+  memset(x, 0, sizeof *x);
+  if (codec != FM_CODEC_F64 && codec != FM_CODEC_I32 && codec != FM_CODEC_BED2 &&
+      codec != FM_CODEC_DOS8)
+    return fm_err_set(err, FM_EARG, "fm_mat_init: unknown codec id %d", (int)codec);
+  if (n_rows < 0 || n_cols < 0)
+    return fm_err_set(err, FM_EARG, "fm_mat_init: n_rows (%lld) and n_cols (%lld) must be >= 0",
+                      (long long)n_rows, (long long)n_cols);
+  const int64_t min_stride = fm_mat_min_stride(codec, n_rows);
+  if (min_stride < 0)
+    return fm_err_set(err, FM_EARG, "fm_mat_init: %lld rows of %s overflow a byte count",
+                      (long long)n_rows, codec_name(codec));
+  if (n_cols > 0 && col_stride < min_stride)
+    return fm_err_set(err, FM_EARG,
+                      "fm_mat_init: col_stride %lld bytes cannot hold %lld rows of %s (need %lld)",
+                      (long long)col_stride, (long long)n_rows, codec_name(codec),
+                      (long long)min_stride);
+  int64_t extent = 0;
+  if (n_cols > 0 && !fm_mul_ok(n_cols - 1, col_stride, &extent))
+    return fm_err_set(err, FM_EARG, "fm_mat_init: %lld columns of stride %lld overflow",
+                      (long long)n_cols, (long long)col_stride);
+  if (!data && n_rows > 0 && n_cols > 0)
+    return fm_err_set(err, FM_EARG, "fm_mat_init: data is NULL for a %lld x %lld matrix",
+                      (long long)n_rows, (long long)n_cols);
+  const int64_t a = elem_align(codec);
+  if (a > 1 && n_rows > 0 && n_cols > 0) {
+    if (((uintptr_t)data % (uintptr_t)a) != 0 || (n_cols > 1 && col_stride % a != 0))
+      return fm_err_set(err, FM_EARG,
+                        "fm_mat_init: %s data and col_stride (%lld) must be %lld-byte aligned",
+                        codec_name(codec), (long long)col_stride, (long long)a);
+  }
+  x->codec = codec;
+  x->data = data;
+  x->n_rows = n_rows;
+  x->n_cols = n_cols;
+  x->col_stride = col_stride;
+  x->col_index = NULL;
+  return FM_OK;
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
+
+fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes) {
+  fm_panel_plan plan = {1, 1};
+  if (!x) return plan;
+  if (budget_bytes == 0) budget_bytes = fm_panel_budget();
+  const int64_t dim_max = INT_MAX;
+  const int64_t n = max64(x->n_rows, 1), p = max64(x->n_cols, 1);
+  size_t cap_sz = budget_bytes / sizeof(double);
+  int64_t cap = cap_sz > (size_t)INT64_MAX ? INT64_MAX : (int64_t)cap_sz;
+  if (cap < 1) cap = 1;
+  const int64_t handful = min64(p, FM_PANEL_MIN_COLS);
+  if (n <= dim_max && n <= cap / handful) {
+    plan.rows = n;
+    plan.cols = min64(min64(p, cap / n), dim_max);
+  } else {
+    plan.cols = max64(1, min64(handful, cap));
+    plan.rows = max64(1, min64(min64(n, cap / plan.cols), dim_max));
+    if (x->codec == FM_CODEC_BED2 && plan.rows >= 4 && plan.rows < n) plan.rows &= ~(int64_t)3;
+  }
+  return plan;
+}
+
+/* The affine parameters of logical column j. */
+static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
+  *c = aff && aff->center ? aff->center[j] : 0.0;
+  *s = aff && aff->scale ? aff->scale[j] : 1.0;
+  *f = aff && aff->fill ? aff->fill[j] : NAN;
+}
+
+static int aff_is_identity(const fm_affine *aff) {
+  return !aff || (!aff->center && !aff->scale && !aff->fill);
+}
+
+static void decode_f64(const double *src, int64_t n, int identity, double c, double s, double f,
+                       int has_fill, double *out) {
+  if (identity) {
+    memcpy(out, src, (size_t)n * sizeof(double));
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double v = src[i];
+    if (isnan(v))
+      out[i] = has_fill ? f : v;
+    else
+      out[i] = (v - c) * s;
+  }
+}
+
+static void decode_i32(const int32_t *src, int64_t n, double c, double s, double f,
+                       double *out) {
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v = src[i];
+    out[i] = v == INT32_MIN ? f : ((double)v - c) * s;
+  }
+}
+
+/* Rows below which building dos8's 256-entry table costs more than it saves. */
+#define DOS8_LUT_MIN_ROWS 64
+
+fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int64_t n_rows,
+                          int64_t c0, int64_t n_cols, double *out, int64_t ld, fm_err *err) {
+  if (!x) return fm_err_set(err, FM_EARG, "fm_panel_decode: x must not be NULL");
+  if (r0 < 0 || n_rows < 0 || r0 > x->n_rows - n_rows)
+    return fm_err_set(err, FM_EARG,
+                      "fm_panel_decode: rows [%lld, %lld) lie outside the %lld rows of x",
+                      (long long)r0, (long long)(r0 + n_rows), (long long)x->n_rows);
+  if (c0 < 0 || n_cols < 0 || c0 > x->n_cols - n_cols)
+    return fm_err_set(err, FM_EARG,
+                      "fm_panel_decode: columns [%lld, %lld) lie outside the %lld columns of x",
+                      (long long)c0, (long long)(c0 + n_cols), (long long)x->n_cols);
+  if (ld < n_rows || ld < 1)
+    return fm_err_set(err, FM_EARG, "fm_panel_decode: ld (%lld) is less than n_rows (%lld)",
+                      (long long)ld, (long long)n_rows);
+  if (n_rows == 0 || n_cols == 0) return FM_OK;
+  if (!out || !x->data)
+    return fm_err_set(err, FM_EARG, "fm_panel_decode: out and x->data must not be NULL");
+  const fm_codec_id codec = x->codec;
+  if (codec != FM_CODEC_F64 && codec != FM_CODEC_I32 && codec != FM_CODEC_BED2 &&
+      codec != FM_CODEC_DOS8)
+    return fm_err_set(err, FM_EARG, "fm_panel_decode: unknown codec id %d", (int)codec);
+  if (x->col_index) {
+    for (int64_t jj = 0; jj < n_cols; jj++)
+      if (x->col_index[c0 + jj] < 0)
+        return fm_err_set(err, FM_EARG, "fm_panel_decode: col_index[%lld] = %lld is negative",
+                          (long long)(c0 + jj), (long long)x->col_index[c0 + jj]);
+  }
+  const int identity = aff_is_identity(aff);
+  const int has_fill = aff && aff->fill;
+  const uint8_t *base = (const uint8_t *)x->data;
+  double lut[256];
+  for (int64_t jj = 0; jj < n_cols; jj++) {
+    const int64_t j = c0 + jj;
+    const int64_t s = x->col_index ? x->col_index[j] : j;
+    const uint8_t *col = base + s * x->col_stride;
+    double *o = out + jj * ld;
+    double cj, sj, fj;
+    affine_at(aff, j, &cj, &sj, &fj);
+    switch (codec) {
+    case FM_CODEC_F64:
+      decode_f64((const double *)(const void *)col + r0, n_rows, identity, cj, sj, fj, has_fill,
+                 o);
+      break;
+    case FM_CODEC_I32:
+      decode_i32((const int32_t *)(const void *)col + r0, n_rows, cj, sj, fj, o);
+      break;
+    case FM_CODEC_BED2:
+      fm_codec_bed2_lut(cj, sj, fj, lut);
+      fm_codec_bed2_decode_col(col, r0, n_rows, lut, o);
+      break;
+    case FM_CODEC_DOS8:
+      if (n_rows >= DOS8_LUT_MIN_ROWS) {
+        fm_codec_dos8_lut(cj, sj, fj, lut);
+        fm_codec_dos8_decode_col(col + r0, n_rows, lut, o);
+      } else {
+        for (int64_t i = 0; i < n_rows; i++) {
+          uint8_t q = col[r0 + i];
+          o[i] = q == FM_DOS8_MISSING ? fj : ((double)q / FM_DOS8_STEPS - cj) * sj;
+        }
+      }
+      break;
+    }
+  }
+  return FM_OK;
+}
