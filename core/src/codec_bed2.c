@@ -10,7 +10,7 @@
 #include <string.h>
 
 int64_t fm_codec_bed2_col_bytes(int64_t n_samples) {
-  return n_samples <= 0 ? 0 : (n_samples + 3) / 4;
+  return n_samples <= 0 ? 0 : n_samples / 4 + (n_samples % 4 != 0);
 }
 
 void fm_codec_bed2_lut(double center, double scale, double fill, double lut_out[4]) {

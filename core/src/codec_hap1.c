@@ -5,7 +5,7 @@
 #include <string.h>
 
 int64_t fm_codec_hap1_row_bytes(int64_t n_haps) {
-  return n_haps <= 0 ? 0 : ((n_haps + 511) / 512) * 64;
+  return n_haps <= 0 ? 0 : (n_haps / 512 + (n_haps % 512 != 0)) * 64;
 }
 
 fm_status fm_codec_hap1_encode(const int32_t *h, int64_t n_haps, int64_t n_loci, int64_t ld,
