@@ -40,27 +40,40 @@ typedef fm_status (*fm_backend_fn)(void *ud, const fm_product *p, const fm_ctl *
 #define FM_BACKEND_MAX 16
 #define FM_BACKEND_NAME_MAX 63
 
-/* Append a backend. Errors: FM_EARG (empty/long name, name taken),
+/* Append a backend. Errors: FM_EARG (empty/long name, name taken or the
+ *         reserved "reference", NULL fn),
  * FM_ENOSPC (FM_BACKEND_MAX reached). ud is borrowed for as long as the
  * backend stays registered. */
 FM_NODISCARD fm_status fm_backend_register(const char *name, fm_backend_fn fn, void *ud,
                                            fm_err *err);
 
-/* Remove the backend named name; nonzero if one was removed. */
+/* Remove the backend named name, keeping the order of the others; nonzero
+ * if one was removed. */
 int fm_backend_unregister(const char *name);
 
 int fm_backend_count(void);
 const char *fm_backend_name(int i); /* borrowed; NULL when out of range */
 
 /* Compute *p (see above). used_out (may be NULL) receives the name of the
- * backend that produced the result, "reference" for the reference path.
- * Errors: FM_EARG (shapes or leading dimensions inconsistent),
- *         FM_ECANCELLED, FM_ENOMEM, or a backend's own error (not a decline). */
+ * backend that produced the result (or the error), "reference" for the
+ * reference path; borrowed, valid until the registry next changes.
+ * Shape:  y rows beyond its logical rows (up to ldy) are never written.
+ * Errors: FM_EARG (unknown op, x invalid, k < 1, ldb/ldy below the rows of
+ *         b/y, NULL b or y), FM_ECANCELLED, FM_ENOMEM, or a backend's own
+ *         error (not a decline); a backend that returns an error without
+ *         filling err gets a message naming it. On error y is unspecified.
+ * Owns:   borrows p and everything it points to; writes only p->y. */
 FM_NODISCARD fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl,
                                       const char **used_out, fm_err *err);
 
-/* The reference path alone: decode panels under fm_panel_budget() bytes and
- * call dgemm. Same contract as fm_backend_run. */
+/* The reference path alone: zero y, then for each panel of
+ * fm_panel_plan_for(x, fm_panel_budget()) (columns outer, rows inner) decode
+ * it into one buffer allocated once and accumulate with dgemm:
+ *   XB:  y[R, :] += P b[C, :]      XTB: y[C, :] += P' b[R, :]
+ * Polls ctl->cancel once before each panel and reports progress after each,
+ * in panels (done, total). Same contract as fm_backend_run, plus FM_EARG when
+ * k, ldb or ldy exceed INT_MAX (BLAS integers are 32-bit). Results depend on
+ * the panel plan only through floating-point summation order. */
 FM_NODISCARD fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *err);
 
 #endif

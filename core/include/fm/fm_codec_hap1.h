@@ -29,10 +29,13 @@ static inline const uint64_t *fm_codec_hap1_row(const uint8_t *data, int64_t n_h
   return (const uint64_t *)(const void *)(data + locus * fm_codec_hap1_row_bytes(n_haps));
 }
 
-/* Allele of haplotype h at locus (0 or 1). */
+/* Allele of haplotype h at locus (0 or 1). No bounds check: 0 <= h < n_haps. */
 int fm_codec_hap1_get(const uint8_t *data, int64_t n_haps, int64_t locus, int64_t h);
 
-/* Unpack loci [l0, l0+n_loci) into int32 alleles, n_haps x n_loci, ld >= n_haps. */
+/* Unpack loci [l0, l0+n_loci) into int32 alleles.
+ * Shape: out is n_haps x n_loci, column-major (one column per locus),
+ *        ld >= n_haps; rows n_haps..ld-1 are not written.
+ * Owns:  borrows data; writes only out. */
 void fm_codec_hap1_decode_rows(const uint8_t *data, int64_t n_haps, int64_t l0, int64_t n_loci,
                                int32_t *out, int64_t ld);
 

@@ -53,6 +53,14 @@ static void test_f64(void) {
   uint64_t bits;
   memcpy(&bits, &out[6], sizeof bits);
   CHECK(bits == UINT64_C(0x7FF00000000007A2)); /* NA payload kept */
+  {
+    double c2[3] = {1, 1, 1};
+    fm_affine center_only = {c2, NULL, NULL};
+    CHECK_OK(fm_panel_decode(&x, &center_only, 0, 5, 1, 1, out, 5, &err), &err);
+    memcpy(&bits, &out[1], sizeof bits);
+    CHECK(bits == UINT64_C(0x7FF00000000007A2)); /* still NA after centring */
+    CHECK(out[0] == -0.5 && out[2] == 0.5);
+  }
 
   double center[4] = {1, 2, 3, 4}, scale[4] = {2, 0.5, -1, 3}, fill[4] = {-1, -2, -3, -4};
   int64_t idx[4] = {2, 0, 1, 0};
