@@ -1,0 +1,37 @@
+#' Rfmalloc: out-of-core typed arrays for R
+#'
+#' Rfmalloc maps a file and carves it into typed blocks that R sees as
+#' ordinary vectors and matrices (ALTREP classes `fm_dbl_map`, `fm_int_map`,
+#' `fm_lgl_map`, `fm_raw_map`). Their data pointer lies in the mapping, so
+#' BLAS and any package that takes a bare `double*` consume them unchanged,
+#' while R's value semantics still hold.
+#'
+#' @section Runtime:
+#' [open_fmalloc()] maps a file (persistent or scratch) and returns a runtime;
+#' [cleanup_fmalloc()] closes it, [fmalloc_sync()] commits it durably and
+#' [fmalloc_info()] reports its state.
+#'
+#' @section Vectors:
+#' [create_fmalloc_vector()] and [create_fmalloc_matrix()] allocate in a
+#' runtime; [fmalloc_save()], [fmalloc_get()], [fmalloc_list()] and
+#' [fmalloc_delete()] manage named objects that survive the process.
+#'
+#' @section Errors:
+#' Every error raised by the package is a condition of class
+#' `c("fm_error_<status>", "fm_error", "error", "condition")`, where
+#' `<status>` is one of `enomem`, `eio`, `eformat`, `emismatch`,
+#' `edegenerate`, `earg`, `eunsupported`, `ecancelled`, `enospc`, `ebusy`,
+#' `eclosed`, `einternal`. See [fm_error].
+#'
+#' @useDynLib Rfmalloc, .registration = TRUE
+#' @keywords internal
+"_PACKAGE"
+
+.onUnload <- function(libpath) {
+  # Close every map this process holds. The shared library itself stays
+  # loaded on purpose: ALTREP class methods and external-pointer finalizers
+  # of vectors that may still exist point into it, and unloading it would
+  # turn their next use (or the next GC) into a crash.
+  try(.Call(fmr_runtime_close_all), silent = TRUE)
+  invisible(NULL)
+}

@@ -1,0 +1,168 @@
+#' Open a mapped-file runtime
+#'
+#' Maps the file at `path` (creating it when absent) and returns a runtime in
+#' which [create_fmalloc_vector()], [create_fmalloc_matrix()] and
+#' [fmalloc_save()] allocate. The file grows on demand up to the size cap;
+#' virtual address space for the whole cap is reserved at open, so pointers
+#' into the mapping never move.
+#'
+#' @param path Path of the backing file. It is normalised to an absolute path;
+#'   that path is what serialized references record.
+#' @param size_gb Size cap in GiB (\eqn{2^{30}} bytes), a positive number;
+#'   fractions are allowed. Required to create a file; for an existing file
+#'   `NULL` keeps the stored cap and a larger value raises it. Ignored for
+#'   read-only opens.
+#' @param mode `"persistent"`: the file and its *named* objects (see
+#'   [fmalloc_save()]) survive the process and can be reopened; unnamed
+#'   objects are temporaries, freed when R garbage-collects them and never
+#'   kept across a reopen. `"scratch"`: the file is unlinked as soon as it is
+#'   created, so it disappears at cleanup or at any process exit (even
+#'   `kill -9`); its vectors serialize by value.
+#' @param read_only `TRUE` maps the file read-only with a shared lock (the file
+#'   must exist; several readers may share it). Vectors of a read-only runtime
+#'   are marked not mutable, so modifying one makes a heap copy.
+#' @return An object of class `"fmalloc_runtime"` (an external pointer). When
+#'   it is garbage-collected, or R exits, the map is closed without a sync.
+#' @section Errors:
+#' `fm_error_ebusy` when another writer holds the file (also a second writable
+#' open in the same process), `fm_error_eformat` for a truncated, foreign or
+#' corrupt file (the message names the file), `fm_error_enospc` when the cap
+#' cannot be reserved, `fm_error_eio`, `fm_error_earg` for bad arguments.
+#' @section Source:
+#' Layout of the file: `docs/formats/fmalloc.md`; core contract
+#' `core/include/fm/fm_map.h`.
+#' @seealso [cleanup_fmalloc()], [fmalloc_sync()], [fmalloc_info()]
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".bin"), size_gb = 0.01)
+#' x <- create_fmalloc_vector("double", 5, rt)
+#' x[] <- 1:5
+#' fmalloc_info(rt)$used_bytes
+#' cleanup_fmalloc(rt)
+#' @export
+open_fmalloc <- function(path, size_gb = NULL, mode = c("persistent", "scratch"),
+                         read_only = FALSE) {
+  mode <- match.arg(mode)
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
+    fm_abort("earg", "path must be a single non-empty string")
+  if (!is.logical(read_only) || length(read_only) != 1L || is.na(read_only))
+    fm_abort("earg", "read_only must be TRUE or FALSE")
+  if (read_only && mode == "scratch")
+    fm_abort("earg", "a scratch runtime cannot be opened read-only")
+  path <- fm_abs_path(path)
+  cap <- 0
+  if (!is.null(size_gb)) {
+    if (!is.numeric(size_gb) || length(size_gb) != 1L || is.na(size_gb) || size_gb <= 0)
+      fm_abort("earg", "size_gb must be a single positive number, not ", deparse(size_gb))
+    cap <- ceiling(size_gb * 2^30)
+  } else if (!read_only && (mode == "scratch" || !file.exists(path))) {
+    fm_abort("earg", "size_gb is required to create '", path, "'")
+  }
+  .Call(fmr_runtime_open, path, as.double(cap), mode, read_only)
+}
+
+fm_abs_path <- function(path) {
+  path <- path.expand(path)
+  dir <- normalizePath(dirname(path), winslash = "/", mustWork = FALSE)
+  file.path(dir, basename(path))
+}
+
+#' Close a runtime
+#'
+#' Commits a writable persistent runtime (unless `sync = FALSE`), then unmaps
+#' the file and releases its lock. Vectors of the runtime stay valid R objects
+#' but any later access to their values raises `fm_error_eclosed`
+#' ("mapping is closed"); it never crashes. A scratch file is gone after this.
+#' Closing a closed runtime does nothing.
+#'
+#' @param runtime An `"fmalloc_runtime"`.
+#' @param sync Commit first (see [fmalloc_sync()]). The map is closed even when
+#'   the commit fails; the failure (e.g. `fm_error_eformat` for a file truncated
+#'   from outside) is raised afterwards.
+#' @return Invisibly, `TRUE` if the runtime was open.
+#' @export
+cleanup_fmalloc <- function(runtime, sync = TRUE) {
+  invisible(.Call(fmr_runtime_close, runtime, isTRUE(sync)))
+}
+
+#' Commit a runtime durably
+#'
+#' Flushes the data to the file, then writes the block table and the name
+#' directory into the inactive metadata slot and flushes it. A crash (or an
+#' exit without sync) loses what changed since the last sync, never the
+#' directory. Named objects become visible to other processes at a sync
+#' ([fmalloc_save()] and [fmalloc_delete()] sync by default).
+#'
+#' @param runtime A writable `"fmalloc_runtime"`.
+#' @return Invisibly, `runtime`.
+#' @section Errors:
+#' `fm_error_eformat` when the file was truncated from outside (the message
+#' names the file and both sizes), `fm_error_eio`, `fm_error_earg` for a
+#' read-only runtime or a call from a forked child, `fm_error_eclosed`.
+#' @export
+fmalloc_sync <- function(runtime) {
+  .Call(fmr_runtime_sync, runtime)
+  invisible(runtime)
+}
+
+#' Check that a runtime's file was not truncated
+#'
+#' A cheap `fstat` comparison of the file size with what the map relies on;
+#' call it before a long pass over data that another process might shrink.
+#' @param runtime An `"fmalloc_runtime"`.
+#' @return Invisibly `TRUE`; raises `fm_error_eformat` when the file shrank.
+#' @export
+fmalloc_check <- function(runtime) {
+  invisible(.Call(fmr_runtime_check, runtime))
+}
+
+#' State of a runtime
+#'
+#' @param runtime An open `"fmalloc_runtime"`.
+#' @return A list: `path` (absolute), `mode` (`"persistent"` or `"scratch"`),
+#'   `read_only`, `cap_bytes` (size cap, bytes), `file_bytes` (current file
+#'   size, bytes), `used_bytes` (bytes in live blocks, each rounded up to 64),
+#'   `n_blocks` (live blocks, named or not), `n_named` (directory entries,
+#'   including the hidden `.fm/` companions that hold attributes) and
+#'   `sync_seq` (sequence number of the last committed metadata). Byte counts
+#'   are doubles. Raises `fm_error_eclosed` after [cleanup_fmalloc()].
+#' @export
+fmalloc_info <- function(runtime) {
+  .Call(fmr_runtime_info, runtime)
+}
+
+#' Is a runtime open?
+#' @param runtime An `"fmalloc_runtime"`.
+#' @return `TRUE` or `FALSE`.
+#' @export
+fmalloc_is_open <- function(runtime) {
+  .Call(fmr_runtime_state, runtime)$is_open
+}
+
+#' @export
+print.fmalloc_runtime <- function(x, ...) {
+  st <- .Call(fmr_runtime_state, x)
+  if (!isTRUE(st$is_open)) {
+    cat("<fmalloc_runtime> ", st$path, " (closed)\n", sep = "")
+    return(invisible(x))
+  }
+  info <- fmalloc_info(x)
+  cat("<fmalloc_runtime> ", info$path, "\n", sep = "")
+  cat("  mode: ", info$mode, if (info$read_only) ", read-only" else "", "\n", sep = "")
+  cat("  used: ", fm_bytes(info$used_bytes), " of ", fm_bytes(info$cap_bytes), " cap (file ",
+      fm_bytes(info$file_bytes), ")\n", sep = "")
+  cat("  blocks: ", format(info$n_blocks), ", named: ", format(info$n_named),
+      ", sync: ", format(info$sync_seq), "\n", sep = "")
+  invisible(x)
+}
+
+#' @export
+format.fmalloc_runtime <- function(x, ...) {
+  st <- .Call(fmr_runtime_state, x)
+  sprintf("<fmalloc_runtime %s%s>", st$path, if (isTRUE(st$is_open)) "" else " (closed)")
+}
+
+fm_bytes <- function(b) {
+  units <- c("B", "KiB", "MiB", "GiB", "TiB")
+  k <- if (b > 0) min(length(units) - 1, floor(log(b, 1024))) else 0
+  paste0(format(signif(b / 1024^k, 4)), " ", units[k + 1])
+}

@@ -1,0 +1,70 @@
+/* r_init.c: registration of every .Call entry point (one table, grouped by
+ * glue module; add new modules as a new commented group), the ALTREP classes,
+ * and unload. Dynamic symbol lookup is off. */
+#include "r_runtime.h"
+
+#include <R_ext/Rdynload.h>
+
+/* r_runtime.c: runtime handles and the name directory */
+SEXP fmr_runtime_open(SEXP path, SEXP cap_bytes, SEXP mode, SEXP read_only);
+SEXP fmr_runtime_close(SEXP rt, SEXP sync);
+SEXP fmr_runtime_sync(SEXP rt);
+SEXP fmr_runtime_check(SEXP rt);
+SEXP fmr_runtime_close_all(void);
+SEXP fmr_runtime_state(SEXP rt);
+SEXP fmr_runtime_info(SEXP rt);
+SEXP fmr_runtime_dir(SEXP rt);
+SEXP fmr_runtime_delete(SEXP rt, SEXP name);
+
+/* r_altrep.c: mapped vectors (ALTREP) */
+SEXP fmr_altrep_new(SEXP rt, SEXP type, SEXP length, SEXP dim, SEXP dimnames);
+SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt);
+SEXP fmr_altrep_get(SEXP rt, SEXP name);
+SEXP fmr_altrep_set_attrs(SEXP x, SEXP attrs);
+SEXP fmr_altrep_is_mapped(SEXP x);
+SEXP fmr_altrep_runtime(SEXP x);
+SEXP fmr_altrep_describe(SEXP x);
+SEXP fmr_altrep_write_cols(SEXP x, SEXP j, SEXP values);
+SEXP fmr_altrep_elt(SEXP x, SEXP i);
+SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n);
+
+#define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
+
+static const R_CallMethodDef call_methods[] = {
+    /* r_runtime.c: runtime handles and the name directory */
+    CALLDEF(fmr_runtime_open, 4),
+    CALLDEF(fmr_runtime_close, 2),
+    CALLDEF(fmr_runtime_sync, 1),
+    CALLDEF(fmr_runtime_check, 1),
+    CALLDEF(fmr_runtime_close_all, 0),
+    CALLDEF(fmr_runtime_state, 1),
+    CALLDEF(fmr_runtime_info, 1),
+    CALLDEF(fmr_runtime_dir, 1),
+    CALLDEF(fmr_runtime_delete, 2),
+
+    /* r_altrep.c: mapped vectors (ALTREP) */
+    CALLDEF(fmr_altrep_new, 5),
+    CALLDEF(fmr_altrep_save, 3),
+    CALLDEF(fmr_altrep_get, 2),
+    CALLDEF(fmr_altrep_set_attrs, 2),
+    CALLDEF(fmr_altrep_is_mapped, 1),
+    CALLDEF(fmr_altrep_runtime, 1),
+    CALLDEF(fmr_altrep_describe, 1),
+    CALLDEF(fmr_altrep_write_cols, 3),
+    CALLDEF(fmr_altrep_elt, 2),
+    CALLDEF(fmr_altrep_region, 3),
+
+    {NULL, NULL, 0}};
+
+void R_init_Rfmalloc(DllInfo *dll) {
+  R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
+  R_useDynamicSymbols(dll, FALSE);
+  fmr_altrep_init(dll);
+}
+
+/* Runs when the DLL is unloaded: close every map this process still holds so
+ * no mapping or lock outlives the code that owns it. */
+void R_unload_Rfmalloc(DllInfo *dll) {
+  (void)dll;
+  fmr_runtime_close_all_c();
+}

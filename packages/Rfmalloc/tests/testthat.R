@@ -1,0 +1,4 @@
+library(testthat)
+library(Rfmalloc)
+
+test_check("Rfmalloc")

@@ -1,0 +1,193 @@
+test_that("open_fmalloc returns a runtime with info and a print method", {
+  path <- fm_tmp()
+  rt <- open_fmalloc(path, size_gb = 0.05)
+  expect_s3_class(rt, "fmalloc_runtime")
+  expect_true(file.exists(path))
+  info <- fmalloc_info(rt)
+  expect_named(info, c("path", "mode", "read_only", "cap_bytes", "file_bytes", "used_bytes",
+                       "n_blocks", "n_named", "sync_seq"))
+  expect_equal(info$path, normalizePath(path))
+  expect_equal(info$mode, "persistent")
+  expect_false(info$read_only)
+  expect_equal(info$cap_bytes, ceiling(0.05 * 2^30))
+  expect_equal(info$used_bytes, 0)
+  expect_equal(info$n_blocks, 0)
+  expect_output(print(rt), "fmalloc_runtime")
+  expect_true(fmalloc_is_open(rt))
+  expect_true(cleanup_fmalloc(rt))
+  expect_false(fmalloc_is_open(rt))
+  expect_false(cleanup_fmalloc(rt))
+  expect_output(print(rt), "closed")
+  expect_error(fmalloc_info(rt), class = "fm_error_eclosed")
+  expect_error(fmalloc_sync(rt), class = "fm_error_eclosed")
+})
+
+test_that("bad arguments raise fm_error_earg", {
+  path <- fm_tmp()
+  expect_error(open_fmalloc(path), class = "fm_error_earg")
+  expect_error(open_fmalloc(path, size_gb = -1), class = "fm_error_earg")
+  expect_error(open_fmalloc(c(path, path), size_gb = 1), class = "fm_error_earg")
+  expect_error(open_fmalloc(path, size_gb = 1, mode = "scratch", read_only = TRUE),
+               class = "fm_error_earg")
+  expect_error(open_fmalloc(fm_tmp(), read_only = TRUE, size_gb = 1), class = "fm_error")
+  expect_error(cleanup_fmalloc(list()), class = "fm_error_earg")
+})
+
+test_that("a second writer gets fm_error_ebusy, readers share", {
+  path <- fm_tmp()
+  rt <- fm_runtime(path)
+  expect_error(open_fmalloc(path, size_gb = 0.05), class = "fm_error_ebusy")
+  expect_error(open_fmalloc(path, read_only = TRUE), class = "fm_error_ebusy")
+  # another process, too
+  res <- run_r('result <- tryCatch({ open_fmalloc("@p@", size_gb = 0.05); "opened" },
+                  fm_error = function(e) class(e)[1])', p = path)
+  expect_equal(res, "fm_error_ebusy")
+  cleanup_fmalloc(rt)
+  r1 <- open_fmalloc(path, read_only = TRUE)
+  r2 <- open_fmalloc(path, read_only = TRUE)
+  expect_true(fmalloc_info(r1)$read_only)
+  expect_error(open_fmalloc(path, size_gb = 0.05), class = "fm_error_ebusy")
+  cleanup_fmalloc(r1)
+  cleanup_fmalloc(r2)
+  rt <- open_fmalloc(path)
+  expect_true(fmalloc_is_open(rt))
+  cleanup_fmalloc(rt)
+})
+
+test_that("a foreign or corrupt file is fm_error_eformat naming the file", {
+  path <- fm_tmp()
+  writeBin(as.raw(rep(c(1:255), 40000)), path)
+  err <- tryCatch(open_fmalloc(path, size_gb = 0.05), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
+  err <- tryCatch(open_fmalloc(path, read_only = TRUE), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  # a valid file with a damaged header
+  path2 <- fm_tmp()
+  rt <- open_fmalloc(path2, size_gb = 0.05)
+  cleanup_fmalloc(rt)
+  con <- file(path2, "r+b")
+  writeBin(charToRaw("NOTMAGIC"), con)
+  close(con)
+  err <- tryCatch(open_fmalloc(path2), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_true(grepl(path2, conditionMessage(err), fixed = TRUE))
+})
+
+test_that("truncation from outside is detected at fmalloc_sync", {
+  path <- fm_tmp()
+  rt <- fm_runtime(path)
+  x <- create_fmalloc_vector("double", 1e5, rt)
+  fmalloc_save(x, "x")
+  expect_true(fmalloc_check(rt))
+  shrink_to <- 65536
+  ok <- system2("truncate", c("-s", shrink_to, shQuote(path))) == 0L
+  skip_if_not(ok, "truncate(1) is not available")
+  expect_equal(file.size(path), shrink_to)
+  expect_error(fmalloc_check(rt), class = "fm_error_eformat")
+  err <- tryCatch(fmalloc_sync(rt), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
+  # cleanup still closes, then reports the failed commit
+  expect_error(cleanup_fmalloc(rt), class = "fm_error_eformat")
+  expect_false(fmalloc_is_open(rt))
+})
+
+test_that("replacing the file by rename leaves mapped values unchanged", {
+  path <- fm_tmp()
+  rt <- fm_runtime(path)
+  x <- create_fmalloc_vector("double", 1000, rt)
+  x[] <- seq_len(1000) / 7
+  fmalloc_save(x, "x")
+  other <- fm_tmp()
+  writeBin(as.raw(rep(0xff, 1e6)), other)
+  expect_true(file.rename(other, path))
+  expect_equal(x[], seq_len(1000) / 7)
+  expect_true(fmalloc_check(rt))
+  y <- fmalloc_get(rt, "x")
+  expect_equal(y[1000], 1000 / 7)
+  x[1] <- -1
+  expect_equal(y[1], -1)
+})
+
+test_that("scratch runtimes unlink their file at once", {
+  path <- fm_tmp()
+  rt <- open_fmalloc(path, size_gb = 0.05, mode = "scratch")
+  expect_false(file.exists(path))
+  expect_equal(fmalloc_info(rt)$mode, "scratch")
+  x <- create_fmalloc_vector("integer", 10, rt)
+  x[] <- 1:10
+  expect_equal(sum(x), 55L)
+  cleanup_fmalloc(rt)
+  expect_error(x[1], class = "fm_error_eclosed")
+})
+
+test_that("temporaries are freed when R collects them", {
+  rt <- fm_runtime()
+  base <- fmalloc_info(rt)$used_bytes
+  x <- create_fmalloc_vector("double", 1e5, rt)
+  y <- create_fmalloc_vector("integer", 1e5, rt)
+  used <- fmalloc_info(rt)$used_bytes
+  expect_gte(used - base, 1e5 * 12)
+  expect_equal(fmalloc_info(rt)$n_blocks, 2)
+  rm(x, y)
+  invisible(gc())
+  expect_equal(fmalloc_info(rt)$used_bytes, base)
+  expect_equal(fmalloc_info(rt)$n_blocks, 0)
+  # a named object is not freed by GC
+  z <- create_fmalloc_vector("double", 10, rt)
+  fmalloc_save(z, "z")
+  rm(z)
+  invisible(gc())
+  expect_equal(fmalloc_info(rt)$n_blocks, 1)
+  expect_equal(fmalloc_get(rt, "z")[], rep(0, 10))
+})
+
+test_that("the size cap is an fm_error_enospc, and the runtime stays usable", {
+  rt <- fm_runtime(size_gb = 0.01)
+  expect_error(create_fmalloc_vector("double", 2e6, rt), class = "fm_error_enospc")
+  x <- create_fmalloc_vector("double", 10, rt)
+  x[] <- 1
+  expect_equal(sum(x), 10)
+})
+
+test_that("read-only runtimes refuse changes and copy on write", {
+  path <- fm_tmp()
+  rt <- open_fmalloc(path, size_gb = 0.05)
+  x <- create_fmalloc_vector("double", 5, rt)
+  x[] <- 1:5
+  fmalloc_save(x, "x")
+  cleanup_fmalloc(rt)
+  ro <- open_fmalloc(path, read_only = TRUE)
+  on.exit(cleanup_fmalloc(ro))
+  expect_error(create_fmalloc_vector("double", 5, ro), class = "fm_error_earg")
+  expect_error(fmalloc_save(1:3, "y", ro), class = "fm_error_earg")
+  expect_error(fmalloc_sync(ro), class = "fm_error_earg")
+  v <- fmalloc_get(ro, "x")
+  expect_true(fmalloc_is_mapped(v))
+  w <- v
+  w[2] <- 100
+  expect_false(fmalloc_is_mapped(w))
+  expect_equal(v[], as.double(1:5))
+  v[1] <- 9 # v is not mutable: R copies into the heap
+  expect_equal(v[1], 9)
+  expect_equal(fmalloc_get(ro, "x")[1], 1)
+})
+
+test_that("a persistent runtime reopens in another process", {
+  path <- fm_tmp()
+  rt <- open_fmalloc(path, size_gb = 0.05)
+  x <- create_fmalloc_vector("double", 100, rt)
+  x[] <- sqrt(1:100)
+  fmalloc_save(x, "x", sync = FALSE)
+  fmalloc_sync(rt)
+  expect_gte(fmalloc_info(rt)$sync_seq, 1)
+  cleanup_fmalloc(rt, sync = FALSE)
+  res <- run_r('rt <- open_fmalloc("@p@", read_only = TRUE)
+                x <- fmalloc_get(rt, "x")
+                result <- list(mapped = fmalloc_is_mapped(x), x = x[], list = fmalloc_list(rt))',
+               p = path)
+  expect_true(res$mapped)
+  expect_equal(res$x, sqrt(1:100))
+  expect_equal(res$list$name, "x")
+})
