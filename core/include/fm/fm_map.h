@@ -22,6 +22,8 @@
  * highest sequence. A crash loses unsynced changes, never the directory.
  * Space freed from a synced block is not reused before the next sync, so a
  * crash can never leave a synced object's bytes overwritten by a later block.
+ * There is no copy-on-write: bytes written into an already synced block
+ * reach the file as the kernel writes them back, synced or not.
  *
  * Space is reserved at allocation (posix_fallocate, after checking
  * RLIMIT_FSIZE), so a full disk is an FM_ENOSPC error at allocation, never a
@@ -32,7 +34,8 @@
  *
  * Thread safety: one fm_map may be used from one thread at a time for
  * allocation, directory and sync calls. Reads and writes through pointers
- * into distinct blocks may run concurrently, also from forked children.
+ * into distinct blocks may run concurrently, also from forked children;
+ * allocation, directory and sync calls belong to the opening process.
  * Ownership: fm_map owns its fd and mapping; fm_map_close releases both. */
 #ifndef FM_MAP_H
 #define FM_MAP_H
@@ -47,29 +50,56 @@ typedef enum fm_map_mode { FM_MAP_PERSISTENT = 0, FM_MAP_SCRATCH = 1 } fm_map_mo
 #define FM_NAME_MAX 255          /* longest object name, bytes, without NUL */
 #define FM_DIR_MAX_DIMS 4
 
+/* Each of the two metadata slots of a new file holds this many bytes (the
+ * block table and directory: about 100 bytes per named object plus its name,
+ * so roughly 9000 objects with short names). Slots are reserved on disk at
+ * creation, so writing metadata can never fail for lack of space. */
+#define FM_MAP_SLOT_BYTES (UINT64_C(1) << 20)
+/* The fixed part of a file: a 64 KiB header region and two slots. A new
+ * file's cap_bytes must be at least this; the data region starts here. */
+#define FM_MAP_MIN_CAP (UINT64_C(65536) + 2 * FM_MAP_SLOT_BYTES)
+
 /* Open or create the file at path.
- * cap_bytes: size cap for a new file (the file grows up to it); for an
- *            existing file 0 means "keep the stored cap", a larger value
- *            raises it. Ignored for read-only opens.
- * read_only: nonzero maps PROT_READ and takes a shared lock; the file must exist.
+ * cap_bytes: size cap of the whole file in bytes for a new file (the file
+ *            grows up to it; at least FM_MAP_MIN_CAP); for an existing file
+ *            0 or a smaller value keeps the stored cap, a larger value raises
+ *            it (durably at the next sync). Ignored for read-only opens.
+ * mode:      FM_MAP_PERSISTENT opens path or creates it (atomically: a new
+ *            file appears fully formed, or not at all; an existing empty file
+ *            is initialized). FM_MAP_SCRATCH creates path, which must not
+ *            exist, and unlinks it at once.
+ * read_only: nonzero maps PROT_READ and takes a shared lock; the file must
+ *            exist; not with FM_MAP_SCRATCH.
  * Errors: FM_EFORMAT (truncated, foreign or corrupted file: the message names
- *         the file and the problem), FM_EBUSY (locked by another writer),
- *         FM_EIO, FM_ENOSPC (cap cannot be reserved), FM_EARG, FM_ENOMEM.
- * Owns: *out is owned; free with fm_map_close. */
+ *         the file and the problem), FM_EBUSY (another open, also in this
+ *         process, holds a conflicting lock), FM_EIO (OS failure, including a
+ *         missing file for read-only opens), FM_ENOSPC (address space for the
+ *         cap cannot be reserved, or no disk space for the header), FM_EARG
+ *         (NULL path, cap too small or too large for a new file, scratch
+ *         path exists, not a regular file), FM_ENOMEM.
+ * Owns: *out is owned; free with fm_map_close. *out is NULL on failure. */
 FM_NODISCARD fm_status fm_map_open(const char *path, uint64_t cap_bytes, fm_map_mode mode,
                                    int read_only, fm_map **out, fm_err *err);
 
 /* Unmap, unlock and close (scratch files were already unlinked). Unsynced
- * changes of a persistent file are lost. Safe on NULL. */
+ * changes of a persistent file are lost. Safe on NULL. In a forked child it
+ * releases only the child's copies: the lock, shared with the parent through
+ * the inherited descriptor, stays held until the last copy is closed. */
 void fm_map_close(fm_map *m);
 
-/* Commit data and metadata durably (see crash consistency above).
+/* Commit data and metadata durably (see crash consistency above). After it
+ * returns, space freed from blocks committed earlier becomes reusable. On a
+ * scratch map it only does that bookkeeping (nothing outlives the process).
  * Errors: FM_EFORMAT if the file was truncated from outside (message names
- *         the file, expected and actual size); FM_EIO; FM_EARG if read-only. */
+ *         the file, expected and actual size); FM_EIO; FM_EARG if read-only
+ *         or m is NULL. */
 FM_NODISCARD fm_status fm_map_sync(fm_map *m, fm_err *err);
 
 /* Cheap check that the file under the mapping still has the size this map
- * relies on (fstat); call before a streamed pass. FM_EFORMAT when truncated. */
+ * relies on (fstat: at least the end of the highest block); call before a
+ * streamed pass. FM_EFORMAT naming the file and both sizes when truncated;
+ * FM_EIO if fstat fails; FM_EARG if m is NULL. A file replaced by rename
+ * does not matter: the map keeps the old inode. */
 FM_NODISCARD fm_status fm_map_check(const fm_map *m, fm_err *err);
 
 typedef struct fm_map_info {
@@ -84,27 +114,38 @@ typedef struct fm_map_info {
   uint64_t sync_seq;    /* sequence number of the last committed metadata */
 } fm_map_info;
 
+/* Fill *out (all zero when m is NULL). */
 void fm_map_get_info(const fm_map *m, fm_map_info *out);
 
 /* Pointer to byte offset off of the file (borrowed; valid until close).
- * NULL if off is outside the data region. */
+ * NULL if off is outside the data region [data start, file_bytes). */
 void *fm_map_ptr(const fm_map *m, uint64_t off);
 
 /* ---- blocks ---------------------------------------------------------- */
 
 /* Allocate n_bytes (> 0), 64-byte aligned, zero-filled, space reserved on disk.
- * Errors: FM_ENOSPC (cap, disk, RLIMIT_FSIZE or metadata capacity),
- *         FM_EARG (read-only map, n_bytes == 0). */
+ * The block is a temporary until it is named. First fit; the file grows in
+ * steps (1/8 of its size, 1 MiB .. 256 MiB, never past the cap or
+ * RLIMIT_FSIZE).
+ * Errors: FM_ENOSPC (no free range below the cap, disk full, RLIMIT_FSIZE;
+ *         the map stays usable), FM_EARG (NULL, read-only map, n_bytes == 0),
+ *         FM_EFORMAT (file truncated from outside), FM_EIO, FM_ENOMEM. */
 FM_NODISCARD fm_status fm_map_alloc(fm_map *m, uint64_t n_bytes, uint64_t *off_out, fm_err *err);
 
 /* Free the block at off. A named block also loses its directory entry.
- * Errors: FM_EARG if off is not the start of a live block. */
+ * Errors: FM_EARG if off is not the start of a live block or the map is
+ *         read-only. */
 FM_NODISCARD fm_status fm_map_free(fm_map *m, uint64_t off, fm_err *err);
 
-/* Resize the block at off to n_bytes, in place when the space after it is
- * free, otherwise by moving it (contents copied; new tail zero-filled).
+/* Resize the block at off to n_bytes (> 0), in place when the space after it
+ * is free, otherwise by moving it (contents copied; new tail zero-filled).
  * *off_out receives the (possibly new) offset; a move invalidates pointers
- * into the old block and updates its directory entry. */
+ * into the old block and updates its directory entry. A named block keeps
+ * its entry (uid, dims); the entry's n_bytes is clamped to n_bytes, so a
+ * caller that changes the shape names the block again.
+ * Errors: FM_EARG (not a live block, n_bytes == 0, read-only), FM_ENOSPC
+ *         (as fm_map_alloc; the block is unchanged), FM_EFORMAT, FM_EIO,
+ *         FM_ENOMEM. */
 FM_NODISCARD fm_status fm_map_resize(fm_map *m, uint64_t off, uint64_t n_bytes, uint64_t *off_out,
                                      fm_err *err);
 
@@ -126,10 +167,17 @@ typedef struct fm_dir_entry {
 
 /* Give the block at e->off the name e->name (and its type and dims), or
  * replace the entry already under that name (the old block is freed unless
- * it is the same block). Takes effect durably at the next fm_map_sync.
- * e->uid is ignored on input and set on the stored entry.
- * Errors: FM_EARG (empty or too long name, off not a live block, n_dims out
- *         of range, n_bytes larger than the block); FM_ENOSPC (directory full). */
+ * it is the same block). A block has at most one name: naming an already
+ * named block renames it. Takes effect durably at the next fm_map_sync
+ * (the first name of a session also commits, to reserve uids durably).
+ * e->uid is ignored on input; the stored entry gets a fresh uid, also when
+ * the same block is named again. Unused dims are stored as 0.
+ * Errors: FM_EARG (empty or too long name, dtype unknown, off not a live
+ *         block, n_dims out of range, negative or overflowing dims, a plain
+ *         dtype whose prod(dims) * size exceeds n_bytes, n_bytes larger than
+ *         the block, read-only map); FM_ENOSPC (directory full: the metadata
+ *         slot cannot hold it; nothing changes); errors of fm_map_sync from
+ *         the uid commit. */
 FM_NODISCARD fm_status fm_map_name(fm_map *m, const fm_dir_entry *e, fm_err *err);
 
 /* Look up name. Returns FM_EARG with a message naming the file when absent. */

@@ -1,0 +1,131 @@
+/* Tests for fm_fileview.h: read-only borrowed mappings of foreign files.
+ * Files are generated here, in a mkdtemp directory under /tmp. */
+#define _GNU_SOURCE
+#include "fm/fm_fileview.h"
+#include "fm_test.h"
+
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char g_dir[64];
+
+static const char *tpath(const char *name) {
+  static char buf[4][256];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
+  return buf[k];
+}
+
+static void write_file(const char *path, const void *buf, size_t n) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  CHECK(write(fd, buf, n) == (ssize_t)n);
+  close(fd);
+}
+
+static int has(const char *msg, const char *what) { return strstr(msg, what) != NULL; }
+
+static void open_reads_bytes(void) {
+  const char *path = tpath("data.bin");
+  uint8_t buf[10007];
+  for (size_t i = 0; i < sizeof buf; i++) buf[i] = (uint8_t)(i * 31 + 7);
+  write_file(path, buf, sizeof buf);
+  fm_err err;
+  fm_fileview *v = NULL;
+  CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+  if (!v) return;
+  CHECK(v->n_bytes == sizeof buf && v->base != NULL && v->fd >= 0);
+  CHECK(strcmp(v->path, path) == 0);
+  CHECK(memcmp(v->base, buf, sizeof buf) == 0);
+  CHECK_OK(fm_fileview_check(v, &err), &err);
+  /* Growing is fine; the view keeps its size. */
+  int fd = open(path, O_WRONLY | O_APPEND);
+  CHECK(fd >= 0 && write(fd, "more", 4) == 4);
+  if (fd >= 0) close(fd);
+  CHECK_OK(fm_fileview_check(v, &err), &err);
+  CHECK(v->n_bytes == sizeof buf);
+  fm_fileview_close(v);
+}
+
+static void empty_file(void) {
+  const char *path = tpath("empty.bin");
+  write_file(path, "", 0);
+  fm_err err;
+  fm_fileview *v = NULL;
+  CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+  if (!v) return;
+  CHECK(v->base == NULL && v->n_bytes == 0);
+  CHECK_OK(fm_fileview_check(v, &err), &err);
+  fm_fileview_close(v);
+}
+
+static void truncation_detected(void) {
+  const char *path = tpath("trunc.bin");
+  uint8_t buf[3 * 4096 + 11];
+  memset(buf, 0x42, sizeof buf);
+  write_file(path, buf, sizeof buf);
+  fm_err err;
+  fm_fileview *v = NULL;
+  CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+  if (!v) return;
+  CHECK(truncate(path, 4096) == 0);
+  CHECK(fm_fileview_check(v, &err) == FM_EFORMAT);
+  CHECK(err.code == FM_EFORMAT && has(err.msg, path) && has(err.msg, "12299") && has(err.msg, "4096"));
+  CHECK(strchr(err.msg, '\n') == NULL);
+  CHECK(v->base[0] == 0x42); /* the first page is still backed */
+  fm_fileview_close(v);
+}
+
+static void rename_replace_keeps_bytes(void) {
+  const char *path = tpath("model.bin");
+  const char *tmp = tpath("model.tmp");
+  uint8_t a[5000], b[100];
+  memset(a, 0xA5, sizeof a);
+  memset(b, 0x5A, sizeof b);
+  write_file(path, a, sizeof a);
+  fm_err err;
+  fm_fileview *v = NULL;
+  CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+  if (!v) return;
+  write_file(tmp, b, sizeof b);
+  CHECK(rename(tmp, path) == 0);
+  CHECK(memcmp(v->base, a, sizeof a) == 0);
+  CHECK_OK(fm_fileview_check(v, &err), &err);
+  fm_fileview_close(v);
+}
+
+static void errors_and_null(void) {
+  fm_err err;
+  fm_fileview *v = (fm_fileview *)&err; /* must be reset to NULL */
+  CHECK(fm_fileview_open(tpath("missing.bin"), &v, &err) == FM_EIO && v == NULL);
+  CHECK(has(err.msg, "missing.bin"));
+  CHECK(fm_fileview_open(g_dir, &v, &err) == FM_EIO && v == NULL && has(err.msg, g_dir));
+  CHECK(fm_fileview_open(NULL, &v, &err) == FM_EARG);
+  CHECK(fm_fileview_open("", &v, &err) == FM_EARG);
+  CHECK(fm_fileview_open(tpath("x"), NULL, &err) == FM_EARG);
+  CHECK(fm_fileview_check(NULL, &err) == FM_EARG);
+  CHECK(fm_fileview_open(tpath("missing.bin"), &v, NULL) == FM_EIO);
+  fm_fileview_close(NULL);
+}
+
+int main(void) {
+  snprintf(g_dir, sizeof g_dir, "/tmp/fm_fileview_test.XXXXXX");
+  if (!mkdtemp(g_dir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  FM_RUN(open_reads_bytes);
+  FM_RUN(empty_file);
+  FM_RUN(truncation_detected);
+  FM_RUN(rename_replace_keeps_bytes);
+  FM_RUN(errors_and_null);
+  const char *names[] = {"data.bin", "empty.bin", "trunc.bin", "model.bin", "model.tmp"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tpath(names[i]));
+  rmdir(g_dir);
+  FM_TEST_END();
+}
