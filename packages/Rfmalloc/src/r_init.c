@@ -1,6 +1,8 @@
 /* r_init.c: registration of every .Call entry point (one table, grouped by
- * glue module; add new modules as a new commented group), the ALTREP classes,
- * and unload. Dynamic symbol lookup is off. */
+ * glue module; add a new module as a new commented group of prototypes and
+ * CALLDEF lines), the ALTREP classes, the C callables of
+ * inst/include/Rfmalloc.h, and unload. Dynamic symbol lookup is off: an entry
+ * point missing from the table cannot be called. */
 #include "r_runtime.h"
 
 #include <R_ext/Rdynload.h>
@@ -27,6 +29,11 @@ SEXP fmr_altrep_describe(SEXP x);
 SEXP fmr_altrep_write_cols(SEXP x, SEXP j, SEXP values);
 SEXP fmr_altrep_elt(SEXP x, SEXP i);
 SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n);
+
+/* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
+SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
+void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
+SEXP Rfmalloc_vec_runtime(SEXP x);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -60,6 +67,9 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   fmr_altrep_init(dll);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_runtime", (DL_FUNC)&Rfmalloc_vec_runtime);
 }
 
 /* Runs when the DLL is unloaded: close every map this process still holds so

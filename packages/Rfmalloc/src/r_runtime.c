@@ -109,7 +109,9 @@ SEXP fmr_runtime_open_c(const char *path, uint64_t cap_bytes, fm_map_mode mode, 
   nprot++;
   SEXP handle = PROTECT(R_MakeExternalPtr(NULL, tag, R_NilValue));
   nprot++;
-  Rf_setAttrib(handle, R_ClassSymbol, Rf_mkString("fmalloc_runtime"));
+  SEXP cls = PROTECT(Rf_mkString("fmalloc_runtime"));
+  nprot++;
+  Rf_setAttrib(handle, R_ClassSymbol, cls);
   SEXP wref = R_MakeWeakRefC(handle, R_NilValue, runtime_finalize, TRUE);
   R_PreserveObject(wref);
   fmr_runtime *r = (fmr_runtime *)calloc(1, sizeof *r);
@@ -151,7 +153,11 @@ SEXP fmr_runtime_find(const char *path) {
   SEXP found = R_NilValue;
   pid_t self = getpid();
   for (fmr_runtime *r = g_runtimes; r; r = r->next) {
-    if (!r->map || r->pid != self || !r->path || strcmp(r->path, key) != 0) continue;
+    /* Only persistent maps: a scratch file is unlinked, and a later file at
+     * the same path is a different file. */
+    if (!r->map || r->mode != FM_MAP_PERSISTENT || r->pid != self || !r->path ||
+        strcmp(r->path, key) != 0)
+      continue;
     SEXP h = R_WeakRefKey(r->wref);
     if (h == R_NilValue) continue;
     found = h;

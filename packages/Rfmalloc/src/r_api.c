@@ -1,0 +1,31 @@
+/* r_api.c: the functions behind inst/include/Rfmalloc.h, registered with
+ * R_RegisterCCallable in r_init.c. Contracts: inst/include/Rfmalloc.h. */
+#include "r_runtime.h"
+
+SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
+void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
+SEXP Rfmalloc_vec_runtime(SEXP x);
+
+SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length) {
+  if (dtype < FM_DTYPE_F64 || dtype > FM_DTYPE_HAP1)
+    fmr_stop(FM_EARG, "dtype %d is not a stored dtype (1..%d)", dtype, (int)FM_DTYPE_HAP1);
+  if (!(length >= 0) || length != (double)(int64_t)length)
+    fmr_stop(FM_EARG, "length must be a whole number >= 0, not %g", length);
+  return fmr_vec_alloc(rt, (fm_dtype)dtype, (int64_t)length);
+}
+
+void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out) {
+  fmr_vec *v = fmr_vec_of(x);
+  if (!v) return NULL;
+  void *p = fmr_vec_ptr(v);
+  if (dtype_out) *dtype_out = (int)v->dtype;
+  if (n_bytes_out) {
+    size_t s = fm_dtype_size(v->dtype);
+    *n_bytes_out = (double)v->length * (double)(s ? s : 1);
+  }
+  return p;
+}
+
+SEXP Rfmalloc_vec_runtime(SEXP x) {
+  return fmr_vec_of(x) ? R_ExternalPtrProtected(R_altrep_data1(x)) : R_NilValue;
+}
