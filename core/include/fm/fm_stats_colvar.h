@@ -4,18 +4,35 @@
  * for DOS8) are excluded: each column's mean and variance use its observed
  * values only, and the variance has denominator n_obs - 1 (as var()).
  * A column with no observed value has mean NaN; fewer than two, variance NaN.
- * Accumulation is two-pass per column block in double (dense codecs) or exact
- * from genotype counts (BED2), so results do not depend on block size.
+ * Infinite F64 values are observed values (mean +-Inf, variance NaN, as R).
+ * Every column is reduced on its own, so results are bit-identical for any
+ * block size (the panel budget only bounds the work between cancel polls):
+ *   F64, I32: corrected two-pass in double straight from storage
+ *     (m = sum/n; mean = m + sum(x - m)/n; ss = sum((x - m)^2) - sum(x - m)^2/n);
+ *   BED2: exact from fm_codec_bed2_col_counts (integer moments);
+ *   DOS8: exact in the quantized values q/127 from a per-column histogram.
+ * The results are those of a dense two-pass over fm_panel_decode's output
+ * (no affine), to within a few ulp.
+ * Cancellation and progress: ctl->cancel is polled once per column block;
+ * ctl->progress reports columns done out of x->n_cols.
+ * Thread safety: reentrant; x is only read.
  * Source: Chan, Golub and LeVeque (1983) on the two-pass algorithm. Oracle:
- * apply(X, 2, var) in R; plink2 --freq for allele frequencies. */
+ * core/tests/stats_colvar/ (long-double two-pass); apply(X, 2, var) in R;
+ * plink2 --freq for allele frequencies. */
 #ifndef FM_STATS_COLVAR_H
 #define FM_STATS_COLVAR_H
 
 #include "fm_base.h"
 #include "fm_panel.h"
 
-/* Shape: mean_out, var_out (may be NULL) and n_obs_out (may be NULL) have
- * length x->n_cols. Errors: FM_ECANCELLED, FM_ENOMEM, FM_EARG. */
+/* Per-column mean, variance and count of observed values of x (col_index honoured).
+ * Shape:  mean_out, var_out (may be NULL) and n_obs_out (may be NULL) have
+ *         length x->n_cols (logical columns).
+ * Units:  those of the decoded values (allele count, dosage, ...).
+ * Errors: FM_EARG (x NULL, mean_out NULL with n_cols > 0, unknown codec,
+ *         stride too small, negative col_index entry), FM_ECANCELLED
+ *         (outputs then partly written), FM_ENOMEM.
+ * Owns:   borrows x and ctl; writes only the outputs. */
 FM_NODISCARD fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out,
                                        int64_t *n_obs_out, const fm_ctl *ctl, fm_err *err);
 

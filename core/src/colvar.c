@@ -1,0 +1,227 @@
+/* colvar.c: streamed column means and variances (fm_stats_colvar.h).
+ *
+ * Every column is reduced on its own, so the result never depends on how the
+ * columns are grouped into blocks; blocks exist only to poll cancellation and
+ * report progress at a bounded interval.
+ *
+ *   F64, I32  corrected two-pass (Chan, Golub and LeVeque 1983, eq. 1.7):
+ *             m = sum(x)/n; then d = x - m, mean = m + sum(d)/n,
+ *             ss = sum(d^2) - sum(d)^2/n.  (The mean refinement is R's mean().)
+ *   BED2      exact from the genotype counts of fm_codec_bed2_col_counts.
+ *   DOS8      exact from a 255-bin histogram of the observed bytes.
+ *
+ * Design note (2024-05): for the counted codecs, values are small integers q
+ * (0..2 for BED2; 0..254 for DOS8, dosage q/127) so S1 = sum q and S2 = sum q^2
+ * are exact in int64 and n*S2 - S1^2 = n * sum (q - mean)^2 is an exact integer:
+ * no cancellation happens, unlike the floating one-pass formula STYLE.md bans.
+ * When n*S2 could overflow int64 we fall back to a two-pass over the histogram
+ * in double (relative error a few ulp). Both give the variance of the decoded
+ * (quantized) values, which is what fm_panel_decode would hand to a dense pass. */
+#include "fm/fm_stats_colvar.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fm/fm_codec_bed2.h"
+#include "fm/fm_codec_dos8.h"
+
+/* Target decoded bytes per block: polls stay far below 100 ms apart. The
+ * panel budget (forced tiny by tests) can make blocks smaller still. */
+#define COLVAR_BLOCK_BYTES ((size_t)8 << 20)
+
+static int64_t stored_col(const fm_mat *x, int64_t j) { return x->col_index ? x->col_index[j] : j; }
+
+static void put(double *mean_out, double *var_out, int64_t *n_obs_out, int64_t j, double mean,
+                double var, int64_t n_obs) {
+  if (mean_out) mean_out[j] = n_obs > 0 ? mean : NAN;
+  if (var_out) var_out[j] = n_obs > 1 ? var : NAN;
+  if (n_obs_out) n_obs_out[j] = n_obs;
+}
+
+static void col_f64(const unsigned char *col, int64_t n, double *mean, double *var, int64_t *nobs) {
+  double s = 0.0;
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    memcpy(&v, col + 8 * i, sizeof v); /* the stride need not keep doubles aligned */
+    if (!isnan(v)) {
+      s += v;
+      m++;
+    }
+  }
+  *nobs = m;
+  if (m == 0) return;
+  const double mu = s / (double)m;
+  double sd = 0.0, ss = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    double v;
+    memcpy(&v, col + 8 * i, sizeof v);
+    if (!isnan(v)) {
+      const double d = v - mu;
+      sd += d;
+      ss += d * d;
+    }
+  }
+  *mean = mu + sd / (double)m;
+  *var = m > 1 ? (ss - sd * sd / (double)m) / (double)(m - 1) : NAN;
+}
+
+static void col_i32(const unsigned char *col, int64_t n, double *mean, double *var, int64_t *nobs) {
+  int64_t s = 0, m = 0; /* exact: |s| < 2^31 * n */
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v;
+    memcpy(&v, col + 4 * i, sizeof v);
+    if (v != INT32_MIN) {
+      s += v;
+      m++;
+    }
+  }
+  *nobs = m;
+  if (m == 0) return;
+  const double mu = (double)s / (double)m;
+  double sd = 0.0, ss = 0.0;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v;
+    memcpy(&v, col + 4 * i, sizeof v);
+    if (v != INT32_MIN) {
+      const double d = (double)v - mu;
+      sd += d;
+      ss += d * d;
+    }
+  }
+  *mean = mu + sd / (double)m;
+  *var = m > 1 ? (ss - sd * sd / (double)m) / (double)(m - 1) : NAN;
+}
+
+/* Mean and variance of integer codes q = 0..n_bins-1 with counts h[q], in code
+ * units (divide by the code step afterwards). See the design note above. */
+static void hist_moments(const int64_t *h, int n_bins, double *mean, double *var, int64_t *nobs) {
+  int64_t m = 0, s1 = 0;
+  for (int q = 0; q < n_bins; q++) {
+    m += h[q];
+    s1 += (int64_t)q * h[q];
+  }
+  *nobs = m;
+  if (m == 0) return;
+  *mean = (double)s1 / (double)m;
+  if (m < 2) {
+    *var = NAN;
+    return;
+  }
+  const int64_t qmax = n_bins - 1;
+  /* n*S2 <= qmax^2 * m^2 must stay below 2^63 for the exact path. */
+  const double bound = (double)qmax * (double)qmax * (double)m * (double)m;
+  if (bound < 9.0e18) {
+    int64_t s2 = 0;
+    for (int q = 0; q < n_bins; q++) s2 += (int64_t)q * q * h[q];
+    const int64_t num = m * s2 - s1 * s1; /* = m * sum (q - mean)^2 >= 0, exact */
+    *var = (double)num / ((double)m * (double)(m - 1));
+  } else {
+    const double mu = *mean;
+    double sd = 0.0, ss = 0.0;
+    for (int q = 0; q < n_bins; q++) {
+      const double d = (double)q - mu, c = (double)h[q];
+      sd += c * d;
+      ss += c * d * d;
+    }
+    *var = (ss - sd * sd / (double)m) / (double)(m - 1);
+  }
+}
+
+fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, int64_t *n_obs_out,
+                          const fm_ctl *ctl, fm_err *err) {
+  int64_t *cols = NULL, *counts = NULL;
+  fm_status st = FM_OK;
+  if (!x) return fm_err_set(err, FM_EARG, "fm_stats_colvar: x is NULL");
+  const int64_t n = x->n_rows, p = x->n_cols;
+  if (n < 0 || p < 0)
+    return fm_err_set(err, FM_EARG, "fm_stats_colvar: dimensions %lld x %lld are negative",
+                      (long long)n, (long long)p);
+  if (p > 0 && !mean_out) return fm_err_set(err, FM_EARG, "fm_stats_colvar: mean_out is NULL");
+  if (p > 0 && n > 0 && !x->data) return fm_err_set(err, FM_EARG, "fm_stats_colvar: x->data is NULL");
+  if (x->col_index) {
+    for (int64_t j = 0; j < p; j++)
+      if (x->col_index[j] < 0)
+        return fm_err_set(err, FM_EARG, "fm_stats_colvar: col_index[%lld] = %lld is negative",
+                          (long long)j, (long long)x->col_index[j]);
+  }
+  size_t elem;
+  switch (x->codec) {
+  case FM_CODEC_F64: elem = 8; break;
+  case FM_CODEC_I32: elem = 4; break;
+  case FM_CODEC_BED2: elem = 1; break; /* a quarter byte, rounded up: block sizing only */
+  case FM_CODEC_DOS8: elem = 1; break;
+  default:
+    return fm_err_set(err, FM_EARG, "fm_stats_colvar: unknown codec id %d", (int)x->codec);
+  }
+  const int64_t min_stride = fm_mat_min_stride(x->codec, n);
+  if (p > 0 && x->col_stride < min_stride)
+    return fm_err_set(err, FM_EARG, "fm_stats_colvar: col_stride %lld is below %lld bytes for %lld rows",
+                      (long long)x->col_stride, (long long)min_stride, (long long)n);
+
+  size_t target = fm_panel_budget();
+  if (target == 0 || target > COLVAR_BLOCK_BYTES) target = COLVAR_BLOCK_BYTES;
+  const double col_bytes = (double)elem * (double)(n > 0 ? n : 1);
+  int64_t block = (int64_t)((double)target / col_bytes);
+  if (block < 1) block = 1;
+  if (block > p) block = p > 0 ? p : 1;
+
+  if (x->codec == FM_CODEC_BED2) {
+    cols = malloc((size_t)block * sizeof *cols);
+    counts = malloc((size_t)block * 4 * sizeof *counts);
+    if (!cols || !counts) {
+      st = fm_err_set(err, FM_ENOMEM, "fm_stats_colvar: cannot allocate %lld column counts",
+                      (long long)block);
+      goto fail;
+    }
+  }
+
+  const unsigned char *base = x->data;
+  for (int64_t c0 = 0; c0 < p; c0 += block) {
+    if (fm_ctl_cancelled(ctl)) {
+      st = fm_err_set(err, FM_ECANCELLED, "fm_stats_colvar: cancelled after %lld of %lld columns",
+                      (long long)c0, (long long)p);
+      goto fail;
+    }
+    const int64_t nb = c0 + block <= p ? block : p - c0;
+    if (x->codec == FM_CODEC_BED2) {
+      for (int64_t b = 0; b < nb; b++) cols[b] = stored_col(x, c0 + b);
+      if (n > 0) fm_codec_bed2_col_counts(base, n, x->col_stride, cols, nb, counts);
+      else memset(counts, 0, (size_t)nb * 4 * sizeof *counts);
+      for (int64_t b = 0; b < nb; b++) {
+        double mean = NAN, var = NAN;
+        int64_t m = 0;
+        hist_moments(counts + 4 * b, 3, &mean, &var, &m); /* bins: 0, 1, 2 copies */
+        put(mean_out, var_out, n_obs_out, c0 + b, mean, var, m);
+      }
+    } else {
+      for (int64_t b = 0; b < nb; b++) {
+        const int64_t j = c0 + b;
+        const unsigned char *col = base ? base + stored_col(x, j) * x->col_stride : NULL;
+        double mean = NAN, var = NAN;
+        int64_t m = 0;
+        if (n > 0) {
+          if (x->codec == FM_CODEC_F64) {
+            col_f64(col, n, &mean, &var, &m);
+          } else if (x->codec == FM_CODEC_I32) {
+            col_i32(col, n, &mean, &var, &m);
+          } else {
+            int64_t h[256] = {0};
+            for (int64_t i = 0; i < n; i++) h[col[i]]++;
+            hist_moments(h, 255, &mean, &var, &m); /* code 255 (missing) left out */
+            mean /= FM_DOS8_STEPS;
+            var /= FM_DOS8_STEPS * FM_DOS8_STEPS;
+          }
+        }
+        put(mean_out, var_out, n_obs_out, j, mean, var, m);
+      }
+    }
+    fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
+  }
+
+fail:
+  free(cols);
+  free(counts);
+  return st;
+}
