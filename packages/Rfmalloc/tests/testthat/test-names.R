@@ -88,3 +88,17 @@ test_that("named objects with dims and dimnames survive sync and reopen in a new
   expect_equal(fmalloc_get(rt, "expr")[1, 1], 100)
   cleanup_fmalloc(rt)
 })
+
+test_that("saving a vector of another runtime copies it into the target runtime", {
+  rt1 <- fm_runtime()
+  rt2 <- fm_runtime(mode = "scratch")
+  x <- create_fmalloc_vector("integer", 6, rt1)
+  x[] <- 6:1
+  y <- fmalloc_save(x, "x", rt2)
+  expect_true(fmalloc_is_mapped(y))
+  expect_equal(fmalloc_describe(y)$mode, "scratch")
+  expect_null(fmalloc_describe(x)$name)
+  y[1] <- 0L
+  expect_identical(x[], 6:1)
+  expect_identical(fmalloc_get(rt2, "x")[], c(0L, 5:1))
+})

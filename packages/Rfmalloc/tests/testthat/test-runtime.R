@@ -191,3 +191,18 @@ test_that("a persistent runtime reopens in another process", {
   expect_equal(res$x, sqrt(1:100))
   expect_equal(res$list$name, "x")
 })
+
+test_that("unloading the namespace closes every map", {
+  path <- fm_tmp()
+  res <- run_r('rt <- open_fmalloc("@p@", size_gb = 0.05)
+                x <- create_fmalloc_vector("double", 3, rt)
+                unloadNamespace("Rfmalloc")
+                a <- tryCatch({ x[1]; "read" }, error = function(e) "error")
+                rt2 <- Rfmalloc::open_fmalloc("@p@")  # the lock was released
+                b <- tryCatch(x[1], error = function(e) class(e)[1])
+                result <- list(a = a, b = b, open = Rfmalloc::fmalloc_is_open(rt2))',
+               p = path)
+  expect_equal(res$a, "error")
+  expect_equal(res$b, "fm_error_eclosed")
+  expect_true(res$open)
+})

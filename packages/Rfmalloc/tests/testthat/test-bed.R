@@ -1,0 +1,184 @@
+rand_geno <- function(n, m, na_rate = 0.05) {
+  g <- matrix(sample(0:2, n * m, replace = TRUE), n, m)
+  g[sample(length(g), floor(na_rate * length(g)))] <- NA
+  g
+}
+
+test_that("bed2 round-trips every shape, including n %% 4 != 0", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(1)
+  for (n in c(1, 2, 3, 4, 5, 7, 13, 101)) {
+    g <- rand_geno(n, 9)
+    X <- fmalloc_bed(g, rt)
+    expect_equal(dim(X), c(n, 9))
+    expect_identical(as.matrix(X), g * 1.0)
+  }
+})
+
+test_that("[i, j] decodes only the requested block, with names and drop", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(2)
+  g <- rand_geno(37, 23)
+  dimnames(g) <- list(paste0("s", 1:37), paste0("v", 1:23))
+  X <- fmalloc_bed(g, rt)
+  expect_identical(dimnames(X), dimnames(g))
+  i <- c(5, 2, 37, 2); j <- c(23, 1, 1, 8)
+  expect_identical(X[i, j], g[i, j] * 1.0)
+  expect_identical(X[, 3], g[, 3] * 1.0)
+  expect_identical(X[4, , drop = FALSE], g[4, , drop = FALSE] * 1.0)
+  expect_identical(X[c("s3", "s9"), c("v2", "v20")], g[c("s3", "s9"), c("v2", "v20")] * 1.0)
+  expect_identical(X[-1, -(1:20)], g[-1, -(1:20)] * 1.0)
+  expect_identical(X[c(TRUE, FALSE), 2], g[c(TRUE, FALSE), 2] * 1.0)
+  expect_error(X[, 24], class = "fm_error_earg")
+  expect_output(print(X), "37 x 23")
+})
+
+test_that("products match base R on bounded panels, also with a tiny budget", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit({ fmalloc_panel_budget(0); cleanup_fmalloc(rt) })
+  set.seed(3)
+  g <- rand_geno(53, 31, na_rate = 0)
+  gd <- g * 1.0
+  X <- fmalloc_bed(g, rt)
+  B <- matrix(rnorm(31 * 4), 31, 4)
+  C <- matrix(rnorm(53 * 3), 53, 3)
+  for (budget in c(0, 8 * 5 * 3)) {
+    fmalloc_panel_budget(budget)
+    expect_equal(X %*% B, gd %*% B, tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(X %*% B[, 1], gd %*% B[, 1], tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(crossprod(X, C), crossprod(gd, C), tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(t(C) %*% X, t(C) %*% gd, tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(crossprod(C, X), crossprod(C, gd), tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(tcrossprod(X, t(B)), tcrossprod(gd, t(B)), tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(tcrossprod(t(C), X), tcrossprod(t(C), gd), tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(crossprod(X), crossprod(gd), tolerance = 1e-12, ignore_attr = TRUE)
+    expect_equal(tcrossprod(X), tcrossprod(gd), tolerance = 1e-12, ignore_attr = TRUE)
+  }
+  expect_error(X %*% matrix(1, 30, 1), class = "fm_error_emismatch")
+})
+
+test_that("the standardized view fuses centring, scaling and mean imputation", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(4)
+  g <- rand_geno(41, 12, na_rate = 0.1)
+  X <- fmalloc_bed(g, rt)
+  mu <- colMeans(g, na.rm = TRUE)
+  sdv <- apply(g, 2, sd, na.rm = TRUE)
+  p <- mu / 2
+  imputed <- g * 1.0
+  for (j in seq_len(ncol(g))) imputed[is.na(g[, j]), j] <- mu[j]
+  expect_message(S <- fmalloc_standardize(X, center = TRUE, scale = TRUE), "mean-imputed")
+  expect_equal(as.matrix(S), sweep(sweep(imputed, 2, mu), 2, sdv, "/"), tolerance = 1e-12,
+               ignore_attr = TRUE)
+  expect_message(Sb <- fmalloc_standardize(X, scale = "binomial"), "mean-imputed")
+  expect_equal(as.matrix(Sb), sweep(sweep(imputed, 2, mu), 2, sqrt(2 * p * (1 - p)), "/"),
+               tolerance = 1e-12, ignore_attr = TRUE)
+  missing_cells <- is.na(g)
+  expect_true(all(as.matrix(Sb)[missing_cells] == 0))
+  B <- matrix(rnorm(12 * 2), 12, 2)
+  expect_equal(Sb %*% B, as.matrix(Sb) %*% B, tolerance = 1e-12, ignore_attr = TRUE)
+})
+
+test_that("fmalloc_select makes column views without copying", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  g <- rand_geno(10, 8)
+  X <- fmalloc_bed(g, rt)
+  V <- fmalloc_select(X, c(8, 2, 2))
+  expect_equal(dim(V), c(10, 3))
+  expect_identical(as.matrix(V), g[, c(8, 2, 2)] * 1.0)
+})
+
+test_that("dosages round-trip within the documented quantization", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(5)
+  x <- matrix(runif(23 * 7, 0, 2), 23, 7)
+  x[c(3, 50)] <- NA
+  D <- fmalloc_dosage(x, rt)
+  back <- as.matrix(D)
+  expect_identical(is.na(back), is.na(x))
+  expect_lte(max(abs(back - x), na.rm = TRUE), 1 / 254 + 1e-12)
+  expect_equal(back, round(x * 127) / 127, tolerance = 1e-14, ignore_attr = TRUE)
+  expect_error(fmalloc_dosage(matrix(c(0, 2.5), 1), rt), class = "fm_error_earg")
+})
+
+test_that("haplotypes keep alleles in locus-major 64-byte rows", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(6)
+  for (n_haps in c(1, 63, 64, 65, 1000)) {
+    h <- matrix(sample(0:1, 17 * n_haps, replace = TRUE), 17, n_haps)
+    H <- fmalloc_haplotypes(h, rt)
+    expect_equal(dim(H), c(17, n_haps))
+    expect_identical(H[, ], h)
+    expect_identical(H[c(3, 4, 5, 9), , drop = FALSE], h[c(3, 4, 5, 9), , drop = FALSE])
+    expect_equal(H$row_bytes %% 64, 0)
+  }
+  expect_error(fmalloc_haplotypes(matrix(c(0L, NA), 1), rt), class = "fm_error_earg")
+  expect_error(fmalloc_haplotypes(matrix(c(0L, 2L), 1), rt), class = "fm_error_earg")
+})
+
+test_that("a bad .bed is refused before any genotype is read, naming file, sizes, N and M", {
+  d <- tempfile("badbed")
+  dir.create(d)
+  n <- 5; m <- 3 # 2 bytes per variant
+  good <- c(0x6c, 0x1b, 0x01, rep(0xff, 2 * m))
+  ok <- write_plink(file.path(d, "ok"), n, m, good)
+  expect_equal(dim(fmalloc_bed_open(ok)), c(5, 3))
+  expect_true(all(as.matrix(fmalloc_bed_open(ok)) == 0))
+
+  p <- write_plink(file.path(d, "magic"), n, m, c(0x00, 0x1b, 0x01, rep(0, 6)))
+  expect_error(fmalloc_bed_open(p), class = "fm_error_eformat")
+  expect_error(fmalloc_bed_open(p), "magic.bed")
+  p <- write_plink(file.path(d, "smajor"), n, m, c(0x6c, 0x1b, 0x00, rep(0, 6)))
+  expect_error(fmalloc_bed_open(p), "sample-major")
+  p <- write_plink(file.path(d, "extra"), n, m, c(good, 0))
+  err <- tryCatch(fmalloc_bed_open(p), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_match(conditionMessage(err), "extra.bed")
+  expect_match(conditionMessage(err), "10")  # actual size
+  expect_match(conditionMessage(err), "9")   # expected size
+  p <- write_plink(file.path(d, "short"), n, m, good[-length(good)])
+  expect_error(fmalloc_bed_open(p), class = "fm_error_eformat")
+  p <- write_plink(file.path(d, "famoff"), n, m, good)
+  writeLines(sprintf("f%d s%d 0 0 1 -9", 1:9, 1:9), paste0(p, ".fam"))  # 9 samples: 3 bytes each
+  err <- tryCatch(fmalloc_bed_open(p), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_match(conditionMessage(err), "9 samples")
+  expect_error(fmalloc_bed_open(file.path(d, "absent")), class = "fm_error_eio")
+})
+
+test_that("the 1000 Genomes .bed decodes as plink2 --export A counts of A1", {
+  skip_if_no_plink2()
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  G <- fmalloc_bed_open(prefix)
+  expect_equal(dim(G), c(1126, 25161))
+  bim <- fmalloc_variants(G)
+  sel <- which(bim$chr == "22")[1:200]
+  alleles <- tempfile()
+  writeLines(paste(bim$id, bim$a1), alleles)
+  ids <- tempfile()
+  writeLines(bim$id[sel], ids)
+  out <- run_plink2(c("--bfile", prefix, "--extract", ids, "--export", "A",
+                      "--export-allele", alleles))
+  raw <- utils::read.table(paste0(out, ".raw"), header = TRUE, check.names = FALSE)
+  expected <- as.matrix(raw[, -(1:6)])
+  expect_identical(raw$IID, rownames(G))
+  expect_identical(sub("_[^_]+$", "", colnames(expected)), bim$id[sel])
+  expect_identical(unname(G[, sel]), unname(expected) * 1.0)
+})
+
+test_that("the 1000 Genomes chr22 .bed equals the shipped .traw ALT counts", {
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  traw <- fixture_path("genotypes", "1kg_phase3_subset", "text", "1kg_bi_chr22.traw")
+  G <- fmalloc_bed_open(prefix)
+  tr <- utils::read.table(traw, header = TRUE, check.names = FALSE, comment.char = "")
+  expected <- t(as.matrix(tr[, -(1:6)]))
+  cols <- match(tr$SNP, colnames(G))
+  expect_false(anyNA(cols))
+  expect_identical(unname(G[, cols]), unname(expected) * 1.0)
+})

@@ -1,0 +1,84 @@
+test_that("the SPEC's 3000 x 600 example matches prcomp to 1e-6 in the top 6 sdev", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(1)
+  factors <- matrix(rnorm(3000 * 4), 3000, 4)
+  loadings <- matrix(rnorm(4 * 600), 4, 600)
+  X <- create_fmalloc_matrix("double", nrow = 3000, ncol = 600, runtime = rt)
+  X[] <- 3 * (factors %*% loadings) + matrix(rnorm(3000 * 600), 3000, 600)
+  pca <- fmalloc_pca(X, k = 6)
+  ref <- prcomp(X[, ], center = TRUE, scale. = FALSE)
+  expect_equal(pca$sdev, ref$sdev[1:6], tolerance = 1e-6)
+  expect_true(all(abs(colSums(pca$rotation * ref$rotation[, 1:6])) > 1 - 1e-6))
+  expect_equal(dim(pca$x), c(3000, 6))
+  expect_s3_class(pca, "prcomp")
+})
+
+test_that("implicit centring and scaling equal the SVD of the explicitly standardized matrix", {
+  set.seed(2)
+  x <- matrix(rnorm(120 * 30), 120, 30) %*% diag(seq(1, 3, length.out = 30)) + 5
+  for (opt in list(c(TRUE, FALSE), c(FALSE, TRUE), c(TRUE, TRUE))) {
+    pca <- fmalloc_pca(x, k = 5, center = opt[1], scale = opt[2], max_iter = 500, tol = 1e-13)
+    xs <- scale(x, center = opt[1], scale = if (opt[2]) {
+      if (opt[1]) TRUE else apply(x, 2, sd)
+    } else FALSE)
+    s <- svd(xs)
+    expect_equal(pca$sdev, s$d[1:5] / sqrt(119), tolerance = 1e-8, info = paste(opt))
+    expect_true(all(abs(colSums(pca$rotation * s$v[, 1:5])) > 1 - 1e-8))
+  }
+})
+
+test_that("PCA on hardcalls mean-imputes missing genotypes (with a message), never zero-fills", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(3)
+  g <- matrix(sample(0:2, 200 * 60, replace = TRUE), 200, 60)
+  g[sample(length(g), 300)] <- NA
+  X <- fmalloc_bed(g, rt)
+  expect_message(pca <- fmalloc_pca(X, k = 4, scale = "binomial", max_iter = 500, tol = 1e-13),
+                 "mean-imputed 300 missing")
+  mu <- colMeans(g, na.rm = TRUE)
+  imp <- g * 1.0
+  for (j in seq_len(ncol(g))) imp[is.na(g[, j]), j] <- mu[j]
+  xs <- sweep(sweep(imp, 2, mu), 2, sqrt(2 * (mu / 2) * (1 - mu / 2)), "/")
+  s <- svd(xs)
+  expect_equal(pca$sdev, s$d[1:4] / sqrt(199), tolerance = 1e-8)
+  zero <- g * 1.0
+  zero[is.na(zero)] <- 0
+  expect_false(isTRUE(all.equal(pca$sdev, svd(scale(zero))$d[1:4] / sqrt(199))))
+})
+
+test_that("a constant column under scaling is an error naming it, or dropped on request", {
+  set.seed(4)
+  x <- matrix(rnorm(50 * 6), 50, 6, dimnames = list(NULL, paste0("v", 1:6)))
+  x[, 4] <- 7
+  expect_error(fmalloc_pca(x, k = 2, scale = TRUE), "v4", class = "fm_error_edegenerate")
+  expect_message(p <- fmalloc_pca(x, k = 2, scale = TRUE, drop_constant = TRUE), "dropped 1")
+  expect_equal(rownames(p$rotation), paste0("v", c(1:3, 5:6)))
+  expect_error(fmalloc_pca(x, k = 7), class = "fm_error_earg")
+})
+
+test_that("the same seed gives the same PCA", {
+  x <- matrix(rnorm(80 * 20), 80, 20)
+  expect_identical(fmalloc_pca(x, k = 3, seed = 9), fmalloc_pca(x, k = 3, seed = 9))
+})
+
+test_that("PCA of the 1000 Genomes .bed matches plink2's exact --pca 10", {
+  skip_if_no_plink2()
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  G <- fmalloc_bed_open(prefix)
+  af <- fmalloc_allele_freq(G)
+  keep <- which(af$chr %in% as.character(1:22) & af$maf >= 0.05)
+  expect_equal(length(keep), 3688)
+  X <- fmalloc_select(G, keep)
+  pca <- fmalloc_pca(X, k = 10, scale = "binomial")
+  lambda <- pca$sdev^2 * (nrow(X) - 1) / ncol(X)
+
+  out <- run_plink2(c("--bfile", prefix, "--autosome", "--maf", "0.05", "--pca", "10"))
+  ev <- scan(paste0(out, ".eigenval"), quiet = TRUE)
+  vec <- utils::read.table(paste0(out, ".eigenvec"), header = FALSE, comment.char = "#")
+  expect_equal(lambda[1:5], ev[1:5], tolerance = 1e-3)
+  scores <- as.matrix(vec[match(rownames(G), vec[[2]]), 3:12])
+  r <- abs(diag(cor(pca$x[, 1:5], scores[, 1:5])))
+  expect_true(all(r >= 0.999), info = paste(round(r, 5), collapse = " "))
+})

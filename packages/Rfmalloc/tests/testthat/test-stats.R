@@ -1,0 +1,64 @@
+test_that("column means and variances match base R on dense data to 1e-12", {
+  set.seed(10)
+  x <- matrix(rnorm(500 * 40, mean = 1e6, sd = 3), 500, 40)
+  x[sample(length(x), 200)] <- NA
+  colnames(x) <- paste0("c", 1:40)
+  expect_equal(fmalloc_colMeans(x), colMeans(x, na.rm = TRUE), tolerance = 1e-12)
+  expect_equal(fmalloc_colVars(x), apply(x, 2, var, na.rm = TRUE), tolerance = 1e-12)
+  full <- matrix(rnorm(300 * 7), 300, 7)
+  expect_equal(fmalloc_colVars(full, na.rm = FALSE), apply(full, 2, var), tolerance = 1e-12)
+  expect_true(all(is.na(fmalloc_colVars(x, na.rm = FALSE)[colSums(is.na(x)) > 0])))
+
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  X <- create_fmalloc_matrix("double", 500, 40, runtime = rt)
+  X[] <- x
+  expect_equal(unname(fmalloc_colVars(X)), unname(apply(x, 2, var, na.rm = TRUE)), tolerance = 1e-12)
+  I <- create_fmalloc_matrix("integer", 50, 3, runtime = rt)
+  iv <- matrix(sample(c(1:9, NA), 150, replace = TRUE), 50, 3)
+  I[] <- iv
+  expect_equal(fmalloc_colMeans(I), colMeans(iv, na.rm = TRUE), tolerance = 1e-12)
+})
+
+test_that("a column holding NA, 1, 2 has mean 1.5 and variance 0.5 in every storage type", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  v <- matrix(c(NA, 1, 2), 3, 1)
+  X <- create_fmalloc_matrix("double", 3, 1, runtime = rt)
+  X[] <- v
+  stores <- list(plain = v, mapped = X, integer = matrix(c(NA, 1L, 2L), 3, 1),
+                 dosage = fmalloc_dosage(v, rt), bed = fmalloc_bed(v, rt))
+  for (nm in names(stores)) {
+    expect_equal(unname(fmalloc_colMeans(stores[[nm]])), 1.5, info = nm)
+    expect_equal(unname(fmalloc_colVars(stores[[nm]])), 0.5, info = nm)
+  }
+})
+
+test_that("genotype column statistics match base R on bed and dosage storage", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(11)
+  g <- matrix(sample(c(0:2, NA), 103 * 30, replace = TRUE, prob = c(.4, .3, .2, .1)), 103, 30)
+  X <- fmalloc_bed(g, rt)
+  expect_equal(fmalloc_colMeans(X), colMeans(g, na.rm = TRUE), tolerance = 1e-12)
+  expect_equal(fmalloc_colVars(X), apply(g, 2, var, na.rm = TRUE), tolerance = 1e-12)
+  af <- fmalloc_allele_freq(X)
+  expect_equal(af$a1_freq, colMeans(g, na.rm = TRUE) / 2, tolerance = 1e-12)
+  expect_equal(af$n_missing, colSums(is.na(g)))
+  D <- fmalloc_dosage(g * 1.0, rt)
+  expect_equal(fmalloc_colVars(D), apply(g, 2, var, na.rm = TRUE), tolerance = 1e-12)
+})
+
+test_that("allele frequencies on the 1000 Genomes .bed match plink2 --freq", {
+  skip_if_no_plink2()
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  G <- fmalloc_bed_open(prefix)
+  out <- run_plink2(c("--bfile", prefix, "--autosome", "--freq"))
+  pf <- utils::read.table(paste0(out, ".afreq"), header = FALSE, comment.char = "#",
+                          col.names = c("chr", "id", "ref", "alt", "alt_freq", "obs_ct"))
+  af <- fmalloc_allele_freq(G)
+  ours <- af[match(pf$id, af$id), ]
+  expect_identical(ours$a1, pf$alt)
+  expect_equal(ours$a1_freq, pf$alt_freq, tolerance = 1e-5)
+  expect_equal(2 * (ours$n_hom_a2 + ours$n_het + ours$n_hom_a1), pf$obs_ct)
+})
