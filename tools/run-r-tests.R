@@ -6,7 +6,7 @@ passed <- failed <- skipped <- 0L
 for (pkg_dir in args) {
   pkg <- basename(pkg_dir)
   res <- as.data.frame(test_dir(file.path(pkg_dir, "tests", "testthat"), package = pkg,
-                                load_package = "installed", reporter = "summary",
+                                load_package = "installed", reporter = testthat::SummaryReporter$new(max_reports = Inf),
                                 stop_on_failure = FALSE))
   passed <- passed + sum(res$passed)
   failed <- failed + sum(res$failed) + sum(res$error)

@@ -30,6 +30,29 @@ SEXP fmr_altrep_write_cols(SEXP x, SEXP j, SEXP values);
 SEXP fmr_altrep_elt(SEXP x, SEXP i);
 SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n);
 
+/* r_codec.c: genotype codecs and borrowed file views */
+SEXP fmr_bed2_encode(SEXP g, SEXP out);
+SEXP fmr_dos8_encode(SEXP x, SEXP out);
+SEXP fmr_hap1_encode(SEXP h, SEXP out);
+SEXP fmr_hap1_rows(SEXP storage, SEXP n_haps, SEXP n_loci, SEXP l0, SEXP n);
+SEXP fmr_fileview_open(SEXP path);
+SEXP fmr_fileview_size(SEXP ptr);
+SEXP fmr_fileview_close(SEXP ptr);
+SEXP fmr_bed2_check(SEXP ptr, SEXP n, SEXP m, SEXP what);
+SEXP fmr_bed2_counts(SEXP storage, SEXP spec, SEXP cols);
+
+/* r_panel.c: panel decode, products through the backend registry */
+SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP r0, SEXP nr, SEXP c0,
+                      SEXP nc);
+SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP op, SEXP b);
+SEXP fmr_panel_budget(SEXP bytes);
+SEXP fmr_backends(void);
+SEXP fmr_test_backend(SEXP name, SEXP on);
+
+/* r_stats.c: streamed statistics and PCA */
+SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
+SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts);
+
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
@@ -60,6 +83,28 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_altrep_write_cols, 3),
     CALLDEF(fmr_altrep_elt, 2),
     CALLDEF(fmr_altrep_region, 3),
+
+    /* r_codec.c: genotype codecs and borrowed file views */
+    CALLDEF(fmr_bed2_encode, 2),
+    CALLDEF(fmr_dos8_encode, 2),
+    CALLDEF(fmr_hap1_encode, 2),
+    CALLDEF(fmr_hap1_rows, 5),
+    CALLDEF(fmr_fileview_open, 1),
+    CALLDEF(fmr_fileview_size, 1),
+    CALLDEF(fmr_fileview_close, 1),
+    CALLDEF(fmr_bed2_check, 4),
+    CALLDEF(fmr_bed2_counts, 3),
+
+    /* r_panel.c: panel decode, products through the backend registry */
+    CALLDEF(fmr_panel_decode, 8),
+    CALLDEF(fmr_product, 6),
+    CALLDEF(fmr_panel_budget, 1),
+    CALLDEF(fmr_backends, 0),
+    CALLDEF(fmr_test_backend, 2),
+
+    /* r_stats.c: streamed statistics and PCA */
+    CALLDEF(fmr_colvar, 3),
+    CALLDEF(fmr_rpca, 5),
 
     {NULL, NULL, 0}};
 

@@ -1,0 +1,196 @@
+# Genotype codecs: PLINK 2-bit hardcalls (written, or mapped from an existing
+# .bed), one-byte dosages, and one-bit phased haplotypes.
+
+.as_genotype_matrix <- function(g, what) {
+  if (!is.matrix(g)) fm_abort("earg", sprintf("%s must be a matrix (samples x variants)", what))
+  if (is.double(g)) {
+    ok <- is.na(g) | g == round(g)
+    if (!all(ok)) fm_abort("earg", sprintf("%s must hold whole allele counts", what))
+    storage.mode(g) <- "integer"
+  }
+  if (!is.integer(g)) fm_abort("earg", sprintf("%s must be an integer matrix", what))
+  g
+}
+
+#' Store hardcalls as PLINK 2-bit genotypes
+#'
+#' Encodes an integer matrix of allele counts into PLINK 1 `.bed` two-bit,
+#' variant-major storage inside an fmalloc runtime: 4 genotypes per byte,
+#' `ceiling(nrow(g) / 4)` bytes per variant.
+#'
+#' @param g integer (or whole-number double) matrix, samples x variants, of
+#'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing).
+#' @param runtime an fmalloc runtime from [open_fmalloc()].
+#' @param dimnames row (sample) and column (variant) names; defaults to `dimnames(g)`.
+#' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"bed2"`.
+#' @section Errors: `fm_error_earg` naming the first (row, column) that is not
+#'   0, 1, 2 or `NA`; `fm_error_enospc` when the runtime is full.
+#' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
+#'   genotype table); `docs/formats/bed.md`.
+#' @export
+fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
+  g <- .as_genotype_matrix(g, "g")
+  n <- nrow(g)
+  col_bytes <- ceiling(n / 4)
+  storage <- create_fmalloc_vector("raw", max(1, col_bytes * ncol(g)), runtime)
+  .Call(fmr_bed2_encode, g, storage)
+  .new_codec_matrix(storage, "bed2", n, ncol(g), 0, col_bytes, dimnames = dimnames)
+}
+
+.bed_paths <- function(prefix_or_bed) {
+  p <- path.expand(prefix_or_bed)
+  prefix <- sub("\\.(bed|bim|fam)$", "", p)
+  list(bed = paste0(prefix, ".bed"), bim = paste0(prefix, ".bim"), fam = paste0(prefix, ".fam"))
+}
+
+.read_table_file <- function(path, col_names, col_classes, what) {
+  if (!file.exists(path)) fm_abort("eio", sprintf("%s file '%s' does not exist", what, path))
+  df <- tryCatch(
+    utils::read.table(path, header = FALSE, col.names = col_names, colClasses = col_classes,
+                      comment.char = "", quote = "", stringsAsFactors = FALSE),
+    error = function(e) {
+      fm_abort("eformat", sprintf("cannot parse %s file '%s': %s", what, path, conditionMessage(e)))
+    }
+  )
+  df
+}
+
+#' Map an existing PLINK .bed without copying
+#'
+#' Maps `prefix.bed` read-only and reads `prefix.fam` and `prefix.bim`. The
+#' genotypes are never copied: products, subsets and statistics decode bounded
+#' panels straight from the file's pages.
+#'
+#' The `.bed` is validated before any genotype is read: the magic bytes
+#' `0x6c 0x1b`, the variant-major mode byte `0x01`, and the exact size
+#' `3 + M * ceiling(N / 4)` bytes for N samples (`.fam` lines) and M variants
+#' (`.bim` lines).
+#'
+#' Values are counts of the `.bim` column-5 allele (A1; plink2 calls it ALT
+#' when the file came from plink2), 0/1/2, missing `NA`; this matches
+#' `plink2 --export A` with `--export-allele` set to column 5.
+#'
+#' @param prefix_or_bed path to the `.bed` file or the common prefix.
+#' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] of N samples x
+#'   M variants with dimnames (IID, variant ID); `fmalloc_variants(x)` gives
+#'   the `.bim` columns (chr, id, cm, pos, a1, a2) and `fmalloc_samples(x)`
+#'   the `.fam` columns (fid, iid, father, mother, sex, phenotype).
+#' @section Errors: `fm_error_eio` for a missing file; `fm_error_eformat` for
+#'   wrong magic, a sample-major file, or a size that disagrees with N and M
+#'   (the message names the file, expected and actual size, N and M).
+#' @section Source: PLINK 1.9 file formats ("bed", "bim", "fam").
+#' @export
+fmalloc_bed_open <- function(prefix_or_bed) {
+  paths <- .bed_paths(prefix_or_bed)
+  if (!file.exists(paths$bed)) fm_abort("eio", sprintf(".bed file '%s' does not exist", paths$bed))
+  fam <- .read_table_file(paths$fam, c("fid", "iid", "father", "mother", "sex", "phenotype"),
+                          c("character", "character", "character", "character", "integer", "character"),
+                          ".fam")
+  bim <- .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "a1", "a2"),
+                          c("character", "character", "numeric", "numeric", "character", "character"),
+                          ".bim")
+  view <- .Call(fmr_fileview_open, paths$bed)
+  .Call(fmr_bed2_check, view, nrow(fam), nrow(bim), paths$bed)
+  .new_codec_matrix(view, "bed2", nrow(fam), nrow(bim), 3, ceiling(nrow(fam) / 4),
+                    dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
+                    source = normalizePath(paths$bed))
+}
+
+#' Variant and sample metadata of a genotype matrix
+#'
+#' @param x an `fmalloc_codec_matrix`.
+#' @return A data frame (one row per column or row of `x`), or `NULL` when
+#'   the matrix was not read from files.
+#' @export
+fmalloc_variants <- function(x) {
+  v <- x@variants
+  if (!is.null(v) && !is.null(x@cols)) v <- v[x@cols, , drop = FALSE]
+  v
+}
+
+#' @rdname fmalloc_variants
+#' @export
+fmalloc_samples <- function(x) x@samples
+
+#' Store dosages at one byte per value
+#'
+#' Quantizes dosages d in \[0, 2\] to the byte `round(127 * d)` (so the
+#' decoded value is a multiple of 1/127 and the rounding error is at most
+#' 1/254); byte 255 is missing.
+#'
+#' @param x double matrix, samples x variants, of dosages in \[0, 2\] or `NA`.
+#' @param runtime an fmalloc runtime.
+#' @param dimnames defaults to `dimnames(x)`.
+#' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"dos8"`.
+#' @section Errors: `fm_error_earg` naming the first (row, column) outside \[0, 2\].
+#' @section Source: `docs/formats/dos8.md`.
+#' @export
+fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
+  if (!is.matrix(x) || !is.numeric(x)) fm_abort("earg", "x must be a numeric matrix (samples x variants)")
+  storage.mode(x) <- "double"
+  storage <- create_fmalloc_vector("raw", max(1, nrow(x) * ncol(x)), runtime)
+  .Call(fmr_dos8_encode, x, storage)
+  .new_codec_matrix(storage, "dos8", nrow(x), ncol(x), 0, nrow(x), dimnames = dimnames)
+}
+
+#' Phased haplotypes at one bit per haplotype
+#'
+#' Stores phased alleles as locus-major bit rows: row `l` holds the alleles of
+#' every haplotype at locus `l`, one bit each, padded to a multiple of 64
+#' bytes so every row starts 64-byte aligned. This is a typed accessor, not a
+#' numeric matrix: it keeps alleles as alleles for Li-Stephens style HMM
+#' kernels, which walk loci in order. C code reads rows with
+#' `fm_codec_hap1_row()` (`fm_codec_hap1.h`).
+#'
+#' @param h integer matrix, loci x haplotypes, of alleles 0 (REF) or 1 (ALT).
+#'   Phased data have no missing code: `NA` is an error.
+#' @param runtime an fmalloc runtime.
+#' @return An object of class `fmalloc_haplotypes`; `dim()` gives
+#'   (loci, haplotypes) and `h[i, ]` returns the alleles of loci `i` as an
+#'   integer matrix.
+#' @section Errors: `fm_error_earg` naming the first value other than 0 or 1.
+#' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
+#' @export
+fmalloc_haplotypes <- function(h, runtime) {
+  if (!is.matrix(h)) fm_abort("earg", "h must be a matrix (loci x haplotypes)")
+  if (is.double(h)) storage.mode(h) <- "integer"
+  if (!is.integer(h)) fm_abort("earg", "h must be an integer matrix of 0/1 alleles")
+  n_loci <- nrow(h)
+  n_haps <- ncol(h)
+  row_bytes <- ceiling(n_haps / 512) * 64
+  storage <- create_fmalloc_vector("raw", max(1, row_bytes * n_loci), runtime)
+  .Call(fmr_hap1_encode, t(h), storage)
+  structure(list(storage = storage, n_loci = n_loci, n_haps = n_haps, row_bytes = row_bytes,
+                 dimnames = dimnames(h)),
+            class = "fmalloc_haplotypes")
+}
+
+#' @export
+dim.fmalloc_haplotypes <- function(x) c(x$n_loci, x$n_haps)
+
+#' @export
+dimnames.fmalloc_haplotypes <- function(x) x$dimnames
+
+#' @export
+`[.fmalloc_haplotypes` <- function(x, i, j, drop = TRUE) {
+  loci <- if (missing(i)) seq_len(x$n_loci) else .index(i, x$n_loci, x$dimnames[[1]], "locus")
+  out <- matrix(0L, length(loci), x$n_haps)
+  # Runs of consecutive loci are decoded with one call each.
+  runs <- split(loci, cumsum(c(1, diff(loci) != 1)))
+  pos <- 0
+  for (r in runs) {
+    rows <- .Call(fmr_hap1_rows, x$storage, x$n_haps, x$n_loci, r[1] - 1, length(r))
+    out[pos + seq_along(r), ] <- t(rows)
+    pos <- pos + length(r)
+  }
+  if (!is.null(x$dimnames)) dimnames(out) <- list(x$dimnames[[1]][loci], x$dimnames[[2]])
+  if (!missing(j)) out <- out[, j, drop = FALSE]
+  if (drop) drop(out) else out
+}
+
+#' @export
+print.fmalloc_haplotypes <- function(x, ...) {
+  cat(sprintf("<fmalloc haplotypes: %s loci x %s haplotypes, 1 bit each, %s bytes per locus row>\n",
+              format(x$n_loci, big.mark = ","), format(x$n_haps, big.mark = ","), x$row_bytes))
+  invisible(x)
+}

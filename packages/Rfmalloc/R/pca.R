@@ -1,0 +1,80 @@
+# Randomized PCA over streamed matrices.
+
+#' Randomized PCA of a matrix that need not fit in memory
+#'
+#' Computes the top `k` principal components of `x` (a dense numeric matrix,
+#' plain or fmalloc-mapped, or a codec matrix such as a `.bed`) by randomized
+#' subspace iteration. `x` is read only through panel products `X %*% B` and
+#' `t(X) %*% B`; centring, scaling and mean imputation are fused into panel
+#' decoding, so no standardized copy, and no n x n or p x p matrix, is ever
+#' formed. Memory is O((n + p) (k + oversample)).
+#'
+#' @param x numeric matrix (n observations x p variables) or `fmalloc_codec_matrix`.
+#' @param k number of components, `1 <= k <= min(n, p)`.
+#' @param center `TRUE` (column means of observed values), `FALSE` or a numeric vector.
+#' @param scale `FALSE`, `TRUE`/`"sd"` (as `prcomp(scale. = TRUE)`),
+#'   `"binomial"` (sqrt(2p(1-p)), p = mean / 2: genotype standardization as
+#'   in plink2 `--pca`), or a numeric vector of divisors.
+#' @param seed integer seed of the start matrix (xoshiro256** seeded through
+#'   splitmix64, normals by Box-Muller; `docs/rng.md`). The same seed gives
+#'   the same result.
+#' @param oversample extra subspace columns beyond `k`.
+#' @param max_iter maximum subspace iterations.
+#' @param tol stop when the top-`k` singular values change by less than this
+#'   (relative) between iterations.
+#' @param drop_constant drop columns with zero variance when scaling (with a
+#'   message) instead of raising an error.
+#' @return A list of class `c("fmalloc_pca", "prcomp")`, like [prcomp()]:
+#'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p x k
+#'   loadings), `x` (n x k PC scores), `center` and `scale` (the vectors used,
+#'   or `FALSE`), plus `iterations`, `converged`, `n_imputed` and `kept`
+#'   (indices of the columns used).
+#'
+#' Missing values are mean-imputed (they become 0 after centring) and their
+#' number is reported in a message; they are never treated as zeros.
+#'
+#' **plink2 eigenvalues.** `plink2 --pca` reports eigenvalues of the genomic
+#' relationship matrix (1/M) Xs Xs', Xs scaled by sqrt(2p(1-p)); with
+#' `scale = "binomial"` they are `sdev^2 * (n - 1) / M` for M variants.
+#' @section Errors: `fm_error_earg` (k out of range), `fm_error_edegenerate`
+#'   (a constant column under scaling, or an all-zero matrix).
+#' @section Source: Halko, Martinsson and Tropp (2011), "Finding structure
+#'   with randomness", SIAM Review 53(2):217-288, Algorithm 4.4 (randomized
+#'   subspace iteration) with a Rayleigh-Ritz step.
+#' @export
+fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
+                        oversample = 10, max_iter = 200, tol = 1e-10, drop_constant = FALSE) {
+  n <- nrow(x)
+  st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
+                         caller = "fmalloc_pca")
+  p <- length(st$keep)
+  if (!is.numeric(k) || length(k) != 1 || k < 1 || k > min(n, p)) {
+    fm_abort("earg", sprintf("k = %s must be between 1 and min(n, p) = %d", format(k), min(n, p)))
+  }
+  d <- .mat_desc(x)
+  cols <- if (length(st$keep) == .n_cols_desc(d)) d$cols else
+    (if (is.null(d$cols)) st$keep else d$cols[st$keep])
+  opts <- c(k, oversample, max_iter, tol, seed)
+  r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
+             st$transform, as.numeric(opts))
+  names(r) <- c("d", "u", "v", "iterations", "converged")
+  pcs <- paste0("PC", seq_len(k))
+  cn <- colnames(x)[st$keep]
+  rotation <- r$v
+  dimnames(rotation) <- list(cn, pcs)
+  scores <- sweep(r$u, 2, r$d, `*`)
+  dimnames(scores) <- list(rownames(x), pcs)
+  structure(list(
+    sdev = r$d / sqrt(max(1, n - 1)),
+    rotation = rotation,
+    center = if (isFALSE(center)) FALSE else stats::setNames(st$center[st$keep], cn),
+    scale = if (isFALSE(scale)) FALSE else stats::setNames(st$div[st$keep], cn),
+    x = scores,
+    iterations = r$iterations,
+    converged = r$converged,
+    n_imputed = st$n_missing,
+    kept = st$keep
+  ), class = c("fmalloc_pca", "prcomp"))
+}
+
+.n_cols_desc <- function(d) if (is.null(d$cols)) d$spec[3] else length(d$cols)

@@ -1,0 +1,150 @@
+# Streamed column statistics, allele frequencies and standardization.
+
+.colvar <- function(x) {
+  d <- .mat_desc(x)
+  res <- .Call(fmr_colvar, d$storage, d$spec, d$cols)
+  names(res) <- c("mean", "var", "n_obs")
+  nm <- colnames(x)
+  if (!is.null(nm)) res <- lapply(res, function(v) stats::setNames(v, nm))
+  res
+}
+
+#' Streamed column means and variances
+#'
+#' Column means and variances of a dense matrix (plain R or fmalloc-mapped)
+#' or of a codec matrix (`"bed2"` hardcalls, `"dos8"` dosages), computed one
+#' bounded block of columns at a time; nothing is decoded whole.
+#'
+#' Missing values (`NA`, `NaN`, missing genotype calls) are excluded when
+#' `na.rm = TRUE` (the default): a column holding `NA, 1, 2` has mean 1.5
+#' and variance 0.5. With `na.rm = FALSE` a column with any missing value
+#' gives `NA`. Variances use the denominator `n_obs - 1`, as [var()], and
+#' are computed by the two-pass algorithm (dense storage) or exactly from
+#' genotype counts (`"bed2"`), so they do not depend on block size.
+#' Transforms set by [fmalloc_standardize()] are not applied: these are
+#' statistics of the stored values.
+#'
+#' @param x a numeric matrix, an fmalloc matrix, or an `fmalloc_codec_matrix`.
+#' @param na.rm drop missing values (default `TRUE`).
+#' @return A double vector of length `ncol(x)`, named by `colnames(x)`.
+#' @section Source: Chan, Golub and LeVeque (1983), "Algorithms for computing
+#'   the sample variance", The American Statistician 37(3).
+#' @export
+fmalloc_colMeans <- function(x, na.rm = TRUE) {
+  s <- .colvar(x)
+  out <- s$mean
+  if (!na.rm) out[s$n_obs < nrow(x)] <- NA_real_
+  out
+}
+
+#' @rdname fmalloc_colMeans
+#' @export
+fmalloc_colVars <- function(x, na.rm = TRUE) {
+  s <- .colvar(x)
+  out <- s$var
+  if (!na.rm) out[s$n_obs < nrow(x)] <- NA_real_
+  out
+}
+
+#' Allele frequencies of a hardcall matrix
+#'
+#' Per-variant genotype counts and the frequency of the counted allele (A1,
+#' ALT for plink2-written files), computed exactly from the 2-bit codes.
+#' Every call is treated as diploid, so on chrX male hemizygous calls (stored
+#' as homozygous in a `.bed`) count twice; `plink2 --freq` counts them once.
+#'
+#' @param x a `"bed2"` `fmalloc_codec_matrix`.
+#' @return A data frame, one row per variant: `id`, `n_hom_a2`, `n_het`,
+#'   `n_hom_a1`, `n_missing`, `a1_freq` (= (het + 2 hom A1) / (2 observed)),
+#'   `maf`, `missing_rate`; plus `chr`, `pos`, `a1`, `a2` when the matrix came
+#'   from files.
+#' @export
+fmalloc_allele_freq <- function(x) {
+  stopifnot(methods::is(x, "fmalloc_codec_matrix"))
+  counts <- .Call(fmr_bed2_counts, x@storage, x@spec, x@cols)
+  obs <- counts[1, ] + counts[2, ] + counts[3, ]
+  a1 <- (counts[2, ] + 2 * counts[3, ]) / (2 * obs)
+  out <- data.frame(
+    id = if (is.null(colnames(x))) seq_len(ncol(x)) else colnames(x),
+    n_hom_a2 = counts[1, ], n_het = counts[2, ], n_hom_a1 = counts[3, ], n_missing = counts[4, ],
+    a1_freq = a1, maf = pmin(a1, 1 - a1), missing_rate = counts[4, ] / nrow(x),
+    stringsAsFactors = FALSE
+  )
+  v <- fmalloc_variants(x)
+  if (!is.null(v)) out <- cbind(v[, c("chr", "pos", "a1", "a2")], out)
+  rownames(out) <- NULL
+  out
+}
+
+# center/scale/fill vectors for a matrix, from its column statistics.
+.standardization <- function(x, center, scale, impute, drop_constant = FALSE, caller = "fmalloc") {
+  s <- .colvar(x)
+  p <- length(s$mean)
+  n <- nrow(x)
+  mu <- s$mean
+  ctr <- if (isTRUE(center)) mu else if (isFALSE(center)) rep(0, p) else as.numeric(center)
+  if (length(ctr) != p) fm_abort("emismatch", sprintf("center has length %d but x has %d columns", length(ctr), p))
+  if (isFALSE(scale)) {
+    div <- rep(1, p)
+  } else if (isTRUE(scale) || identical(scale, "sd")) {
+    div <- sqrt(s$var)
+  } else if (identical(scale, "binomial")) {
+    af <- mu / 2
+    div <- sqrt(2 * af * (1 - af))
+  } else {
+    div <- as.numeric(scale)
+    if (length(div) != p) fm_abort("emismatch", sprintf("scale has length %d but x has %d columns", length(div), p))
+  }
+  bad <- which(!is.finite(div) | div == 0)
+  keep <- seq_len(p)
+  if (length(bad)) {
+    nm <- colnames(x)
+    lab <- if (is.null(nm)) as.character(bad) else sprintf("%s (%d)", nm[bad], bad)
+    if (!drop_constant) {
+      fm_abort("edegenerate", sprintf(
+        "%s: column %s has zero or undefined variance and cannot be scaled%s; drop it or use drop_constant = TRUE",
+        caller, lab[1], if (length(bad) > 1) sprintf(" (and %d more)", length(bad) - 1) else ""))
+    }
+    message(sprintf("%s: dropped %d constant column(s): %s", caller, length(bad),
+                    paste(utils::head(lab, 5), collapse = ", ")))
+    keep <- setdiff(keep, bad)
+  }
+  n_missing <- n - s$n_obs
+  mult <- 1 / div
+  fill <- if (impute) (mu - ctr) * mult else NULL
+  if (impute && any(n_missing[keep] > 0)) {
+    message(sprintf("%s: mean-imputed %s missing value(s) in %d column(s)", caller,
+                    format(sum(n_missing[keep]), big.mark = ","), sum(n_missing[keep] > 0)))
+  }
+  list(keep = keep, center = ctr, div = div,
+       transform = list(center = ctr[keep], scale = mult[keep], fill = fill[keep]),
+       n_missing = sum(n_missing[keep]))
+}
+
+#' Standardize a codec matrix without materializing it
+#'
+#' Returns a view of `x` whose decoding applies, per column j,
+#' `(value - center[j]) / scale[j]`, with missing values mean-imputed (they
+#' become 0 after centring at the mean) when `impute = TRUE`. The transform is
+#' fused into the decode lookup table, so products with the view cost the same
+#' as with `x`.
+#'
+#' @param x an `fmalloc_codec_matrix`.
+#' @param center `TRUE` (column means of observed values), `FALSE`, or a
+#'   numeric vector of length `ncol(x)`.
+#' @param scale `FALSE`, `TRUE` or `"sd"` (sample sd, as [scale()]),
+#'   `"binomial"` (sqrt(2p(1-p)) with p = mean / 2, the genotype scaling of
+#'   plink2 and GCTA), or a numeric vector of divisors.
+#' @param impute replace missing values by the column mean (default `TRUE`);
+#'   otherwise they stay `NA`.
+#' @return An `fmalloc_codec_matrix` view.
+#' @section Errors: `fm_error_edegenerate` naming the first column whose
+#'   scale is zero or undefined (a constant column).
+#' @export
+fmalloc_standardize <- function(x, center = TRUE, scale = FALSE, impute = TRUE) {
+  stopifnot(methods::is(x, "fmalloc_codec_matrix"))
+  if (!is.null(x@transform)) fm_abort("earg", "x is already standardized")
+  st <- .standardization(x, center, scale, impute, caller = "fmalloc_standardize")
+  x@transform <- st$transform
+  x
+}

@@ -1,0 +1,112 @@
+/* r_codec.c: .Call entry points for the genotype codecs (encode into storage
+ * that R allocated, typed haplotype rows) and for borrowed file views. */
+#include "r_mat.h"
+
+#include "fm/fm_codec_bed2.h"
+#include "fm/fm_codec_dos8.h"
+#include "fm/fm_codec_hap1.h"
+#include "fm/fm_fileview.h"
+
+static void check_out(SEXP out, int64_t need, const char *what) {
+  if (TYPEOF(out) != RAWSXP || XLENGTH(out) < need)
+    fmr_stop(FM_EARG, "%s output must be a raw vector of at least %lld bytes", what,
+             (long long)need);
+}
+
+SEXP fmr_bed2_encode(SEXP g, SEXP out) {
+  if (TYPEOF(g) != INTSXP || !Rf_isMatrix(g)) fmr_stop(FM_EARG, "g must be an integer matrix");
+  int64_t n = Rf_nrows(g), m = Rf_ncols(g);
+  check_out(out, fm_codec_bed2_col_bytes(n) * m, "bed");
+  fm_err err;
+  if (fm_codec_bed2_encode(INTEGER_RO(g), n, m, n, RAW(out), &err) != FM_OK) fmr_raise(&err);
+  return R_NilValue;
+}
+
+SEXP fmr_dos8_encode(SEXP x, SEXP out) {
+  if (TYPEOF(x) != REALSXP || !Rf_isMatrix(x)) fmr_stop(FM_EARG, "x must be a double matrix");
+  int64_t n = Rf_nrows(x), m = Rf_ncols(x);
+  check_out(out, n * m, "dosage");
+  fm_err err;
+  if (fm_codec_dos8_encode(REAL_RO(x), n, m, n, RAW(out), n, &err) != FM_OK) fmr_raise(&err);
+  return R_NilValue;
+}
+
+SEXP fmr_hap1_encode(SEXP h, SEXP out) {
+  if (TYPEOF(h) != INTSXP || !Rf_isMatrix(h)) fmr_stop(FM_EARG, "h must be an integer matrix");
+  int64_t n_haps = Rf_nrows(h), n_loci = Rf_ncols(h);
+  check_out(out, fm_codec_hap1_row_bytes(n_haps) * n_loci, "haplotype");
+  fm_err err;
+  if (fm_codec_hap1_encode(INTEGER_RO(h), n_haps, n_loci, n_haps, RAW(out), &err) != FM_OK)
+    fmr_raise(&err);
+  return R_NilValue;
+}
+
+/* Alleles of loci [l0, l0 + n) (0-based l0) as an n_haps x n integer matrix. */
+SEXP fmr_hap1_rows(SEXP storage, SEXP s_n_haps, SEXP s_n_loci, SEXP s_l0, SEXP s_n) {
+  int64_t n_haps = (int64_t)Rf_asReal(s_n_haps), n_loci = (int64_t)Rf_asReal(s_n_loci);
+  int64_t l0 = (int64_t)Rf_asReal(s_l0), n = (int64_t)Rf_asReal(s_n);
+  if (l0 < 0 || n < 0 || l0 + n > n_loci)
+    fmr_stop(FM_EARG, "loci %lld..%lld are outside 1..%lld", (long long)l0 + 1, (long long)(l0 + n),
+             (long long)n_loci);
+  if (TYPEOF(storage) != RAWSXP ||
+      XLENGTH(storage) < fm_codec_hap1_row_bytes(n_haps) * n_loci)
+    fmr_stop(FM_EARG, "haplotype storage is smaller than %lld rows", (long long)n_loci);
+  SEXP out = PROTECT(Rf_allocMatrix(INTSXP, (int)n_haps, (int)n));
+  fm_codec_hap1_decode_rows(RAW_RO(storage), n_haps, l0, n, INTEGER(out), n_haps);
+  UNPROTECT(1);
+  return out;
+}
+
+static void fileview_finalize(SEXP ptr) {
+  fm_fileview_close(R_ExternalPtrAddr(ptr));
+  R_ClearExternalPtr(ptr);
+}
+
+SEXP fmr_fileview_open(SEXP path) {
+  if (!Rf_isString(path) || XLENGTH(path) != 1) fmr_stop(FM_EARG, "path must be one string");
+  fm_fileview *v = NULL;
+  fm_err err;
+  if (fm_fileview_open(R_ExpandFileName(CHAR(STRING_ELT(path, 0))), &v, &err) != FM_OK)
+    fmr_raise(&err);
+  SEXP ptr = PROTECT(R_MakeExternalPtr(v, Rf_install("fm_fileview"), R_NilValue));
+  R_RegisterCFinalizerEx(ptr, fileview_finalize, TRUE);
+  UNPROTECT(1);
+  return ptr;
+}
+
+SEXP fmr_fileview_size(SEXP ptr) {
+  fm_fileview *v = R_ExternalPtrAddr(ptr);
+  if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");
+  return Rf_ScalarReal((double)v->n_bytes);
+}
+
+SEXP fmr_fileview_close(SEXP ptr) {
+  fileview_finalize(ptr);
+  return R_NilValue;
+}
+
+SEXP fmr_bed2_check(SEXP ptr, SEXP s_n, SEXP s_m, SEXP what) {
+  fm_fileview *v = R_ExternalPtrAddr(ptr);
+  if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");
+  fm_err err;
+  if (fm_codec_bed2_check_file(v->base, v->n_bytes, (int64_t)Rf_asReal(s_n),
+                               (int64_t)Rf_asReal(s_m), CHAR(STRING_ELT(what, 0)), &err) != FM_OK)
+    fmr_raise(&err);
+  return R_NilValue;
+}
+
+/* Genotype counts per logical column: a 4 x p double matrix with rows
+ * (hom A2, het, hom A1, missing). */
+SEXP fmr_bed2_counts(SEXP storage, SEXP spec, SEXP cols) {
+  fm_mat x;
+  fmr_mat_from(storage, spec, cols, &x);
+  if (x.codec != FM_CODEC_BED2) fmr_stop(FM_EARG, "genotype counts need a bed (2-bit) matrix");
+  int64_t *counts = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1) * 4, sizeof(int64_t));
+  int64_t *idx = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
+  for (int64_t j = 0; j < x.n_cols; j++) idx[j] = x.col_index ? x.col_index[j] : j;
+  fm_codec_bed2_col_counts(x.data, x.n_rows, x.col_stride, idx, x.n_cols, counts);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, 4, (int)x.n_cols));
+  for (int64_t i = 0; i < 4 * x.n_cols; i++) REAL(out)[i] = (double)counts[i];
+  UNPROTECT(1);
+  return out;
+}

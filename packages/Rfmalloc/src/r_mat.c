@@ -1,0 +1,100 @@
+/* r_mat.c: R descriptions of typed-storage matrices -> fm_mat / fm_affine. */
+#include "r_mat.h"
+
+#include "fm/fm_fileview.h"
+
+#include <string.h>
+
+static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes) {
+  switch (TYPEOF(storage)) {
+  case RAWSXP:
+    *n_bytes = (uint64_t)XLENGTH(storage);
+    return RAW_RO(storage);
+  case REALSXP:
+    *n_bytes = (uint64_t)XLENGTH(storage) * sizeof(double);
+    return (const uint8_t *)REAL_RO(storage);
+  case INTSXP:
+    *n_bytes = (uint64_t)XLENGTH(storage) * sizeof(int);
+    return (const uint8_t *)INTEGER_RO(storage);
+  case LGLSXP:
+    *n_bytes = (uint64_t)XLENGTH(storage) * sizeof(int);
+    return (const uint8_t *)LOGICAL_RO(storage);
+  case EXTPTRSXP: {
+    fm_fileview *v = R_ExternalPtrAddr(storage);
+    if (!v) fmr_stop(FM_ECLOSED, "the mapped file behind this matrix is closed");
+    fm_err err;
+    if (fm_fileview_check(v, &err) != FM_OK) fmr_raise(&err);
+    *n_bytes = v->n_bytes;
+    return v->base;
+  }
+  default:
+    fmr_stop(FM_EARG, "matrix storage must be a raw, double, integer or logical vector, not %s",
+             Rf_type2char(TYPEOF(storage)));
+  }
+}
+
+void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
+  if (TYPEOF(spec) != REALSXP || XLENGTH(spec) != 5)
+    fmr_stop(FM_EARG, "matrix spec must be a double vector of length 5");
+  const double *s = REAL_RO(spec);
+  fm_codec_id codec = (fm_codec_id)(int)s[0];
+  int64_t n_rows = (int64_t)s[1], n_stored_cols = (int64_t)s[2];
+  uint64_t off = (uint64_t)s[3];
+  int64_t stride = (int64_t)s[4];
+  uint64_t n_bytes = 0;
+  const uint8_t *base = storage_bytes(storage, &n_bytes);
+
+  int64_t n_cols = n_stored_cols;
+  const int64_t *col_index = NULL;
+  if (!Rf_isNull(cols)) {
+    R_xlen_t nc = XLENGTH(cols);
+    int64_t *ci = (int64_t *)R_alloc((size_t)(nc > 0 ? nc : 1), sizeof(int64_t));
+    for (R_xlen_t j = 0; j < nc; j++) {
+      double v = TYPEOF(cols) == INTSXP ? (double)INTEGER_RO(cols)[j] : REAL_RO(cols)[j];
+      if (!(v >= 1 && v <= (double)n_stored_cols))
+        fmr_stop(FM_EARG, "column %.0f is outside 1..%lld", v, (long long)n_stored_cols);
+      ci[j] = (int64_t)v - 1;
+    }
+    n_cols = (int64_t)nc;
+    col_index = ci;
+  }
+  /* The stored columns must lie inside the storage. */
+  if (n_stored_cols > 0) {
+    int64_t need = 0, last = 0;
+    if (!fm_mul_ok(stride, n_stored_cols - 1, &last) ||
+        !fm_mul_ok(1, last + fm_mat_min_stride(codec, n_rows), &need) ||
+        off + (uint64_t)need > n_bytes)
+      fmr_stop(FM_EARG,
+               "matrix of %lld x %lld needs %llu bytes from offset %llu but its storage has %llu",
+               (long long)n_rows, (long long)n_stored_cols, (unsigned long long)need,
+               (unsigned long long)off, (unsigned long long)n_bytes);
+  }
+  fm_err err;
+  if (fm_mat_init(x, codec, base + off, n_rows, n_stored_cols, stride, &err) != FM_OK)
+    fmr_raise(&err);
+  x->n_cols = n_cols;
+  x->col_index = col_index;
+}
+
+static const double *affine_part(SEXP lst, const char *name, int64_t n_cols) {
+  SEXP names = Rf_getAttrib(lst, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < XLENGTH(lst); i++) {
+    if (strcmp(CHAR(STRING_ELT(names, i)), name) != 0) continue;
+    SEXP v = VECTOR_ELT(lst, i);
+    if (Rf_isNull(v)) return NULL;
+    if (TYPEOF(v) != REALSXP || XLENGTH(v) != n_cols)
+      fmr_stop(FM_EARG, "transform '%s' must be a double vector of length %lld", name,
+               (long long)n_cols);
+    return REAL_RO(v);
+  }
+  return NULL;
+}
+
+void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff) {
+  aff->center = aff->scale = aff->fill = NULL;
+  if (Rf_isNull(aff_list)) return;
+  if (TYPEOF(aff_list) != VECSXP) fmr_stop(FM_EARG, "transform must be a list");
+  aff->center = affine_part(aff_list, "center", n_cols);
+  aff->scale = affine_part(aff_list, "scale", n_cols);
+  aff->fill = affine_part(aff_list, "fill", n_cols);
+}
