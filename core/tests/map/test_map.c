@@ -763,7 +763,7 @@ static void crash_kill9(void) {
     }
   }
   uint64_t long_us = (uint64_t)(4e6 * t_sync) + 2000;
-  if (long_us > 60000) long_us = 60000;
+  if (long_us > 40000) long_us = 40000;
   for (int t = 0; t < trials; t++) {
     int fds[2];
     CHECK(pipe(fds) == 0);
