@@ -139,7 +139,8 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
     return fm_err_set(err, FM_EARG, "fm_stats_colvar: dimensions %lld x %lld are negative",
                       (long long)n, (long long)p);
   if (p > 0 && !mean_out) return fm_err_set(err, FM_EARG, "fm_stats_colvar: mean_out is NULL");
-  if (p > 0 && n > 0 && !x->data) return fm_err_set(err, FM_EARG, "fm_stats_colvar: x->data is NULL");
+  if (p > 0 && n > 0 && !x->data)
+    return fm_err_set(err, FM_EARG, "fm_stats_colvar: x->data is NULL");
   if (x->col_index) {
     for (int64_t j = 0; j < p; j++)
       if (x->col_index[j] < 0)
@@ -152,12 +153,12 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
   case FM_CODEC_I32: elem = 4; break;
   case FM_CODEC_BED2: elem = 1; break; /* a quarter byte, rounded up: block sizing only */
   case FM_CODEC_DOS8: elem = 1; break;
-  default:
-    return fm_err_set(err, FM_EARG, "fm_stats_colvar: unknown codec id %d", (int)x->codec);
+  default: return fm_err_set(err, FM_EARG, "fm_stats_colvar: unknown codec id %d", (int)x->codec);
   }
   const int64_t min_stride = fm_mat_min_stride(x->codec, n);
   if (p > 0 && x->col_stride < min_stride)
-    return fm_err_set(err, FM_EARG, "fm_stats_colvar: col_stride %lld is below %lld bytes for %lld rows",
+    return fm_err_set(err, FM_EARG,
+                      "fm_stats_colvar: col_stride %lld is below %lld bytes for %lld rows",
                       (long long)x->col_stride, (long long)min_stride, (long long)n);
 
   size_t target = fm_panel_budget();
@@ -187,8 +188,10 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
     const int64_t nb = c0 + block <= p ? block : p - c0;
     if (x->codec == FM_CODEC_BED2) {
       for (int64_t b = 0; b < nb; b++) cols[b] = stored_col(x, c0 + b);
-      if (n > 0) fm_codec_bed2_col_counts(base, n, x->col_stride, cols, nb, counts);
-      else memset(counts, 0, (size_t)nb * 4 * sizeof *counts);
+      if (n > 0)
+        fm_codec_bed2_col_counts(base, n, x->col_stride, cols, nb, counts);
+      else
+        memset(counts, 0, (size_t)nb * 4 * sizeof *counts);
       for (int64_t b = 0; b < nb; b++) {
         double mean = NAN, var = NAN;
         int64_t m = 0;

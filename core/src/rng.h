@@ -23,9 +23,9 @@
 #include <stdint.h>
 
 typedef struct fm_rng {
-  uint64_t s[4];    /* xoshiro256** state, never all zero */
-  int has_spare;    /* nonzero when `spare` holds the second Box-Muller output */
-  double spare;     /* the pending normal deviate */
+  uint64_t s[4]; /* xoshiro256** state, never all zero */
+  int has_spare; /* nonzero when `spare` holds the second Box-Muller output */
+  double spare;  /* the pending normal deviate */
 } fm_rng;
 
 /* One splitmix64 step: advance *state by the golden gamma and return the mixed

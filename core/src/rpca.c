@@ -63,13 +63,15 @@ static fm_status qr_q(work *w, double *a, int64_t m, double *r_out, fm_err *err)
   const fm_blas_int M = (fm_blas_int)m, L = (fm_blas_int)w->l;
   fm_blas_int info = 0;
   dgeqrf_(&M, &L, a, &M, w->tau, w->qwork, &w->lq, &info);
-  if (info != 0) return fm_err_set(err, FM_EINTERNAL, "fm_stats_rpca: dgeqrf returned info %d", (int)info);
+  if (info != 0)
+    return fm_err_set(err, FM_EINTERNAL, "fm_stats_rpca: dgeqrf returned info %d", (int)info);
   if (r_out) {
     for (int64_t j = 0; j < w->l; j++)
       for (int64_t i = 0; i < w->l; i++) r_out[i + j * w->l] = i <= j ? a[i + j * m] : 0.0;
   }
   dorgqr_(&M, &L, &L, a, &M, w->tau, w->qwork, &w->lq, &info);
-  if (info != 0) return fm_err_set(err, FM_EINTERNAL, "fm_stats_rpca: dorgqr returned info %d", (int)info);
+  if (info != 0)
+    return fm_err_set(err, FM_EINTERNAL, "fm_stats_rpca: dorgqr returned info %d", (int)info);
   return FM_OK;
 }
 
@@ -82,7 +84,9 @@ static fm_status small_svd(work *w, double *r, double *s, double *u, double *vt,
   const char *job = u ? "S" : "N";
   fm_blas_int info = 0;
   double *backup = malloc((size_t)(w->l * w->l) * sizeof *backup);
-  if (!backup) return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate %lld x %lld", (long long)w->l, (long long)w->l);
+  if (!backup)
+    return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate %lld x %lld", (long long)w->l,
+                      (long long)w->l);
   memcpy(backup, r, (size_t)(w->l * w->l) * sizeof *r);
   dgesdd_(job, &L, &L, r, &L, s, u ? u : r, u ? &L : &one, vt ? vt : r, vt ? &L : &one, w->swork,
           &w->ls, w->iwork, &info, FM_FCONE);
@@ -94,7 +98,8 @@ static fm_status small_svd(work *w, double *r, double *s, double *u, double *vt,
   }
   free(backup);
   if (info != 0)
-    return fm_err_set(err, FM_EINTERNAL, "fm_stats_rpca: SVD of the %lld x %lld projected matrix failed (info %d)",
+    return fm_err_set(err, FM_EINTERNAL,
+                      "fm_stats_rpca: SVD of the %lld x %lld projected matrix failed (info %d)",
                       (long long)w->l, (long long)w->l, (int)info);
   return FM_OK;
 }
@@ -124,8 +129,8 @@ static fm_status product(fm_op op, const fm_mat *x, const fm_affine *aff, const 
                          int64_t ldb, int64_t k, double *y, int64_t ldy, int64_t y_rows,
                          const fm_ctl *ctl, double *done, double total, fm_err *err) {
   if (fm_ctl_cancelled(ctl))
-    return fm_err_set(err, FM_ECANCELLED, "fm_stats_rpca: cancelled after %.0f of at most %.0f passes",
-                      *done, total);
+    return fm_err_set(err, FM_ECANCELLED,
+                      "fm_stats_rpca: cancelled after %.0f of at most %.0f passes", *done, total);
   fm_product pr = {op, x, aff, b, ldb, k, y, ldy};
   relay rl = {ctl, *done, total};
   const fm_ctl inner = {relay_cancel, relay_progress, &rl};
@@ -154,24 +159,31 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
   const int64_t mn = n < p ? n : p;
   const int64_t k = opts->k;
   if (n < 0 || p < 0)
-    return fm_err_set(err, FM_EARG, "fm_stats_rpca: dimensions %lld x %lld are negative", (long long)n, (long long)p);
+    return fm_err_set(err, FM_EARG, "fm_stats_rpca: dimensions %lld x %lld are negative",
+                      (long long)n, (long long)p);
   if (k < 1 || k > mn)
-    return fm_err_set(err, FM_EARG, "fm_stats_rpca: k = %lld is outside [1, min(n, p) = %lld] for a %lld x %lld matrix",
-                      (long long)k, (long long)mn, (long long)n, (long long)p);
+    return fm_err_set(
+        err, FM_EARG,
+        "fm_stats_rpca: k = %lld is outside [1, min(n, p) = %lld] for a %lld x %lld matrix",
+        (long long)k, (long long)mn, (long long)n, (long long)p);
   if (opts->oversample < 0)
-    return fm_err_set(err, FM_EARG, "fm_stats_rpca: oversample = %lld is negative", (long long)opts->oversample);
+    return fm_err_set(err, FM_EARG, "fm_stats_rpca: oversample = %lld is negative",
+                      (long long)opts->oversample);
   if (opts->max_iter < 0)
     return fm_err_set(err, FM_EARG, "fm_stats_rpca: max_iter = %d is negative", opts->max_iter);
   if (!(opts->tol >= 0.0))
     return fm_err_set(err, FM_EARG, "fm_stats_rpca: tol = %g must be >= 0", opts->tol);
   if (!fm_blas_dim_ok(n) || !fm_blas_dim_ok(p))
-    return fm_err_set(err, FM_EUNSUPPORTED, "fm_stats_rpca: %lld x %lld exceeds the BLAS integer range (%d)",
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "fm_stats_rpca: %lld x %lld exceeds the BLAS integer range (%d)",
                       (long long)n, (long long)p, INT_MAX);
   const int64_t l = opts->oversample >= mn - k ? mn : k + opts->oversample;
   int64_t size_nl = 0, size_pl = 0;
   if (!fm_mul_ok(n, l, &size_nl) || !fm_mul_ok(p, l, &size_pl) ||
-      (uint64_t)size_nl > SIZE_MAX / sizeof(double) || (uint64_t)size_pl > SIZE_MAX / sizeof(double))
-    return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: buffers of %lld x %lld overflow", (long long)(n > p ? n : p), (long long)l);
+      (uint64_t)size_nl > SIZE_MAX / sizeof(double) ||
+      (uint64_t)size_pl > SIZE_MAX / sizeof(double))
+    return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: buffers of %lld x %lld overflow",
+                      (long long)(n > p ? n : p), (long long)l);
   w.n = n;
   w.p = p;
   w.l = l;
@@ -194,14 +206,17 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
     w.lq = (fm_blas_int)best;
     fm_blas_int iw = 0;
     got = 0.0;
-    dgesdd_("S", &L, &L, &dummy, &L, &dummy, &dummy, &L, &dummy, &L, &got, &q, &iw, &info, FM_FCONE);
+    dgesdd_("S", &L, &L, &dummy, &L, &dummy, &dummy, &L, &dummy, &L, &got, &q, &iw, &info,
+            FM_FCONE);
     best = got > 5.0 * (double)l ? got : 5.0 * (double)l;
     /* dgesdd's documented minimum for jobz 'S', square: 4 l^2 + 7 l. */
     const double doc_min = 4.0 * (double)l * (double)l + 7.0 * (double)l;
     if (best < doc_min) best = doc_min;
     if (best > (double)INT_MAX)
-      return fm_err_set(err, FM_EUNSUPPORTED, "fm_stats_rpca: l = %lld needs an SVD workspace beyond the BLAS integer range",
-                        (long long)l);
+      return fm_err_set(
+          err, FM_EUNSUPPORTED,
+          "fm_stats_rpca: l = %lld needs an SVD workspace beyond the BLAS integer range",
+          (long long)l);
     w.ls = (fm_blas_int)best;
   }
 
@@ -222,7 +237,8 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
   out->v = malloc((size_t)(p * k) * sizeof *out->v);
   if (!qn || !pz || !rz || !rc || !ur || !vrt || !s || !s_prev || !w.tau || !w.qwork || !w.swork ||
       !w.iwork || !out->d || !out->u || !out->v) {
-    st = fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate work for a %lld x %lld matrix with l = %lld",
+    st = fm_err_set(err, FM_ENOMEM,
+                    "fm_stats_rpca: cannot allocate work for a %lld x %lld matrix with l = %lld",
                     (long long)n, (long long)p, (long long)l);
     goto fail;
   }
@@ -233,8 +249,10 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
   fm_rng_seed(&rng, opts->seed);
   fm_rng_norm_fill(&rng, pz, size_pl); /* Omega, column-major p x l */
 
-  /* Scale of rounding noise in A: centring leaves about eps*|center*scale|
-   * per entry even when A is exactly zero in exact arithmetic. */
+  /* Scale of rounding noise in A: centring a constant column at its computed
+   * mean leaves the same error, at most an ulp or so of |center*scale|, in
+   * every row: a rank-one residue of norm up to eps sqrt(n p) max|center*scale|
+   * when A is zero in exact arithmetic. */
   double amax = 0.0;
   if (aff && aff->center) {
     for (int64_t j = 0; j < p; j++) {
@@ -242,7 +260,7 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
       if (cs > amax) amax = cs;
     }
   }
-  const double zero_floor = 16.0 * DBL_EPSILON * sqrt((double)n * (double)p) * amax;
+  const double zero_floor = 4.0 * DBL_EPSILON * sqrt((double)n * (double)p) * amax;
 
   st = product(FM_OP_XB, x, aff, pz, p, l, qn, n, n, ctl, &done, total, err);
   if (st != FM_OK) goto fail;
@@ -293,7 +311,8 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
   st = small_svd(&w, rc, s, ur, vrt, err);
   if (st != FM_OK) goto fail;
   {
-    const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, K = (fm_blas_int)k, L = (fm_blas_int)l;
+    const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, K = (fm_blas_int)k,
+                      L = (fm_blas_int)l;
     const double one = 1.0, zero = 0.0;
     dgemm_("N", "T", &N, &K, &L, &one, qn, &N, vrt, &L, &zero, out->u, &N, FM_FCONE, FM_FCONE);
     dgemm_("N", "N", &P, &K, &L, &one, pz, &P, ur, &L, &zero, out->v, &P, FM_FCONE, FM_FCONE);

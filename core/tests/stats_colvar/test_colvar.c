@@ -73,7 +73,12 @@ static void check_against(const fm_mat *x, const double *dense, double rtol) {
     CHECK(memcmp(&m1[j], &m2[j], sizeof(double)) == 0);
     CHECK(memcmp(&v1[j], &v2[j], sizeof(double)) == 0);
   }
-  free(m1); free(v1); free(m2); free(v2); free(o1); free(o2);
+  free(m1);
+  free(v1);
+  free(m2);
+  free(v2);
+  free(o1);
+  free(o2);
 }
 
 static void test_f64_random_with_nan(void) {
@@ -87,7 +92,7 @@ static void test_f64_random_with_nan(void) {
   }
   for (int64_t i = 0; i < n; i++) x[i + 3 * n] = NAN; /* all missing */
   for (int64_t i = 1; i < n; i++) x[i + 4 * n] = NAN; /* one observed */
-  for (int64_t i = 0; i < n; i++) x[i + 5 * n] = 0.1;  /* constant */
+  for (int64_t i = 0; i < n; i++) x[i + 5 * n] = 0.1; /* constant */
   fm_mat m;
   fm_err err = {0};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, x, n, p, n * 8, &err), &err);
@@ -116,7 +121,8 @@ static void test_f64_padded_stride(void) {
   double x[13 * 4], dense[10 * 4];
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < ld; i++) {
-      x[i + j * ld] = i < n ? (double)(i * i) - 3.0 * (double)j : 1e300; /* padding must be ignored */
+      x[i + j * ld] =
+          i < n ? (double)(i * i) - 3.0 * (double)j : 1e300; /* padding must be ignored */
       if (i < n) dense[i + j * n] = x[i + j * ld];
     }
   fm_mat m;
@@ -136,8 +142,10 @@ static void test_i32_with_na(void) {
     x[i] = u < 0.1 ? INT32_MIN : (int32_t)(fm_rng_next(&r) % 2000001) - 1000000;
     dense[i] = x[i] == INT32_MIN ? NAN : (double)x[i];
   }
-  x[0] = INT32_MAX; dense[0] = (double)INT32_MAX;
-  x[1] = INT32_MIN + 1; dense[1] = (double)(INT32_MIN + 1);
+  x[0] = INT32_MAX;
+  dense[0] = (double)INT32_MAX;
+  x[1] = INT32_MIN + 1;
+  dense[1] = (double)(INT32_MIN + 1);
   fm_mat m;
   fm_err err = {0};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_I32, x, n, p, n * 4, &err), &err);
