@@ -76,7 +76,7 @@ cat(sprintf("Elapsed: %.2f s   Peak resident memory (VmHWM): %.1f MB\n", elapsed
 png_path <- file.path(out_dir, "pca_pc1_pc2.png")
 grDevices::png(png_path, width = 900, height = 800, res = 110)
 pops <- sort(unique(population))
-cols <- grDevices::hcl.colors(length(pops), "Dark 3")
+cols <- grDevices::palette.colors(length(pops), "Polychrome 36")
 graphics::par(mar = c(4.5, 4.5, 3, 8), xpd = NA)
 graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[match(population, pops)], pch = 19, cex = 0.6,
                xlab = sprintf("PC1 (eigenvalue %.2f)", eigenvalues[1]),

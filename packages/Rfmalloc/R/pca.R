@@ -19,7 +19,8 @@
 #'   splitmix64, normals by Box-Muller; `docs/rng.md`). The same seed gives
 #'   the same result.
 #' @param oversample extra subspace columns beyond `k`.
-#' @param max_iter maximum subspace iterations.
+#' @param max_iter maximum subspace iterations (each is two passes over `x`);
+#'   a warning is given when the singular values have not converged by then.
 #' @param tol stop when the top-`k` singular values change by less than this
 #'   (relative) between iterations.
 #' @param drop_constant drop columns with zero variance when scaling (with a
@@ -43,7 +44,7 @@
 #'   subspace iteration) with a Rayleigh-Ritz step.
 #' @export
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
-                        oversample = 10, max_iter = 200, tol = 1e-10, drop_constant = FALSE) {
+                        oversample = 30, max_iter = 100, tol = 1e-10, drop_constant = FALSE) {
   n <- nrow(x)
   st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
                          caller = "fmalloc_pca")
@@ -58,6 +59,10 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
              st$transform, as.numeric(opts))
   names(r) <- c("d", "u", "v", "iterations", "converged")
+  if (!r$converged) {
+    warning(sprintf("fmalloc_pca: the top %d singular values did not converge to tol = %g in %d iterations; raise max_iter or oversample",
+                    k, tol, r$iterations), call. = FALSE)
+  }
   pcs <- paste0("PC", seq_len(k))
   cn <- colnames(x)[st$keep]
   rotation <- r$v
