@@ -2,6 +2,7 @@
 # one closing line "N passed, N failed, N skipped". Exits non-zero on failure.
 args <- commandArgs(trailingOnly = TRUE)
 suppressPackageStartupMessages(library(testthat))
+options(cli.progress_show_after = Inf) # exercise progress code, keep the log readable
 passed <- failed <- skipped <- 0L
 for (pkg_dir in args) {
   pkg <- basename(pkg_dir)

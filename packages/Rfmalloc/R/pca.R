@@ -23,6 +23,10 @@
 #'   a warning is given when the singular values have not converged by then.
 #' @param tol stop when the top-`k` singular values change by less than this
 #'   (relative) between iterations.
+#' @details Long runs show a progress bar (package cli; set `options(fmalloc.progress =
+#' FALSE)` to hide it) counting passes over `x`, against the bound
+#' `2 * max_iter + 2`; a converged run stops early. An interrupt (Ctrl-C)
+#' stops the computation between panels.
 #' @param drop_constant drop columns with zero variance when scaling (with a
 #'   message) instead of raising an error.
 #' @return A list of class `c("fmalloc_pca", "prcomp")`, like [prcomp()]:
@@ -56,8 +60,14 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   cols <- if (length(st$keep) == .n_cols_desc(d)) d$cols else
     (if (is.null(d$cols)) st$keep else d$cols[st$keep])
   opts <- c(k, oversample, max_iter, tol, seed)
+  progress <- NULL
+  if (isTRUE(getOption("fmalloc.progress", TRUE))) {
+    bar <- cli::cli_progress_bar("fmalloc_pca: passes over the matrix", total = 2 * max_iter + 2)
+    progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
+  }
   r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
-             st$transform, as.numeric(opts))
+             st$transform, as.numeric(opts), progress)
+  if (!is.null(progress)) cli::cli_progress_done(id = bar)
   names(r) <- c("d", "u", "v", "iterations", "converged")
   if (!r$converged) {
     warning(sprintf("fmalloc_pca: the top %d singular values did not converge to tol = %g in %d iterations; raise max_iter or oversample",

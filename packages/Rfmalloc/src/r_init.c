@@ -51,7 +51,7 @@ SEXP fmr_test_backend(SEXP name, SEXP on);
 
 /* r_stats.c: streamed statistics and PCA */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
-SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts);
+SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts, SEXP progress);
 
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
@@ -104,7 +104,7 @@ static const R_CallMethodDef call_methods[] = {
 
     /* r_stats.c: streamed statistics and PCA */
     CALLDEF(fmr_colvar, 3),
-    CALLDEF(fmr_rpca, 5),
+    CALLDEF(fmr_rpca, 6),
 
     {NULL, NULL, 0}};
 

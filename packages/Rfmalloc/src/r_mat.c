@@ -5,7 +5,19 @@
 
 #include <string.h>
 
+SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
+
+/* A streamed pass over mapped storage first checks that the file under the
+ * mapping was not truncated from outside: an error here beats a SIGBUS. */
+static void check_mapped(SEXP storage) {
+  SEXP rt = Rfmalloc_vec_runtime(storage);
+  if (Rf_isNull(rt)) return;
+  fm_err err;
+  if (fm_map_check(fmr_runtime_map(rt), &err) != FM_OK) fmr_raise(&err);
+}
+
 static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes) {
+  if (TYPEOF(storage) != EXTPTRSXP) check_mapped(storage);
   switch (TYPEOF(storage)) {
   case RAWSXP:
     *n_bytes = (uint64_t)XLENGTH(storage);

@@ -1,6 +1,7 @@
 /* r_stats.c: .Call entry points for streamed column statistics and
  * randomized PCA. */
 #include "r_mat.h"
+#include "r_progress.h"
 
 #include "fm/fm_stats_colvar.h"
 #include "fm/fm_stats_rpca.h"
@@ -31,8 +32,9 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   return res;
 }
 
-/* list(d, u, v, iterations, converged). opts = c(k, oversample, max_iter, tol, seed). */
-SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts) {
+/* list(d, u, v, iterations, converged). opts = c(k, oversample, max_iter, tol, seed);
+ * progress: NULL or function(done, total) in passes over the matrix. */
+SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts, SEXP progress) {
   int nprot = 0;
   fm_mat x;
   fm_affine aff;
@@ -44,7 +46,8 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts) {
   if (x.n_rows > INT_MAX || x.n_cols > INT_MAX) fmr_stop(FM_EARG, "PCA needs fewer than 2^31 rows and columns");
   fm_rpca_result r;
   memset(&r, 0, sizeof r);
-  fm_ctl ctl = fmr_ctl();
+  fmr_progress prog;
+  fm_ctl ctl = fmr_progress_ctl(&prog, progress);
   fm_err err;
   if (fm_stats_rpca(&x, &aff, &ro, &r, &ctl, &err) != FM_OK) {
     fm_rpca_result_clear(&r);

@@ -206,3 +206,21 @@ test_that("unloading the namespace closes every map", {
   expect_equal(res$b, "fm_error_eclosed")
   expect_true(res$open)
 })
+
+test_that("truncation from outside is detected by a streamed pass and at the next open", {
+  path <- fm_tmp()
+  rt <- fm_runtime(path)
+  x <- create_fmalloc_matrix("double", 2000, 50, rt)
+  x[] <- 1
+  fmalloc_save(x, "x")
+  ok <- system2("truncate", c("-s", 65536, shQuote(path))) == 0L
+  skip_if_not(ok, "truncate(1) is not available")
+  err <- tryCatch(fmalloc_colVars(x), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
+  expect_error(fmalloc_pca(x, k = 2), class = "fm_error_eformat")
+  try(cleanup_fmalloc(rt), silent = TRUE)
+  err <- tryCatch(open_fmalloc(path), error = function(e) e)
+  expect_s3_class(err, "fm_error_eformat")
+  expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
+})
