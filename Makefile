@@ -6,7 +6,7 @@ RENV      := R_LIBS=$(RLIB)
 PKGS      := packages/Rfmalloc
 JOBS      ?= 2
 
-.PHONY: all setup core core-test core-asan sync install r-test test demo bench check clean
+.PHONY: all setup core core-test core-asan core-valgrind sync install r-test test demo bench check clean
 
 all: install
 
@@ -26,6 +26,19 @@ core-asan:
 	@cmake --build build/core-asan -j$(JOBS)
 	@cd build/core-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
 
+# valgrind on every core test; the map tests that fork run natively and under
+# ASan instead (valgrind and SIGKILLed children make a slow, noisy pair).
+VALGRIND_MAP_TESTS := basic_roundtrip big_offsets free_and_reuse resize_blocks name_rules \
+  unsynced_changes_lost directory_full corrupt_files seq_exhausted uid_lease_zero \
+  empty_file_and_caps scratch_mode truncate_and_replace null_safety
+VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
+
+core-valgrind: core
+	@cd build/core && for t in test_*; do \
+	  args=""; [ $$t = test_map ] && args="$(VALGRIND_MAP_TESTS)"; \
+	  $(VALGRIND) ./$$t $$args >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
+	  echo "valgrind: $$t clean"; done
+
 sync:
 	@for p in $(PKGS); do bash tools/sync-core.sh $$p; done
 
@@ -37,7 +50,7 @@ install: sync
 r-test: install
 	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
 
-test: setup core-test core-asan r-test
+test: setup core-test core-asan core-valgrind r-test
 
 demo: setup install
 	@$(RENV) Rscript tools/demo.R

@@ -22,25 +22,53 @@ static double r_na_real(void) {
   return d;
 }
 
-/* Oracle: two-pass over the observed values (NaN = missing), long double. */
+/* Neumaier's compensated sum: accurate to a few ulps whatever n is. */
+typedef struct ksum {
+  double s, c;
+} ksum;
+
+static void kadd(ksum *k, double x) {
+  double t = k->s + x;
+  k->c += fabs(k->s) >= fabs(x) ? (k->s - t) + x : (x - t) + k->s;
+  k->s = t;
+}
+
+static double kval(const ksum *k) { return k->s + k->c; }
+
+/* Oracle: the corrected two-pass algorithm (Chan, Golub and LeVeque 1983)
+ * over the observed values (NaN = missing), with compensated sums and no long
+ * double, so that it means the same under valgrind (which computes long
+ * double in 64 bits). The mean is refined by the mean residual. */
 static void naive(const double *col, int64_t n, double *mean, double *var, int64_t *nobs) {
-  long double s = 0;
+  ksum s = {0, 0};
   int64_t m = 0;
   for (int64_t i = 0; i < n; i++)
     if (!isnan(col[i])) {
-      s += col[i];
+      kadd(&s, col[i]);
       m++;
     }
   *nobs = m;
-  *mean = m ? (double)(s / m) : NAN;
+  if (m == 0) {
+    *mean = *var = NAN;
+    return;
+  }
+  double mu = kval(&s) / (double)m;
+  ksum r = {0, 0};
+  for (int64_t i = 0; i < n; i++)
+    if (!isnan(col[i])) kadd(&r, col[i] - mu);
+  mu += kval(&r) / (double)m;
+  *mean = mu;
   if (m < 2) {
     *var = NAN;
     return;
   }
-  long double mu = s / m, ss = 0;
+  ksum ss = {0, 0}, c = {0, 0};
   for (int64_t i = 0; i < n; i++)
-    if (!isnan(col[i])) ss += (col[i] - mu) * (col[i] - mu);
-  *var = (double)(ss / (m - 1));
+    if (!isnan(col[i])) {
+      kadd(&ss, (col[i] - mu) * (col[i] - mu));
+      kadd(&c, col[i] - mu);
+    }
+  *var = (kval(&ss) - kval(&c) * kval(&c) / (double)m) / (double)(m - 1);
 }
 
 static int same_or_both_nan(double a, double b, double rtol) {
