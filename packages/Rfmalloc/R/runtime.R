@@ -28,6 +28,19 @@
 #' open in the same process), `fm_error_eformat` for a truncated, foreign or
 #' corrupt file (the message names the file), `fm_error_enospc` when the cap
 #' cannot be reserved, `fm_error_eio`, `fm_error_earg` for bad arguments.
+#' @section Changes to the backing file from outside:
+#' * Replaced by rename (`mv new path`): the runtime keeps mapping the old
+#'   file, so live objects keep their values; a later open sees the new file.
+#' * Truncated: detected (as `fm_error_eformat` naming the file, the expected
+#'   and the actual size) at the next [fmalloc_sync()], [fmalloc_check()],
+#'   streamed pass ([fmalloc_colVars()], [fmalloc_pca()], codec products) or
+#'   open. Touching truncated pages directly (`x[i]`) is not checked and may
+#'   kill R with SIGBUS, as for any mapped file.
+#' * Deleted (`unlink(path)`): the mapping stays valid and live objects keep
+#'   working in this process; the data disappear with the last mapping (at
+#'   cleanup or exit), and a later [readRDS()] of a reference fails with
+#'   `fm_error_eio` naming the missing file. Syncing a deleted file succeeds
+#'   but preserves nothing.
 #' @section Source:
 #' Layout of the file: `docs/formats/fmalloc.md`; core contract
 #' `core/include/fm/fm_map.h`.

@@ -224,3 +224,23 @@ test_that("truncation from outside is detected by a streamed pass and at the nex
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
 })
+
+test_that("deleting the backing file while objects live behaves as documented", {
+  path <- fm_tmp()
+  rt <- fm_runtime(path)
+  x <- create_fmalloc_vector("double", 1000, rt)
+  x[] <- seq_len(1000)
+  fmalloc_save(x, "x")
+  rds <- tempfile(fileext = ".rds")
+  saveRDS(x, rds)
+  unlink(path)
+  expect_false(file.exists(path))
+  expect_identical(x[c(1, 1000)], c(1, 1000))
+  y <- create_fmalloc_vector("integer", 10, rt)
+  y[] <- 1:10
+  expect_identical(sum(y), 55L)
+  expect_silent(fmalloc_sync(rt))
+  cleanup_fmalloc(rt)
+  expect_error(x[1], class = "fm_error_eclosed")
+  expect_error(readRDS(rds), class = "fm_error_eio")
+})
