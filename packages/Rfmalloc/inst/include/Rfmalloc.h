@@ -46,4 +46,15 @@ static inline SEXP Rfmalloc_vec_runtime(SEXP x) {
   return fun(x);
 }
 
+/* Typed row access to phased haplotypes (fmalloc_haplotypes(); layout in
+ * docs/formats/hap1.md): the 64-bit words of locus row `locus` (0-based) of
+ * a haplotype store with n_haps haplotypes, given its storage's data pointer
+ * (Rfmalloc_vec_ptr of the object's $storage). Haplotype h is bit h % 64 of
+ * word h / 64. Rows are ceil(n_haps / 512) * 64 bytes, 64-byte aligned. */
+static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, double n_haps,
+                                                         double locus) {
+  double row_bytes = 64.0 * (double)(((long long)n_haps + 511) / 512);
+  return (const unsigned long long *)((const char *)data + (size_t)(locus * row_bytes));
+}
+
 #endif
