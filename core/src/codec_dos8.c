@@ -1,11 +1,12 @@
 /* codec_dos8.c: one-byte dosages (docs/formats/dos8.md).
  * q = round(d * 127) for d in [0, 2]; 255 is missing; value = q / 127. */
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_panel.h"
 
 #include <math.h>
 
 double fm_codec_dos8_value(uint8_t code) {
-  return code == FM_DOS8_MISSING ? NAN : (double)code / FM_DOS8_STEPS;
+  return code == FM_DOS8_MISSING ? fm_na_value() : (double)code / FM_DOS8_STEPS;
 }
 
 void fm_codec_dos8_lut(double center, double scale, double fill, double lut_out[256]) {

@@ -108,11 +108,18 @@ fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes) {
   return plan;
 }
 
+double fm_na_value(void) {
+  const uint64_t bits = FM_NA_BITS;
+  double v;
+  memcpy(&v, &bits, sizeof v);
+  return v;
+}
+
 /* The affine parameters of logical column j. */
 static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
   *c = aff && aff->center ? aff->center[j] : 0.0;
   *s = aff && aff->scale ? aff->scale[j] : 1.0;
-  *f = aff && aff->fill ? aff->fill[j] : NAN;
+  *f = aff && aff->fill ? aff->fill[j] : fm_na_value();
 }
 
 static int aff_is_identity(const fm_affine *aff) {
@@ -150,12 +157,13 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
   if (!x) return fm_err_set(err, FM_EARG, "fm_panel_decode: x must not be NULL");
   if (r0 < 0 || n_rows < 0 || r0 > x->n_rows - n_rows)
     return fm_err_set(err, FM_EARG,
-                      "fm_panel_decode: rows [%lld, %lld) lie outside the %lld rows of x",
-                      (long long)r0, (long long)(r0 + n_rows), (long long)x->n_rows);
+                      "fm_panel_decode: %lld rows from row %lld lie outside the %lld rows of x",
+                      (long long)n_rows, (long long)r0, (long long)x->n_rows);
   if (c0 < 0 || n_cols < 0 || c0 > x->n_cols - n_cols)
     return fm_err_set(err, FM_EARG,
-                      "fm_panel_decode: columns [%lld, %lld) lie outside the %lld columns of x",
-                      (long long)c0, (long long)(c0 + n_cols), (long long)x->n_cols);
+                      "fm_panel_decode: %lld columns from column %lld lie outside the %lld "
+                      "columns of x",
+                      (long long)n_cols, (long long)c0, (long long)x->n_cols);
   if (ld < n_rows || ld < 1)
     return fm_err_set(err, FM_EARG, "fm_panel_decode: ld (%lld) is less than n_rows (%lld)",
                       (long long)ld, (long long)n_rows);

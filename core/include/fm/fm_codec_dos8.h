@@ -28,7 +28,7 @@ FM_NODISCARD fm_status fm_codec_dos8_encode(const double *x, int64_t n_rows, int
                                             int64_t ld, uint8_t *out, int64_t out_ld,
                                             fm_err *err);
 
-/* The dosage of one code (NaN for FM_DOS8_MISSING). */
+/* The dosage of one code (fm_na_value(), R's NA, for FM_DOS8_MISSING). */
 double fm_codec_dos8_value(uint8_t code);
 
 /* The 256-entry decode table of one column with its affine transform folded

@@ -10,7 +10,8 @@
  *   out = (value - center[j]) * scale[j]      for observed values
  *   out = fill[j]                              for missing values
  * where j is the logical column. NULL center means 0, NULL scale means 1,
- * NULL fill means NaN (missing stays missing). Mean imputation followed by
+ * NULL fill means missing stays missing: it decodes to fm_na_value(), the
+ * NaN whose bit pattern R reads as NA_real_. Mean imputation followed by
  * centring is fill[j] = 0.
  *
  * Thread safety: decode calls only read the view and write `out`; they may
@@ -19,6 +20,14 @@
 #define FM_PANEL_H
 
 #include "fm_base.h"
+
+/* Bit pattern of the value a missing entry decodes to without a fill: a NaN
+ * whose low word is 1954, which R reads as NA (any NaN counts as missing in
+ * the core; this one keeps R's distinction between NA and NaN). */
+#define FM_NA_BITS UINT64_C(0x7FF00000000007A2)
+
+/* The double with bit pattern FM_NA_BITS. */
+double fm_na_value(void);
 
 typedef enum fm_codec_id {
   FM_CODEC_F64 = 1,  /* double, column-major; NA/NaN are missing */

@@ -118,6 +118,24 @@ static void test_decode_errors(void) {
   CHECK_OK(fm_panel_decode(&x, NULL, 3, 0, 2, 0, NULL, 1, &err), &err); /* empty panel */
 }
 
+/* Regression (found by core/fuzz/fuzz_codecs): a rejected panel whose start
+ * plus length overflows int64 must not overflow while writing the message
+ * (signed overflow, reported by UBSan in the FM_SANITIZE build). */
+static void test_decode_errors_huge(void) {
+  fm_err err;
+  uint8_t d[10] = {0};
+  fm_mat x;
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_DOS8, d, 5, 2, 5, &err), &err);
+  double out[1];
+  const int64_t big = INT64_MAX - 1;
+  CHECK(fm_panel_decode(&x, NULL, big, big, 0, 1, out, 1, &err) == FM_EARG);
+  CHECK(err.code == FM_EARG && strstr(err.msg, "9223372036854775806 rows") != NULL);
+  CHECK(fm_panel_decode(&x, NULL, 0, 1, big, big, out, 1, &err) == FM_EARG);
+  CHECK(err.code == FM_EARG && strstr(err.msg, "9223372036854775806 columns") != NULL);
+  CHECK(fm_panel_decode(&x, NULL, INT64_MIN, -1, 0, 1, out, 1, &err) == FM_EARG);
+  CHECK(fm_panel_decode(&x, NULL, 0, 1, INT64_MIN, -1, out, 1, &err) == FM_EARG);
+}
+
 static void check_plan(const fm_mat *x, size_t budget) {
   fm_panel_plan p = fm_panel_plan_for(x, budget);
   CHECK(p.rows >= 1 && p.cols >= 1);
@@ -184,12 +202,41 @@ static void test_budget(void) {
   CHECK(fm_panel_budget() == FM_PANEL_DEFAULT_BUDGET);
 }
 
+static uint64_t bits_of(double v) {
+  uint64_t b;
+  memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+/* Missing entries without a fill decode to R's NA bit pattern in every codec. */
+static void test_missing_is_r_na(void) {
+  fm_err err = {0};
+  fm_mat x;
+  double out[4];
+  const uint8_t bed = 0x01u | (0x00u << 2) | (0x01u << 4) | (0x03u << 6); /* NA, 2, NA, 0 */
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_BED2, &bed, 4, 1, 1, &err), &err);
+  CHECK_OK(fm_panel_decode(&x, NULL, 0, 4, 0, 1, out, 4, &err), &err);
+  CHECK(bits_of(out[0]) == FM_NA_BITS && bits_of(out[2]) == FM_NA_BITS);
+  CHECK(out[1] == 2.0 && out[3] == 0.0);
+  const uint8_t dos[2] = {255, 127};
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_DOS8, dos, 2, 1, 2, &err), &err);
+  CHECK_OK(fm_panel_decode(&x, NULL, 0, 2, 0, 1, out, 2, &err), &err);
+  CHECK(bits_of(out[0]) == FM_NA_BITS && out[1] == 1.0);
+  const int32_t iv[2] = {INT32_MIN, 3};
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_I32, iv, 2, 1, 8, &err), &err);
+  CHECK_OK(fm_panel_decode(&x, NULL, 0, 2, 0, 1, out, 2, &err), &err);
+  CHECK(bits_of(out[0]) == FM_NA_BITS && out[1] == 3.0);
+  CHECK(bits_of(fm_na_value()) == FM_NA_BITS);
+}
+
 int main(void) {
   FM_RUN(test_min_stride_and_init);
   FM_RUN(test_f64);
   FM_RUN(test_i32);
   FM_RUN(test_decode_errors);
+  FM_RUN(test_decode_errors_huge);
   FM_RUN(test_plan);
   FM_RUN(test_budget);
+  FM_RUN(test_missing_is_r_na);
   FM_TEST_END();
 }

@@ -16,6 +16,20 @@
 #' runtime; [fmalloc_save()], [fmalloc_get()], [fmalloc_list()] and
 #' [fmalloc_delete()] manage named objects that survive the process.
 #'
+#' @section Genotypes and streamed statistics:
+#' [fmalloc_bed()] stores hardcalls at 2 bits, [fmalloc_bed_open()] maps an
+#' existing PLINK `.bed` without copying, [fmalloc_dosage()] stores dosages at
+#' one byte and [fmalloc_haplotypes()] phased alleles at one bit. Codec
+#' matrices ([fmalloc_codec_matrix-class]) support products, subsets and
+#' [fmalloc_standardize()] on bounded panels. [fmalloc_colMeans()],
+#' [fmalloc_colVars()], [fmalloc_allele_freq()] and [fmalloc_pca()] stream
+#' over dense and codec matrices alike.
+#'
+#' @section Options:
+#' * `fmalloc.panel_bytes`: the panel byte budget, read when the package is
+#'   loaded (see [fmalloc_panel_budget()]).
+#' * `fmalloc.progress`: `FALSE` hides progress bars of long computations.
+#'
 #' @section Errors:
 #' Every error raised by the package is a condition of class
 #' `c("fm_error_<status>", "fm_error", "error", "condition")`, where

@@ -17,11 +17,14 @@
 #'   `tcrossprod(X, B)`, `crossprod(X)`, `tcrossprod(X)`: computed through the
 #'   backend registry on bounded panels (see [fmalloc_backends()]); results
 #'   are ordinary R matrices;
-#' * `X[i, j]` decodes only the requested block; `as.matrix(X)` decodes all;
+#' * `X[i, j]` decodes only the requested block (base R index rules; `NA`
+#'   indices are refused); `X[i]` with linear indices, a logical matrix or a
+#'   two-column (row, column) matrix returns those cells; `as.matrix(X)`
+#'   decodes all; `t(X)` is refused (it would decode everything);
 #' * `print()` shows the shape, codec, storage size and the top-left corner.
 #'
 #' Values are allele counts (0, 1, 2; `"bed2"`) or dosages in \[0, 2\]
-#' (`"dos8"`); missing calls decode to `NA` unless a transform set by
+#' (`"dos8"`); missing calls decode to `NA` (not `NaN`) unless a transform set by
 #' [fmalloc_standardize()] imputes them. Products propagate `NA`, as base
 #' `%*%` does. The panel byte budget is [fmalloc_panel_budget()].
 #'
@@ -53,6 +56,27 @@ setClass("fmalloc_codec_matrix", slots = c(
   )
 }
 
+# The bytes behind a codec matrix: a raw vector, or for a mapped foreign file
+# an environment holding the file view. A view does not survive
+# serialization (external pointers never do), so after readRDS() the file is
+# mapped again, and validated again, on first use.
+.storage <- function(x) {
+  s <- x@storage
+  if (!is.environment(s)) return(s)
+  if (is.null(s$ptr) || !.Call(fmr_fileview_alive, s$ptr)) {
+    s$ptr <- .open_bed_view(s$path, s$n, s$m)
+  }
+  s$ptr
+}
+
+# Map a .bed read-only and validate it for n samples and m variants.
+.open_bed_view <- function(path, n, m) {
+  if (!file.exists(path)) fm_abort("eio", sprintf(".bed file '%s' does not exist", path))
+  ptr <- .Call(fmr_fileview_open, path)
+  .Call(fmr_bed2_check, ptr, n, m, path)
+  ptr
+}
+
 .codec_name <- function(x) names(.codec_ids)[match(x@spec[1], .codec_ids)]
 .n_rows <- function(x) x@spec[2]
 .n_cols <- function(x) if (is.null(x@cols)) x@spec[3] else length(x@cols)
@@ -61,7 +85,7 @@ setClass("fmalloc_codec_matrix", slots = c(
 # matrices and for dense R matrices (plain or fmalloc ALTREP) alike.
 .mat_desc <- function(x) {
   if (methods::is(x, "fmalloc_codec_matrix")) {
-    return(list(storage = x@storage, spec = x@spec, cols = x@cols))
+    return(list(storage = .storage(x), spec = x@spec, cols = x@cols))
   }
   if (!is.matrix(x)) x <- as.matrix(x)
   if (is.logical(x)) storage.mode(x) <- "integer"
@@ -77,7 +101,20 @@ setClass("fmalloc_codec_matrix", slots = c(
 #' @rdname fmalloc_codec_matrix-class
 #' @param x an `fmalloc_codec_matrix`.
 #' @export
-setMethod("dim", "fmalloc_codec_matrix", function(x) c(.n_rows(x), .n_cols(x)))
+setMethod("dim", "fmalloc_codec_matrix", function(x) {
+  d <- c(.n_rows(x), .n_cols(x))
+  if (all(d <= .Machine$integer.max)) as.integer(d) else d
+})
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("length", "fmalloc_codec_matrix", function(x) prod(dim(x)))
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("t", "fmalloc_codec_matrix", function(x) {
+  fm_abort("eunsupported", "t() of a codec matrix would decode all of it; use crossprod(), tcrossprod() or t(as.matrix(x))")
+})
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
@@ -88,7 +125,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 })
 
 .decode <- function(x, r0, nr, c0, nc) {
-  .Call(fmr_panel_decode, x@storage, x@spec, x@cols, x@transform, r0, nr, c0, nc)
+  .Call(fmr_panel_decode, .storage(x), x@spec, x@cols, x@transform, r0, nr, c0, nc)
 }
 
 # Columns per bounded panel when every row is decoded.
@@ -96,8 +133,11 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   max(1, floor(fmalloc_panel_budget() / (8 * max(1, .n_rows(x)))))
 }
 
+# 1-based positions selected by an index vector, with base R's rules for
+# positive, negative, zero, logical and character indices; NA is refused.
 .index <- function(idx, n, names, what) {
-  if (missing(idx) || is.null(idx)) return(seq_len(n))
+  if (is.null(idx)) return(numeric(0))
+  if (is.factor(idx)) idx <- as.character(idx)
   if (is.character(idx)) {
     pos <- match(idx, names)
     if (anyNA(pos)) {
@@ -105,16 +145,58 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
     }
     return(pos)
   }
-  if (is.logical(idx)) return(which(rep_len(idx, n)))
-  idx <- as.numeric(idx)
+  if (is.logical(idx)) {
+    if (anyNA(idx)) fm_abort("earg", sprintf("%s indices must not be NA", what))
+    if (length(idx) > n) {
+      fm_abort("earg", sprintf("logical %s index of length %d is longer than %s", what, length(idx), format(n)))
+    }
+    return(which(rep_len(idx, n)))
+  }
+  if (!is.numeric(idx)) {
+    fm_abort("earg", sprintf("%s indices must be numeric, logical or character, not %s", what, class(idx)[1]))
+  }
   if (anyNA(idx)) fm_abort("earg", sprintf("%s indices must not be NA", what))
-  if (all(idx <= 0)) return(setdiff(seq_len(n), -idx))
-  if (any(idx < 0)) fm_abort("earg", "cannot mix positive and negative indices")
+  idx <- trunc(as.numeric(idx))
+  if (any(idx < 0)) {
+    if (any(idx > 0)) fm_abort("earg", "cannot mix positive and negative indices")
+    return(setdiff(seq_len(n), -idx))
+  }
   idx <- idx[idx != 0]
   if (any(idx > n)) {
-    fm_abort("earg", sprintf("%s index %g is out of bounds (%g)", what, max(idx), n))
+    fm_abort("earg", sprintf("%s index %g is out of bounds (%s)", what, max(idx), format(n)))
   }
   idx
+}
+
+# x[i] with one index: linear positions (column-major), a logical matrix, or a
+# two-column (row, column) matrix, as for base matrices. Only the columns
+# holding requested cells are decoded, a bounded block at a time.
+.cells <- function(x, i) {
+  d <- dim(x)
+  if (is.matrix(i) && is.numeric(i) && ncol(i) == 2) {
+    rc <- i
+  } else {
+    if (is.matrix(i) && is.logical(i)) {
+      if (!identical(dim(i), as.integer(d))) fm_abort("earg", "a logical index matrix must have the dimensions of x")
+      i <- as.vector(i)
+    }
+    pos <- .index(i, d[1] * d[2], NULL, "element")
+    rc <- arrayInd(pos, d)
+  }
+  if (anyNA(rc) || any(rc < 1) || any(rc[, 1] > d[1]) || any(rc[, 2] > d[2])) {
+    fm_abort("earg", "element indices are out of bounds")
+  }
+  out <- numeric(nrow(rc))
+  cols <- unique(rc[, 2])
+  step <- .cols_per_panel(x)
+  for (c0 in seq(0, max(0, length(cols) - 1), by = step)) {
+    if (!length(cols)) break
+    chunk <- cols[c0 + seq_len(min(step, length(cols) - c0))]
+    block <- .decode(fmalloc_select(x, chunk), 0, d[1], 0, length(chunk))
+    hit <- which(rc[, 2] %in% chunk)
+    out[hit] <- block[cbind(rc[hit, 1], match(rc[hit, 2], chunk))]
+  }
+  out
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -123,6 +205,10 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 #' @param drop drop dimensions of extent one, as for base matrices.
 #' @export
 setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
+  if (nargs() - (!missing(drop)) == 2) {
+    if (missing(i)) return(x)
+    return(.cells(x, i))
+  }
   dn <- dimnames(x)
   ii <- if (missing(i)) seq_len(.n_rows(x)) else .index(i, .n_rows(x), dn[[1]], "row")
   jj <- if (missing(j)) seq_len(.n_cols(x)) else .index(j, .n_cols(x), dn[[2]], "column")
@@ -153,7 +239,7 @@ setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
 #' @export
 fmalloc_select <- function(x, j) {
   stopifnot(methods::is(x, "fmalloc_codec_matrix"))
-  jj <- .index(j, .n_cols(x), dimnames(x)[[2]], "column")
+  jj <- if (missing(j)) seq_len(.n_cols(x)) else .index(j, .n_cols(x), dimnames(x)[[2]], "column")
   stored <- if (is.null(x@cols)) jj else x@cols[jj]
   y <- x
   y@cols <- as.numeric(stored)
@@ -185,12 +271,15 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   invisible(object)
 })
 
-.as_operand <- function(b, inner, what) {
+.as_operand <- function(b) {
   if (methods::is(b, "fmalloc_codec_matrix")) {
     fm_abort("eunsupported", "products of two codec matrices are not supported; decode one with as.matrix()")
   }
   if (is.null(dim(b))) b <- matrix(b, ncol = 1)
   b <- as.matrix(b)
+  if (!is.numeric(b) && !is.logical(b)) {
+    fm_abort("earg", sprintf("the other operand must be numeric, not %s", typeof(b)))
+  }
   storage.mode(b) <- "double"
   b
 }
@@ -198,7 +287,7 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 .fm_state <- new.env(parent = emptyenv())
 
 .product <- function(x, b, op) {
-  res <- .Call(fmr_product, x@storage, x@spec, x@cols, x@transform, as.integer(op), b)
+  res <- .Call(fmr_product, .storage(x), x@spec, x@cols, x@transform, as.integer(op), b)
   .fm_state$last_backend <- res[[2]]
   res[[1]]
 }
@@ -235,6 +324,12 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 #' @param y the other operand: a numeric matrix or vector.
 #' @export
 setMethod("%*%", signature("fmalloc_codec_matrix", "ANY"), function(x, y) .xb(x, y))
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("%*%", signature("fmalloc_codec_matrix", "fmalloc_codec_matrix"), function(x, y) {
+  .as_operand(y)
+})
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
@@ -342,3 +437,8 @@ fmalloc_test_backend <- function(name, on = TRUE) {
 
 #' @import methods
 NULL
+
+.onLoad <- function(libname, pkgname) {
+  bytes <- getOption("fmalloc.panel_bytes")
+  if (!is.null(bytes)) fmalloc_panel_budget(bytes)
+}

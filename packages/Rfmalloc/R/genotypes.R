@@ -1,15 +1,37 @@
 # Genotype codecs: PLINK 2-bit hardcalls (written, or mapped from an existing
 # .bed), one-byte dosages, and one-bit phased haplotypes.
 
-.as_genotype_matrix <- function(g, what) {
-  if (!is.matrix(g)) fm_abort("earg", sprintf("%s must be a matrix (samples x variants)", what))
-  if (is.double(g)) {
-    ok <- is.na(g) | g == round(g)
-    if (!all(ok)) fm_abort("earg", sprintf("%s must hold whole allele counts", what))
-    storage.mode(g) <- "integer"
+# Refuse values outside `allowed` (NA allowed when na_ok), naming the first
+# offending cell in R's 1-based (row, column) terms.
+.check_values <- function(m, what, allowed, na_ok) {
+  bad <- if (na_ok) !is.na(m) & !(m %in% allowed) else is.na(m) | !(m %in% allowed)
+  if (any(bad)) {
+    at <- arrayInd(which(bad)[1], dim(m))
+    fm_abort("earg", sprintf("%s[%d, %d] = %s is not %s", what, at[1], at[2],
+                             format(m[at]), paste(c(allowed, if (na_ok) "NA"), collapse = ", ")))
   }
-  if (!is.integer(g)) fm_abort("earg", sprintf("%s must be an integer matrix", what))
+}
+
+.as_genotype_matrix <- function(g, what) {
+  if (!is.matrix(g) || !(is.numeric(g) || is.logical(g))) {
+    fm_abort("earg", sprintf("%s must be a numeric matrix (samples x variants), not %s", what,
+                             if (is.matrix(g)) paste(typeof(g), "matrix") else class(g)[1]))
+  }
+  .check_values(g, what, 0:2, na_ok = TRUE)
+  storage.mode(g) <- "integer"
   g
+}
+
+.check_dimnames <- function(dn, d) {
+  if (is.null(dn)) return(NULL)
+  if (!is.list(dn) || length(dn) != 2) fm_abort("earg", "dimnames must be a list of two (row names, column names)")
+  for (k in 1:2) {
+    if (!is.null(dn[[k]]) && length(dn[[k]]) != d[k]) {
+      fm_abort("emismatch", sprintf("dimnames[[%d]] has length %d but the matrix has %d %s", k,
+                                    length(dn[[k]]), d[k], c("rows", "columns")[k]))
+    }
+  }
+  lapply(dn, function(v) if (is.null(v)) NULL else as.character(v))
 }
 
 #' Store hardcalls as PLINK 2-bit genotypes
@@ -30,6 +52,7 @@
 #' @export
 fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
   g <- .as_genotype_matrix(g, "g")
+  dimnames <- .check_dimnames(dimnames, dim(g))
   n <- nrow(g)
   col_bytes <- ceiling(n / 4)
   storage <- create_fmalloc_vector("raw", max(1, col_bytes * ncol(g)), runtime)
@@ -67,20 +90,36 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #' (`.bim` lines).
 #'
 #' Values are counts of the `.bim` column-5 allele (A1; plink2 calls it ALT
-#' when the file came from plink2), 0/1/2, missing `NA`; this matches
-#' `plink2 --export A` with `--export-allele` set to column 5.
+#' when the file came from plink2), 0/1/2, missing `NA`. This is what
+#' `plink2 --export A` writes when `--export-allele` names, for each variant,
+#' its `.bim` column-5 allele.
 #'
 #' @param prefix_or_bed path to the `.bed` file or the common prefix.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] of N samples x
 #'   M variants with dimnames (IID, variant ID); `fmalloc_variants(x)` gives
 #'   the `.bim` columns (chr, id, cm, pos, a1, a2) and `fmalloc_samples(x)`
 #'   the `.fam` columns (fid, iid, father, mother, sex, phenotype).
-#' @section Errors: `fm_error_eio` for a missing file; `fm_error_eformat` for
-#'   wrong magic, a sample-major file, or a size that disagrees with N and M
-#'   (the message names the file, expected and actual size, N and M).
+#' `.fam` and `.bim` are read as whitespace-separated text without a header
+#' (`.fam`: FID, IID, father, mother, sex, phenotype; `.bim`: chromosome,
+#' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
+#' line counts. A `.fam` whose line count is off by less than the 4-sample
+#' padding of the last byte cannot be detected from the `.bed` size; its
+#' extra samples read padding bits.
+#'
+#' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
+#' stores the path, and [readRDS()] maps and validates the file again on
+#' first use (`fm_error_eio` when it is gone).
+#' @section Errors: `fm_error_earg` when `prefix_or_bed` is not one path;
+#'   `fm_error_eio` for a missing file; `fm_error_eformat` for an unparsable
+#'   `.fam`/`.bim` (naming the file and the parser's complaint), wrong magic,
+#'   a sample-major file, or a size that disagrees with N and M (the message
+#'   names the file, expected and actual size, N and M).
 #' @section Source: PLINK 1.9 file formats ("bed", "bim", "fam").
 #' @export
 fmalloc_bed_open <- function(prefix_or_bed) {
+  if (!is.character(prefix_or_bed) || length(prefix_or_bed) != 1 || is.na(prefix_or_bed)) {
+    fm_abort("earg", "prefix_or_bed must be one path (the .bed file or its prefix)")
+  }
   paths <- .bed_paths(prefix_or_bed)
   if (!file.exists(paths$bed)) fm_abort("eio", sprintf(".bed file '%s' does not exist", paths$bed))
   fam <- .read_table_file(paths$fam, c("fid", "iid", "father", "mother", "sex", "phenotype"),
@@ -89,11 +128,17 @@ fmalloc_bed_open <- function(prefix_or_bed) {
   bim <- .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "a1", "a2"),
                           c("character", "character", "numeric", "numeric", "character", "character"),
                           ".bim")
-  view <- .Call(fmr_fileview_open, paths$bed)
-  .Call(fmr_bed2_check, view, nrow(fam), nrow(bim), paths$bed)
-  .new_codec_matrix(view, "bed2", nrow(fam), nrow(bim), 3, ceiling(nrow(fam) / 4),
+  bed <- normalizePath(paths$bed)
+  n <- nrow(fam)
+  m <- nrow(bim)
+  storage <- new.env(parent = emptyenv())
+  storage$path <- bed
+  storage$n <- n
+  storage$m <- m
+  storage$ptr <- .open_bed_view(bed, n, m)
+  .new_codec_matrix(storage, "bed2", n, m, 3, ceiling(n / 4),
                     dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
-                    source = normalizePath(paths$bed))
+                    source = bed)
 }
 
 #' Variant and sample metadata of a genotype matrix
@@ -128,6 +173,7 @@ fmalloc_samples <- function(x) x@samples
 fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
   if (!is.matrix(x) || !is.numeric(x)) fm_abort("earg", "x must be a numeric matrix (samples x variants)")
   storage.mode(x) <- "double"
+  dimnames <- .check_dimnames(dimnames, dim(x))
   storage <- create_fmalloc_vector("raw", max(1, nrow(x) * ncol(x)), runtime)
   .Call(fmr_dos8_encode, x, storage)
   .new_codec_matrix(storage, "dos8", nrow(x), ncol(x), 0, nrow(x), dimnames = dimnames)
@@ -152,9 +198,11 @@ fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
 #' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
 #' @export
 fmalloc_haplotypes <- function(h, runtime) {
-  if (!is.matrix(h)) fm_abort("earg", "h must be a matrix (loci x haplotypes)")
-  if (is.double(h)) storage.mode(h) <- "integer"
-  if (!is.integer(h)) fm_abort("earg", "h must be an integer matrix of 0/1 alleles")
+  if (!is.matrix(h) || !(is.numeric(h) || is.logical(h))) {
+    fm_abort("earg", "h must be a numeric matrix (loci x haplotypes) of 0/1 alleles")
+  }
+  .check_values(h, "h", 0:1, na_ok = FALSE)
+  storage.mode(h) <- "integer"
   n_loci <- nrow(h)
   n_haps <- ncol(h)
   row_bytes <- ceiling(n_haps / 512) * 64
@@ -176,7 +224,7 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
   loci <- if (missing(i)) seq_len(x$n_loci) else .index(i, x$n_loci, x$dimnames[[1]], "locus")
   out <- matrix(0L, length(loci), x$n_haps)
   # Runs of consecutive loci are decoded with one call each.
-  runs <- split(loci, cumsum(c(1, diff(loci) != 1)))
+  runs <- if (length(loci)) split(loci, cumsum(c(1, diff(loci) != 1))) else list()
   pos <- 0
   for (r in runs) {
     rows <- .Call(fmr_hap1_rows, x$storage, x$n_haps, x$n_loci, r[1] - 1, length(r))

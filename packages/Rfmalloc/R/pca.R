@@ -30,31 +30,56 @@
 #' @param drop_constant drop columns with zero variance when scaling (with a
 #'   message) instead of raising an error.
 #' @return A list of class `c("fmalloc_pca", "prcomp")`, like [prcomp()]:
-#'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p x k
-#'   loadings), `x` (n x k PC scores), `center` and `scale` (the vectors used,
-#'   or `FALSE`), plus `iterations`, `converged`, `n_imputed` and `kept`
-#'   (indices of the columns used).
+#'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p' x k
+#'   loadings, where p' = p unless `drop_constant` dropped columns), `x`
+#'   (n x k PC scores), `center` and `scale` (the vectors used, length p', or
+#'   `FALSE`), plus `iterations`, `converged`, `n_imputed` and `kept`
+#'   (indices of the columns used). Each component's sign is fixed so that
+#'   the score of largest magnitude is positive (singular vectors are only
+#'   defined up to sign).
 #'
-#' Missing values are mean-imputed (they become 0 after centring) and their
-#' number is reported in a message; they are never treated as zeros.
+#' Missing values (`NA`/`NaN` in dense matrices, missing calls in codec
+#' matrices) are mean-imputed (they become 0 after centring) and their number
+#' is reported in a message; they are never treated as zeros. Infinite values
+#' are an error. `scale = TRUE` divides by the sd of each column's observed
+#' values; with missing values this differs slightly from `prcomp(scale. =
+#' TRUE)` on the mean-imputed matrix, whose sd is smaller.
 #'
 #' **plink2 eigenvalues.** `plink2 --pca` reports eigenvalues of the genomic
 #' relationship matrix (1/M) Xs Xs', Xs scaled by sqrt(2p(1-p)); with
 #' `scale = "binomial"` they are `sdev^2 * (n - 1) / M` for M variants.
-#' @section Errors: `fm_error_earg` (k out of range), `fm_error_edegenerate`
-#'   (a constant column under scaling, or an all-zero matrix).
+#' @section Errors: `fm_error_earg` (bad arguments, k out of range, infinite
+#'   values, `scale = "binomial"` on values outside \[0, 2\]),
+#'   `fm_error_emismatch` (`center` or `scale` of the wrong length),
+#'   `fm_error_edegenerate` (a constant column under scaling, a column with no
+#'   observed value, or an all-zero matrix), `fm_error_eformat` (the backing
+#'   file was truncated), `fm_error_ecancelled` (interrupted).
 #' @section Source: Halko, Martinsson and Tropp (2011), "Finding structure
 #'   with randomness", SIAM Review 53(2):217-288, Algorithm 4.4 (randomized
 #'   subspace iteration) with a Rayleigh-Ritz step.
 #' @export
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
                         oversample = 30, max_iter = 100, tol = 1e-10, drop_constant = FALSE) {
+  if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) {
+    fm_abort("earg", "fmalloc_pca: x is already standardized; pass the matrix itself with center and scale")
+  }
+  if (!methods::is(x, "fmalloc_codec_matrix") && !(is.matrix(x) && (is.numeric(x) || is.logical(x)))) {
+    fm_abort("earg", sprintf("fmalloc_pca: x must be a numeric matrix or an fmalloc codec matrix, not %s", class(x)[1]))
+  }
+  whole <- function(v, lo) is.numeric(v) && length(v) == 1 && is.finite(v) && v == round(v) && v >= lo
+  if (!whole(k, 1)) fm_abort("earg", sprintf("fmalloc_pca: k must be a whole number >= 1, not %s", deparse(k)))
+  if (!whole(oversample, 0)) fm_abort("earg", sprintf("fmalloc_pca: oversample must be a whole number >= 0, not %s", deparse(oversample)))
+  if (!whole(max_iter, 0)) fm_abort("earg", sprintf("fmalloc_pca: max_iter must be a whole number >= 0, not %s", deparse(max_iter)))
+  if (!whole(seed, 0)) fm_abort("earg", sprintf("fmalloc_pca: seed must be a whole number >= 0, not %s", deparse(seed)))
+  if (!(is.numeric(tol) && length(tol) == 1 && is.finite(tol) && tol > 0)) {
+    fm_abort("earg", sprintf("fmalloc_pca: tol must be a positive number, not %s", deparse(tol)))
+  }
   n <- nrow(x)
   st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
                          caller = "fmalloc_pca")
   p <- length(st$keep)
-  if (!is.numeric(k) || length(k) != 1 || k < 1 || k > min(n, p)) {
-    fm_abort("earg", sprintf("k = %s must be between 1 and min(n, p) = %d", format(k), min(n, p)))
+  if (k > min(n, p)) {
+    fm_abort("earg", sprintf("fmalloc_pca: k = %d must be between 1 and min(n, p) = %d", as.integer(k), min(n, p)))
   }
   d <- .mat_desc(x)
   cols <- if (length(st$keep) == .n_cols_desc(d)) d$cols else

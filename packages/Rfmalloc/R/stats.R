@@ -60,8 +60,10 @@ fmalloc_colVars <- function(x, na.rm = TRUE) {
 #'   from files.
 #' @export
 fmalloc_allele_freq <- function(x) {
-  stopifnot(methods::is(x, "fmalloc_codec_matrix"))
-  counts <- .Call(fmr_bed2_counts, x@storage, x@spec, x@cols)
+  if (!methods::is(x, "fmalloc_codec_matrix") || .codec_name(x) != "bed2") {
+    fm_abort("earg", "x must be a hardcall (bed2) matrix from fmalloc_bed() or fmalloc_bed_open()")
+  }
+  counts <- .Call(fmr_bed2_counts, .storage(x), x@spec, x@cols)
   obs <- counts[1, ] + counts[2, ] + counts[3, ]
   a1 <- (counts[2, ] + 2 * counts[3, ]) / (2 * obs)
   out <- data.frame(
@@ -76,37 +78,58 @@ fmalloc_allele_freq <- function(x) {
   out
 }
 
+.is_flag <- function(v) is.logical(v) && length(v) == 1 && !is.na(v)
+
 # center/scale/fill vectors for a matrix, from its column statistics.
 .standardization <- function(x, center, scale, impute, drop_constant = FALSE, caller = "fmalloc") {
+  if (!.is_flag(center) && !(is.numeric(center) && all(is.finite(center)))) {
+    fm_abort("earg", sprintf("%s: center must be TRUE, FALSE or a finite numeric vector", caller))
+  }
+  scale_ok <- .is_flag(scale) || identical(scale, "sd") || identical(scale, "binomial") ||
+    (is.numeric(scale) && all(is.finite(scale)) && all(scale > 0))
+  if (!scale_ok) {
+    fm_abort("earg", sprintf("%s: scale must be TRUE, FALSE, \"sd\", \"binomial\" or positive finite divisors", caller))
+  }
   s <- .colvar(x)
   p <- length(s$mean)
   n <- nrow(x)
+  nm <- colnames(x)
+  label <- function(j) if (is.null(nm)) sprintf("%d", j) else sprintf("'%s' (%d)", nm[j], j)
   mu <- s$mean
+  empty <- which(s$n_obs == 0)
+  if (length(empty) && !isFALSE(center)) {
+    fm_abort("edegenerate", sprintf("%s: column %s has no observed values", caller, label(empty[1])))
+  }
+  inf <- which(!is.finite(mu) & s$n_obs > 0)
+  if (length(inf)) fm_abort("earg", sprintf("%s: column %s holds infinite values", caller, label(inf[1])))
   ctr <- if (isTRUE(center)) mu else if (isFALSE(center)) rep(0, p) else as.numeric(center)
-  if (length(ctr) != p) fm_abort("emismatch", sprintf("center has length %d but x has %d columns", length(ctr), p))
+  if (length(ctr) != p) fm_abort("emismatch", sprintf("%s: center has length %d but x has %d columns", caller, length(ctr), p))
   if (isFALSE(scale)) {
     div <- rep(1, p)
   } else if (isTRUE(scale) || identical(scale, "sd")) {
     div <- sqrt(s$var)
   } else if (identical(scale, "binomial")) {
+    out <- which(mu < 0 | mu > 2)
+    if (length(out)) {
+      fm_abort("earg", sprintf("%s: scale = \"binomial\" needs allele counts in [0, 2], but column %s has mean %g",
+                               caller, label(out[1]), mu[out[1]]))
+    }
     af <- mu / 2
     div <- sqrt(2 * af * (1 - af))
   } else {
     div <- as.numeric(scale)
-    if (length(div) != p) fm_abort("emismatch", sprintf("scale has length %d but x has %d columns", length(div), p))
+    if (length(div) != p) fm_abort("emismatch", sprintf("%s: scale has length %d but x has %d columns", caller, length(div), p))
   }
   bad <- which(!is.finite(div) | div == 0)
   keep <- seq_len(p)
   if (length(bad)) {
-    nm <- colnames(x)
-    lab <- if (is.null(nm)) as.character(bad) else sprintf("%s (%d)", nm[bad], bad)
     if (!drop_constant) {
       fm_abort("edegenerate", sprintf(
         "%s: column %s has zero or undefined variance and cannot be scaled%s; drop it or use drop_constant = TRUE",
-        caller, lab[1], if (length(bad) > 1) sprintf(" (and %d more)", length(bad) - 1) else ""))
+        caller, label(bad[1]), if (length(bad) > 1) sprintf(" (and %d more)", length(bad) - 1) else ""))
     }
     message(sprintf("%s: dropped %d constant column(s): %s", caller, length(bad),
-                    paste(utils::head(lab, 5), collapse = ", ")))
+                    paste(vapply(utils::head(bad, 5), label, ""), collapse = ", ")))
     keep <- setdiff(keep, bad)
   }
   n_missing <- n - s$n_obs
@@ -137,14 +160,19 @@ fmalloc_allele_freq <- function(x) {
 #'   plink2 and GCTA), or a numeric vector of divisors.
 #' @param impute replace missing values by the column mean (default `TRUE`);
 #'   otherwise they stay `NA`.
-#' @return An `fmalloc_codec_matrix` view.
+#' @param drop_constant drop columns whose scale is zero or undefined (with a
+#'   message) instead of raising an error.
+#' @return An `fmalloc_codec_matrix` view (fewer columns when constant
+#'   columns were dropped).
 #' @section Errors: `fm_error_edegenerate` naming the first column whose
 #'   scale is zero or undefined (a constant column).
 #' @export
-fmalloc_standardize <- function(x, center = TRUE, scale = FALSE, impute = TRUE) {
-  stopifnot(methods::is(x, "fmalloc_codec_matrix"))
+fmalloc_standardize <- function(x, center = TRUE, scale = FALSE, impute = TRUE,
+                                drop_constant = FALSE) {
+  if (!methods::is(x, "fmalloc_codec_matrix")) fm_abort("earg", "x must be an fmalloc codec matrix")
   if (!is.null(x@transform)) fm_abort("earg", "x is already standardized")
-  st <- .standardization(x, center, scale, impute, caller = "fmalloc_standardize")
+  st <- .standardization(x, center, scale, impute, drop_constant, caller = "fmalloc_standardize")
+  if (length(st$keep) < ncol(x)) x <- fmalloc_select(x, st$keep)
   x@transform <- st$transform
   x
 }

@@ -74,6 +74,10 @@ SEXP fmr_fileview_open(SEXP path) {
   return ptr;
 }
 
+SEXP fmr_fileview_alive(SEXP ptr) {
+  return Rf_ScalarLogical(TYPEOF(ptr) == EXTPTRSXP && R_ExternalPtrAddr(ptr) != NULL);
+}
+
 SEXP fmr_fileview_size(SEXP ptr) {
   fm_fileview *v = R_ExternalPtrAddr(ptr);
   if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");

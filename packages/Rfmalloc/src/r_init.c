@@ -36,6 +36,7 @@ SEXP fmr_dos8_encode(SEXP x, SEXP out);
 SEXP fmr_hap1_encode(SEXP h, SEXP out);
 SEXP fmr_hap1_rows(SEXP storage, SEXP n_haps, SEXP n_loci, SEXP l0, SEXP n);
 SEXP fmr_fileview_open(SEXP path);
+SEXP fmr_fileview_alive(SEXP ptr);
 SEXP fmr_fileview_size(SEXP ptr);
 SEXP fmr_fileview_close(SEXP ptr);
 SEXP fmr_bed2_check(SEXP ptr, SEXP n, SEXP m, SEXP what);
@@ -90,6 +91,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_hap1_encode, 2),
     CALLDEF(fmr_hap1_rows, 5),
     CALLDEF(fmr_fileview_open, 1),
+    CALLDEF(fmr_fileview_alive, 1),
     CALLDEF(fmr_fileview_size, 1),
     CALLDEF(fmr_fileview_close, 1),
     CALLDEF(fmr_bed2_check, 4),

@@ -82,3 +82,36 @@ test_that("PCA of the 1000 Genomes .bed matches plink2's exact --pca 10", {
   r <- abs(diag(cor(pca$x[, 1:5], scores[, 1:5])))
   expect_true(all(r >= 0.999), info = paste(round(r, 5), collapse = " "))
 })
+
+test_that("bad PCA arguments and data give clear errors naming the column", {
+  set.seed(5)
+  x <- matrix(rnorm(40 * 5), 40, 5, dimnames = list(NULL, paste0("v", 1:5)))
+  expect_error(fmalloc_pca(x, k = 2.5), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = "2"), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 0), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, oversample = NA), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, tol = NA), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, seed = NA), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, scale = "bogus"), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, scale = c(1, 1, -1, 1, 1)), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, center = rep(NA, 5)), class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, scale = "binomial"), "binomial", class = "fm_error_earg")
+  expect_error(fmalloc_pca(1:10, k = 1), class = "fm_error_earg")
+  y <- x
+  y[3, 2] <- Inf
+  expect_error(fmalloc_pca(y, k = 2), "v2", class = "fm_error_earg")
+  y <- x
+  y[, 4] <- NA
+  expect_error(fmalloc_pca(y, k = 2), "v4", class = "fm_error_edegenerate")
+})
+
+test_that("fmalloc_standardize can drop constant columns", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  g <- cbind(c(0L, 1L, 2L, 1L), 1L, c(2L, 2L, 0L, 1L))
+  X <- fmalloc_bed(g, rt)
+  expect_error(fmalloc_standardize(X, scale = TRUE), class = "fm_error_edegenerate")
+  expect_message(S <- fmalloc_standardize(X, scale = TRUE, drop_constant = TRUE), "dropped 1")
+  expect_equal(dim(S), c(4L, 2L))
+  expect_equal(as.matrix(S), scale(g[, c(1, 3)] * 1.0), ignore_attr = TRUE, tolerance = 1e-12)
+})

@@ -62,3 +62,10 @@ test_that("allele frequencies on the 1000 Genomes .bed match plink2 --freq", {
   expect_equal(ours$a1_freq, pf$alt_freq, tolerance = 1e-5)
   expect_equal(2 * (ours$n_hom_a2 + ours$n_het + ours$n_hom_a1), pf$obs_ct)
 })
+
+test_that("the option fmalloc.panel_bytes sets the panel budget at load", {
+  out <- system2(file.path(R.home("bin"), "Rscript"),
+                 c("-e", shQuote("options(fmalloc.panel_bytes = 4096); cat(Rfmalloc::fmalloc_panel_budget())")),
+                 stdout = TRUE, env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":")))
+  expect_identical(tail(out, 1), "4096")
+})
