@@ -2,7 +2,8 @@
 # `make demo` and `make test` each install what is missing first.
 
 RLIB      := $(CURDIR)/build/rlib
-RENV      := R_LIBS=$(RLIB)
+FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
+RENV      := R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES)
 PKGS      := packages/Rfmalloc
 JOBS      ?= 2
 

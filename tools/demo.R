@@ -11,7 +11,7 @@ suppressPackageStartupMessages(library(Rfmalloc))
 args <- commandArgs(trailingOnly = FALSE)
 script <- sub("^--file=", "", args[grep("^--file=", args)])
 root <- normalizePath(file.path(dirname(script), ".."))
-fixtures <- Sys.getenv("RFMALLOC_FIXTURES", file.path(root, "..", "shared", "fixtures"))
+fixtures <- Sys.getenv("RFMALLOC_FIXTURES", file.path(dirname(root), "shared", "fixtures"))
 prefix <- file.path(fixtures, "genotypes", "1kg_phase3_subset", "1kg_bi")
 out_dir <- file.path(root, "build", "demo")
 dir.create(out_dir, recursive = TRUE, showWarnings = FALSE)
@@ -21,8 +21,9 @@ peak_rss_mb <- function() {
   as.numeric(gsub("[^0-9]", "", grep("^VmHWM", status, value = TRUE))) / 1024
 }
 
-if (file.exists(paste0(prefix, ".bed"))) {
-  cat("Data: 1000 Genomes phase 3 subset (real), ", prefix, ".bed\n", sep = "")
+real <- file.exists(paste0(prefix, ".bed"))
+if (real) {
+  cat("Data: 1000 Genomes phase 3 subset (real), ", normalizePath(paste0(prefix, ".bed")), "\n", sep = "")
   G <- fmalloc_bed_open(prefix)
   psam <- utils::read.table(paste0(prefix, ".psam"), header = FALSE, comment.char = "#",
                             col.names = c("FID", "IID", "SEX", "Population"))
@@ -73,16 +74,21 @@ print(round(stats::setNames(eigenvalues, paste0("PC", 1:10)), 4))
 cat(sprintf("Subspace iterations: %d (converged: %s)\n", pca$iterations, pca$converged))
 cat(sprintf("Elapsed: %.2f s   Peak resident memory (VmHWM): %.1f MB\n", elapsed, peak_rss_mb()))
 
-png_path <- file.path(out_dir, "pca_pc1_pc2.png")
+png_path <- file.path(out_dir, if (real) "pca_pc1_pc2.png" else "pca_pc1_pc2_GENERATED.png")
 grDevices::png(png_path, width = 900, height = 800, res = 110)
 pops <- sort(unique(population))
-cols <- grDevices::palette.colors(length(pops), "Polychrome 36")
+# Equal-lightness hues, dark enough to read on white, and a symbol per group
+# of four so that neighbouring hues stay apart.
+cols <- grDevices::hcl(h = seq(0, 360, length.out = length(pops) + 1)[seq_along(pops)], c = 90, l = 50)
+pchs <- c(16, 17, 15, 18)[(seq_along(pops) - 1) %% 4 + 1]
+k <- match(population, pops)
 graphics::par(mar = c(4.5, 4.5, 3, 8), xpd = NA)
-graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[match(population, pops)], pch = 19, cex = 0.6,
+graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[k], pch = pchs[k], cex = 0.7,
                xlab = sprintf("PC1 (eigenvalue %.2f)", eigenvalues[1]),
                ylab = sprintf("PC2 (eigenvalue %.2f)", eigenvalues[2]),
-               main = "Rfmalloc randomized PCA, mapped .bed")
-graphics::legend("topright", inset = c(-0.22, 0), legend = pops, col = cols, pch = 19, cex = 0.8,
+               main = if (real) "Rfmalloc randomized PCA, 1000 Genomes .bed mapped in place"
+                      else "Rfmalloc randomized PCA on GENERATED data (fixtures absent)")
+graphics::legend("topright", inset = c(-0.22, 0), legend = pops, col = cols, pch = pchs, cex = 0.8,
                  bty = "n")
 invisible(grDevices::dev.off())
 cat("Wrote", png_path, "\n")
