@@ -49,6 +49,14 @@
 #'   0, 1, 2 or `NA`; `fm_error_enospc` when the runtime is full.
 #' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
 #'   genotype table); `docs/formats/bed.md`.
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' g <- matrix(c(0L, 1L, 2L, NA, 1L, 0L), 3, 2)
+#' G <- fmalloc_bed(g, rt)
+#' G
+#' G[2:3, ]
+#' G %*% c(1, 1)
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
   g <- .as_genotype_matrix(g, "g")
@@ -115,6 +123,16 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #'   a sample-major file, or a size that disagrees with N and M (the message
 #'   names the file, expected and actual size, N and M).
 #' @section Source: PLINK 1.9 file formats ("bed", "bim", "fam").
+#' @examples
+#' # a .bed of 5 samples x 2 variants, written byte by byte
+#' prefix <- file.path(tempdir(), "example")
+#' writeBin(as.raw(c(0x6c, 0x1b, 0x01, 0xe4, 0x00, 0x1b, 0x03)), paste0(prefix, ".bed"))
+#' writeLines(sprintf("f%d s%d 0 0 1 -9", 1:5, 1:5), paste0(prefix, ".fam"))
+#' writeLines(c("1 rs1 0 100 A G", "1 rs2 0 200 C T"), paste0(prefix, ".bim"))
+#' G <- fmalloc_bed_open(prefix)
+#' as.matrix(G)
+#' fmalloc_variants(G)
+#' fmalloc_allele_freq(G)
 #' @export
 fmalloc_bed_open <- function(prefix_or_bed) {
   if (!is.character(prefix_or_bed) || length(prefix_or_bed) != 1 || is.na(prefix_or_bed)) {
@@ -169,6 +187,11 @@ fmalloc_samples <- function(x) x@samples
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"dos8"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) outside \[0, 2\].
 #' @section Source: `docs/formats/dos8.md`.
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' D <- fmalloc_dosage(matrix(c(0, 0.5, 1.98, NA), 2, 2), rt)
+#' as.matrix(D) # multiples of 1/127; NA stays NA
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
   if (!is.matrix(x) || !is.numeric(x)) fm_abort("earg", "x must be a numeric matrix (samples x variants)")
@@ -196,6 +219,12 @@ fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
 #'   integer matrix.
 #' @section Errors: `fm_error_earg` naming the first value other than 0 or 1.
 #' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' h <- matrix(rbinom(4 * 10, 1, 0.5), 4, 10) # 4 loci x 10 haplotypes
+#' H <- fmalloc_haplotypes(h, rt)
+#' identical(H[2:3, ], h[2:3, ])
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_haplotypes <- function(h, runtime) {
   if (!is.matrix(h) || !(is.numeric(h) || is.logical(h))) {

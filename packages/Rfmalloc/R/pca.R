@@ -57,6 +57,20 @@
 #' @section Source: Halko, Martinsson and Tropp (2011), "Finding structure
 #'   with randomness", SIAM Review 53(2):217-288, Algorithm 4.4 (randomized
 #'   subspace iteration) with a Rayleigh-Ritz step.
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+#' X <- create_fmalloc_matrix("double", 300, 40, runtime = rt)
+#' X[] <- matrix(rnorm(300 * 4), 300, 4) %*% matrix(rnorm(4 * 40), 4, 40) + rnorm(300 * 40)
+#' pca <- fmalloc_pca(X, k = 4)
+#' pca$sdev
+#' all.equal(pca$sdev, prcomp(X[, ])$sdev[1:4])
+#'
+#' # genotypes: 2-bit hardcalls, standardized as plink2 --pca does
+#' g <- matrix(rbinom(200 * 50, 2, 0.3), 200, 50)
+#' G <- fmalloc_bed(g, rt)
+#' gp <- fmalloc_pca(G, k = 3, scale = "binomial")
+#' gp$sdev^2 * (nrow(G) - 1) / ncol(G) # plink2's eigenvalues
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
                         oversample = 30, max_iter = 100, tol = 1e-10, drop_constant = FALSE) {

@@ -29,6 +29,11 @@
 #' @return A double vector of length `ncol(x)`, named by `colnames(x)`.
 #' @section Source: Chan, Golub and LeVeque (1983), "Algorithms for computing
 #'   the sample variance", The American Statistician 37(3).
+#' @examples
+#' x <- matrix(c(NA, 1, 2, 4, 5, 6), 3, 2)
+#' fmalloc_colMeans(x)                # 1.5 5
+#' fmalloc_colVars(x)                 # 0.5 1
+#' fmalloc_colVars(x, na.rm = FALSE)  # NA 1
 #' @export
 fmalloc_colMeans <- function(x, na.rm = TRUE) {
   s <- .colvar(x)
@@ -166,6 +171,13 @@ fmalloc_allele_freq <- function(x) {
 #'   columns were dropped).
 #' @section Errors: `fm_error_edegenerate` naming the first column whose
 #'   scale is zero or undefined (a constant column).
+#' @examples
+#' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' G <- fmalloc_bed(matrix(c(0L, 1L, 2L, NA, 1L, 0L, 2L, 2L), 4, 2), rt)
+#' S <- fmalloc_standardize(G, scale = "binomial")
+#' as.matrix(S) # the missing call became 0
+#' S %*% c(1, -1)
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_standardize <- function(x, center = TRUE, scale = FALSE, impute = TRUE,
                                 drop_constant = FALSE) {
