@@ -15,6 +15,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <sys/random.h>
+#endif
 
 typedef unsigned long long ull;
 
@@ -189,6 +192,35 @@ static fm_status check_new_cap(const char *path, uint64_t cap, uint64_t slot_byt
   return FM_OK;
 }
 
+/* MAP_FILE_ID_BYTES random bytes for a new file's identity: getrandom(2),
+ * else /dev/urandom. FM_EIO when neither gives them (no weak fallback: the
+ * identity is what tells a serialized reference that its file was replaced). */
+static fm_status random_file_id(uint8_t *id, const char *path, fm_err *err) {
+  size_t got = 0;
+#if defined(__linux__)
+  while (got < MAP_FILE_ID_BYTES) {
+    ssize_t r = getrandom(id + got, MAP_FILE_ID_BYTES - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += (size_t)r;
+  }
+#endif
+  if (got < MAP_FILE_ID_BYTES) {
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < MAP_FILE_ID_BYTES) {
+      ssize_t r = read(fd, id + got, MAP_FILE_ID_BYTES - got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      got += (size_t)r;
+    }
+    if (fd >= 0) close(fd);
+  }
+  if (got < MAP_FILE_ID_BYTES)
+    return fm_err_set(err, FM_EIO, "cannot create '%s': no random bytes for its file identity "
+                      "(getrandom and /dev/urandom failed)", path);
+  return FM_OK;
+}
+
 /* Write header and an empty slot A (seq 1) into the empty file fd; the
  * header goes last so a half-made file never carries a valid header. */
 static fm_status init_file(int fd, const char *path, uint64_t cap, uint64_t slot_bytes,
@@ -199,11 +231,13 @@ static fm_status init_file(int fd, const char *path, uint64_t cap, uint64_t slot
     return fm_err_set(err, FM_ENOSPC,
                       "creating '%s' needs %llu bytes, over the file size limit (ulimit -f) of %llu",
                       path, (ull)data_off, (ull)limit);
+  uint8_t slot[MAP_SLOT_HDR], hdr[MAP_HEADER_USED], id[MAP_FILE_ID_BYTES];
+  fm_status st = random_file_id(id, path, err);
+  if (st != FM_OK) return st;
   int r = fallocate_retry(fd, 0, data_off);
   if (r != 0) return grow_error(path, data_off, r, err);
-  uint8_t slot[MAP_SLOT_HDR], hdr[MAP_HEADER_USED];
   fmi_map_slot_encode_empty(slot, 1, cap, 1);
-  fmi_map_header_encode(hdr, slot_bytes, cap);
+  fmi_map_header_encode(hdr, slot_bytes, cap, id);
   if (pwrite_all(fd, slot, sizeof slot, MAP_HEADER_BYTES) != 0 ||
       pwrite_all(fd, hdr, sizeof hdr, 0) != 0 || (durable && fdatasync(fd) != 0))
     return fm_err_set(err, FM_EIO, "cannot write the header of '%s': %s", path, strerror(errno));
@@ -349,6 +383,9 @@ static fm_status load(fm_map *m, uint64_t cap_req, fm_err *err) {
   }
   map_hdr h;
   if ((st = fmi_map_header_decode(m->path, hbuf, got, size, &h, err)) != FM_OK) goto fail;
+  memcpy(m->hdr, hbuf, MAP_HEADER_USED); /* decode succeeded: got == MAP_HEADER_USED */
+  m->version = h.version;
+  memcpy(m->file_id, h.file_id, MAP_FILE_ID_BYTES);
 
   for (int s = 0; s < 2; s++) {
     st = fmi_map_slot_read(m->fd, m->path, &h, s, &mm[s], why[s], sizeof why[s], err);
@@ -533,6 +570,39 @@ void fm_map_get_info(const fm_map *m, fm_map_info *out) {
   }
   out->n_named = m->n_dir;
   out->sync_seq = m->seq;
+  out->version = m->version;
+  memcpy(out->file_id, m->file_id, sizeof out->file_id);
+}
+
+fm_status fm_map_same_file(const fm_map *m, const char *path, int *same_out, fm_err *err) {
+  if (same_out) *same_out = 0;
+  if (!m || !path || !same_out)
+    return fm_err_set(err, FM_EARG, "fm_map_same_file needs an open map, a path and same_out");
+  struct stat ps, fs;
+  if (stat(path, &ps) != 0) return FM_OK; /* path names no file we can see */
+  if (fstat(m->fd, &fs) != 0)
+    return fm_err_set(err, FM_EIO, "cannot stat '%s': %s", m->path, strerror(errno));
+  if (ps.st_dev != fs.st_dev || ps.st_ino != fs.st_ino) return FM_OK;
+  /* The same inode: it must still be the file this map opened, not one
+   * truncated or rewritten in place (`cp other path`, `> path`). */
+  uint64_t size;
+  fm_status st = fmi_map_stat(m, &size, err);
+  if (st != FM_OK) return st;
+  uint8_t buf[MAP_HEADER_USED];
+  size_t got = 0;
+  while (got < sizeof buf) {
+    ssize_t r = pread(m->fd, buf + got, sizeof buf - got, (off_t)got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return fm_err_set(err, FM_EIO, "cannot read '%s': %s", m->path, strerror(errno));
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  if (got < sizeof buf || memcmp(buf, m->hdr, sizeof buf) != 0)
+    return fm_err_set(err, FM_EFORMAT,
+                      "'%s' was overwritten from outside: its header is not the one it was opened with",
+                      m->path);
+  *same_out = 1;
+  return FM_OK;
 }
 
 void *fm_map_ptr(const fm_map *m, uint64_t off) {

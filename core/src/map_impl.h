@@ -31,7 +31,9 @@
 /* ---- file layout (docs/formats/fmalloc.md) ----------------------------- */
 
 #define MAP_MAGIC "FMALLOC"          /* 8 bytes with its NUL */
-#define MAP_VERSION 1u
+#define MAP_VERSION 2u                /* written by this build; reads 1 and 2 */
+#define MAP_VERSION_MIN 1u            /* oldest version this build reads */
+#define MAP_FILE_ID_BYTES FM_MAP_FILE_ID_BYTES /* random file identity (version 2, header offset 64) */
 #define MAP_ENDIAN_MARK 0x01020304u  /* written native; read back to detect byte order */
 #define MAP_HEADER_BYTES UINT64_C(65536)
 #define MAP_HEADER_USED 128u         /* bytes of the header region that carry fields */
@@ -63,8 +65,10 @@ static inline uint64_t map_round(uint64_t n) {
 
 /* Fields of a validated file header. */
 typedef struct map_hdr {
+  uint32_t version;
   uint64_t header_bytes, slot_bytes, data_off, cap0;
   uint64_t slot_off[2];
+  uint8_t file_id[MAP_FILE_ID_BYTES]; /* all zero in a version-1 file */
 } map_hdr;
 
 typedef struct map_blk {
@@ -80,6 +84,10 @@ struct fm_map {
   int fd;
   fm_map_mode mode;
   int read_only;
+  uint8_t hdr[MAP_HEADER_USED]; /* the header as read at open: fm_map_same_file
+                                   compares the file's header with it */
+  uint32_t version;    /* format version of the file */
+  uint8_t file_id[MAP_FILE_ID_BYTES];
 
   uint8_t *base;       /* mapping of map_len bytes from file offset 0 */
   size_t map_len;
@@ -116,8 +124,10 @@ typedef struct map_meta {
 
 /* ---- map_meta.c: header and slot codecs, commit ------------------------ */
 
-/* Encode a header for a new file into buf (MAP_HEADER_USED bytes). */
-void fmi_map_header_encode(uint8_t *buf, uint64_t slot_bytes, uint64_t cap);
+/* Encode a version-MAP_VERSION header for a new file into buf
+ * (MAP_HEADER_USED bytes); file_id: MAP_FILE_ID_BYTES random bytes. */
+void fmi_map_header_encode(uint8_t *buf, uint64_t slot_bytes, uint64_t cap,
+                           const uint8_t *file_id);
 
 /* Validate the first n bytes of path (n <= MAP_HEADER_USED) against a file of
  * file_bytes bytes. FM_EFORMAT with a message naming path and the problem. */

@@ -41,10 +41,12 @@ enum {
   H_SLOT_B = 40,
   H_DATA_OFF = 48,
   H_CAP0 = 56,
+  H_FILE_ID = 64, /* version 2; reserved (zero, ignored) in version 1 */
   H_CHECKSUM = 120
 };
 
-void fmi_map_header_encode(uint8_t *buf, uint64_t slot_bytes, uint64_t cap) {
+void fmi_map_header_encode(uint8_t *buf, uint64_t slot_bytes, uint64_t cap,
+                           const uint8_t *file_id) {
   memset(buf, 0, MAP_HEADER_USED);
   memcpy(buf + H_MAGIC, MAP_MAGIC, 8);
   put_u32(buf + H_VERSION, MAP_VERSION);
@@ -55,6 +57,7 @@ void fmi_map_header_encode(uint8_t *buf, uint64_t slot_bytes, uint64_t cap) {
   put_u64(buf + H_SLOT_B, MAP_HEADER_BYTES + slot_bytes);
   put_u64(buf + H_DATA_OFF, MAP_HEADER_BYTES + 2 * slot_bytes);
   put_u64(buf + H_CAP0, cap);
+  memcpy(buf + H_FILE_ID, file_id, MAP_FILE_ID_BYTES);
   put_u64(buf + H_CHECKSUM, fm_checksum(buf, H_CHECKSUM, FM_CHECKSUM_SEED));
 }
 
@@ -75,10 +78,10 @@ fm_status fmi_map_header_decode(const char *path, const uint8_t *buf, uint64_t n
     return fm_err_set(err, FM_EFORMAT, "'%s' is truncated: %llu bytes, its header needs %llu",
                       path, (ull)file_bytes, (ull)MAP_HEADER_BYTES);
   uint32_t version = get_u32(buf + H_VERSION);
-  if (version != MAP_VERSION)
+  if (version < MAP_VERSION_MIN || version > MAP_VERSION)
     return fm_err_set(err, FM_EFORMAT,
-                      "'%s' has fmalloc format version %u but this build reads version %u",
-                      path, version, MAP_VERSION);
+                      "'%s' has fmalloc format version %u but this build reads versions %u to %u",
+                      path, version, MAP_VERSION_MIN, MAP_VERSION);
   uint32_t mark = get_u32(buf + H_ENDIAN);
   if (mark == bswap32(MAP_ENDIAN_MARK))
     return fm_err_set(err, FM_EFORMAT, "'%s' was written on a machine of the other byte order",
@@ -88,6 +91,9 @@ fm_status fmi_map_header_decode(const char *path, const uint8_t *buf, uint64_t n
     return fm_err_set(err, FM_EFORMAT, "'%s' has a corrupted header (checksum mismatch)", path);
 
   map_hdr h;
+  memset(&h, 0, sizeof h);
+  h.version = version;
+  if (version >= 2) memcpy(h.file_id, buf + H_FILE_ID, MAP_FILE_ID_BYTES);
   h.header_bytes = get_u64(buf + H_HEADER_BYTES);
   h.slot_bytes = get_u64(buf + H_SLOT_BYTES);
   h.slot_off[0] = get_u64(buf + H_SLOT_A);

@@ -25,6 +25,10 @@
  * There is no copy-on-write: bytes written into an already synced block
  * reach the file as the kernel writes them back, synced or not.
  *
+ * Identity: a new file gets a random 128-bit file id in its header
+ * (fm_map_info.file_id), so a reference to (path, name, uid) can tell a file
+ * created again at the same path (whose uids restart) from the original.
+ *
  * Space is reserved at allocation (posix_fallocate, after checking
  * RLIMIT_FSIZE), so a full disk is an FM_ENOSPC error at allocation, never a
  * SIGBUS at a later write.
@@ -73,7 +77,8 @@ typedef enum fm_map_mode { FM_MAP_PERSISTENT = 0, FM_MAP_SCRATCH = 1 } fm_map_mo
  * Errors: FM_EFORMAT (truncated, foreign or corrupted file: the message names
  *         the file and the problem), FM_EBUSY (another open, also in this
  *         process, holds a conflicting lock), FM_EIO (OS failure, including a
- *         missing file for read-only opens), FM_ENOSPC (address space for the
+ *         missing file for read-only opens, and no random bytes for a new
+ *         file's id), FM_ENOSPC (address space for the
  *         cap cannot be reserved, or no disk space for the header), FM_EARG
  *         (NULL path, cap too small or too large for a new file, scratch
  *         path exists, not a regular file), FM_ENOMEM.
@@ -102,10 +107,17 @@ FM_NODISCARD fm_status fm_map_sync(fm_map *m, fm_err *err);
  * does not matter: the map keeps the old inode. */
 FM_NODISCARD fm_status fm_map_check(const fm_map *m, fm_err *err);
 
+#define FM_MAP_FILE_ID_BYTES 16
+
 typedef struct fm_map_info {
   const char *path;     /* borrowed from the map */
   fm_map_mode mode;
   int read_only;
+  uint32_t version;     /* format version of the file (docs/formats/fmalloc.md) */
+  uint8_t file_id[FM_MAP_FILE_ID_BYTES]; /* random identity written when the file
+                           was created (never changes; a file created again at
+                           the same path gets another); all zero for a
+                           version-1 file, which has none */
   uint64_t cap_bytes;   /* size cap */
   uint64_t file_bytes;  /* current file size */
   uint64_t used_bytes;  /* bytes in live blocks (rounded to FM_MAP_ALIGN) */
@@ -116,6 +128,21 @@ typedef struct fm_map_info {
 
 /* Fill *out (all zero when m is NULL). */
 void fm_map_get_info(const fm_map *m, fm_map_info *out);
+
+/* Does path still name the file under this map? *same_out = 1 when path
+ * names the same file (device and inode) and that file still has the size
+ * the map relies on and the header it was opened with; *same_out = 0 when
+ * path names another file or none (missing, unreadable directory: the map
+ * itself is fine, e.g. the file was renamed away, deleted or replaced by
+ * rename). Use it before reusing an open map for something that refers to
+ * the file by path (a serialized reference).
+ * Errors: FM_EFORMAT when path names the map's file but it was truncated or
+ *         rewritten in place from outside (`cp other path`, `> path`): the
+ *         mapping must not be read any more (message names the file);
+ *         FM_EIO if fstat or pread fails; FM_EARG for NULL arguments.
+ *         *same_out is 0 on every error. */
+FM_NODISCARD fm_status fm_map_same_file(const fm_map *m, const char *path, int *same_out,
+                                        fm_err *err);
 
 /* Pointer to byte offset off of the file (borrowed; valid until close).
  * NULL if off is outside the data region [data start, file_bytes). */

@@ -1099,7 +1099,7 @@ static void corrupt_files(void) {
   write_file(bad, buf, n);
   expect_eformat(bad, "checksum");
   memcpy(buf, img, n);
-  uint32_t v2 = 2;
+  uint32_t v2 = MAP_VERSION + 1;
   memcpy(buf + 8, &v2, 4);
   uint64_t ck = fm_checksum(buf, 120, FM_CHECKSUM_SEED);
   memcpy(buf + 120, &ck, 8);
@@ -1292,6 +1292,189 @@ static void truncate_and_replace(void) {
   expect_eformat(path2, "not an fmalloc file");
 }
 
+/* ---- file identity ------------------------------------------------------------------------------------------- */
+
+static int id_is_zero(const uint8_t *id) {
+  for (int i = 0; i < FM_MAP_FILE_ID_BYTES; i++)
+    if (id[i]) return 0;
+  return 1;
+}
+
+/* Open path, name one 100-byte object "x" filled from seed, sync; return its
+ * uid and the file id through the out-parameters. */
+static void make_one(const char *path, uint64_t seed, uint64_t *uid, uint8_t *id) {
+  fm_err err;
+  fm_map *m = NULL;
+  *uid = 0;
+  memset(id, 0, FM_MAP_FILE_ID_BYTES);
+  CHECK_OK(fm_map_open(path, GIB, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (!m) return;
+  uint64_t a;
+  fm_dir_entry e;
+  CHECK_OK(fm_map_alloc(m, 100, &a, &err), &err);
+  fill_bytes(fm_map_ptr(m, a), 100, seed);
+  CHECK_OK(name_raw(m, "x", a, 100, &err), &err);
+  CHECK_OK(fm_map_sync(m, &err), &err);
+  CHECK_OK(fm_map_lookup(m, "x", &e, &err), &err);
+  fm_map_info info;
+  fm_map_get_info(m, &info);
+  CHECK(info.version == MAP_VERSION);
+  *uid = e.uid;
+  memcpy(id, info.file_id, FM_MAP_FILE_ID_BYTES);
+  fm_map_close(m);
+}
+
+/* Every new file gets a random id in its header (bytes 64..79, covered by the
+ * header checksum); it survives reopen; a file created again at the same path
+ * (whose uids restart) gets another. Version-1 files (no id) still open. */
+static void file_identity(void) {
+  const char *path = tpath("ident.fm");
+  fm_err err;
+  uint64_t uid1, uid2;
+  uint8_t id1[FM_MAP_FILE_ID_BYTES], id2[FM_MAP_FILE_ID_BYTES];
+  make_one(path, 71, &uid1, id1);
+  CHECK(!id_is_zero(id1));
+  size_t n = 0;
+  uint8_t *img = read_file(path, &n);
+  CHECK(img && n >= DATA_OFF);
+  if (!img || n < DATA_OFF) {
+    free(img);
+    return;
+  }
+  uint32_t version;
+  memcpy(&version, img + 8, 4);
+  CHECK(version == 2 && memcmp(img + 64, id1, FM_MAP_FILE_ID_BYTES) == 0);
+  fm_map *m = NULL;
+  fm_map_info info;
+  for (int ro = 0; ro < 2; ro++) { /* the id is read back, not made up */
+    m = NULL;
+    CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, ro, &m, &err), &err);
+    fm_map_get_info(m, &info);
+    CHECK(info.version == 2 && memcmp(info.file_id, id1, FM_MAP_FILE_ID_BYTES) == 0);
+    fm_map_close(m);
+  }
+  /* Created again at the same path: the same uid, another id. */
+  CHECK(unlink(path) == 0);
+  make_one(path, 72, &uid2, id2);
+  CHECK(uid2 == uid1);
+  CHECK(memcmp(id1, id2, FM_MAP_FILE_ID_BYTES) != 0);
+  /* Scratch maps get one too. */
+  m = NULL;
+  CHECK_OK(fm_map_open(tpath("ident_scratch.fm"), GIB, FM_MAP_SCRATCH, 0, &m, &err), &err);
+  fm_map_get_info(m, &info);
+  CHECK(info.version == 2 && !id_is_zero(info.file_id) &&
+        memcmp(info.file_id, id1, FM_MAP_FILE_ID_BYTES) != 0);
+  fm_map_close(m);
+
+  /* A version-1 file: reserved bytes 64..119 zero; it opens (id all zero),
+   * a writer keeps it at version 1 (the header is never rewritten). */
+  const char *v1 = tpath("ident_v1.fm");
+  uint32_t one = 1;
+  memcpy(img + 8, &one, 4);
+  memset(img + 64, 0, 56);
+  uint64_t ck = fm_checksum(img, 120, FM_CHECKSUM_SEED);
+  memcpy(img + 120, &ck, 8);
+  write_file(v1, img, n);
+  m = NULL;
+  CHECK_OK(fm_map_open(v1, 0, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (m) {
+    fm_map_get_info(m, &info);
+    CHECK(info.version == 1 && id_is_zero(info.file_id));
+    fm_dir_entry e;
+    CHECK_OK(fm_map_lookup(m, "x", &e, &err), &err);
+    CHECK(bytes_match(fm_map_ptr(m, e.off), 100, 71));
+    uint64_t b;
+    CHECK_OK(fm_map_alloc(m, 10, &b, &err), &err);
+    CHECK_OK(name_raw(m, "y", b, 10, &err), &err);
+    CHECK_OK(fm_map_sync(m, &err), &err);
+    fm_map_close(m);
+  }
+  m = NULL;
+  CHECK_OK(fm_map_open(v1, 0, FM_MAP_PERSISTENT, 1, &m, &err), &err);
+  fm_map_get_info(m, &info);
+  CHECK(info.version == 1 && info.n_named == 2);
+  fm_map_close(m);
+  /* Version 0 is rejected like a future version. */
+  uint32_t zero = 0;
+  memcpy(img + 8, &zero, 4);
+  ck = fm_checksum(img, 120, FM_CHECKSUM_SEED);
+  memcpy(img + 120, &ck, 8);
+  write_file(v1, img, n);
+  expect_eformat(v1, "version");
+  free(img);
+}
+
+/* Copy the bytes of file src over dst in place (same inode, no truncation). */
+static void overwrite_in_place(const char *dst, const char *src) {
+  size_t n = 0;
+  uint8_t *img = read_file(src, &n);
+  int fd = open(dst, O_WRONLY);
+  CHECK(img && fd >= 0);
+  if (img && fd >= 0) CHECK(pwrite(fd, img, n, 0) == (ssize_t)n);
+  if (fd >= 0) close(fd);
+  free(img);
+}
+
+/* fm_map_same_file: does a path still name the file under a map? */
+static void same_file(void) {
+  const char *path = tpath("same.fm"), *moved = tpath("same_moved.fm");
+  const char *other = tpath("same_other.fm");
+  fm_err err;
+  uint64_t uid;
+  uint8_t id[FM_MAP_FILE_ID_BYTES];
+  make_one(path, 81, &uid, id);
+  make_one(other, 82, &uid, id);
+  for (int ro = 0; ro < 2; ro++) {
+    fm_map *m = NULL;
+    int same = -1;
+    CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, ro, &m, &err), &err);
+    if (!m) return;
+    CHECK_OK(fm_map_same_file(m, path, &same, &err), &err);
+    CHECK(same == 1);
+    /* Another path to the same file (a hard link) names it too. */
+    const char *link2 = tpath("same_link.fm");
+    CHECK(link(path, link2) == 0);
+    CHECK_OK(fm_map_same_file(m, link2, &same, &err), &err);
+    CHECK(same == 1);
+    CHECK(unlink(link2) == 0);
+    /* Renamed away: path names nothing, then another file. */
+    CHECK(rename(path, moved) == 0);
+    same = -1;
+    CHECK_OK(fm_map_same_file(m, path, &same, &err), &err);
+    CHECK(same == 0);
+    CHECK_OK(fm_map_same_file(m, moved, &same, &err), &err);
+    CHECK(same == 1);
+    CHECK(link(other, path) == 0);
+    same = -1;
+    CHECK_OK(fm_map_same_file(m, path, &same, &err), &err);
+    CHECK(same == 0);
+    CHECK(unlink(path) == 0);
+    CHECK(rename(moved, path) == 0);
+    CHECK_OK(fm_map_same_file(m, path, &same, &err), &err);
+    CHECK(same == 1);
+    CHECK_OK(fm_map_check(m, &err), &err);
+    fm_map_close(m);
+  }
+  /* Rewritten in place by another fmalloc file of the same size (`cp`): the
+   * same inode, but not the file the map opened. */
+  uint64_t size_before = file_size(path);
+  fm_map *m = NULL;
+  int same = -1;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 1, &m, &err), &err);
+  if (!m) return;
+  overwrite_in_place(path, other);
+  CHECK(file_size(path) >= size_before);
+  CHECK(fm_map_same_file(m, path, &same, &err) == FM_EFORMAT && same == 0);
+  CHECK(has(err.msg, path) && has(err.msg, "overwritten"));
+  /* Truncated in place (`> path`): also an error, naming the file. */
+  CHECK(truncate(path, 8) == 0);
+  same = -1;
+  CHECK(fm_map_same_file(m, path, &same, &err) == FM_EFORMAT && same == 0);
+  CHECK(has(err.msg, path) && has(err.msg, "truncated"));
+  fm_map_close(m);
+  CHECK(fm_map_same_file(NULL, path, &same, &err) == FM_EARG && same == 0);
+}
+
 /* ---- forked workers on one matrix --------------------------------------------------------------------------- */
 
 static void forked_matrix(void) {
@@ -1352,6 +1535,8 @@ static void null_safety(void) {
   CHECK(fm_map_resize(NULL, 0, 10, &off, &err) == FM_EARG);
   CHECK(fm_map_sync(NULL, &err) == FM_EARG);
   CHECK(fm_map_check(NULL, &err) == FM_EARG);
+  int same = -1;
+  CHECK(fm_map_same_file(NULL, "x", &same, &err) == FM_EARG && same == 0);
   CHECK(fm_map_block_bytes(NULL, 0) == 0);
   CHECK(fm_map_dir_count(NULL) == 0);
   fm_dir_entry e;
@@ -1416,6 +1601,8 @@ int main(int argc, char **argv) {
   RUN(empty_file_and_caps);
   RUN(scratch_mode);
   RUN(truncate_and_replace);
+  RUN(file_identity);
+  RUN(same_file);
   RUN(null_safety);
   /* fork */
   RUN(locks);
