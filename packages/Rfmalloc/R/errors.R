@@ -9,12 +9,12 @@
 #' | --- | --- |
 #' | `fm_error_enomem` | heap allocation failed |
 #' | `fm_error_eio` | an OS call on a file failed (also: a backing file is missing) |
-#' | `fm_error_eformat` | malformed bytes: bad magic, foreign, corrupt or truncated file |
+#' | `fm_error_eformat` | malformed bytes: bad magic, foreign, corrupt or truncated file (also every later access to the data of a runtime whose file was truncated from outside) |
 #' | `fm_error_emismatch` | inputs inconsistent with each other (dims, sizes, replaced object) |
 #' | `fm_error_earg` | a documented precondition was broken (bad argument, absent name, read-only runtime) |
 #' | `fm_error_enospc` | the size cap, disk or file-size limit is reached |
 #' | `fm_error_ebusy` | another writer holds the file lock |
-#' | `fm_error_eclosed` | the runtime was closed: "mapping is closed" |
+#' | `fm_error_eclosed` | the runtime was closed: "mapping of '/path/x.fm' is closed" |
 #' | `fm_error_eunsupported`, `fm_error_edegenerate`, `fm_error_einternal` | see `fm_base.h` |
 #'
 #' An interrupted long computation raises `fm_error_ecancelled`, which is an
@@ -40,6 +40,35 @@ NULL
   cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
                     list(message = message, call = call))
   stop(cond)
+}
+
+# What a wrong argument is, for messages: "a character string", "NULL", ...
+fm_describe <- function(x) {
+  if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
+  one <- length(x) == 1L
+  switch(typeof(x),
+         "NULL" = "NULL",
+         character = if (one) "a character string" else "a character vector",
+         double = , integer = if (one) "a number" else "a numeric vector",
+         logical = if (one) "a logical value" else "a logical vector",
+         list = "a list",
+         closure = , builtin = , special = "a function",
+         environment = "an environment",
+         externalptr = "an external pointer of another kind",
+         paste0("an object of type ", typeof(x)))
+}
+
+# Raise fm_error_earg unless runtime is an "fmalloc_runtime" (checked before
+# other arguments, so swapped arguments are reported as such).
+fm_check_runtime <- function(runtime) {
+  if (!inherits(runtime, "fmalloc_runtime") || typeof(runtime) != "externalptr") {
+    cond <- structure(class = c("fm_error_earg", "fm_error", "error", "condition"),
+                      list(message = paste0("runtime must be an fmalloc runtime (from ",
+                                            "open_fmalloc()), not ", fm_describe(runtime)),
+                           call = if (sys.nframe() > 1L) sys.call(-1L) else NULL))
+    stop(cond)
+  }
+  invisible(runtime)
 }
 
 fm_abort <- function(code, ...) {

@@ -9,7 +9,8 @@
 #' stored under it:
 #' * a mapped temporary of the same runtime (from [create_fmalloc_vector()] or
 #'   a copy of a mapped vector) is named in place, without copying its bytes,
-#'   and `x` itself becomes a view of the stored object;
+#'   and `x` itself becomes a view of the stored object (and is marked not
+#'   mutable, see below);
 #' * anything else (a heap vector, a vector of another runtime, a vector
 #'   already stored under another name) is copied into a new block.
 #'
@@ -20,19 +21,32 @@
 #' Saving, like every change, becomes durable (and visible to other processes)
 #' at the next sync; `fmalloc_save()` and `fmalloc_delete()` sync by default.
 #'
-#' Views: `fmalloc_get()` returns a view of the stored bytes, not a copy.
-#' Modifying a view in place (`x[i] <- v` when `x` is not shared) writes into
-#' the file, and every view of that name sees it; `y <- x; y[1] <- 0` still
-#' leaves `x` alone (the copy is a temporary block). Deleting or replacing a
-#' name moves its live views onto an unnamed copy first, so no R variable ever
-#' changes value underneath you.
+#' Views and value semantics: `fmalloc_get()` returns a view of the stored
+#' bytes, not a copy. Every view of a stored object (the vectors returned by
+#' `fmalloc_get()` and by [readRDS()] / [unserialize()] of a reference, the
+#' value `fmalloc_save()` returns, and the caller's `x` once it was named in
+#' place) is marked not mutable (`MARK_NOT_MUTABLE`): modifying it in R
+#' (`x[i] <- v`, `x[is.na(x)] <- 0` inside a function, `dim(x) <- ...`)
+#' first copies it into a new unnamed block of the same runtime, so the
+#' stored object and every other view keep their values. No R variable ever
+#' changes value because another one was modified. To write into a stored
+#' object on purpose, use [fmalloc_write_cols()] (explicit, seen by every
+#' view, also from forked workers), or save a new object under the name.
+#' Fresh unnamed vectors from [create_fmalloc_vector()] stay writable in place
+#' until they are saved. Deleting or replacing a name moves its live views
+#' onto an unnamed copy first, so they keep their values too.
 #'
 #' Serialization: a view of a named object of a persistent runtime serializes
 #' ([saveRDS()], [serialize()]) as a reference (path, name, dtype, length,
-#' uid), not as its values. Reading it back reopens the file (or reuses a
-#' runtime already open on it in this process, else opens it read-only),
-#' finds the name and checks that the object was not replaced since. Unnamed
-#' and scratch vectors serialize by value.
+#' uid and the file's random identity), not as its values. Reading it back
+#' reopens the file (or reuses a runtime already open on it in this process,
+#' provided the path still names that very file: not one renamed over it,
+#' created again after a delete, or rewritten in place; else it opens the path
+#' read-only), checks that it is the file the reference was made in (uids
+#' start over in a file created again at the same path, the identity does
+#' not), finds the name and checks that the object was not replaced since.
+#' The restored vector is a view, marked not mutable. Unnamed and scratch
+#' vectors serialize by value.
 #'
 #' @param x A double, integer, logical or raw vector, matrix or array (at most
 #'   4 dims), mapped or not.
@@ -42,19 +56,25 @@
 #'   runtime of `x` by default (required when `x` is not mapped).
 #' @param sync Commit the runtime afterwards (persistent runtimes only).
 #' @return `fmalloc_save()`: invisibly, the stored object as a mapped vector
-#'   with `x`'s attributes. `fmalloc_get()`: the mapped vector with its dims
-#'   and attributes; read-only runtimes give vectors marked not mutable.
+#'   with `x`'s attributes, marked not mutable. `fmalloc_get()`: the mapped
+#'   vector with its dims and attributes, marked not mutable (R copies it
+#'   before any modification).
 #'   `fmalloc_list()`: a data frame with columns `name`, `type` (`"double"`,
 #'   `"integer"`, `"logical"`, `"raw"`, or a codec dtype), `dims` (e.g.
 #'   `"3000 x 600"`) and `bytes` (payload bytes, double), sorted by name.
 #'   `fmalloc_delete()`: invisibly `TRUE`.
 #' @section Errors:
 #' `fm_error_earg` for an absent name (also in `fmalloc_delete()`), a bad name
-#' or type, a read-only runtime or a call from a forked child;
-#' `fm_error_enospc`; `fm_error_eclosed`. Restoring a reference raises
-#' `fm_error_eio` when the backing file no longer exists, `fm_error_earg` when
-#' the name is gone, `fm_error_emismatch` when it was replaced, and
-#' `fm_error_ebusy` when another process holds the file for writing.
+#' or type, a runtime that is not one (for example swapped arguments), a
+#' read-only runtime or a call from a forked child; `fm_error_enospc` (after
+#' one garbage collection to reclaim dead temporaries); `fm_error_eclosed`;
+#' `fm_error_eformat` for a file truncated from outside. Restoring a
+#' reference raises `fm_error_eio` when the backing file no longer exists,
+#' `fm_error_emismatch` when the path now names another file (created again
+#' after a delete: "refers to object 'x' of another file") or when the object
+#' was replaced, `fm_error_eformat` when the file was rewritten or truncated
+#' in place or is not an fmalloc file, `fm_error_earg` when the name is gone,
+#' and `fm_error_ebusy` when another process holds the file for writing.
 #' @examples
 #' path <- tempfile(fileext = ".bin")
 #' rt <- open_fmalloc(path, size_gb = 0.01)
@@ -88,6 +108,7 @@ fm_check_name <- function(name) {
 fmalloc_save <- function(x, name, runtime = fmalloc_runtime_of(x), sync = TRUE) {
   if (is.null(runtime))
     fm_abort("earg", "runtime is required when x is not a mapped vector")
+  fm_check_runtime(runtime)
   fm_check_name(name)
   attrs <- attributes(x)
   dim <- attrs$dim
@@ -108,18 +129,20 @@ fmalloc_save <- function(x, name, runtime = fmalloc_runtime_of(x), sync = TRUE) 
 #' @rdname fmalloc_save
 #' @export
 fmalloc_get <- function(runtime, name) {
+  fm_check_runtime(runtime)
   fm_check_name(name)
   comp <- tryCatch(.Call(fmr_altrep_get, runtime, fm_attr_name(name)),
                    fm_error_earg = function(e) NULL)
   attrs <- if (is.null(comp)) list() else unserialize(comp)
-  # Never bind the view to a local variable: an unshared result lets
-  # `x[i] <- v` write into the stored object instead of copying it.
+  # The view is marked not mutable in C (r_altrep.c), so R copies it before
+  # any change; attributes are set on it in place.
   .Call(fmr_altrep_set_attrs, .Call(fmr_altrep_get, runtime, name), attrs)
 }
 
 #' @rdname fmalloc_save
 #' @export
 fmalloc_list <- function(runtime) {
+  fm_check_runtime(runtime)
   d <- .Call(fmr_runtime_dir, runtime)
   keep <- !startsWith(d$name, ".fm/")
   data.frame(name = d$name[keep], type = d$dtype[keep],
@@ -132,6 +155,7 @@ fmalloc_list <- function(runtime) {
 #' @rdname fmalloc_save
 #' @export
 fmalloc_delete <- function(runtime, name, sync = TRUE) {
+  fm_check_runtime(runtime)
   fm_check_name(name)
   if (!.Call(fmr_runtime_delete, runtime, name))
     fm_abort("earg", "no object named '", name, "' in '", fmalloc_info(runtime)$path, "'")

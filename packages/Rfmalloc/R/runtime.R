@@ -23,6 +23,9 @@
 #'   are marked not mutable, so modifying one makes a heap copy.
 #' @return An object of class `"fmalloc_runtime"` (an external pointer). When
 #'   it is garbage-collected, or R exits, the map is closed without a sync.
+#'   A new file gets a random 128-bit identity (`fmalloc_info()$file_id`), so
+#'   references to its objects are not taken for objects of a file created
+#'   again at the same path later.
 #' @section Errors:
 #' `fm_error_ebusy` when another writer holds the file (also a second writable
 #' open in the same process), `fm_error_eformat` for a truncated, foreign or
@@ -33,9 +36,21 @@
 #'   file, so live objects keep their values; a later open sees the new file.
 #' * Truncated: detected (as `fm_error_eformat` naming the file, the expected
 #'   and the actual size) at the next [fmalloc_sync()], [fmalloc_check()],
-#'   streamed pass ([fmalloc_colVars()], [fmalloc_pca()], codec products) or
-#'   open. Touching truncated pages directly (`x[i]`) is not checked and may
-#'   kill R with SIGBUS, as for any mapped file.
+#'   allocation, streamed pass ([fmalloc_colMeans()], [fmalloc_colVars()],
+#'   [fmalloc_pca()], codec products), open, and whenever R or C code takes a
+#'   vector's data pointer (once per operation: `crossprod(x)`, `sum(x)`,
+#'   `x + 1`, `x[] <- v`, BLAS and packages that take the pointer). Once
+#'   detected, the runtime is marked broken for good (`fmalloc_info()$is_broken`):
+#'   every later access to the values of its vectors, also element by element,
+#'   raises `fm_error_eformat` instead of touching the lost pages; close it
+#'   with [cleanup_fmalloc()]. Element access (`x[i]`, `REAL_ELT()`) does not
+#'   check the file itself, so reading an element right after a truncation
+#'   that nothing has detected yet can still kill R with SIGBUS, as for any
+#'   mapped file.
+#' * Rewritten in place (`cp other path`, `writeLines(..., path)`: same file,
+#'   other contents): the mapping shows the new bytes, which this runtime
+#'   cannot interpret; restoring a serialized reference (see
+#'   [fmalloc_save()]) notices it and raises `fm_error_eformat`.
 #' * Deleted (`unlink(path)`): the mapping stays valid and live objects keep
 #'   working in this process; the data disappear with the last mapping (at
 #'   cleanup or exit), and a later [readRDS()] of a reference fails with
@@ -84,8 +99,8 @@ fm_abs_path <- function(path) {
 #' Commits a writable persistent runtime (unless `sync = FALSE`), then unmaps
 #' the file and releases its lock. Vectors of the runtime stay valid R objects
 #' but any later access to their values raises `fm_error_eclosed`
-#' ("mapping is closed"); it never crashes. A scratch file is gone after this.
-#' Closing a closed runtime does nothing.
+#' ("mapping of '/path/to/file' is closed"); it never crashes. A scratch file
+#' is gone after this. Closing a closed runtime does nothing.
 #'
 #' @param runtime An `"fmalloc_runtime"`.
 #' @param sync Commit first (see [fmalloc_sync()]). The map is closed even when
@@ -94,6 +109,7 @@ fm_abs_path <- function(path) {
 #' @return Invisibly, `TRUE` if the runtime was open.
 #' @export
 cleanup_fmalloc <- function(runtime, sync = TRUE) {
+  fm_check_runtime(runtime)
   invisible(.Call(fmr_runtime_close, runtime, isTRUE(sync)))
 }
 
@@ -109,10 +125,12 @@ cleanup_fmalloc <- function(runtime, sync = TRUE) {
 #' @return Invisibly, `runtime`.
 #' @section Errors:
 #' `fm_error_eformat` when the file was truncated from outside (the message
-#' names the file and both sizes), `fm_error_eio`, `fm_error_earg` for a
-#' read-only runtime or a call from a forked child, `fm_error_eclosed`.
+#' names the file and both sizes; the runtime is then marked broken, see
+#' [open_fmalloc()]), `fm_error_eio`, `fm_error_earg` for a read-only runtime
+#' or a call from a forked child, `fm_error_eclosed`.
 #' @export
 fmalloc_sync <- function(runtime) {
+  fm_check_runtime(runtime)
   .Call(fmr_runtime_sync, runtime)
   invisible(runtime)
 }
@@ -122,9 +140,12 @@ fmalloc_sync <- function(runtime) {
 #' A cheap `fstat` comparison of the file size with what the map relies on;
 #' call it before a long pass over data that another process might shrink.
 #' @param runtime An `"fmalloc_runtime"`.
-#' @return Invisibly `TRUE`; raises `fm_error_eformat` when the file shrank.
+#' @return Invisibly `TRUE`; raises `fm_error_eformat` when the file shrank
+#'   (and marks the runtime broken: see "Changes to the backing file from
+#'   outside" in [open_fmalloc()]).
 #' @export
 fmalloc_check <- function(runtime) {
+  fm_check_runtime(runtime)
   invisible(.Call(fmr_runtime_check, runtime))
 }
 
@@ -135,11 +156,15 @@ fmalloc_check <- function(runtime) {
 #'   `read_only`, `cap_bytes` (size cap, bytes), `file_bytes` (current file
 #'   size, bytes), `used_bytes` (bytes in live blocks, each rounded up to 64),
 #'   `n_blocks` (live blocks, named or not), `n_named` (directory entries,
-#'   including the hidden `.fm/` companions that hold attributes) and
-#'   `sync_seq` (sequence number of the last committed metadata). Byte counts
-#'   are doubles. Raises `fm_error_eclosed` after [cleanup_fmalloc()].
+#'   including the hidden `.fm/` companions that hold attributes),
+#'   `sync_seq` (sequence number of the last committed metadata),
+#'   `format_version` (of the file, an integer), `file_id` (the file's random
+#'   identity as 32 hex digits; all zeros for a version-1 file) and
+#'   `is_broken` (`TRUE` once the file was found truncated from outside). Byte
+#'   counts are doubles. Raises `fm_error_eclosed` after [cleanup_fmalloc()].
 #' @export
 fmalloc_info <- function(runtime) {
+  fm_check_runtime(runtime)
   .Call(fmr_runtime_info, runtime)
 }
 
@@ -148,6 +173,7 @@ fmalloc_info <- function(runtime) {
 #' @return `TRUE` or `FALSE`.
 #' @export
 fmalloc_is_open <- function(runtime) {
+  fm_check_runtime(runtime)
   .Call(fmr_runtime_state, runtime)$is_open
 }
 

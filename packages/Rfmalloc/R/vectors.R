@@ -5,11 +5,23 @@
 #' pointer lies in the mapping, so BLAS and code that takes a bare pointer
 #' (RSpectra, irlba, Eigen::Map) use it without a copy.
 #'
-#' R value semantics hold: after `y <- x; y[1] <- 0`, `x` is unchanged (the
-#' copy is a new block in the same runtime, not a heap copy). Modifying an
-#' unshared vector in place (`x[] <- v`, `x[i, j] <- v`) writes into the
-#' mapping. The block is a temporary until [fmalloc_save()] names it; a
-#' temporary is freed when R garbage-collects its last vector.
+#' R value semantics hold: no R variable ever changes value because another
+#' one was modified. After `y <- x; y[1] <- 0`, `x` is unchanged (the copy is
+#' a new block in the same runtime, not a heap copy). A fresh vector from
+#' `create_fmalloc_vector()` / `create_fmalloc_matrix()` that no other
+#' variable shares is modified in place (`x[] <- v`, `x[i, j] <- v` write into
+#' the mapping, without a copy), which is how you fill it.
+#'
+#' Once [fmalloc_save()] has stored the vector under a name, it is marked not
+#' mutable, like every vector returned by [fmalloc_get()] or restored by
+#' [readRDS()] / [unserialize()]: they all view the stored object, so any R
+#' modification of one of them first copies it into a new unnamed block and
+#' the stored object and its other views keep their values. To change a
+#' stored object on purpose, write into it with [fmalloc_write_cols()] (every
+#' view sees the change) or save a new object under its name.
+#'
+#' The block is a temporary until [fmalloc_save()] names it; a temporary is
+#' freed when R garbage-collects its last vector.
 #'
 #' @param type Element type: `"double"` (or `"numeric"`), `"integer"`,
 #'   `"logical"` or `"raw"`. Stored as 8-byte IEEE doubles, 4-byte integers
@@ -19,9 +31,11 @@
 #' @param runtime A writable `"fmalloc_runtime"` from [open_fmalloc()].
 #' @return A vector of `length` elements, all `0`, `0L`, `FALSE` or `00`.
 #' @section Errors:
-#' `fm_error_enospc` when the size cap or the disk is full, `fm_error_earg` for
-#' bad arguments, a read-only runtime or a call from a forked child,
-#' `fm_error_eclosed` after cleanup.
+#' `fm_error_enospc` when the size cap or the disk is full (R first collects
+#' garbage once, so that temporaries nothing refers to any more give their
+#' space back, and retries), `fm_error_earg` for bad arguments, a read-only
+#' runtime or a call from a forked child, `fm_error_eclosed` after cleanup,
+#' `fm_error_eformat` when the file was truncated from outside.
 #' @seealso [fmalloc_save()], [fmalloc_write_cols()], [fmalloc_is_mapped()]
 #' @examples
 #' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
@@ -33,6 +47,7 @@
 #' cleanup_fmalloc(rt)
 #' @export
 create_fmalloc_vector <- function(type, length, runtime) {
+  fm_check_runtime(runtime)
   fm_check_length(length, "length")
   .Call(fmr_altrep_new, runtime, fm_type(type), as.double(length), NULL, NULL)
 }
@@ -44,6 +59,7 @@ create_fmalloc_vector <- function(type, length, runtime) {
 #'   vector of length `nrow` / `ncol`.
 #' @export
 create_fmalloc_matrix <- function(type, nrow, ncol, runtime, dimnames = NULL) {
+  fm_check_runtime(runtime)
   fm_check_length(nrow, "nrow", .Machine$integer.max)
   fm_check_length(ncol, "ncol", .Machine$integer.max)
   if (!is.null(dimnames)) {
@@ -105,7 +121,9 @@ fmalloc_describe <- function(x) {
 #'
 #' Writes `values` into columns `j` of the mapped matrix `x` through its data
 #' pointer. Unlike `x[, j] <- values` this never duplicates `x`: every R object
-#' that views the same block sees the change, which is the point. It is safe
+#' that views the same block sees the change, which is the point. It is the
+#' way to write into a stored object (from [fmalloc_get()], or saved with
+#' [fmalloc_save()]), whose views R itself never modifies in place. It is safe
 #' to call from forked workers ([parallel::mcparallel()], `mclapply`) that
 #' write disjoint columns of one matrix: the mapping is shared, and nothing is
 #' allocated in the child.
@@ -120,7 +138,8 @@ fmalloc_describe <- function(x) {
 #' @section Errors:
 #' `fm_error_earg` for a non-mapped `x`, a column out of range or a read-only
 #' runtime; `fm_error_emismatch` when `values` has the wrong length;
-#' `fm_error_eclosed` after cleanup.
+#' `fm_error_eclosed` after cleanup; `fm_error_eformat` when the file was
+#' truncated from outside.
 #' @export
 fmalloc_write_cols <- function(x, j, values) {
   if (!fmalloc_is_mapped(x)) fm_abort("earg", "x must be a mapped vector or matrix")

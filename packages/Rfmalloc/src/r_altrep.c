@@ -2,19 +2,26 @@
  * fm_raw_map (vectors whose data pointer lies in an fm_map), and the .Call
  * entry points that create, name, fetch and write them.
  *
- * Records and lifetimes: r_runtime.h. Behaviour of the methods:
+ * Records, lifetimes, value semantics and broken runtimes: r_runtime.h.
+ * Vectors over named blocks and vectors of read-only runtimes are marked not
+ * mutable, so R duplicates them before writing; fresh unnamed vectors are
+ * written in place. Behaviour of the methods:
  *   Length            the stored length (never raises, also after close).
- *   Dataptr           pointer into the mapping; raises fm_error_eclosed after
- *                     cleanup_fmalloc. Read-only runtimes mark their vectors
- *                     not mutable, so R duplicates before writing.
- *   Dataptr_or_null   the pointer, or NULL after close (R then uses Elt,
- *                     which raises).
- *   Elt, Get_region   bounds-checked reads.
+ *   Dataptr           pointer into the mapping, after fm_map_check (one
+ *                     fstat); raises fm_error_eclosed after cleanup_fmalloc
+ *                     and fm_error_eformat once the file was truncated.
+ *   Dataptr_or_null   the same pointer and checks, or NULL after close (R
+ *                     then uses Elt, which raises).
+ *   Elt, Get_region   bounds-checked reads; they test the closed and broken
+ *                     flags but run no system call, so element access right
+ *                     after a truncation nothing has detected yet can still
+ *                     raise SIGBUS, as with any mapped file.
  *   Duplicate         a new unnamed block in the same runtime, bytes copied:
  *                     value semantics without materialising into the heap.
  *                     NULL (R copies into the heap) when the runtime is
  *                     read-only, closed, owned by another process (fork), or
- *                     the allocation fails.
+ *                     the allocation fails (no garbage collection here: R
+ *                     finalizers must not run inside a method).
  *   Serialized_state  the recipe list for a named vector of a persistent
  *                     runtime whose name still refers to this block; NULL
  *                     otherwise, so R writes the values.
@@ -72,20 +79,36 @@ fmr_vec *fmr_vec_of(SEXP x) {
   return (fmr_vec *)R_ExternalPtrAddr(R_altrep_data1(x));
 }
 
-/* The record of x, known to be one of our classes (methods). */
+static SEXP list_get(SEXP l, const char *nm);
+
+/* The record of x, known to be one of our classes (methods). A released
+ * record (only after unload) raises "closed", naming the path of the recipe. */
 static fmr_vec *vec(SEXP x) {
   fmr_vec *v = (fmr_vec *)R_ExternalPtrAddr(R_altrep_data1(x));
-  if (!v) fmr_stop(FM_ECLOSED, "mapping is closed");
+  if (!v) {
+    SEXP p = list_get(R_altrep_data2(x), "path");
+    fmr_stop_closed(TYPEOF(p) == STRSXP && XLENGTH(p) == 1 ? CHAR(STRING_ELT(p, 0)) : NULL);
+  }
   return v;
 }
 
-void *fmr_vec_ptr(const fmr_vec *v) {
-  if (!v->rt->map) fmr_stop(FM_ECLOSED, "mapping is closed");
+static void *block_ptr(const fmr_vec *v) {
   void *p = fm_map_ptr(v->rt->map, v->off);
   if (!p)
     fmr_stop(FM_EINTERNAL, "block offset %llu lies outside the mapping of '%s'",
              (unsigned long long)v->off, v->rt->path);
   return p;
+}
+
+void *fmr_vec_ptr(const fmr_vec *v) {
+  fmr_runtime_check_pages(v->rt);
+  return block_ptr(v);
+}
+
+/* For per-element access: closed and broken flags only, no system call. */
+static void *vec_ptr_fast(const fmr_vec *v) {
+  fmr_runtime_require_intact(v->rt);
+  return block_ptr(v);
 }
 
 static uint64_t vec_bytes(const fmr_vec *v) { return (uint64_t)v->length * r_elt_size(v->dtype); }
@@ -130,10 +153,21 @@ fm_status fmr_vec_detach_block(fmr_runtime *r, uint64_t off, fm_err *err) {
   for (fmr_vec *v = r->vecs; v; v = v->next)
     if (v->off == off) any = 1;
   if (!any) return FM_OK;
+  if (r->is_broken) return fm_err_set(err, FM_EFORMAT, "%s", r->broken_msg);
+  fm_status st = fm_map_check(r->map, err); /* the copy reads every page */
+  if (st != FM_OK) {
+    if (st == FM_EFORMAT) fmr_runtime_mark_broken(r, err);
+    return st;
+  }
   uint64_t n_bytes = fm_map_block_bytes(r->map, off);
   uint64_t new_off = 0;
-  fm_status st = fm_map_alloc(r->map, n_bytes ? n_bytes : 1, &new_off, err);
+  /* The garbage collection may drop vectors of this block: check again. */
+  st = fmr_runtime_alloc(r, n_bytes ? n_bytes : 1, 1, &new_off, err);
   if (st != FM_OK) return st;
+  any = 0;
+  for (fmr_vec *v = r->vecs; v; v = v->next)
+    if (v->off == off) any = 1;
+  if (!any) return fm_map_free(r->map, new_off, err);
   void *src = fm_map_ptr(r->map, off), *dst = fm_map_ptr(r->map, new_off);
   if (!src || !dst) return fm_err_set(err, FM_EINTERNAL, "block pointer outside the mapping");
   memcpy(dst, src, (size_t)n_bytes);
@@ -159,7 +193,7 @@ static SEXP mk_uid(uint64_t uid) {
 static SEXP recipe_new(const fmr_runtime *r, const char *name, fm_dtype dtype, int64_t length,
                        uint64_t uid, SEXP *off_slot) {
   int nprot = 0;
-  const char *names[] = {"path", "name", "dtype", "length", "uid", "mode", "off", ""};
+  const char *names[] = {"path", "name", "dtype", "length", "uid", "mode", "off", "file_id", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, names));
   nprot++;
   SET_VECTOR_ELT(out, 0, Rf_mkString(r->path ? r->path : ""));
@@ -176,6 +210,7 @@ static SEXP recipe_new(const fmr_runtime *r, const char *name, fm_dtype dtype, i
   SEXP off = Rf_allocVector(REALSXP, 1);
   SET_VECTOR_ELT(out, 6, off);
   REAL(off)[0] = 0;
+  SET_VECTOR_ELT(out, 7, Rf_mkString(r->file_id));
   *off_slot = off;
   UNPROTECT(nprot);
   return out;
@@ -190,15 +225,21 @@ static R_altrep_class_t class_for(SEXPTYPE t) {
   }
 }
 
-/* The mapped vector over a block. With src_off_or_alloc == 1 a fresh block of
- * `length` elements is allocated (and, with copy_from != NULL, filled from
- * it); on an allocation failure the result is NULL with err set when soft,
- * else the error is raised. All R objects are made before the block exists,
- * and the record is linked before the last R allocation, so an R error can
- * never leak the block (the data1 finalizer frees it). */
+enum {
+  VM_ALLOC = 1,  /* allocate a fresh block of `length` elements (off ignored) */
+  VM_SOFT = 2,   /* on an allocation failure return NULL with err set, not raise */
+  VM_GC = 4      /* on FM_ENOSPC collect garbage once and retry (.Call paths only) */
+};
+
+/* The mapped vector over a block (flags VM_*). With VM_ALLOC and copy_from !=
+ * NULL the new block is filled from copy_from (which must stay valid across a
+ * garbage collection, so never with VM_GC). Vectors of read-only runtimes and
+ * over named blocks are always marked not mutable. All R objects are made
+ * before the block exists, and the record is linked before the last R
+ * allocation, so an R error can never leak the block (the data1 finalizer
+ * frees it). */
 static SEXP vec_make(SEXP rt, uint64_t off, int64_t length, fm_dtype dtype,
-                     const fm_dir_entry *named, int do_alloc, const void *copy_from, int soft,
-                     fm_err *err) {
+                     const fm_dir_entry *named, int flags, const void *copy_from, fm_err *err) {
   fmr_runtime *r = fmr_runtime_get(rt);
   int nprot = 0;
   fm_err_clear(err);
@@ -210,25 +251,28 @@ static SEXP vec_make(SEXP rt, uint64_t off, int64_t length, fm_dtype dtype,
   SEXP recipe = PROTECT(recipe_new(r, named ? named->name : NULL, dtype, length,
                                    named ? named->uid : 0, &off_slot));
   nprot++;
+  if (flags & VM_ALLOC) {
+    uint64_t n_bytes = (uint64_t)length * r_elt_size(dtype);
+    fm_status st = fmr_runtime_alloc(r, n_bytes ? n_bytes : 1, (flags & VM_GC) != 0, &off, err);
+    if (st != FM_OK) {
+      UNPROTECT(nprot);
+      if (flags & VM_SOFT) return NULL;
+      fmr_raise(err);
+    }
+    if (copy_from && n_bytes) memcpy(fm_map_ptr(r->map, off), copy_from, (size_t)n_bytes);
+  }
   fmr_vec *v = (fmr_vec *)calloc(1, sizeof *v);
   if (!v) {
+    fm_err e2;
+    if ((flags & VM_ALLOC) && fm_map_free(r->map, off, &e2) != FM_OK) {
+      /* The block stays until close; an unnamed block is not kept. */
+    }
     UNPROTECT(nprot);
-    if (soft) {
+    if (flags & VM_SOFT) {
       fm_err_set(err, FM_ENOMEM, "cannot allocate a vector record");
       return NULL;
     }
     fmr_stop(FM_ENOMEM, "cannot allocate a vector record");
-  }
-  if (do_alloc) {
-    uint64_t n_bytes = (uint64_t)length * r_elt_size(dtype);
-    fm_status st = fm_map_alloc(r->map, n_bytes ? n_bytes : 1, &off, err);
-    if (st != FM_OK) {
-      free(v);
-      UNPROTECT(nprot);
-      if (soft) return NULL;
-      fmr_raise(err);
-    }
-    if (copy_from && n_bytes) memcpy(fm_map_ptr(r->map, off), copy_from, (size_t)n_bytes);
   }
   v->off = off;
   v->length = length;
@@ -243,14 +287,14 @@ static SEXP vec_make(SEXP rt, uint64_t off, int64_t length, fm_dtype dtype,
   R_SetExternalPtrAddr(ext, v);
   REAL(off_slot)[0] = (double)off;
   SEXP ans = R_new_altrep(class_for(type), ext, recipe);
-  if (r->read_only) MARK_NOT_MUTABLE(ans);
+  if (r->read_only || named) MARK_NOT_MUTABLE(ans);
   UNPROTECT(nprot);
   return ans;
 }
 
 SEXP fmr_vec_wrap(SEXP rt, uint64_t off, int64_t length, fm_dtype dtype, const fm_dir_entry *named) {
   fm_err err;
-  return vec_make(rt, off, length, dtype, named, 0, NULL, 0, &err);
+  return vec_make(rt, off, length, dtype, named, 0, NULL, &err);
 }
 
 static int64_t checked_bytes(int64_t length, fm_dtype dtype) {
@@ -268,7 +312,7 @@ SEXP fmr_vec_alloc(SEXP rt, fm_dtype dtype, int64_t length) {
     fmr_stop(FM_EARG, "length %lld exceeds R's longest vector", (long long)length);
   checked_bytes(length, dtype);
   fm_err err;
-  return vec_make(rt, 0, length, dtype, NULL, 1, NULL, 0, &err);
+  return vec_make(rt, 0, length, dtype, NULL, VM_ALLOC | VM_GC, NULL, &err);
 }
 
 /* ---- ALTREP methods ------------------------------------------------------ */
@@ -278,15 +322,18 @@ static R_xlen_t m_length(SEXP x) {
   return v ? (R_xlen_t)v->length : 0;
 }
 
+/* Dataptr and Dataptr_or_null run once per operation (BLAS, sum, x[] <- v),
+ * so they afford the fstat of fm_map_check: a truncated file is an
+ * fm_error_eformat here, never a SIGBUS in the code that gets the pointer. */
 static void *m_dataptr(SEXP x, Rboolean writeable) {
-  (void)writeable; /* read-only runtimes mark their vectors not mutable */
+  (void)writeable; /* shared and read-only vectors are marked not mutable */
   return fmr_vec_ptr(vec(x));
 }
 
 static const void *m_dataptr_or_null(SEXP x) {
   fmr_vec *v = (fmr_vec *)R_ExternalPtrAddr(R_altrep_data1(x));
   if (!v || !v->rt->map) return NULL;
-  return fm_map_ptr(v->rt->map, v->off);
+  return fmr_vec_ptr(v);
 }
 
 static const void *elt_base(SEXP x, R_xlen_t i) {
@@ -294,7 +341,7 @@ static const void *elt_base(SEXP x, R_xlen_t i) {
   if (i < 0 || i >= v->length)
     fmr_stop(FM_EARG, "index %lld is outside [0, %lld) of a mapped vector", (long long)i,
              (long long)v->length);
-  return fmr_vec_ptr(v);
+  return vec_ptr_fast(v);
 }
 
 static double m_dbl_elt(SEXP x, R_xlen_t i) { return ((const double *)elt_base(x, i))[i]; }
@@ -308,7 +355,7 @@ static R_xlen_t region(SEXP x, R_xlen_t i, R_xlen_t n, void *buf, size_t size) {
   if (i >= v->length || n == 0) return 0;
   R_xlen_t k = (R_xlen_t)v->length - i;
   if (n < k) k = n;
-  const char *p = (const char *)fmr_vec_ptr(v);
+  const char *p = (const char *)vec_ptr_fast(v);
   memcpy(buf, p + (size_t)i * size, (size_t)k * size);
   return k;
 }
@@ -325,13 +372,12 @@ static R_xlen_t m_raw_region(SEXP x, R_xlen_t i, R_xlen_t n, Rbyte *buf) {
 
 static SEXP m_duplicate(SEXP x, Rboolean deep) {
   (void)deep; /* atomic data: deep and shallow copies are the same */
-  fmr_vec *v = (fmr_vec *)R_ExternalPtrAddr(R_altrep_data1(x));
-  if (!v || !fmr_runtime_can_modify(v->rt)) return NULL;
+  fmr_vec *v = vec(x);
+  const void *src = fmr_vec_ptr(v); /* raises when closed or truncated */
+  if (!fmr_runtime_can_modify(v->rt)) return NULL;
   SEXP rt = R_ExternalPtrProtected(R_altrep_data1(x));
-  const void *src = fm_map_ptr(v->rt->map, v->off);
-  if (!src) return NULL;
   fm_err err;
-  return vec_make(rt, 0, v->length, v->dtype, NULL, 1, src, 1, &err);
+  return vec_make(rt, 0, v->length, v->dtype, NULL, VM_ALLOC | VM_SOFT, src, &err);
 }
 
 /* The vector's name still refers to its block (the map may be closed: then
@@ -388,13 +434,21 @@ static SEXP m_unserialize(SEXP cls, SEXP state) {
   if (dtype == FM_DTYPE_NONE)
     fmr_stop(FM_EFORMAT, "cannot restore fmalloc object '%s': unknown dtype '%s'", name, dtype_s);
 
+  /* Absent in references written before file ids existed: not checked. */
+  SEXP s_id = list_get(state, "file_id");
+  const char *file_id = NULL;
+  if (s_id != R_NilValue) file_id = recipe_string(state, "file_id");
+
   if (access(path, F_OK) != 0)
     fmr_stop(FM_EIO, "cannot restore fmalloc object '%s': backing file '%s' does not exist", name,
              path);
   int nprot = 0;
-  SEXP rt = fmr_runtime_find(path);
+  fm_err err;
+  /* Reuse a runtime of this process only while path still names its file. */
+  SEXP rt = fmr_runtime_find(path, &err);
+  if (rt == R_NilValue && err.code != FM_OK)
+    fmr_stop(err.code, "cannot restore fmalloc object '%s': %s", name, err.msg);
   if (rt == R_NilValue) {
-    fm_err err;
     rt = fmr_runtime_open_c(path, 0, FM_MAP_PERSISTENT, 1, &err);
     if (rt == R_NilValue)
       fmr_stop(err.code, "cannot restore fmalloc object '%s': %s", name, err.msg);
@@ -402,8 +456,16 @@ static SEXP m_unserialize(SEXP cls, SEXP state) {
   PROTECT(rt);
   nprot++;
   fmr_runtime *r = fmr_runtime_get(rt);
+  /* uids restart in a file created again at the same path: the file id tells
+   * the object the reference was made for from a namesake. */
+  if (file_id && strcmp(file_id, r->file_id) != 0) {
+    UNPROTECT(nprot);
+    fmr_stop(FM_EMISMATCH,
+             "cannot restore fmalloc object '%s': the reference refers to object '%s' of another "
+             "file: '%s' was created anew after it was serialized (file id %s, now %s)",
+             name, name, path, file_id, r->file_id);
+  }
   fm_dir_entry e;
-  fm_err err;
   if (fm_map_lookup(r->map, name, &e, &err) != FM_OK) {
     UNPROTECT(nprot);
     fmr_stop(err.code, "cannot restore fmalloc object '%s': %s", name, err.msg);
@@ -445,7 +507,7 @@ static Rboolean m_inspect(SEXP x, int pre, int deep, int pvec,
           (long long)v->length, (unsigned long long)v->off,
           r->mode == FM_MAP_SCRATCH ? "scratch" : "persistent", r->read_only ? " read-only" : "",
           v->is_named ? "name='" : "unnamed", v->is_named ? v->name : "", v->is_named ? "'" : "",
-          r->map ? "open" : "closed", r->path ? r->path : "");
+          !r->map ? "closed" : (r->is_broken ? "broken" : "open"), r->path ? r->path : "");
   return TRUE;
 }
 
@@ -549,15 +611,20 @@ SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt) {
   SEXP ans = x;
   if (v && v->rt == r && (!v->is_named || strcmp(v->name, nm) == 0)) {
     dtype = v->dtype; /* a byte view of a packed codec keeps its dtype */
-    fmr_vec_ptr(v);   /* raises when closed */
+    fmr_vec_ptr(v);   /* raises when closed or truncated */
   } else {
+    if (v) fmr_vec_ptr(v); /* raises when the source is closed or truncated */
+    fm_err err;
+    ans = PROTECT(vec_make(rt, 0, length, dtype, NULL, VM_ALLOC | VM_GC, NULL, &err));
+    nprot++;
+    /* The source pointer is taken after the allocation, which may have run
+     * the garbage collector (and finalizers). */
     const void *src = NULL;
     if (v) src = fmr_vec_ptr(v);
     else if (length > 0) src = DATAPTR_RO(x);
-    fm_err err;
-    ans = PROTECT(vec_make(rt, 0, length, dtype, NULL, 1, src, 0, &err));
-    nprot++;
-    v = fmr_vec_of(ans);
+    fmr_vec *w = fmr_vec_of(ans);
+    if (src && length > 0) memcpy(fmr_vec_ptr(w), src, (size_t)vec_bytes(w));
+    v = w;
   }
   snprintf(e.name, sizeof e.name, "%s", nm);
   e.dtype = dtype;
@@ -581,6 +648,9 @@ SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt) {
     fmr_raise(&err);
   }
   fmr_vec_note_named(r, &stored);
+  /* Value semantics: from now on x (named in place) and the result view the
+   * stored object, so R must duplicate them before any modification. */
+  MARK_NOT_MUTABLE(ans);
   UNPROTECT(nprot);
   return ans;
 }

@@ -10,10 +10,13 @@ SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
 /* A streamed pass over mapped storage first checks that the file under the
  * mapping was not truncated from outside: an error here beats a SIGBUS. */
 static void check_mapped(SEXP storage) {
+  /* r_runtime.h: raises fm_error_eclosed, or fm_error_eformat for a truncated
+   * file, which also marks the runtime broken so later element access raises
+   * instead of touching the lost pages. */
+  void fmr_runtime_check_handle(SEXP rt);
   SEXP rt = Rfmalloc_vec_runtime(storage);
   if (Rf_isNull(rt)) return;
-  fm_err err;
-  if (fm_map_check(fmr_runtime_map(rt), &err) != FM_OK) fmr_raise(&err);
+  fmr_runtime_check_handle(rt);
 }
 
 static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes) {

@@ -70,17 +70,55 @@ void fmr_runtime_drop_vec(fmr_runtime *r, fmr_vec *v) {
   if (r->is_finalized && r->n_vecs == 0) runtime_free(r);
 }
 
+/* "a character string", "NULL", "a list", ...: what a wrong argument is. */
+static const char *describe(SEXP x, char *buf, size_t n) {
+  int one = XLENGTH(x) == 1;
+  SEXP cls = Rf_getAttrib(x, R_ClassSymbol);
+  if (OBJECT(x) && TYPEOF(cls) == STRSXP && XLENGTH(cls) > 0) {
+    snprintf(buf, n, "an object of class '%s'", CHAR(STRING_ELT(cls, 0)));
+    return buf;
+  }
+  switch (TYPEOF(x)) {
+  case NILSXP: return "NULL";
+  case STRSXP: return one ? "a character string" : "a character vector";
+  case REALSXP:
+  case INTSXP: return one ? "a number" : "a numeric vector";
+  case LGLSXP: return one ? "a logical value" : "a logical vector";
+  case VECSXP: return "a list";
+  case CLOSXP:
+  case BUILTINSXP:
+  case SPECIALSXP: return "a function";
+  case ENVSXP: return "an environment";
+  case EXTPTRSXP: return "an external pointer of another kind";
+  default: snprintf(buf, n, "an object of type %s", Rf_type2char(TYPEOF(x))); return buf;
+  }
+}
+
+static void require_handle(SEXP rt) {
+  if (TYPEOF(rt) != EXTPTRSXP || !Rf_inherits(rt, "fmalloc_runtime")) {
+    char buf[300];
+    fmr_stop(FM_EARG, "runtime must be an fmalloc runtime (from open_fmalloc()), not %s",
+             describe(rt, buf, sizeof buf));
+  }
+}
+
+void fmr_stop_closed(const char *path) {
+  fmr_stop(FM_ECLOSED, "mapping of '%s' is closed", path && path[0] ? path : "(unknown file)");
+}
+
 fmr_runtime *fmr_runtime_get(SEXP rt) {
-  if (TYPEOF(rt) != EXTPTRSXP || !Rf_inherits(rt, "fmalloc_runtime"))
-    fmr_stop(FM_EARG, "runtime must be an fmalloc_runtime returned by open_fmalloc()");
+  require_handle(rt);
   fmr_runtime *r = (fmr_runtime *)R_ExternalPtrAddr(rt);
-  if (!r) fmr_stop(FM_ECLOSED, "mapping is closed");
+  if (!r) {
+    SEXP tag = R_ExternalPtrTag(rt);
+    fmr_stop_closed(TYPEOF(tag) == STRSXP && XLENGTH(tag) == 1 ? CHAR(STRING_ELT(tag, 0)) : NULL);
+  }
   return r;
 }
 
 fm_map *fmr_runtime_map(SEXP rt) {
   fmr_runtime *r = fmr_runtime_get(rt);
-  if (!r->map) fmr_stop(FM_ECLOSED, "mapping is closed");
+  if (!r->map) fmr_stop_closed(r->path);
   return r->map;
 }
 
@@ -88,8 +126,52 @@ int fmr_runtime_can_modify(const fmr_runtime *r) {
   return r->map && !r->read_only && r->pid == getpid();
 }
 
+void fmr_runtime_mark_broken(fmr_runtime *r, const fm_err *err) {
+  if (r->is_broken) return;
+  r->is_broken = 1;
+  snprintf(r->broken_msg, sizeof r->broken_msg, "%s",
+           err && err->msg[0] ? err->msg : "the backing file was changed from outside");
+}
+
+void fmr_runtime_require_intact(const fmr_runtime *r) {
+  if (!r->map) fmr_stop_closed(r->path);
+  if (r->is_broken) fmr_stop(FM_EFORMAT, "%s", r->broken_msg);
+}
+
+void fmr_runtime_check_pages(fmr_runtime *r) {
+  fmr_runtime_require_intact(r);
+  fm_err err;
+  fm_status st = fm_map_check(r->map, &err);
+  if (st == FM_OK) return;
+  if (st == FM_EFORMAT) fmr_runtime_mark_broken(r, &err);
+  fmr_raise(&err);
+}
+
+void fmr_runtime_note_failure(fmr_runtime *r, const fm_err *err) {
+  if (!r->map || !err || err->code != FM_EFORMAT || r->is_broken) return;
+  fm_err e2;
+  if (fm_map_check(r->map, &e2) == FM_EFORMAT) fmr_runtime_mark_broken(r, &e2);
+}
+
+fm_status fmr_runtime_alloc(fmr_runtime *r, uint64_t n_bytes, int allow_gc, uint64_t *off_out,
+                            fm_err *err) {
+  fm_status st = fm_map_alloc(r->map, n_bytes, off_out, err);
+  if (st == FM_ENOSPC && allow_gc) {
+    /* The cap may be full of temporaries that R has not collected yet (R
+     * sees only the small ALTREP shells): their finalizers free the blocks. */
+    R_gc();
+    if (!fmr_runtime_can_modify(r))
+      return fm_err_set(err, FM_ECLOSED, "mapping of '%s' was closed while collecting garbage",
+                        r->path);
+    st = fm_map_alloc(r->map, n_bytes, off_out, err);
+  }
+  if (st != FM_OK) fmr_runtime_note_failure(r, err);
+  return st;
+}
+
 void fmr_runtime_require_modify(const fmr_runtime *r, const char *what) {
-  if (!r->map) fmr_stop(FM_ECLOSED, "mapping is closed");
+  if (!r->map) fmr_stop_closed(r->path);
+  if (r->is_broken) fmr_stop(FM_EFORMAT, "cannot %s: %s", what, r->broken_msg);
   if (r->read_only)
     fmr_stop(FM_EARG, "cannot %s: runtime '%s' is open read-only", what, r->path);
   if (r->pid != getpid())
@@ -143,11 +225,16 @@ SEXP fmr_runtime_open_c(const char *path, uint64_t cap_bytes, fm_map_mode mode, 
   r->mode = mode;
   r->read_only = read_only;
   r->pid = getpid();
+  fm_map_info info;
+  fm_map_get_info(m, &info);
+  for (int i = 0; i < FM_MAP_FILE_ID_BYTES; i++)
+    snprintf(r->file_id + 2 * i, 3, "%02x", info.file_id[i]);
   UNPROTECT(nprot);
   return handle;
 }
 
-SEXP fmr_runtime_find(const char *path) {
+SEXP fmr_runtime_find(const char *path, fm_err *err) {
+  fm_err_clear(err);
   char *canon = realpath(path, NULL);
   const char *key = canon ? canon : path;
   SEXP found = R_NilValue;
@@ -156,14 +243,26 @@ SEXP fmr_runtime_find(const char *path) {
     /* Only persistent maps: a scratch file is unlinked, and a later file at
      * the same path is a different file. */
     if (!r->map || r->mode != FM_MAP_PERSISTENT || r->pid != self || !r->path ||
-        strcmp(r->path, key) != 0)
+        strcmp(r->path, key) != 0 || r->is_broken)
       continue;
     SEXP h = R_WeakRefKey(r->wref);
     if (h == R_NilValue) continue;
+    /* The path may name another file by now (deleted and created again,
+     * renamed over), or this file rewritten in place: never reuse then. */
+    int same = 0;
+    fm_err e;
+    fm_status st = fm_map_same_file(r->map, path, &same, &e);
+    if (st != FM_OK) {
+      if (st == FM_EFORMAT) fmr_runtime_mark_broken(r, &e);
+      *err = e;
+      continue;
+    }
+    if (!same) continue;
     found = h;
     if (!r->read_only) break; /* prefer the writer */
   }
   free(canon);
+  if (found != R_NilValue) fm_err_clear(err);
   return found;
 }
 
@@ -207,8 +306,10 @@ SEXP fmr_runtime_close(SEXP rt, SEXP sync) {
   fm_err err;
   fm_err_clear(&err);
   fm_status st = FM_OK;
-  if (do_sync && r->mode == FM_MAP_PERSISTENT && fmr_runtime_can_modify(r))
-    st = fm_map_sync(r->map, &err);
+  if (do_sync && r->mode == FM_MAP_PERSISTENT && fmr_runtime_can_modify(r)) {
+    if (r->is_broken) st = fm_err_set(&err, FM_EFORMAT, "%s", r->broken_msg);
+    else st = fm_map_sync(r->map, &err);
+  }
   runtime_close(r);
   if (st != FM_OK) fmr_raise(&err);
   return Rf_ScalarLogical(TRUE);
@@ -218,16 +319,19 @@ SEXP fmr_runtime_sync(SEXP rt) {
   fmr_runtime *r = fmr_runtime_get(rt);
   fmr_runtime_require_modify(r, "sync");
   fm_err err;
-  if (fm_map_sync(r->map, &err) != FM_OK) fmr_raise(&err);
+  if (fm_map_sync(r->map, &err) != FM_OK) {
+    fmr_runtime_note_failure(r, &err);
+    fmr_raise(&err);
+  }
   return R_NilValue;
 }
 
 SEXP fmr_runtime_check(SEXP rt) {
-  fm_map *m = fmr_runtime_map(rt);
-  fm_err err;
-  if (fm_map_check(m, &err) != FM_OK) fmr_raise(&err);
+  fmr_runtime_check_pages(fmr_runtime_get(rt));
   return Rf_ScalarLogical(TRUE);
 }
+
+void fmr_runtime_check_handle(SEXP rt) { fmr_runtime_check_pages(fmr_runtime_get(rt)); }
 
 SEXP fmr_runtime_close_all(void) {
   fmr_runtime_close_all_c();
@@ -240,8 +344,7 @@ static const char *mode_name(fm_map_mode m) {
 
 /* list(path, mode, read_only, is_open): never raises for a closed handle. */
 SEXP fmr_runtime_state(SEXP rt) {
-  if (TYPEOF(rt) != EXTPTRSXP || !Rf_inherits(rt, "fmalloc_runtime"))
-    fmr_stop(FM_EARG, "runtime must be an fmalloc_runtime returned by open_fmalloc()");
+  require_handle(rt);
   fmr_runtime *r = (fmr_runtime *)R_ExternalPtrAddr(rt);
   int nprot = 0;
   const char *names[] = {"path", "mode", "read_only", "is_open", ""};
@@ -259,12 +362,13 @@ SEXP fmr_runtime_state(SEXP rt) {
 
 SEXP fmr_runtime_info(SEXP rt) {
   fmr_runtime *r = fmr_runtime_get(rt);
-  if (!r->map) fmr_stop(FM_ECLOSED, "mapping is closed");
+  if (!r->map) fmr_stop_closed(r->path);
   fm_map_info info;
   fm_map_get_info(r->map, &info);
   int nprot = 0;
   const char *names[] = {"path",       "mode",     "read_only", "cap_bytes", "file_bytes",
-                         "used_bytes", "n_blocks", "n_named",   "sync_seq",  ""};
+                         "used_bytes", "n_blocks", "n_named",   "sync_seq",  "format_version",
+                         "file_id",    "is_broken", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, names));
   nprot++;
   SET_VECTOR_ELT(out, 0, Rf_mkString(r->path));
@@ -276,6 +380,9 @@ SEXP fmr_runtime_info(SEXP rt) {
   SET_VECTOR_ELT(out, 6, Rf_ScalarReal((double)info.n_blocks));
   SET_VECTOR_ELT(out, 7, Rf_ScalarReal((double)info.n_named));
   SET_VECTOR_ELT(out, 8, Rf_ScalarReal((double)info.sync_seq));
+  SET_VECTOR_ELT(out, 9, Rf_ScalarInteger((int)info.version));
+  SET_VECTOR_ELT(out, 10, Rf_mkString(r->file_id));
+  SET_VECTOR_ELT(out, 11, Rf_ScalarLogical(r->is_broken != 0));
   UNPROTECT(nprot);
   return out;
 }

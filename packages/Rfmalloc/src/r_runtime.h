@@ -25,7 +25,22 @@
  *
  * Forks: a forked child (parallel::mcparallel) shares the mapping. It may read
  * and write through pointers into existing blocks, but never allocates, frees,
- * names or syncs: the allocator state is private to the parent. */
+ * names or syncs: the allocator state is private to the parent.
+ *
+ * Value semantics: a vector over a named block (fmalloc_get, unserialize, and
+ * the caller's object once fmalloc_save named it) is marked not mutable, so R
+ * duplicates it (Duplicate: a new unnamed block) before any modification.
+ * Only unnamed blocks, each viewed by one R object, are written in place by R
+ * code; fmalloc_write_cols is the explicit way to write into a stored object.
+ *
+ * Broken runtimes: once the file is found truncated (fm_map_check, a failed
+ * sync or allocation, a streamed pass) or rewritten in place
+ * (fm_map_same_file), the runtime is marked broken for good: every later data
+ * access (Dataptr, Dataptr_or_null, Elt, Get_region, Duplicate, write_cols)
+ * raises fm_error_eformat with the recorded message (naming the file) instead
+ * of touching pages that would raise SIGBUS. Dataptr and Dataptr_or_null (once
+ * per operation) also run fm_map_check (one fstat) themselves; Elt and
+ * Get_region only test the flag. */
 #ifndef R_RUNTIME_H
 #define R_RUNTIME_H
 
@@ -45,6 +60,9 @@ typedef struct fmr_runtime {
   int64_t n_vecs;        /* live fmr_vec records that point here */
   fmr_vec *vecs;         /* (n_vecs) doubly linked */
   SEXP wref;             /* preserved weak reference whose key is the handle */
+  char file_id[2 * FM_MAP_FILE_ID_BYTES + 1]; /* hex of fm_map_info.file_id */
+  int is_broken;         /* file truncated or rewritten from outside: no page may be read */
+  char broken_msg[256];  /* why (names the file), raised as fm_error_eformat */
   struct fmr_runtime *next, *prev; /* process-wide list of unfinalized runtimes */
 } fmr_runtime;
 
@@ -63,6 +81,36 @@ struct fmr_vec {
 /* The fmr_runtime of a handle, open or not; raises fm_error_earg when rt is
  * not an "fmalloc_runtime" and fm_error_eclosed when its handle was cleared. */
 fmr_runtime *fmr_runtime_get(SEXP rt);
+
+/* Raise fm_error_eclosed "mapping of '<path>' is closed". */
+void fmr_stop_closed(const char *path) __attribute__((noreturn));
+
+/* Record that r's file was truncated or rewritten from outside (err: the core
+ * error naming the file); r stays broken until closed. */
+void fmr_runtime_mark_broken(fmr_runtime *r, const fm_err *err);
+
+/* Raise fm_error_eclosed when r is closed and fm_error_eformat when it is
+ * broken (no system call). */
+void fmr_runtime_require_intact(const fmr_runtime *r);
+
+/* fmr_runtime_require_intact, then fm_map_check (one fstat): a truncation
+ * found here marks r broken and is raised as fm_error_eformat. Call once per
+ * operation before touching pages. */
+void fmr_runtime_check_pages(fmr_runtime *r);
+
+/* fmr_runtime_check_pages of runtime handle rt: the check before a streamed
+ * pass over a mapped vector (r_mat.c). */
+void fmr_runtime_check_handle(SEXP rt);
+
+/* After a core call on r failed with err: when it was FM_EFORMAT and the file
+ * is indeed truncated (fm_map_check), mark r broken. */
+void fmr_runtime_note_failure(fmr_runtime *r, const fm_err *err);
+
+/* fm_map_alloc in r; on FM_ENOSPC with allow_gc, run R_gc() once (finalizers
+ * free the blocks of dead temporaries) and retry once. Only where running R
+ * finalizers is allowed (.Call entry points, never ALTREP methods). */
+FM_NODISCARD fm_status fmr_runtime_alloc(fmr_runtime *r, uint64_t n_bytes, int allow_gc,
+                                         uint64_t *off_out, fm_err *err);
 
 /* Nonzero when the runtime may allocate, free, name and sync here: open,
  * writable and in the process that opened it. */
@@ -83,9 +131,12 @@ SEXP fmr_runtime_open_c(const char *path, uint64_t cap_bytes, fm_map_mode mode, 
 void fmr_runtime_add_vec(fmr_runtime *r, fmr_vec *v);
 void fmr_runtime_drop_vec(fmr_runtime *r, fmr_vec *v);
 
-/* The live handle of an open map of canonical path in this process, or
- * R_NilValue. */
-SEXP fmr_runtime_find(const char *path);
+/* The live handle of an open persistent map in this process of the file that
+ * path names now (fm_map_same_file), or R_NilValue. A map of path whose file
+ * was replaced (renamed over, deleted) is skipped; one whose file was
+ * truncated or rewritten in place is marked broken and skipped, and err is
+ * set (FM_EFORMAT naming the file); otherwise err->code is FM_OK. */
+SEXP fmr_runtime_find(const char *path, fm_err *err);
 
 /* R type of a stored dtype: plain dtypes map to their R type, packed codecs
  * to RAWSXP (a byte view). */
@@ -93,24 +144,29 @@ SEXPTYPE fmr_dtype_sexptype(fm_dtype t);
 
 /* A new mapped vector over the block at off of runtime handle rt.
  * length: elements as R sees them; named: the directory entry when the block
- * is named, else NULL. Raises on R allocation failure (the block is then
- * left to the caller's cleanup). */
+ * is named (the vector is then marked not mutable), else NULL. Raises on R
+ * allocation failure (the block is then left to the caller's cleanup). */
 SEXP fmr_vec_wrap(SEXP rt, uint64_t off, int64_t length, fm_dtype dtype, const fm_dir_entry *named);
 
 /* Allocate a zero-filled block for `length` elements of dtype (bytes for
- * packed dtypes) in runtime rt and return the mapped vector over it. */
+ * packed dtypes) in runtime rt and return the mapped vector over it (writable
+ * in place). On FM_ENOSPC it collects garbage once and retries
+ * (fmr_runtime_alloc), so call it only from .Call entry points. */
 SEXP fmr_vec_alloc(SEXP rt, fm_dtype dtype, int64_t length);
 
 /* The record of a mapped vector, or NULL when x is not one. */
 fmr_vec *fmr_vec_of(SEXP x);
 
-/* Pointer to the data of a mapped vector; raises fm_error_eclosed when its
- * runtime was closed. */
+/* Pointer to the data of a mapped vector, after fmr_runtime_check_pages:
+ * raises fm_error_eclosed when its runtime was closed, fm_error_eformat when
+ * its file was truncated. */
 void *fmr_vec_ptr(const fmr_vec *v);
 
 /* Before the block at off loses its name (delete, replace): move every live
  * vector that views it onto a fresh unnamed copy, so R values never change
- * under a variable. FM_ENOSPC etc. when the copy cannot be allocated. */
+ * under a variable (the vectors stay marked not mutable). FM_ENOSPC etc. when
+ * the copy cannot be allocated (after one garbage collection), FM_EFORMAT
+ * when the file was truncated. .Call entry points only. */
 FM_NODISCARD fm_status fmr_vec_detach_block(fmr_runtime *r, uint64_t off, fm_err *err);
 
 /* Record that the block at e->off now carries the directory entry e. */

@@ -70,20 +70,80 @@ test_that("value semantics: copies never modify the original", {
   expect_equal(x[3], 3)
 })
 
-test_that("x[] <- v writes into the mapping", {
+test_that("fresh unnamed vectors are written in place", {
   rt <- fm_runtime()
   x <- create_fmalloc_vector("double", 1000, rt)
-  fmalloc_save(x, "x")
   off <- fmalloc_describe(x)$off
   x[] <- seq_len(1000) * 0.5
   expect_equal(fmalloc_describe(x)$off, off) # no copy was made
-  expect_equal(fmalloc_get(rt, "x")[], seq_len(1000) * 0.5)
   x[10] <- -1
-  expect_equal(fmalloc_get(rt, "x")[10], -1)
-  v <- fmalloc_get(rt, "x") # an unshared view writes through as well
-  v[5] <- 42
-  expect_equal(fmalloc_describe(v)$off, off)
-  expect_equal(x[5], 42)
+  expect_equal(fmalloc_describe(x)$off, off)
+  expect_equal(x[c(1, 10, 1000)], c(0.5, -1, 500))
+  m <- create_fmalloc_matrix("integer", 3, 2, rt)
+  moff <- fmalloc_describe(m)$off
+  m[2, 2] <- 7L
+  m[, 1] <- 1:3
+  expect_equal(fmalloc_describe(m)$off, moff)
+  expect_identical(m[], matrix(c(1:3, 0L, 7L, 0L), 3, 2))
+  # saving names the block in place: the stored object has those values
+  fmalloc_save(x, "x")
+  expect_equal(fmalloc_describe(x)$off, off)
+  expect_equal(fmalloc_get(rt, "x")[c(1, 10, 1000)], c(0.5, -1, 500))
+})
+
+test_that("no R variable changes because another one was modified", {
+  rt <- fm_runtime()
+  m <- create_fmalloc_vector("double", 3, rt)
+  m[] <- c(1, NA, 3)
+  fmalloc_save(m, "m", rt)
+  keep <- fmalloc_get(rt, "m")
+  x <- fmalloc_get(rt, "m")
+  x[1] <- 42
+  expect_identical(x[], c(42, NA, 3))
+  expect_identical(keep[], c(1, NA, 3))
+  expect_identical(m[], c(1, NA, 3))
+  expect_identical(fmalloc_get(rt, "m")[], c(1, NA, 3))
+  expect_true(fmalloc_is_mapped(x)) # the copy is a new unnamed block
+  expect_null(fmalloc_describe(x)$name)
+  expect_false(fmalloc_describe(x)$off == fmalloc_describe(keep)$off)
+  clean_mean <- function(v) {
+    v[is.na(v)] <- 0
+    mean(v)
+  }
+  expect_equal(clean_mean(fmalloc_get(rt, "m")), 4 / 3)
+  expect_identical(fmalloc_get(rt, "m")[], c(1, NA, 3))
+  expect_identical(keep[], c(1, NA, 3))
+  # the caller's object of fmalloc_save views the stored object: it is copied
+  # before a change too
+  m[2] <- 0
+  expect_identical(m[], c(1, 0, 3))
+  expect_identical(keep[], c(1, NA, 3))
+  expect_identical(fmalloc_get(rt, "m")[], c(1, NA, 3))
+  # the value fmalloc_save returns, for a copied heap vector as well
+  y <- fmalloc_save(as.double(1:4), "y", rt)
+  y2 <- fmalloc_get(rt, "y")
+  y[] <- 0
+  expect_identical(y[], rep(0, 4))
+  expect_identical(y2[], as.double(1:4))
+  expect_identical(fmalloc_get(rt, "y")[], as.double(1:4))
+  # matrices, subassignment by row and column, and replacement functions
+  a <- fmalloc_save(matrix(1:6, 2, 3), "a", rt)
+  b <- fmalloc_get(rt, "a")
+  b[1, ] <- 0L
+  dim(b) <- NULL
+  names(a) <- NULL
+  a[2, 3] <- -1L
+  expect_identical(fmalloc_get(rt, "a")[], matrix(1:6, 2, 3))
+  # writing into a stored object on purpose: fmalloc_write_cols, seen by every view
+  v1 <- fmalloc_get(rt, "a")
+  v2 <- fmalloc_get(rt, "a")
+  fmalloc_write_cols(v1, 2, c(30L, 40L))
+  expect_identical(v2[, 2], c(30L, 40L))
+  expect_identical(fmalloc_get(rt, "a")[, 2], c(30L, 40L))
+  # or by saving a new object under the name (old views keep their values)
+  fmalloc_save(c(9, 9, 9), "m", rt)
+  expect_identical(keep[], c(1, NA, 3))
+  expect_identical(fmalloc_get(rt, "m")[], c(9, 9, 9))
 })
 
 test_that("access after cleanup raises fm_error_eclosed and never crashes", {

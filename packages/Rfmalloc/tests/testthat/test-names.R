@@ -70,9 +70,11 @@ test_that("named objects with dims and dimnames survive sync and reopen in a new
   cleanup_fmalloc(rt)
   res <- run_r('rt <- open_fmalloc("@p@")
                 m <- fmalloc_get(rt, "expr")
-                m[1, 1] <- 100  # writes through: m is an unshared view
+                m0 <- fmalloc_get(rt, "expr")
+                m0[1, 1] <- -5  # a copy: the stored object is unchanged
+                fmalloc_write_cols(m, 1, c(100, m[2:5, 1]))  # writes into it on purpose
                 fmalloc_sync(rt)
-                result <- list(m = m * 1, mapped = fmalloc_is_mapped(m),
+                result <- list(m = m * 1, m0 = m0[1, 1], mapped = fmalloc_is_mapped(m),
                                ints = fmalloc_get(rt, "ints") + 0L,
                                list = fmalloc_list(rt), blocks = fmalloc_info(rt)$n_blocks)
                 cleanup_fmalloc(rt)', p = path)
@@ -80,10 +82,11 @@ test_that("named objects with dims and dimnames survive sync and reopen in a new
   expected <- matrix((1:15) / 4, 5, 3, dimnames = dn)
   expected[1, 1] <- 100
   expect_identical(res$m, expected)
+  expect_identical(res$m0, -5)
   expect_identical(res$ints, -3:3)
   expect_identical(res$list$name, c("expr", "ints"))
   expect_identical(res$list$dims, c("5 x 3", "7"))
-  expect_equal(res$blocks, 3) # two objects and the dimnames companion
+  expect_equal(res$blocks, 4) # two objects, the dimnames companion and the copy m0
   rt <- open_fmalloc(path, read_only = TRUE)
   expect_equal(fmalloc_get(rt, "expr")[1, 1], 100)
   cleanup_fmalloc(rt)
@@ -98,7 +101,8 @@ test_that("saving a vector of another runtime copies it into the target runtime"
   expect_true(fmalloc_is_mapped(y))
   expect_equal(fmalloc_describe(y)$mode, "scratch")
   expect_null(fmalloc_describe(x)$name)
-  y[1] <- 0L
+  y[1] <- 0L # a copy: y views the stored object
+  expect_identical(y[], c(0L, 5:1))
   expect_identical(x[], 6:1)
-  expect_identical(fmalloc_get(rt2, "x")[], c(0L, 5:1))
+  expect_identical(fmalloc_get(rt2, "x")[], 6:1)
 })

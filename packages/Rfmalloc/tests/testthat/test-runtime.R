@@ -5,7 +5,11 @@ test_that("open_fmalloc returns a runtime with info and a print method", {
   expect_true(file.exists(path))
   info <- fmalloc_info(rt)
   expect_named(info, c("path", "mode", "read_only", "cap_bytes", "file_bytes", "used_bytes",
-                       "n_blocks", "n_named", "sync_seq"))
+                       "n_blocks", "n_named", "sync_seq", "format_version", "file_id",
+                       "is_broken"))
+  expect_identical(info$format_version, 2L)
+  expect_match(info$file_id, "^[0-9a-f]{32}$")
+  expect_false(info$is_broken)
   expect_equal(info$path, normalizePath(path))
   expect_equal(info$mode, "persistent")
   expect_false(info$read_only)
@@ -106,7 +110,7 @@ test_that("replacing the file by rename leaves mapped values unchanged", {
   expect_true(fmalloc_check(rt))
   y <- fmalloc_get(rt, "x")
   expect_equal(y[1000], 1000 / 7)
-  x[1] <- -1
+  fmalloc_write_cols(x, 1, c(-1, x[-1]))
   expect_equal(y[1], -1)
 })
 
@@ -243,4 +247,134 @@ test_that("deleting the backing file while objects live behaves as documented", 
   cleanup_fmalloc(rt)
   expect_error(x[1], class = "fm_error_eclosed")
   expect_error(readRDS(rds), class = "fm_error_eio")
+})
+
+test_that("after a truncation is detected, data access raises instead of SIGBUS", {
+  skip_on_os("windows")
+  skip_if(Sys.which("truncate") == "", "truncate(1) is not available")
+  path <- fm_tmp()
+  # In a child process: without the fix R dies of SIGBUS.
+  res <- run_r('
+    rt <- open_fmalloc("@p@", size_gb = 0.05)
+    X <- create_fmalloc_matrix("double", 1e5, 10, rt)
+    X[] <- 1
+    x <- X[, 1] * 0  # a heap vector, unaffected
+    fmalloc_sync(rt)
+    stopifnot(system2("truncate", c("-s", "2200000", shQuote("@p@"))) == 0L)
+    cls <- function(expr) tryCatch({ force(expr); "no error" }, error = function(e) class(e)[1])
+    msg <- function(expr) tryCatch({ force(expr); "" }, error = conditionMessage)
+    result <- list(colmeans = cls(fmalloc_colMeans(X)),
+                   broken = fmalloc_info(rt)$is_broken,
+                   crossprod = cls(crossprod(X)), sum = cls(sum(X)),
+                   sum_msg = msg(sum(X)), elt = cls(X[1]), elt_far = cls(X[1e5, 10]),
+                   fm_elt = cls(Rfmalloc:::fm_elt(X, 999999)),
+                   region = cls(Rfmalloc:::fm_region(X, 0, 3)),
+                   dup = cls({ Y <- X; Y[1] <- 0 }),
+                   write = cls(fmalloc_write_cols(X, 1, rep(0, 1e5))),
+                   print = cls(capture.output(print(X[1:2, ]))),
+                   alloc = cls(create_fmalloc_vector("double", 10, rt)),
+                   save = cls(fmalloc_save(1:3, "y", rt)),
+                   sync = cls(fmalloc_sync(rt)), heap = sum(x),
+                   cleanup = cls(cleanup_fmalloc(rt)), after = cls(sum(X)))', p = path)
+  expect_equal(res$colmeans, "fm_error_eformat")
+  expect_true(res$broken)
+  for (k in c("crossprod", "sum", "elt", "elt_far", "fm_elt", "region", "dup", "write",
+              "print", "alloc", "save", "sync", "cleanup"))
+    expect_equal(res[[k]], "fm_error_eformat", label = k)
+  expect_match(res$sum_msg, path, fixed = TRUE)
+  expect_equal(res$heap, 0)
+  expect_equal(res$after, "fm_error_eclosed")
+})
+
+test_that("data pointers check the file: an undetected truncation is an error, not SIGBUS", {
+  skip_on_os("windows")
+  skip_if(Sys.which("truncate") == "", "truncate(1) is not available")
+  path <- fm_tmp()
+  res <- run_r('
+    rt <- open_fmalloc("@p@", size_gb = 0.05)
+    X <- create_fmalloc_matrix("double", 1e5, 10, rt)
+    X[] <- 1
+    v <- create_fmalloc_vector("double", 1e6, rt)
+    v[] <- 2
+    fmalloc_sync(rt)
+    stopifnot(system2("truncate", c("-s", "2200000", shQuote("@p@"))) == 0L)
+    cls <- function(expr) tryCatch({ force(expr); "no error" }, error = function(e) class(e)[1])
+    result <- list(crossprod = cls(crossprod(X)), broken = fmalloc_info(rt)$is_broken,
+                   sum = cls(sum(v)), mean = cls(mean(v)), arith = cls(v + 1),
+                   assign = cls(v[] <- 3))', p = path)
+  expect_equal(res$crossprod, "fm_error_eformat")
+  expect_true(res$broken)
+  for (k in c("sum", "mean", "arith", "assign"))
+    expect_equal(res[[k]], "fm_error_eformat", label = k)
+  # each of sum() and %*% finds the truncation by itself, too
+  res <- run_r('
+    rt <- open_fmalloc("@p@", size_gb = 0.05)
+    v <- create_fmalloc_vector("double", 1e6, rt)
+    v[] <- 2
+    X <- create_fmalloc_matrix("double", 1e5, 10, rt)
+    stopifnot(system2("truncate", c("-s", "2200000", shQuote("@p@"))) == 0L)
+    a <- tryCatch(sum(v), error = function(e) class(e)[1])
+    rt2 <- open_fmalloc("@p@.2", size_gb = 0.05)
+    M <- create_fmalloc_matrix("double", 1e5, 10, rt2)
+    M[] <- 1
+    stopifnot(system2("truncate", c("-s", "2200000", shQuote("@p@.2"))) == 0L)
+    b <- tryCatch(M %*% rep(1, 10), error = function(e) class(e)[1])
+    unlink("@p@.2")
+    result <- list(sum = a, prod = b)', p = path)
+  expect_equal(res$sum, "fm_error_eformat")
+  expect_equal(res$prod, "fm_error_eformat")
+})
+
+test_that("allocation collects garbage before it reports a full runtime", {
+  rt2 <- fm_runtime(size_gb = 0.01, mode = "scratch")
+  for (i in 1:100) y <- create_fmalloc_vector("double", 1e5, rt2)
+  expect_true(fmalloc_is_mapped(y))
+  expect_lte(fmalloc_info(rt2)$n_blocks, 20)
+  # saving heap vectors copies them into new blocks: the same applies
+  for (i in 1:100) z <- fmalloc_save(as.double(1:1e5) + i, "z", rt2)
+  expect_identical(fmalloc_get(rt2, "z")[c(1, 1e5)], c(101, 1e5 + 100))
+  # copies made by R (Duplicate) never fail: a heap copy when the cap is full
+  for (i in 1:100) {
+    w <- y
+    w[1] <- i
+  }
+  expect_identical(w[1:2], c(100, 0))
+  # live data beyond the cap are still an error, and the runtime stays usable
+  live <- list()
+  err <- tryCatch({
+    for (i in 1:20) live[[i]] <- create_fmalloc_vector("double", 1e5, rt2)
+    NULL
+  }, error = function(e) e)
+  expect_s3_class(err, "fm_error_enospc")
+  rm(live)
+  expect_true(fmalloc_is_mapped(create_fmalloc_vector("double", 1e5, rt2)))
+})
+
+test_that("errors name the closed file and swapped arguments", {
+  path <- fm_tmp()
+  rt <- open_fmalloc(path, size_gb = 0.05)
+  x <- create_fmalloc_vector("double", 3, rt)
+  fmalloc_save(x, "m")
+  cleanup_fmalloc(rt)
+  for (f in list(function() x[1], function() sum(x), function() fmalloc_info(rt),
+                 function() fmalloc_get(rt, "m"), function() fmalloc_sync(rt))) {
+    err <- tryCatch(f(), error = function(e) e)
+    expect_s3_class(err, "fm_error_eclosed")
+    expect_equal(conditionMessage(err),
+                 sprintf("mapping of '%s' is closed", normalizePath(path)))
+  }
+  rt <- fm_runtime()
+  fmalloc_save(1:3, "m", rt)
+  err <- tryCatch(fmalloc_get("m", rt), error = function(e) e)
+  expect_s3_class(err, "fm_error_earg")
+  expect_equal(conditionMessage(err),
+               "runtime must be an fmalloc runtime (from open_fmalloc()), not a character string")
+  expect_error(fmalloc_list(NULL), "not NULL", class = "fm_error_earg")
+  expect_error(fmalloc_delete("m", rt), "not a character string", class = "fm_error_earg")
+  expect_error(create_fmalloc_vector("double", 3, list()), "not a list", class = "fm_error_earg")
+  expect_error(fmalloc_save(1:3, "k", 1), "not a number", class = "fm_error_earg")
+  # straight to C, too
+  err <- tryCatch(.Call(Rfmalloc:::fmr_runtime_info, "x"), error = function(e) e)
+  expect_s3_class(err, "fm_error_earg")
+  expect_match(conditionMessage(err), "not a character string", fixed = TRUE)
 })
