@@ -31,7 +31,7 @@ core-asan:
 # ASan instead (valgrind and SIGKILLed children make a slow, noisy pair).
 VALGRIND_MAP_TESTS := basic_roundtrip big_offsets free_and_reuse resize_blocks name_rules \
   unsynced_changes_lost directory_full corrupt_files seq_exhausted uid_lease_zero \
-  empty_file_and_caps scratch_mode truncate_and_replace null_safety
+  empty_file_and_caps scratch_mode truncate_and_replace null_safety file_identity same_file
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
 
 core-valgrind: core

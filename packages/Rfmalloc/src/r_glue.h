@@ -19,7 +19,7 @@ void fmr_raise(const fm_err *err) __attribute__((noreturn));
 void fmr_stop(fm_status code, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 
 /* The fm_map of a runtime external pointer (class "fmalloc_runtime");
- * raises fm_error_eclosed "mapping is closed" after cleanup_fmalloc. */
+ * raises fm_error_eclosed "mapping of '<path>' is closed" after cleanup_fmalloc. */
 fm_map *fmr_runtime_map(SEXP rt);
 
 /* fm_ctl whose cancel callback runs R_CheckUserInterrupt inside

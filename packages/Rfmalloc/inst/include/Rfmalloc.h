@@ -22,7 +22,9 @@
 
 /* A new zero-filled mapped vector of `length` elements (bytes for packed
  * dtypes) in the runtime handle rt (class "fmalloc_runtime"). A temporary:
- * freed when R collects it, unless named with fmalloc_save(). */
+ * freed when R collects it, unless named with fmalloc_save(). On a full
+ * runtime it runs one garbage collection (to free dead temporaries) and
+ * retries before raising fm_error_enospc. */
 static inline SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length) {
   static SEXP (*fun)(SEXP, int, double) = NULL;
   if (!fun) fun = (SEXP(*)(SEXP, int, double))R_GetCCallable("Rfmalloc", "Rfmalloc_vec_alloc");
