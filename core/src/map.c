@@ -446,8 +446,9 @@ static fm_status load(fm_map *m, uint64_t cap_req, fm_err *err) {
   m->seq = c->seq;
   m->active = k;
   /* uids below the lease may have been handed out by a session that died
-   * before committing; start after them. */
-  m->uid_next = c->uid_lease;
+   * before committing; start after them. uid 0 is never valid, and a slot
+   * with lease 0 (no uid handed out) would otherwise give it out. */
+  m->uid_next = c->uid_lease > 0 ? c->uid_lease : 1;
   m->uid_lease = c->uid_lease;
   m->blk = c->blk;
   m->n_blk = m->blk_capa = c->n_blk;

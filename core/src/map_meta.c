@@ -336,6 +336,10 @@ static int sync_range(fm_map *m, uint64_t off, uint64_t end) {
 
 fm_status fmi_map_commit(fm_map *m, uint64_t uid_lease, fm_err *err) {
   fm_status st;
+  /* seq + 1 would wrap to 0, which open rejects: the commit would be lost. */
+  if (m->seq == UINT64_MAX)
+    return fm_err_set(err, FM_EFORMAT, "'%s' has used up its commit sequence numbers (seq %llu)",
+                      m->path, (ull)m->seq);
   if (m->mode == FM_MAP_SCRATCH) {
     /* Nothing survives a scratch map, so only the bookkeeping moves on. */
     goto committed;

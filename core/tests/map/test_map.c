@@ -1161,6 +1161,102 @@ static void corrupt_files(void) {
   free(img);
 }
 
+/* Set the u64 at byte field of the newest metadata slot of path (a file with
+ * the default slot size) and recompute the slot's checksum
+ * (docs/formats/fmalloc.md: seq at 8, payload_bytes at 16, lease at 48). */
+static void patch_newest_slot(const char *path, uint64_t field, uint64_t v) {
+  size_t n = 0;
+  uint8_t *img = read_file(path, &n);
+  CHECK(img && n >= DATA_OFF);
+  if (!img || n < DATA_OFF) {
+    free(img);
+    return;
+  }
+  int newest = slot_seq(img, 1) > slot_seq(img, 0) ? 1 : 0;
+  uint8_t *slot = img + 65536 + (uint64_t)newest * FM_MAP_SLOT_BYTES;
+  uint64_t n_payload;
+  memcpy(slot + field, &v, 8);
+  memcpy(&n_payload, slot + 16, 8);
+  uint64_t ck = fm_checksum(slot + 64, (size_t)n_payload, fm_checksum(slot, 56, FM_CHECKSUM_SEED));
+  memcpy(slot + 56, &ck, 8);
+  write_file(path, img, n);
+  free(img);
+}
+
+/* Regression (found by core/fuzz/fuzz_map_open): a slot with uid lease 0 and
+ * no entries is valid, but the writer must not then hand out uid 0 (which
+ * open rejects, so the next open fell back to the older slot). */
+static void uid_lease_zero(void) {
+  const char *path = tpath("lease0.fm");
+  fm_err err;
+  fm_map *m = NULL;
+  CHECK_OK(fm_map_open(path, GIB, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (!m) return;
+  CHECK_OK(fm_map_sync(m, &err), &err);
+  fm_map_close(m);
+  patch_newest_slot(path, 48, 0); /* uid lease */
+  m = NULL;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (!m) return;
+  uint64_t a;
+  fm_dir_entry e;
+  CHECK_OK(fm_map_alloc(m, 100, &a, &err), &err);
+  fill_bytes(fm_map_ptr(m, a), 100, 52);
+  CHECK_OK(name_raw(m, "a", a, 100, &err), &err);
+  CHECK_OK(fm_map_lookup(m, "a", &e, &err), &err);
+  CHECK(e.uid != 0);
+  CHECK_OK(fm_map_sync(m, &err), &err);
+  fm_map_close(m);
+  m = NULL;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 1, &m, &err), &err);
+  if (!m) return;
+  CHECK_OK(fm_map_lookup(m, "a", &e, &err), &err);
+  CHECK(e.off == a && e.uid != 0 && bytes_match(fm_map_ptr(m, a), 100, 52));
+  fm_map_close(m);
+}
+
+/* Regression (found by core/fuzz/fuzz_map_open): a file whose newest slot has
+ * seq UINT64_MAX opens, but a commit must not wrap seq to 0 (a slot open
+ * rejects, so fm_map_sync reported success and the next open lost it). */
+static void seq_exhausted(void) {
+  const char *path = tpath("seq_max.fm");
+  fm_err err;
+  fm_map *m = NULL;
+  CHECK_OK(fm_map_open(path, GIB, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (!m) return;
+  uint64_t a, b;
+  CHECK_OK(fm_map_alloc(m, 100, &a, &err), &err);
+  fill_bytes(fm_map_ptr(m, a), 100, 51);
+  CHECK_OK(name_raw(m, "a", a, 100, &err), &err);
+  CHECK_OK(fm_map_sync(m, &err), &err);
+  fm_map_close(m);
+  patch_newest_slot(path, 8, UINT64_MAX); /* seq */
+
+  m = NULL;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 0, &m, &err), &err);
+  if (!m) return;
+  fm_map_info info;
+  fm_map_get_info(m, &info);
+  CHECK(info.sync_seq == UINT64_MAX && fm_map_dir_count(m) == 1);
+  CHECK_OK(fm_map_unname(m, "a", &err), &err);
+  CHECK(fm_map_sync(m, &err) == FM_EFORMAT);
+  CHECK(has(err.msg, path) && has(err.msg, "sequence"));
+  CHECK_OK(fm_map_alloc(m, 100, &b, &err), &err);
+  CHECK(name_raw(m, "b", b, 100, &err) == FM_EFORMAT); /* its uid commit fails */
+  fm_map_get_info(m, &info);
+  CHECK(info.sync_seq == UINT64_MAX);
+  fm_map_close(m);
+  /* Nothing was committed: the file still opens with "a" intact. */
+  m = NULL;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 1, &m, &err), &err);
+  if (!m) return;
+  fm_dir_entry e;
+  CHECK_OK(fm_map_lookup(m, "a", &e, &err), &err);
+  CHECK(e.off == a && bytes_match(fm_map_ptr(m, a), 100, 51));
+  CHECK(fm_map_dir_count(m) == 1);
+  fm_map_close(m);
+}
+
 /* An existing empty file is initialized by a writer; new-file caps are checked. */
 static void empty_file_and_caps(void) {
   const char *path = tpath("empty.fm");
@@ -1598,6 +1694,8 @@ int main(int argc, char **argv) {
   RUN(unsynced_changes_lost);
   RUN(directory_full);
   RUN(corrupt_files);
+  RUN(seq_exhausted);
+  RUN(uid_lease_zero);
   RUN(empty_file_and_caps);
   RUN(scratch_mode);
   RUN(truncate_and_replace);
