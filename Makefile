@@ -7,7 +7,7 @@ RENV      := R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES)
 PKGS      := packages/Rfmalloc
 JOBS      ?= 2
 
-.PHONY: all setup core core-test core-asan core-valgrind sync install r-test test demo bench check clean
+.PHONY: all setup core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
 
 all: install
 
@@ -39,6 +39,13 @@ core-valgrind: core
 	  args=""; [ $$t = test_map ] && args="$(VALGRIND_MAP_TESTS)"; \
 	  $(VALGRIND) ./$$t $$args >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
 	  echo "valgrind: $$t clean"; done
+
+# libFuzzer targets of the core parsers (core/fuzz/), FUZZ_RUNS executions each.
+FUZZ_RUNS ?= 100000
+fuzz:
+	@dpkg -s clang-14 libclang-rt-14-dev >/dev/null 2>&1 || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 libclang-rt-14-dev >/dev/null; }
+	@CC=clang-14 bash tools/fuzz.sh $(FUZZ_RUNS)
 
 sync:
 	@for p in $(PKGS); do bash tools/sync-core.sh $$p; done

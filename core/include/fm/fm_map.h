@@ -96,7 +96,8 @@ void fm_map_close(fm_map *m);
  * returns, space freed from blocks committed earlier becomes reusable. On a
  * scratch map it only does that bookkeeping (nothing outlives the process).
  * Errors: FM_EFORMAT if the file was truncated from outside (message names
- *         the file, expected and actual size); FM_EIO; FM_EARG if read-only
+ *         the file, expected and actual size) or its commit sequence numbers
+ *         are used up (nothing is committed); FM_EIO; FM_EARG if read-only
  *         or m is NULL. */
 FM_NODISCARD fm_status fm_map_sync(fm_map *m, fm_err *err);
 
