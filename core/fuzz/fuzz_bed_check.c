@@ -39,13 +39,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ASSERT(cond)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                 \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz_util.h"
+
 
 #define HDR 7u
 /* Work bound: the image is at most max_len bytes, so decoded cells are

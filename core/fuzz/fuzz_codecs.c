@@ -51,13 +51,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_ASSERT(cond)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                 \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz_util.h"
+
 
 #define SENTINEL -12345.0
 #define MAX_CELLS (INT64_C(1) << 22) /* work bound for whole-matrix decodes */

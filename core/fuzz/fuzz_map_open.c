@@ -55,13 +55,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FUZZ_ASSERT(cond)                                                                          \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #cond);                 \
-      abort();                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "fuzz_util.h"
+
 
 enum {
   F_PATCH = 1,

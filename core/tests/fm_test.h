@@ -5,6 +5,7 @@
 #define FM_TEST_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -51,6 +52,19 @@ static int fm_test_passed, fm_test_failed;
       fprintf(stderr, "FAILED: %s\n", #fn);                                       \
     }                                                                             \
   } while (0)
+
+/* splitmix64 stream for test data; each test file seeds its own state. */
+static inline uint64_t fm_test_rng_next(uint64_t *state) {
+  uint64_t z = (*state += UINT64_C(0x9e3779b97f4a7c15));
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* Uniform double in [0, 1) from the top 53 bits. */
+static inline double fm_test_rng_unif(uint64_t *state) {
+  return (double)(fm_test_rng_next(state) >> 11) / 9007199254740992.0;
+}
 
 #define FM_TEST_END()                                                             \
   do {                                                                            \

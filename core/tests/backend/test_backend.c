@@ -14,13 +14,8 @@
 #include <string.h>
 
 static uint64_t rng_state = 2024;
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
-static double rng_unif(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
+static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
+static double rng_unif(void) { return fm_test_rng_unif(&rng_state); }
 
 /* The logical matrix after its affine transform, element by element from the
  * stored values (not through fm_panel_decode). */

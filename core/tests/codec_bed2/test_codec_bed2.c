@@ -10,14 +10,9 @@
 #include <string.h>
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
 static int64_t rng_int(int64_t n) { return (int64_t)(rng_next() % (uint64_t)n); }
-static double rng_unif(void) { return (double)(rng_next() >> 11) / 9007199254740992.0; }
+static double rng_unif(void) { return fm_test_rng_unif(&rng_state); }
 
 /* ---- oracle ---- */
 static int ref_code(const uint8_t *col, int64_t i) { return (col[i / 4] >> (2 * (i % 4))) & 3; }

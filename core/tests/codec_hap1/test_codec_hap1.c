@@ -9,12 +9,7 @@
 #include <string.h>
 
 static uint64_t rng_state = 777;
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
 
 static void test_row_bytes(void) {
   CHECK(fm_codec_hap1_row_bytes(0) == 0);

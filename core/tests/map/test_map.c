@@ -40,18 +40,11 @@ static const char *tpath(const char *name) {
   return buf[k];
 }
 
-static uint64_t splitmix(uint64_t *s) {
-  uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
 static void fill_bytes(void *p, uint64_t n, uint64_t seed) {
   uint8_t *b = p;
   uint64_t s = seed * 2654435761u + 1;
   for (uint64_t i = 0; i < n; i += 8) {
-    uint64_t r = splitmix(&s);
+    uint64_t r = fm_test_rng_next(&s);
     for (uint64_t j = 0; j < 8 && i + j < n; j++) b[i + j] = (uint8_t)(r >> (8 * j));
   }
 }
@@ -60,7 +53,7 @@ static int bytes_match(const void *p, uint64_t n, uint64_t seed) {
   const uint8_t *b = p;
   uint64_t s = seed * 2654435761u + 1;
   for (uint64_t i = 0; i < n; i += 8) {
-    uint64_t r = splitmix(&s);
+    uint64_t r = fm_test_rng_next(&s);
     for (uint64_t j = 0; j < 8 && i + j < n; j++)
       if (b[i + j] != (uint8_t)(r >> (8 * j))) return 0;
   }
@@ -690,7 +683,7 @@ static void directory_full(void) {
 
 static uint64_t crash_size(int i) {
   uint64_t s = (uint64_t)i * 7919u;
-  uint64_t r = splitmix(&s);
+  uint64_t r = fm_test_rng_next(&s);
   return 1 + r % ((r >> 32) % 16 == 0 ? 200000 : 20000);
 }
 
@@ -775,7 +768,7 @@ static void crash_kill9(void) {
     close(fds[1]);
     /* Every 3rd trial dies within 1.5 ms: during open, the first commit or
      * its metadata write; the others after a few syncs. */
-    uint64_t r = splitmix(&rs);
+    uint64_t r = fm_test_rng_next(&rs);
     useconds_t delay = (useconds_t)(t % 3 == 0 ? r % 1500 : r % long_us);
     usleep(delay);
     kill(pid, SIGKILL);
@@ -1081,7 +1074,7 @@ static void corrupt_files(void) {
     CHECK(fm_map_open(bad, 0, FM_MAP_PERSISTENT, 1, &r, &err) == FM_EFORMAT && has(err.msg, bad));
   }
   uint64_t s = 99;
-  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)splitmix(&s);
+  for (size_t i = 0; i < n; i++) buf[i] = (uint8_t)fm_test_rng_next(&s);
   write_file(bad, buf, 100000);
   expect_eformat(bad, "not an fmalloc file");
   const char *text = "This is a text file, not an fmalloc file at all.\n";
