@@ -334,6 +334,7 @@ setMethod("%*%", signature("fmalloc_codec_matrix", "fmalloc_codec_matrix"), func
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("%*%", signature("ANY", "fmalloc_codec_matrix"), function(x, y) {
+  if (is.null(dim(x))) x <- matrix(x, nrow = 1) # a vector on the left is a row, as in base R
   x <- .as_operand(x)
   t(.xtb(y, t(x)))
 })
@@ -403,6 +404,10 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
   if (is.null(bytes)) return(.Call(fmr_panel_budget, NULL))
+  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0) {
+    fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0, not %s",
+                             paste(deparse(bytes), collapse = "")))
+  }
   invisible(.Call(fmr_panel_budget, as.numeric(bytes)))
 }
 

@@ -43,10 +43,10 @@
 #'   detected, the runtime is marked broken for good (`fmalloc_info()$is_broken`):
 #'   every later access to the values of its vectors, also element by element,
 #'   raises `fm_error_eformat` instead of touching the lost pages; close it
-#'   with [cleanup_fmalloc()]. Element access (`x[i]`, `REAL_ELT()`) does not
-#'   check the file itself, so reading an element right after a truncation
-#'   that nothing has detected yet can still kill R with SIGBUS, as for any
-#'   mapped file.
+#'   with [cleanup_fmalloc()]. Element and region reads (`x[i]`, `rev(x)`,
+#'   `REAL_ELT()`) check the file at most once a millisecond, so only a
+#'   truncation by another process in the middle of a tight loop of element
+#'   reads can still kill R with SIGBUS, as for any mapped file.
 #' * Rewritten in place (`cp other path`, `writeLines(..., path)`: same file,
 #'   other contents): the mapping shows the new bytes, which this runtime
 #'   cannot interpret; restoring a serialized reference (see

@@ -4,9 +4,27 @@
   d <- .mat_desc(x)
   res <- .Call(fmr_colvar, d$storage, d$spec, d$cols)
   names(res) <- c("mean", "var", "n_obs")
+  if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) res <- .transformed(res, x@transform, nrow(x))
   nm <- colnames(x)
   if (!is.null(nm)) res <- lapply(res, function(v) stats::setNames(v, nm))
   res
+}
+
+# Column statistics of a standardized view from those of its stored values:
+# observed values map to (v - center) * scale, missing ones to fill (when
+# given), and the mixture's mean and variance follow exactly.
+.transformed <- function(s, tr, n) {
+  p <- length(s$mean)
+  ctr <- if (is.null(tr$center)) rep(0, p) else tr$center
+  mult <- if (is.null(tr$scale)) rep(1, p) else tr$scale
+  m_obs <- (s$mean - ctr) * mult
+  v_obs <- s$var * mult^2
+  if (is.null(tr$fill)) return(list(mean = m_obs, var = v_obs, n_obs = s$n_obs))
+  n_miss <- n - s$n_obs
+  mean <- (m_obs * s$n_obs + tr$fill * n_miss) / n
+  ss <- ifelse(s$n_obs > 1, v_obs * (s$n_obs - 1), 0) +
+    ifelse(s$n_obs > 0, s$n_obs * (m_obs - mean)^2, 0) + n_miss * (tr$fill - mean)^2
+  list(mean = mean, var = if (n > 1) ss / (n - 1) else rep(NA_real_, p), n_obs = rep(n, p))
 }
 
 #' Streamed column means and variances
@@ -21,8 +39,8 @@
 #' gives `NA`. Variances use the denominator `n_obs - 1`, as [var()], and
 #' are computed by the two-pass algorithm (dense storage) or exactly from
 #' genotype counts (`"bed2"`), so they do not depend on block size.
-#' Transforms set by [fmalloc_standardize()] are not applied: these are
-#' statistics of the stored values.
+#' On a view from [fmalloc_standardize()] they are the statistics of the
+#' standardized values (missing values imputed by the view count as observed).
 #'
 #' @param x a numeric matrix, an fmalloc matrix, or an `fmalloc_codec_matrix`.
 #' @param na.rm drop missing values (default `TRUE`).

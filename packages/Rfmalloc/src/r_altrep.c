@@ -13,9 +13,10 @@
  *   Dataptr_or_null   the same pointer and checks, or NULL after close (R
  *                     then uses Elt, which raises).
  *   Elt, Get_region   bounds-checked reads; they test the closed and broken
- *                     flags but run no system call, so element access right
- *                     after a truncation nothing has detected yet can still
- *                     raise SIGBUS, as with any mapped file.
+ *                     flags and check the file at most once a millisecond
+ *                     (fmr_runtime_check_pages_throttled), so only a
+ *                     truncation by another process during a tight loop of
+ *                     element reads can still raise SIGBUS.
  *   Duplicate         a new unnamed block in the same runtime, bytes copied:
  *                     value semantics without materialising into the heap.
  *                     NULL (R copies into the heap) when the runtime is
@@ -105,9 +106,9 @@ void *fmr_vec_ptr(const fmr_vec *v) {
   return block_ptr(v);
 }
 
-/* For per-element access: closed and broken flags only, no system call. */
+/* For per-element access: the file check at most once a millisecond. */
 static void *vec_ptr_fast(const fmr_vec *v) {
-  fmr_runtime_require_intact(v->rt);
+  fmr_runtime_check_pages_throttled(v->rt);
   return block_ptr(v);
 }
 

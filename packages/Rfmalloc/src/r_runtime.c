@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static fmr_runtime *g_runtimes = NULL; /* unfinalized runtimes of this process */
@@ -138,8 +139,20 @@ void fmr_runtime_require_intact(const fmr_runtime *r) {
   if (r->is_broken) fmr_stop(FM_EFORMAT, "%s", r->broken_msg);
 }
 
+static int64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void fmr_runtime_check_pages_throttled(fmr_runtime *r) {
+  fmr_runtime_require_intact(r);
+  if (monotonic_ns() - r->last_check_ns >= 1000000) fmr_runtime_check_pages(r);
+}
+
 void fmr_runtime_check_pages(fmr_runtime *r) {
   fmr_runtime_require_intact(r);
+  r->last_check_ns = monotonic_ns();
   fm_err err;
   fm_status st = fm_map_check(r->map, &err);
   if (st == FM_OK) return;

@@ -62,6 +62,7 @@ typedef struct fmr_runtime {
   SEXP wref;             /* preserved weak reference whose key is the handle */
   char file_id[2 * FM_MAP_FILE_ID_BYTES + 1]; /* hex of fm_map_info.file_id */
   int is_broken;         /* file truncated or rewritten from outside: no page may be read */
+  int64_t last_check_ns; /* CLOCK_MONOTONIC time of the last fm_map_check */
   char broken_msg[256];  /* why (names the file), raised as fm_error_eformat */
   struct fmr_runtime *next, *prev; /* process-wide list of unfinalized runtimes */
 } fmr_runtime;
@@ -97,6 +98,13 @@ void fmr_runtime_require_intact(const fmr_runtime *r);
  * found here marks r broken and is raised as fm_error_eformat. Call once per
  * operation before touching pages. */
 void fmr_runtime_check_pages(fmr_runtime *r);
+
+/* The same check for per-element reads (Elt, Get_region), which come in tight
+ * loops: the file is checked at most once a millisecond. A truncation that
+ * happened before the loop began (any shell command takes longer) is caught;
+ * one from another process during a tight loop may be seen up to 1 ms late,
+ * which is the documented SIGBUS window. */
+void fmr_runtime_check_pages_throttled(fmr_runtime *r);
 
 /* fmr_runtime_check_pages of runtime handle rt: the check before a streamed
  * pass over a mapped vector (r_mat.c). */

@@ -378,3 +378,23 @@ test_that("errors name the closed file and swapped arguments", {
   expect_s3_class(err, "fm_error_earg")
   expect_match(conditionMessage(err), "not a character string", fixed = TRUE)
 })
+
+test_that("element and region reads right after an undetected truncation raise, never SIGBUS", {
+  # run in a child process so that a regression fails this test instead of
+  # killing the suite
+  script <- tempfile(fileext = ".R")
+  writeLines(c(
+    "library(Rfmalloc)",
+    "p <- tempfile(fileext = '.fm'); rt <- open_fmalloc(p, size_gb = 0.05)",
+    "x <- create_fmalloc_vector('double', 1e6, rt); x[] <- 1",
+    "xi <- create_fmalloc_vector('integer', 1e6, rt); xi[] <- 1L",
+    "stopifnot(system2('truncate', c('-s', '2200000', p)) == 0)",
+    "r <- c(tryCatch({x[1e6]; 'no error'}, fm_error_eformat = function(e) 'eformat'),",
+    "       tryCatch({rev(xi); 'no error'}, fm_error_eformat = function(e) 'eformat'),",
+    "       tryCatch({x[999999:1e6]; 'no error'}, fm_error_eformat = function(e) 'eformat'))",
+    "cat(r, sep = '\\n')"), script)
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
+                                  stderr = TRUE,
+                                  env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":"))))
+  expect_identical(tail(out, 3), rep("eformat", 3))
+})

@@ -69,3 +69,29 @@ test_that("the option fmalloc.panel_bytes sets the panel budget at load", {
                  stdout = TRUE, env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":")))
   expect_identical(tail(out, 1), "4096")
 })
+
+test_that("statistics of a standardized view are those of its standardized values", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(12)
+  g <- matrix(sample(c(0:2, NA), 57 * 6, replace = TRUE, prob = c(.4, .3, .2, .1)), 57, 6)
+  X <- fmalloc_bed(g, rt)
+  for (S in list(suppressMessages(fmalloc_standardize(X, scale = TRUE)),
+                 suppressMessages(fmalloc_standardize(X, scale = "binomial")),
+                 fmalloc_standardize(X, center = FALSE, scale = TRUE, impute = FALSE))) {
+    m <- as.matrix(S)
+    expect_equal(fmalloc_colMeans(S), colMeans(m, na.rm = TRUE), tolerance = 1e-12)
+    expect_equal(fmalloc_colVars(S), apply(m, 2, var, na.rm = TRUE), tolerance = 1e-12)
+  }
+})
+
+test_that("a vector on the left of %*% is a row, and bad budgets are refused", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  g <- matrix(sample(0:2, 30 * 7, replace = TRUE), 30, 7)
+  X <- fmalloc_bed(g, rt)
+  expect_equal((1:30) %*% X, (1:30) %*% (g * 1.0), ignore_attr = TRUE)
+  for (bad in list(Inf, -1, NA, c(1, 2), "abc")) {
+    expect_error(fmalloc_panel_budget(bad), class = "fm_error_earg")
+  }
+})
