@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Copy the C core into an R package's src/ (generated, never committed), or
-# with --check report whether the package's copy has drifted from core/.
+# Copy the core modules an R package lists in <pkg>/core-modules (one name a
+# line: "x" means core/src/x.c, "x.h" a private header) and every public
+# header into the package's src/ (generated, never committed), or with
+# --check report whether the package's copy has drifted from core/.
 # Usage: tools/sync-core.sh [--check] packages/Rfmalloc
 set -euo pipefail
 check=0
@@ -17,9 +19,12 @@ sync_one() { # from to
     cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
   fi
 }
-for f in "$top"/core/src/*.c "$top"/core/src/*.h; do
-  [ -e "$f" ] && sync_one "$f" "$src/$(basename "$f")"
-done
+while read -r name; do
+  case $name in '' | '#'*) continue ;; esac
+  case $name in *.h) f=$top/core/src/$name ;; *) f=$top/core/src/$name.c ;; esac
+  [ -e "$f" ] || { echo "sync-core: $pkg/core-modules names $name, but $f does not exist" >&2; exit 1; }
+  sync_one "$f" "$src/$(basename "$f")"
+done < "$pkg/core-modules"
 for f in "$top"/core/include/fm/*.h; do
   sync_one "$f" "$src/fm/$(basename "$f")"
 done

@@ -1,0 +1,132 @@
+/* fm_fmt.h: genotype records, the reader interface every format implements,
+ * and the destinations records stream into (Rpgen's core).
+ *
+ * A reader parses one format once and yields records in file order, one per
+ * biallelic variant, into a caller-owned fm_gt_record. A destination turns
+ * records into the bytes of an Rfmalloc codec column: hardcall (bed2),
+ * dosage (dos8), haplotype (hap1 rows) or dense (f64). fm_fmt_stream drives a
+ * reader into a destination with sample and variant subsets, in bounded
+ * blocks, polling fm_ctl between blocks.
+ *
+ * Conventions, identical in every reader (docs/formats/conventions.md):
+ *  - Counted allele: ALT (the .bim column-5 allele A1 for PLINK 1 files, the
+ *    second allele of BGEN/GEN/HAPS, the .snp column-6... per format doc).
+ *    Hardcalls are ALT counts 0, 1, 2; FM_GT_MISSING when missing.
+ *  - Haploid calls (chrX males, chrY, MT) are coded PLINK style: 0 or 2.
+ *    A heterozygous haploid call is impossible and becomes missing.
+ *  - Half-calls (one allele known, `0|.`): the hardcall is missing; the
+ *    haplotype slots keep the known allele in its slot and mark the other
+ *    slot missing.
+ *  - Multi-allelic records (REF plus ALT1..ALTk, k > 1) are split into k
+ *    biallelic records, record j counting copies of ALTj (other ALTs count 0),
+ *    with ID "<id>" kept and alt set to ALTj; a genotype with a missing allele
+ *    is missing in every split record.
+ *  - Probabilities (BGEN, GEN): dosage = P(het) + 2 P(hom ALT) over the
+ *    probabilities as stored; when they sum to less than 1 the remainder is
+ *    left unassigned (not renormalized); all three zero means missing. The
+ *    hardcall is the most probable genotype when its probability is >= 0.9
+ *    (plink2's --hard-call-threshold 0.1), else missing.
+ *
+ * Ownership: readers own their buffers; strings in a record are borrowed
+ * until the next call on the reader. Thread safety: one reader per thread. */
+#ifndef FM_FMT_H
+#define FM_FMT_H
+
+#include "fm_base.h"
+
+#define FM_GT_MISSING ((int8_t)-1)
+
+/* One biallelic variant for all samples of the file. */
+typedef struct fm_gt_record {
+  int64_t n_samples;
+  /* variant metadata, borrowed from the reader until its next call */
+  const char *chrom;
+  int64_t pos;        /* 1-based base-pair position, 0 when unknown */
+  const char *id;
+  const char *ref;    /* uncounted allele */
+  const char *alt;    /* counted allele */
+  /* genotypes, buffers owned by the reader (lengths in samples) */
+  int8_t *hardcall;   /* (n_samples) ALT count 0/1/2 or FM_GT_MISSING */
+  double *dosage;     /* (n_samples) ALT dosage in [0, 2], NaN missing; NULL when the
+                         format stores hardcalls only (use hardcall) */
+  int8_t *hap;        /* (2 n_samples) alleles per slot (0 REF, 1 ALT, FM_GT_MISSING),
+                         slot order as stored; NULL when the record is unphased */
+  int is_phased;      /* nonzero when hap holds phased alleles */
+} fm_gt_record;
+
+/* What a reader knows before streaming. */
+typedef struct fm_fmt_info {
+  const char *format;   /* "bed", "pgen", "bgen", "vcf", ... */
+  int64_t n_samples;
+  int64_t n_variants;   /* -1 when unknown until the file is read */
+  int is_phased;        /* some record carries phase */
+  int has_dosage;       /* records carry dosages */
+} fm_fmt_info;
+
+typedef struct fm_reader fm_reader;
+
+/* The operations of one format. `next` fills *rec with the next record and
+ * returns FM_OK, or returns FM_EUNSUPPORTED at the end of the file (no
+ * record); errors name the file and the record, line or byte offset. */
+typedef struct fm_reader_ops {
+  fm_status (*next)(fm_reader *r, fm_gt_record *rec, fm_err *err);
+  void (*close)(fm_reader *r);
+} fm_reader_ops;
+
+struct fm_reader {
+  const fm_reader_ops *ops;
+  fm_fmt_info info;
+  char **sample_ids;   /* owned: n_samples strings (IID) */
+  void *impl;          /* owned by the format */
+};
+
+#define FM_FMT_END FM_EUNSUPPORTED
+
+FM_NODISCARD fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err);
+void fm_reader_close(fm_reader *r); /* safe on NULL */
+
+/* ---- destinations ----------------------------------------------------- */
+
+typedef enum fm_dest_kind {
+  FM_DEST_HARDCALL = 1, /* bed2 columns: col_bytes = ceil(n_out / 4) */
+  FM_DEST_DOSAGE = 2,   /* dos8 columns: col_bytes = n_out */
+  FM_DEST_HAPLOTYPE = 3,/* hap1 rows of 2 n_out haplotypes + a missing-slot
+                           bit plane of the same shape right after the allele
+                           rows (docs/formats/hap1.md) */
+  FM_DEST_DENSE = 4     /* f64 columns: col_bytes = 8 n_out, NaN missing */
+} fm_dest_kind;
+
+typedef struct fm_dest {
+  fm_dest_kind kind;
+  uint8_t *data;               /* borrowed: n_out_variants columns (or rows) */
+  int64_t n_out_samples;       /* samples written per column */
+  int64_t n_out_variants;
+  const int64_t *sample_index; /* borrowed: (n_out_samples) 0-based input samples,
+                                  duplicates allowed; NULL = all in order */
+} fm_dest;
+
+/* Bytes the destination needs for n_out_samples x n_out_variants. */
+FM_NODISCARD fm_status fm_dest_bytes(fm_dest_kind kind, int64_t n_out_samples,
+                                     int64_t n_out_variants, uint64_t *n_bytes_out, fm_err *err);
+
+/* Write record rec as output column `col`. Dosage destinations use
+ * rec->dosage when present, else the hardcall; hardcall destinations use
+ * rec->hardcall; haplotype destinations need rec->hap (FM_EMISMATCH naming
+ * the variant when the record is unphased). */
+FM_NODISCARD fm_status fm_dest_put(const fm_dest *d, int64_t col, const fm_gt_record *rec,
+                                   fm_err *err);
+
+/* Stream r into d. variant_index (n_out_variants, sorted or not, duplicates
+ * allowed; NULL = every record in order) selects input records by 0-based
+ * position; each selected record is written to every output column that
+ * requests it. Records are consumed in file order; cancel is polled every
+ * block_records records and progress is reported in records.
+ * Variant metadata of the written columns is reported through on_variant
+ * (may be NULL), called once per input record that is selected. */
+typedef void (*fm_variant_fn)(void *ud, int64_t in_index, const fm_gt_record *rec);
+
+FM_NODISCARD fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_index,
+                                     int64_t block_records, fm_variant_fn on_variant,
+                                     void *on_variant_ud, const fm_ctl *ctl, fm_err *err);
+
+#endif
