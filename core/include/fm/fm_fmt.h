@@ -82,6 +82,10 @@ struct fm_reader {
 
 #define FM_FMT_END FM_EUNSUPPORTED
 
+/* Each format's open function (fm_fmt_<format>_open in fm_fmt_<format>.h)
+ * mallocs the fm_reader, fills ops, info, sample_ids (malloc'd array of
+ * malloc'd strings) and impl. fm_reader_close calls ops->close, which frees
+ * impl (and whatever it owns) only, then frees sample_ids and the reader. */
 FM_NODISCARD fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err);
 void fm_reader_close(fm_reader *r); /* safe on NULL */
 
