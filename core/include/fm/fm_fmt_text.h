@@ -1,0 +1,80 @@
+/* fm_fmt_text.h: readers of the line-oriented genotype formats: Oxford GEN,
+ * Oxford HAPS (with .sample) and IMPUTE2 HAPS + LEGEND, and EIGENSTRAT
+ * (text .geno, or packed ancestrymap .geno detected from its "GENO" magic).
+ *
+ * Every reader streams: it holds one line (or one packed record) of each input
+ * at a time, so memory is bounded by the longest line, whatever the number of
+ * variants. Input may be plain text or gzip (read through zlib, detected from
+ * the bytes). Parsing is strict: a wrong field count, a bad allele or genotype
+ * code, an unparsable number, a companion file with a different sample or
+ * variant count, or a truncated packed record is an error whose message names
+ * the file, the 1-based line (or 0-based packed record) and what was expected.
+ *
+ * Conventions (fm_fmt.h; byte layouts in docs/formats/text_formats.md):
+ *  - GEN, HAPS: the first allele is REF, the second is ALT and is counted.
+ *  - EIGENSTRAT: .geno holds copies of the .snp column-5 allele, which is the
+ *    counted allele (alt); column 6 is ref. 9 (text) or 3 (packed) = missing.
+ *  - Sample IDs are the .sample ID_2 column (IID), or the .ind column 1.
+ *
+ * Ownership: open functions return an owned fm_reader (close it with
+ * fm_reader_close); paths are copied. Thread safety: one reader per thread. */
+#ifndef FM_FMT_TEXT_H
+#define FM_FMT_TEXT_H
+
+#include "fm_fmt.h"
+
+/* Open an Oxford GEN file with its SAMPLE file.
+ * Lines:  "chrom id pos a1 a2" then 3 probabilities per sample (P(a1a1),
+ *         P(a1a2), P(a2a2)); a 6-column variant "chrom snpid rsid pos a1 a2"
+ *         is accepted too (id = rsid). The .sample file has 2 header lines.
+ * Units:  record dosage = P(a1a2) + 2 P(a2a2) (NaN when all three are 0);
+ *         hardcall = argmax genotype when its probability >= 0.9, else missing.
+ * Errors: FM_EARG on NULL arguments; FM_EIO when a file cannot be opened or
+ *         read; FM_EFORMAT on a malformed line (named by file and line),
+ *         including a field count that does not match the .sample count;
+ *         FM_ENOMEM.
+ * Owns:   *out (owned, fm_reader_close). info.n_variants is -1.
+ * Source: docs/formats/text_formats.md; oracle: the .traw beside the fixture
+ *         (core/tests/fmt_text/test_fmt_text.c). */
+FM_NODISCARD fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path,
+                                       fm_reader **out, fm_err *err);
+
+/* Open an Oxford HAPS file ("chrom id pos a0 a1" then 2 alleles per sample,
+ * 0 = a0 = REF, 1 = a1 = ALT; "-" in the second slot marks a haploid call)
+ * with its SAMPLE file.
+ * Units:  rec->hap = alleles per slot (haploid: second slot FM_GT_MISSING),
+ *         rec->hardcall = their sum (haploid: 2 x allele, PLINK style).
+ * Errors: as fm_fmt_gen_open; a bad allele code is FM_EFORMAT naming file,
+ *         line and sample.
+ * Owns:   *out (owned). Source: docs/formats/text_formats.md. */
+FM_NODISCARD fm_status fm_fmt_haps_open(const char *haps_path, const char *sample_path,
+                                        fm_reader **out, fm_err *err);
+
+/* Open an IMPUTE2 haplotype file (2 alleles per sample per line, nothing
+ * else) with its LEGEND ("id position a0 a1" header, then one line per
+ * variant) and SAMPLE file. chrom (may be NULL: "." is reported) is the
+ * chromosome of every record, as neither file stores it.
+ * Errors: as fm_fmt_haps_open; FM_EMISMATCH when the legend and the haps
+ *         file have different line counts (named by file and line).
+ * Owns:   *out (owned); chrom is copied. */
+FM_NODISCARD fm_status fm_fmt_haps_legend_open(const char *haps_path, const char *legend_path,
+                                               const char *sample_path, const char *chrom,
+                                               fm_reader **out, fm_err *err);
+
+/* Open EIGENSTRAT genotypes: .geno (text: one line per SNP, one character
+ * 0/1/2/9 per individual; or packed ancestrymap: a header record starting
+ * "GENO <n_ind> <n_snp> <ind hash> <snp hash>", then one record per SNP of
+ * max(48, ceil(2 n_ind / 8)) bytes, 2 bits per individual, first individual
+ * in the high bits, 3 = missing), .snp ("id chrom cM pos a1 a2") and .ind
+ * ("id sex label").
+ * Units:  hardcall = copies of the .snp column-5 allele (rec->alt).
+ * Errors: as fm_fmt_gen_open; FM_EFORMAT names the packed record and byte
+ *         offset when a record is short; FM_EMISMATCH when the packed header
+ *         counts differ from .ind/.snp, or the files have different lengths;
+ *         FM_EUNSUPPORTED for transposed packed files ("TGENO").
+ * Owns:   *out (owned). info.n_variants is known for packed files only. */
+FM_NODISCARD fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
+                                              const char *ind_path, fm_reader **out,
+                                              fm_err *err);
+
+#endif

@@ -1,0 +1,554 @@
+/* Tests of the text genotype readers (fm_fmt_text.h): GEN, HAPS, HAPS+LEGEND
+ * and EIGENSTRAT (text and packed) against the chr22 .traw ALT-count matrix of
+ * the 1kg_phase3_subset fixture, plus hand-written small and bad inputs. */
+#define _GNU_SOURCE
+#include "fm/fm_fmt_text.h"
+#include "fm_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---- fixture: the .traw ground truth ---------------------------------- */
+
+static char g_text_dir[4096];
+static int g_have_fixtures;
+
+typedef struct traw {
+  int64_t n_samples, n_variants;
+  char **sample_cols; /* FID_IID */
+  char **ids;
+  char **counted;
+  int8_t *gt; /* n_variants x n_samples, variant-major */
+} traw;
+static traw g_traw;
+
+static char *xstrdup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *p = malloc(n);
+  memcpy(p, s, n);
+  return p;
+}
+
+static int split_tabs(char *s, char **f, int cap) {
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(s, "\t\n\r", &save); t; t = strtok_r(NULL, "\t\n\r", &save))
+    if (n < cap) f[n++] = t;
+  return n;
+}
+
+static int load_traw(const char *path) {
+  FILE *fp = fopen(path, "r");
+  if (!fp) return 0;
+  char *line = NULL;
+  size_t cap = 0;
+  int fcap = 4096;
+  char **f = malloc((size_t)fcap * sizeof *f);
+  int64_t vcap = 2048;
+  if (getline(&line, &cap, fp) < 0) { fclose(fp); free(f); free(line); return 0; }
+  int nf = split_tabs(line, f, fcap);
+  if (nf < 7 || nf > 4000) { fclose(fp); free(f); free(line); return 0; }
+  g_traw.n_samples = nf - 6;
+  g_traw.sample_cols = malloc((size_t)g_traw.n_samples * sizeof(char *));
+  for (int i = 6; i < nf; i++) g_traw.sample_cols[i - 6] = xstrdup(f[i]);
+  g_traw.ids = malloc((size_t)vcap * sizeof(char *));
+  g_traw.counted = malloc((size_t)vcap * sizeof(char *));
+  g_traw.gt = malloc((size_t)(vcap * g_traw.n_samples));
+  while (getline(&line, &cap, fp) > 0) {
+    nf = split_tabs(line, f, fcap);
+    if (nf != 6 + g_traw.n_samples) break;
+    int64_t v = g_traw.n_variants++;
+    if (v >= vcap) break;
+    g_traw.ids[v] = xstrdup(f[1]);
+    g_traw.counted[v] = xstrdup(f[4]);
+    for (int64_t i = 0; i < g_traw.n_samples; i++) {
+      const char *s = f[6 + i];
+      g_traw.gt[v * g_traw.n_samples + i] = (s[0] == 'N') ? FM_GT_MISSING : (int8_t)(s[0] - '0');
+    }
+  }
+  free(line);
+  free(f);
+  fclose(fp);
+  return 1;
+}
+
+static void free_traw(void) {
+  for (int64_t i = 0; i < g_traw.n_samples; i++) free(g_traw.sample_cols[i]);
+  for (int64_t v = 0; v < g_traw.n_variants; v++) {
+    free(g_traw.ids[v]);
+    free(g_traw.counted[v]);
+  }
+  free(g_traw.sample_cols);
+  free(g_traw.ids);
+  free(g_traw.counted);
+  free(g_traw.gt);
+}
+
+static const char *fx(const char *name) {
+  static char buf[8][4200];
+  static int k;
+  char *b = buf[k++ & 7];
+  snprintf(b, sizeof buf[0], "%s/%s", g_text_dir, name);
+  return b;
+}
+
+/* Sample IDs equal the IID part of the .traw FID_IID headers. */
+static void check_ids(const fm_reader *r) {
+  CHECK(r->info.n_samples == g_traw.n_samples);
+  if (r->info.n_samples != g_traw.n_samples) return;
+  for (int64_t i = 0; i < g_traw.n_samples; i++) {
+    const char *col = g_traw.sample_cols[i], *id = r->sample_ids[i];
+    size_t lc = strlen(col), li = strlen(id);
+    int ok = lc > li && strcmp(col + lc - li, id) == 0 && col[lc - li - 1] == '_';
+    if (!ok) {
+      fprintf(stderr, "sample %lld: id %s vs traw %s\n", (long long)i, id, col);
+      CHECK(ok);
+      return;
+    }
+  }
+}
+
+enum { WANT_DOSAGE = 1, WANT_HAP = 2, BY_ID = 4 };
+
+/* Every record equals its .traw row (in order, or matched by ID); returns the
+ * number of records read. */
+static int64_t check_vs_traw(fm_reader *r, int flags) {
+  fm_gt_record rec;
+  fm_err err = {0};
+  int64_t n = g_traw.n_samples, k = 0, row = 0, bad = 0;
+  fm_status st;
+  while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+    if (flags & BY_ID) {
+      while (row < g_traw.n_variants && strcmp(g_traw.ids[row], rec.id) != 0) row++;
+    }
+    if (row >= g_traw.n_variants || strcmp(g_traw.ids[row], rec.id) != 0 ||
+        strcmp(g_traw.counted[row], rec.alt) != 0 || rec.n_samples != n) {
+      fprintf(stderr, "record %lld (%s, alt %s) does not match a .traw row\n", (long long)k, rec.id,
+              rec.alt);
+      CHECK(0);
+      return k;
+    }
+    const int8_t *want = g_traw.gt + row * n;
+    for (int64_t i = 0; i < n; i++) {
+      if (rec.hardcall[i] != want[i]) bad++;
+      if (flags & WANT_DOSAGE) {
+        if (!rec.dosage || rec.dosage[i] != (double)want[i]) bad++;
+      }
+      if (flags & WANT_HAP) {
+        if (!rec.hap || !rec.is_phased || rec.hap[2 * i] + rec.hap[2 * i + 1] != want[i]) bad++;
+      }
+    }
+    if (bad) {
+      fprintf(stderr, "record %lld (%s): %lld mismatches\n", (long long)k, rec.id, (long long)bad);
+      CHECK(bad == 0);
+      return k;
+    }
+    k++;
+    row++;
+  }
+  CHECK(st == FM_FMT_END);
+  if (st != FM_FMT_END) fprintf(stderr, "%s\n", err.msg);
+  return k;
+}
+
+static void test_gen_fixture(void) {
+  if (!g_have_fixtures) return;
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_gen_open(fx("1kg_bi_chr22.gen"), fx("1kg_bi_chr22.sample"), &r, &err), &err);
+  if (!r) return;
+  CHECK(strcmp(r->info.format, "gen") == 0);
+  CHECK(r->info.has_dosage == 1);
+  check_ids(r);
+  CHECK(check_vs_traw(r, WANT_DOSAGE) == 1097);
+  fm_reader_close(r);
+}
+
+static void test_haps_fixture(void) {
+  if (!g_have_fixtures) return;
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_haps_open(fx("1kg_bi_chr22.haps"), fx("1kg_bi_chr22.sample"), &r, &err), &err);
+  if (!r) return;
+  CHECK(r->info.is_phased == 1);
+  check_ids(r);
+  CHECK(check_vs_traw(r, WANT_HAP) == 1097);
+  fm_reader_close(r);
+}
+
+static void test_haps_legend_fixture(void) {
+  if (!g_have_fixtures) return;
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_haps_legend_open(fx("1kg_bi_chr22_hl.haps"), fx("1kg_bi_chr22_hl.legend"),
+                                   fx("1kg_bi_chr22_hl.sample"), "22", &r, &err),
+           &err);
+  if (!r) return;
+  check_ids(r);
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.chrom, "22") == 0 && rec.pos == 16145159 && strcmp(rec.ref, "G") == 0);
+  fm_reader_close(r);
+  r = NULL;
+  CHECK_OK(fm_fmt_haps_legend_open(fx("1kg_bi_chr22_hl.haps"), fx("1kg_bi_chr22_hl.legend"),
+                                   fx("1kg_bi_chr22_hl.sample"), "22", &r, &err),
+           &err);
+  if (!r) return;
+  CHECK(check_vs_traw(r, WANT_HAP) == 1097);
+  fm_reader_close(r);
+}
+
+static char g_tmp[4096];
+
+static const char *tmp(const char *name) {
+  static char buf[8][4200];
+  static int k;
+  char *b = buf[k++ & 7];
+  snprintf(b, sizeof buf[0], "%s/%s", g_tmp, name);
+  return b;
+}
+
+static void write_file(const char *path, const char *text) {
+  FILE *fp = fopen(path, "wb");
+  if (!fp) { CHECK(fp != NULL); return; }
+  fputs(text, fp);
+  fclose(fp);
+}
+
+static uint32_t hashit(const char *s) {
+  uint32_t h = 0;
+  for (; *s; s++) h = h * 23u + (uint32_t)(unsigned char)*s;
+  return h;
+}
+
+/* Write a packed ancestrymap .geno of the records of r (n samples). */
+static int64_t write_packed(fm_reader *r, const char *path, int64_t n_snp) {
+  int64_t n = r->info.n_samples;
+  size_t rlen = (size_t)((2 * n + 7) / 8);
+  if (rlen < 48) rlen = 48;
+  unsigned char *buf = calloc(rlen, 1);
+  FILE *fp = fopen(path, "wb");
+  uint32_t ih = 0;
+  for (int64_t i = 0; i < n; i++) ih = ih * 23u + hashit(r->sample_ids[i]);
+  snprintf((char *)buf, rlen, "GENO %7lld %7lld %x %x", (long long)n, (long long)n_snp, ih, 0u);
+  fwrite(buf, 1, rlen, fp);
+  fm_gt_record rec;
+  fm_err err = {0};
+  int64_t k = 0;
+  while (fm_reader_next(r, &rec, &err) == FM_OK) {
+    memset(buf, 0, rlen);
+    for (int64_t i = 0; i < n; i++) {
+      unsigned v = rec.hardcall[i] == FM_GT_MISSING ? 3u : (unsigned)rec.hardcall[i];
+      buf[i >> 2] |= (unsigned char)(v << (2 * (3 - (i & 3))));
+    }
+    fwrite(buf, 1, rlen, fp);
+    k++;
+  }
+  fclose(fp);
+  free(buf);
+  return k;
+}
+
+static void test_eigenstrat_fixture(void) {
+  if (!g_have_fixtures) return;
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_eigenstrat_open(fx("1kg_bi_chr22.geno"), fx("1kg_bi_chr22.snp"),
+                                  fx("1kg_bi_chr22.ind"), &r, &err),
+           &err);
+  if (!r) return;
+  CHECK(strcmp(r->info.format, "eigenstrat") == 0);
+  check_ids(r);
+  CHECK(check_vs_traw(r, BY_ID) == 1010);
+  fm_reader_close(r);
+
+  /* packed, written here from the text reader, reads identically */
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(fx("1kg_bi_chr22.geno"), fx("1kg_bi_chr22.snp"),
+                                  fx("1kg_bi_chr22.ind"), &r, &err),
+           &err);
+  if (!r) return;
+  const char *packed = tmp("packed.geno");
+  CHECK(write_packed(r, packed, 1010) == 1010);
+  fm_reader_close(r);
+  fm_reader *a = NULL, *b = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(fx("1kg_bi_chr22.geno"), fx("1kg_bi_chr22.snp"),
+                                  fx("1kg_bi_chr22.ind"), &a, &err), &err);
+  CHECK_OK(fm_fmt_eigenstrat_open(packed, fx("1kg_bi_chr22.snp"), fx("1kg_bi_chr22.ind"), &b, &err),
+           &err);
+  if (a && b) {
+    CHECK(strcmp(b->info.format, "eigenstrat-packed") == 0);
+    CHECK(b->info.n_variants == 1010);
+    fm_gt_record ra, rb;
+    int64_t k = 0, bad = 0;
+    fm_status sa, sb;
+    for (;;) {
+      sa = fm_reader_next(a, &ra, &err);
+      sb = fm_reader_next(b, &rb, &err);
+      if (sa != FM_OK || sb != FM_OK) break;
+      if (strcmp(ra.id, rb.id) || ra.pos != rb.pos || strcmp(ra.alt, rb.alt) ||
+          strcmp(ra.ref, rb.ref) || memcmp(ra.hardcall, rb.hardcall, (size_t)ra.n_samples))
+        bad++;
+      k++;
+    }
+    CHECK(sa == FM_FMT_END && sb == FM_FMT_END);
+    CHECK(k == 1010 && bad == 0);
+  }
+  fm_reader_close(a);
+  fm_reader_close(b);
+  fm_reader_close(NULL);
+  /* and matches the .traw too */
+  b = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(packed, fx("1kg_bi_chr22.snp"), fx("1kg_bi_chr22.ind"), &b, &err),
+           &err);
+  if (b) CHECK(check_vs_traw(b, BY_ID) == 1010);
+  fm_reader_close(b);
+  unlink(packed);
+}
+
+/* ---- small hand-written inputs ------------------------------------------ */
+
+static const char *SAMPLE3 = "ID_1 ID_2 missing sex\n0 0 0 D\nf1 s1 0 1\nf2 s2 0 2\nf3 s3 0 1\n";
+
+static void test_gen_small(void) {
+  const char *gen = tmp("small.gen"), *sample = tmp("small.sample");
+  write_file(sample, SAMPLE3);
+  write_file(gen, "1 rs1 100 A G 0 0 0 0.05 0.9 0.05 0.2 0.7 0.1\r\n"
+                  "1 snp2 rs2 200 C T 1 0 0 0 1 0 0 0 1\n\n");
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (!r) return;
+  CHECK(r->info.n_samples == 3 && strcmp(r->sample_ids[1], "s2") == 0);
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.chrom, "1") == 0 && strcmp(rec.id, "rs1") == 0 && rec.pos == 100);
+  CHECK(strcmp(rec.ref, "A") == 0 && strcmp(rec.alt, "G") == 0);
+  CHECK(rec.hardcall[0] == FM_GT_MISSING && isnan(rec.dosage[0]));
+  CHECK(rec.hardcall[1] == 1);
+  CHECK_CLOSE(rec.dosage[1], 1.0, 1e-12);
+  CHECK(rec.hardcall[2] == FM_GT_MISSING); /* 0.7 < 0.9 */
+  CHECK_CLOSE(rec.dosage[2], 0.9, 1e-12);
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "rs2") == 0 && rec.pos == 200 && strcmp(rec.alt, "T") == 0);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 1 && rec.hardcall[2] == 2);
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+
+  /* gzip input reads the same */
+  const char *gz = tmp("small.gen.gz");
+  gzFile z = gzopen(gz, "wb");
+  gzputs(z, "1 rs1 100 A G 0 0 1 0 1 0 1 0 0\n");
+  gzclose(z);
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(gz, sample, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(rec.hardcall[0] == 2 && rec.hardcall[1] == 1 && rec.hardcall[2] == 0);
+    CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+    fm_reader_close(r);
+  }
+  unlink(gz);
+  unlink(gen);
+  unlink(sample);
+}
+
+/* Open succeeds; reading fails with code and a message containing each of needles. */
+static void expect_read_error(fm_reader *r, fm_status code, const char *n1, const char *n2) {
+  fm_gt_record rec;
+  fm_err err = {0};
+  fm_status st;
+  while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {}
+  CHECK(st == code);
+  CHECK(strstr(err.msg, n1) != NULL);
+  CHECK(strstr(err.msg, n2) != NULL);
+  if (st != code || !strstr(err.msg, n1) || !strstr(err.msg, n2))
+    fprintf(stderr, "  got %s: %s\n", fm_status_name(st), err.msg);
+}
+
+static void test_gen_bad(void) {
+  const char *gen = tmp("bad.gen"), *sample = tmp("bad.sample");
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  write_file(sample, SAMPLE3);
+  write_file(gen, "1 rs1 100 A G 1 0 0 1 0 0 1 0 0\n1 rs2 200 A G 1 0 0 1 0 0 1 0\n");
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 2", "found 13 fields"); fm_reader_close(r); }
+  write_file(gen, "1 rs1 100 A G 1 0 0 1 0 0 1 0 x\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 1", "sample 3"); fm_reader_close(r); }
+  write_file(gen, "1 rs1 100 A G 1 0 0 1 0 0 0.6 0.6 0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 1", "sum to 1.2"); fm_reader_close(r); }
+  write_file(gen, "1 rs1 1e2 A G 1 0 0 1 0 0 1 0 0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 1", "position"); fm_reader_close(r); }
+  /* a .sample without its header lines */
+  write_file(sample, "s1\n");
+  r = NULL;
+  CHECK(fm_fmt_gen_open(gen, sample, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "bad.sample line 1") != NULL);
+  /* missing file */
+  CHECK(fm_fmt_gen_open(tmp("nope.gen"), sample, &r, &err) != FM_OK && r == NULL);
+  CHECK(fm_fmt_gen_open(NULL, sample, &r, &err) == FM_EARG);
+  unlink(gen);
+  unlink(sample);
+}
+
+static void test_haps_small_and_bad(void) {
+  const char *haps = tmp("small.haps"), *sample = tmp("small.sample");
+  const char *leg = tmp("small.legend");
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  fm_gt_record rec;
+  write_file(sample, SAMPLE3);
+  write_file(haps, "X rsx 5 C T 0 1 1 - 0 -\n");
+  CHECK_OK(fm_fmt_haps_open(haps, sample, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(rec.is_phased && rec.hap[0] == 0 && rec.hap[1] == 1 && rec.hardcall[0] == 1);
+    CHECK(rec.hap[2] == 1 && rec.hap[3] == FM_GT_MISSING && rec.hardcall[1] == 2);
+    CHECK(rec.hap[4] == 0 && rec.hap[5] == FM_GT_MISSING && rec.hardcall[2] == 0);
+    CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+    fm_reader_close(r);
+  }
+  write_file(haps, "1 rs1 5 C T 0 1 1 0 0 0\n1 rs2 6 C T 0 1 2 0 0 0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_haps_open(haps, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "small.haps line 2", "found \"2\""); fm_reader_close(r); }
+  write_file(haps, "1 rs1 5 C T 0 1 1 0 0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_haps_open(haps, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "small.haps line 1", "found 10"); fm_reader_close(r); }
+  /* legend variant: 2 legend lines, 1 haps line */
+  write_file(haps, "0 1 1 0 0 0\n");
+  write_file(leg, "id position a0 a1\nrs1 5 C T\nrs2 6 G A\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_haps_legend_open(haps, leg, sample, NULL, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.chrom, ".") == 0 && strcmp(rec.id, "rs1") == 0 && rec.pos == 5);
+    CHECK(strcmp(rec.ref, "C") == 0 && strcmp(rec.alt, "T") == 0);
+    CHECK(rec.hardcall[0] == 1 && rec.hardcall[1] == 1 && rec.hardcall[2] == 0);
+    expect_read_error(r, FM_EMISMATCH, "small.haps ends after 1 lines", "small.legend");
+    fm_reader_close(r);
+  }
+  write_file(leg, "id position a0 a1\nrs1 5 C\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_haps_legend_open(haps, leg, sample, "1", &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "small.legend line 2", "expected 4 fields"); fm_reader_close(r); }
+  unlink(haps);
+  unlink(leg);
+  unlink(sample);
+}
+
+static void test_eigenstrat_small_and_bad(void) {
+  const char *geno = tmp("e.geno"), *snp = tmp("e.snp"), *ind = tmp("e.ind");
+  const char *packed = tmp("p.geno");
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  fm_gt_record rec;
+  write_file(ind, "i1 M pop\ni2 F pop\ni3 U pop\ni4 M pop\ni5 F pop\n");
+  write_file(snp, "snp1 1 0.0 100 A G\nsnp2 1 0.0 200 C T\nsnp3 2 0.0 300\n");
+  write_file(geno, "01292\n22220\n90000\n");
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (!r) return;
+  CHECK(r->info.n_samples == 5 && strcmp(r->sample_ids[4], "i5") == 0);
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.alt, "A") == 0 && strcmp(rec.ref, "G") == 0 && rec.pos == 100);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 1 && rec.hardcall[2] == 2 &&
+        rec.hardcall[3] == FM_GT_MISSING && rec.hardcall[4] == 2);
+  fm_reader_close(r);
+  /* packed copy; then truncate its last record */
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (!r) return;
+  CHECK(write_packed(r, packed, 3) == 3);
+  fm_reader_close(r);
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err), &err);
+  if (r) {
+    CHECK(r->info.n_variants == 3);
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 1 && rec.hardcall[2] == 2 &&
+          rec.hardcall[3] == FM_GT_MISSING && rec.hardcall[4] == 2);
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.id, "snp3") == 0 && strcmp(rec.alt, ".") == 0);
+    CHECK(rec.hardcall[0] == FM_GT_MISSING && rec.hardcall[1] == 0);
+    CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+    fm_reader_close(r);
+  }
+  CHECK(truncate(packed, 48 * 4 - 10) == 0);
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "p.geno: truncated at record 2", "found 38"); fm_reader_close(r); }
+  CHECK(truncate(packed, 30) == 0);
+  r = NULL;
+  CHECK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "p.geno: truncated header") != NULL);
+  /* packed header disagreeing with .ind */
+  write_file(packed, "GENO       7       3 0 0                         ");
+  CHECK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err) == FM_EMISMATCH && r == NULL);
+  CHECK(strstr(err.msg, "7 individuals") != NULL);
+  /* text: bad code, short line, fewer .geno lines than .snp */
+  write_file(geno, "01292\n22320\n90000\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "e.geno line 2", "sample 3"); fm_reader_close(r); }
+  write_file(geno, "01292\n2222\n90000\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "e.geno line 2", "found 4"); fm_reader_close(r); }
+  write_file(geno, "01292\n22220\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EMISMATCH, "e.geno ends after 2 lines", "e.snp"); fm_reader_close(r); }
+  write_file(snp, "snp1 1 0.0 100 A G\nsnp2 1 0.0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "e.snp line 2", "expected 6 fields"); fm_reader_close(r); }
+  write_file(packed, "TGENO 1 2 3 4");
+  CHECK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err) == FM_EUNSUPPORTED && r == NULL);
+  unlink(geno);
+  unlink(snp);
+  unlink(ind);
+  unlink(packed);
+}
+
+int main(void) {
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  snprintf(g_text_dir, sizeof g_text_dir, "%s/genotypes/1kg_phase3_subset/text",
+           env && *env ? env : "../../../shared/fixtures");
+  char traw_path[4200];
+  snprintf(traw_path, sizeof traw_path, "%s/1kg_bi_chr22.traw", g_text_dir);
+  g_have_fixtures = load_traw(traw_path);
+  if (g_have_fixtures && (g_traw.n_samples != 1126 || g_traw.n_variants != 1097)) {
+    fprintf(stderr, "unexpected .traw shape %lld x %lld\n", (long long)g_traw.n_variants,
+            (long long)g_traw.n_samples);
+    return 1;
+  }
+  if (!g_have_fixtures) printf("SKIP: fixtures not found at %s (set RFMALLOC_FIXTURES)\n", g_text_dir);
+  const char *td = getenv("TMPDIR");
+  snprintf(g_tmp, sizeof g_tmp, "%s/fm_fmt_text_XXXXXX", td && *td ? td : "/tmp");
+  if (!mkdtemp(g_tmp)) { perror("mkdtemp"); return 1; }
+
+  FM_RUN(test_gen_small);
+  FM_RUN(test_gen_bad);
+  FM_RUN(test_haps_small_and_bad);
+  FM_RUN(test_eigenstrat_small_and_bad);
+  FM_RUN(test_gen_fixture);
+  FM_RUN(test_haps_fixture);
+  FM_RUN(test_haps_legend_fixture);
+  FM_RUN(test_eigenstrat_fixture);
+
+  if (g_have_fixtures) free_traw();
+  rmdir(g_tmp);
+  FM_TEST_END();
+}
