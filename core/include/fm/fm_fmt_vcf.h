@@ -1,0 +1,45 @@
+/* fm_fmt_vcf.h: the VCF/BCF genotype reader (fm_fmt.h interface), via htslib.
+ *
+ * Reads VCF (plain text or BGZF) and BCF, whole files or one region through
+ * the index (.tbi/.csi beside the file). Each record yields one fm_gt_record
+ * per ALT allele (multi-allelic records are split, fm_fmt.h conventions):
+ *  - GT -> hardcall (ALT count), and hap slots when the record is phased;
+ *  - FORMAT DS (Float, Number=A or 1) -> dosage, else dosage is NULL;
+ *  - haploid calls count 0 or 2 (PLINK style), and fill both hap slots;
+ *  - half-calls (`0|.`) -> hardcall missing, the known allele kept in its slot;
+ *  - heterozygous haploid calls -> missing (see docs/formats/vcf.md for how a
+ *    VCF, which stores no sex, tells a haploid sample);
+ *  - ID: the record's ID, or CHROM:POS:REF:ALT when it is '.'.
+ * The full rules and their reasons: docs/formats/vcf.md.
+ *
+ * Ownership: the reader owns the htslib handles and every record buffer;
+ * record strings and arrays are borrowed until the next call on the reader.
+ * Thread safety: one reader per thread. */
+#ifndef FM_FMT_VCF_H
+#define FM_FMT_VCF_H
+
+#include "fm_base.h"
+#include "fm_fmt.h"
+
+/* Open path (VCF, VCF.gz or BCF; the format is detected from the bytes).
+ * region: NULL reads the whole file in order; otherwise an htslib region
+ *   string ("22", "22:16000000-17000000") read through the index beside the
+ *   file (path.tbi or path.csi); a contig absent from the index yields no
+ *   records.
+ * Out:    *out is a reader (owned; fm_reader_close), NULL on failure.
+ *   info.format is "vcf" or "bcf", info.n_variants is -1, info.has_dosage is
+ *   nonzero when the header declares FORMAT DS, info.is_phased becomes
+ *   nonzero once a phased record has been read.
+ * Errors: FM_EARG if path or out is NULL, or a region is given and the file
+ *   has no index (or is not BGZF/BCF); FM_EIO if the file cannot be opened;
+ *   FM_EFORMAT if it is not VCF/BCF or its header is malformed; FM_ENOMEM.
+ *   fm_reader_next returns FM_EFORMAT naming the file and the record
+ *   (CHROM:POS, or the last good record) on a malformed record, and
+ *   FM_FMT_END after the last record.
+ * Owns:   borrows path and region (copied as needed).
+ * Source: VCF 4.3 / BCF2 specifications (samtools hts-specs), htslib 1.16;
+ *   oracle core/tests/fmt_vcf/ (plink2 .traw of the 1kg fixture). */
+FM_NODISCARD fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
+                                       fm_err *err);
+
+#endif

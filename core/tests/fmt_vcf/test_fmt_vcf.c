@@ -1,0 +1,615 @@
+/* Tests for fm_fmt_vcf.h. Oracles: plink2's .traw ALT counts of the 1kg
+ * fixture (chr22 biallelic records of 1kg.vcf.gz and 1kg.bcf), and small VCFs
+ * written here whose expected values are spelled out by hand from the
+ * conventions in fm_fmt.h / docs/formats/vcf.md. */
+#define _POSIX_C_SOURCE 200809L
+#include "fm/fm_fmt_vcf.h"
+
+#include "fm_test.h"
+
+#include <htslib/hts.h>
+#include <htslib/hts_log.h>
+#include <htslib/tbx.h>
+#include <htslib/vcf.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MS FM_GT_MISSING
+
+static char tmpdir[256];
+
+static void tmp_path(char *buf, size_t n, const char *name) {
+  snprintf(buf, n, "%s/%s", tmpdir, name);
+}
+
+static const char *HDR =
+    "##fileformat=VCFv4.3\n"
+    "##contig=<ID=22,length=51304566>\n"
+    "##contig=<ID=X,length=155270560>\n"
+    "##FORMAT=<ID=GT,Number=1,Type=String,Description=\"Genotype\">\n"
+    "##FORMAT=<ID=GQ,Number=1,Type=Integer,Description=\"Genotype quality\">\n"
+    "##FORMAT=<ID=DP,Number=1,Type=Integer,Description=\"Read depth\">\n"
+    "##FORMAT=<ID=HQ,Number=2,Type=Integer,Description=\"Haplotype quality\">\n";
+static const char *DS_HDR =
+    "##FORMAT=<ID=DS,Number=A,Type=Float,Description=\"ALT dosage\">\n";
+
+/* Write a plain VCF: the shared header (+ DS when with_ds), the #CHROM line
+ * for the given tab-separated samples, then body (tab-separated lines). */
+static void write_vcf(const char *path, int with_ds, const char *samples, const char *body) {
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    CHECK(!"cannot write a test VCF");
+    return;
+  }
+  fputs(HDR, f);
+  if (with_ds) fputs(DS_HDR, f);
+  fprintf(f, "#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\tFORMAT\t%s\n%s", samples, body);
+  fclose(f);
+}
+
+/* Re-encode a VCF with htslib: mode "wb" (BCF) or "wz" (BGZF VCF), then index. */
+static int convert(const char *in, const char *out, const char *mode) {
+  htsFile *fi = hts_open(in, "r"), *fo = hts_open(out, mode);
+  if (!fi || !fo) {
+    if (fi) hts_close(fi);
+    if (fo) hts_close(fo);
+    return -1;
+  }
+  bcf_hdr_t *h = bcf_hdr_read(fi);
+  bcf1_t *b = bcf_init();
+  int rc = h && bcf_hdr_write(fo, h) == 0 ? 0 : -1;
+  while (rc == 0 && bcf_read(fi, h, b) == 0) rc = bcf_write(fo, h, b) == 0 ? 0 : -1;
+  bcf_destroy(b);
+  if (h) bcf_hdr_destroy(h);
+  hts_close(fi);
+  if (hts_close(fo) != 0) rc = -1;
+  if (rc == 0) rc = strcmp(mode, "wb") == 0 ? bcf_index_build(out, 14) : tbx_index_build(out, 0, &tbx_conf_vcf);
+  return rc;
+}
+
+/* All records of a reader, copied. */
+typedef struct recs {
+  int n;
+  int64_t n_samples;
+  char chrom[64][16], id[64][64], ref[64][16], alt[64][16];
+  int64_t pos[64];
+  int8_t hc[64][8], hap[64][16];
+  double ds[64][8];
+  int is_phased[64], has_hap[64], has_ds[64];
+} recs;
+
+static fm_status read_all(const char *path, const char *region, recs *r, fm_reader **keep) {
+  fm_err err;
+  fm_reader *rd = NULL;
+  memset(r, 0, sizeof *r);
+  fm_status st = fm_fmt_vcf_open(path, region, &rd, &err);
+  if (st != FM_OK) return st;
+  r->n_samples = rd->info.n_samples;
+  fm_gt_record rec;
+  while ((st = fm_reader_next(rd, &rec, &err)) == FM_OK && r->n < 64) {
+    int i = r->n++;
+    CHECK(rec.n_samples == r->n_samples && rec.n_samples <= 8);
+    snprintf(r->chrom[i], 16, "%s", rec.chrom);
+    snprintf(r->id[i], 64, "%s", rec.id);
+    snprintf(r->ref[i], 16, "%s", rec.ref);
+    snprintf(r->alt[i], 16, "%s", rec.alt);
+    r->pos[i] = rec.pos;
+    r->is_phased[i] = rec.is_phased;
+    r->has_hap[i] = rec.hap != NULL;
+    r->has_ds[i] = rec.dosage != NULL;
+    for (int64_t s = 0; s < rec.n_samples && s < 8; s++) {
+      r->hc[i][s] = rec.hardcall[s];
+      r->ds[i][s] = rec.dosage ? rec.dosage[s] : -9;
+      r->hap[i][2 * s] = rec.hap ? rec.hap[2 * s] : -9;
+      r->hap[i][2 * s + 1] = rec.hap ? rec.hap[2 * s + 1] : -9;
+    }
+  }
+  if (st == FM_FMT_END) st = FM_OK;
+  else fprintf(stderr, "read_all %s: %s\n", path, err.msg);
+  if (keep) *keep = rd;
+  else fm_reader_close(rd);
+  return st;
+}
+
+static int recs_equal(const recs *a, const recs *b) {
+  if (a->n != b->n || a->n_samples != b->n_samples) return 0;
+  for (int i = 0; i < a->n; i++) {
+    if (strcmp(a->chrom[i], b->chrom[i]) || strcmp(a->id[i], b->id[i]) ||
+        strcmp(a->ref[i], b->ref[i]) || strcmp(a->alt[i], b->alt[i]) || a->pos[i] != b->pos[i] ||
+        a->is_phased[i] != b->is_phased[i] || a->has_hap[i] != b->has_hap[i] ||
+        a->has_ds[i] != b->has_ds[i])
+      return 0;
+    for (int s = 0; s < a->n_samples; s++) {
+      if (a->hc[i][s] != b->hc[i][s] || a->hap[i][2 * s] != b->hap[i][2 * s] ||
+          a->hap[i][2 * s + 1] != b->hap[i][2 * s + 1])
+        return 0;
+      if (!(a->ds[i][s] == b->ds[i][s] || (isnan(a->ds[i][s]) && isnan(b->ds[i][s])))) return 0;
+    }
+  }
+  return 1;
+}
+
+static void check_hc(const recs *r, int i, const int8_t *want) {
+  for (int s = 0; s < r->n_samples; s++) {
+    if (r->hc[i][s] != want[s]) {
+      fprintf(stderr, "record %d (%s %s) sample %d: hardcall %d, want %d\n", i, r->id[i],
+              r->alt[i], s, r->hc[i][s], want[s]);
+      fm_test_failed_checks++;
+    }
+  }
+}
+
+static void check_hap(const recs *r, int i, const int8_t *want) {
+  for (int h = 0; h < 2 * r->n_samples; h++) {
+    if (r->hap[i][h] != want[h]) {
+      fprintf(stderr, "record %d (%s) slot %d: hap %d, want %d\n", i, r->id[i], h, r->hap[i][h],
+              want[h]);
+      fm_test_failed_checks++;
+    }
+  }
+}
+
+/* ---- small files -------------------------------------------------------- */
+
+static const char *CHRX_BODY =
+    "X\t1000\trsx1\tA\tG\t.\t.\t.\tGT\t0\t0|1\t1\n"
+    "X\t2000\t.\tC\tT\t.\t.\t.\tGT\t1\t1|1\t0\n"
+    "X\t3000\trsx3\tG\tA\t.\t.\t.\tGT\t.\t0|0\t1\n"
+    "X\t4000\trsx4\tT\tC\t.\t.\t.\tGT\t0|1\t0|1\t1|1\n"
+    "X\t5000\trsx5\tT\tC,G\t.\t.\t.\tGT\t2\t1|2\t1/0\n";
+
+static void test_chrx_haploid_vcf_bcf(void) {
+  char vcf[512], bcf[512], vgz[512];
+  tmp_path(vcf, sizeof vcf, "chrx.vcf");
+  tmp_path(bcf, sizeof bcf, "chrx.bcf");
+  tmp_path(vgz, sizeof vgz, "chrx.vcf.gz");
+  write_vcf(vcf, 0, "M1\tF1\tM2", CHRX_BODY);
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  CHECK(convert(vcf, vgz, "wz") == 0);
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b), *c = malloc(sizeof *c);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(read_all(vgz, NULL, c, NULL) == FM_OK);
+  CHECK(a->n == 6 && a->n_samples == 3);
+  CHECK(recs_equal(a, b));
+  CHECK(recs_equal(a, c));
+  {
+    const int8_t w0[] = {0, 1, 2}, w1[] = {2, 2, 0}, w2[] = {MS, 0, 2};
+    check_hc(a, 0, w0);
+    check_hc(a, 1, w1);
+    check_hc(a, 2, w2);
+    /* haploid calls fill both slots; phased record (haploid + phased diploid) */
+    const int8_t h0[] = {0, 0, 0, 1, 1, 1}, h2[] = {MS, MS, 0, 0, 1, 1};
+    CHECK(a->is_phased[0] && a->has_hap[0] && a->is_phased[2]);
+    check_hap(a, 0, h0);
+    check_hap(a, 2, h2);
+    CHECK(strcmp(a->id[1], "X:2000:C:T") == 0);
+    /* rsx4: M1's 0|1 is a het of a sample haploid on X -> missing; M2 1|1 -> 2 */
+    const int8_t w3[] = {MS, 1, 2}, h3[] = {MS, MS, 0, 1, 1, 1};
+    check_hc(a, 3, w3);
+    check_hap(a, 3, h3);
+    /* split haploid: M1 '2' counts 2 in the G record, 0 in the C record;
+     * M2's 1/0 is a het of a sample haploid on X: missing in both */
+    const int8_t w4[] = {0, 1, MS}, w5[] = {2, 1, MS};
+    CHECK(strcmp(a->alt[4], "C") == 0 && strcmp(a->alt[5], "G") == 0);
+    CHECK(strcmp(a->id[4], "rsx5") == 0 && strcmp(a->id[5], "rsx5") == 0);
+    check_hc(a, 4, w4);
+    check_hc(a, 5, w5);
+    CHECK(!a->is_phased[4] && !a->has_hap[4]); /* 1/0 is unphased */
+  }
+  /* region reads through the index, VCF.gz and BCF alike */
+  CHECK(read_all(vgz, "X:2000-4000", c, NULL) == FM_OK);
+  CHECK(read_all(bcf, "X:2000-4000", b, NULL) == FM_OK);
+  CHECK(c->n == 3 && recs_equal(b, c) && c->pos[0] == 2000 && c->pos[2] == 4000);
+  CHECK(read_all(bcf, "22", b, NULL) == FM_OK && b->n == 0);
+  CHECK(read_all(vgz, "22", c, NULL) == FM_OK && c->n == 0);
+  free(a);
+  free(b);
+  free(c);
+}
+
+static void test_male_het_chrx(void) {
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "het.vcf");
+  tmp_path(bcf, sizeof bcf, "het.bcf");
+  write_vcf(vcf, 0, "M1\tF1",
+            "22\t100\t.\tA\tG\t.\t.\t.\tGT\t0/1\t0/1\n"   /* diploid on 22: a het */
+            "X\t100\t.\tA\tG\t.\t.\t.\tGT\t1\t0/1\n"      /* M1 haploid on X */
+            "X\t200\t.\tA\tG\t.\t.\t.\tGT\t0/1\t0/1\n"    /* M1 het on X -> missing */
+            "X\t300\t.\tA\tG\t.\t.\t.\tGT\t1/1\t1/0\n");  /* homozygous stays 2 */
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(a->n == 4 && recs_equal(a, b));
+  const int8_t w0[] = {1, 1}, w1[] = {2, 1}, w2[] = {MS, 1}, w3[] = {2, 1};
+  check_hc(a, 0, w0);
+  check_hc(a, 1, w1);
+  check_hc(a, 2, w2);
+  check_hc(a, 3, w3);
+  for (int i = 0; i < a->n; i++)
+    for (int s = 0; s < 2; s++) CHECK(a->hc[i][s] == MS || (a->hc[i][s] >= 0 && a->hc[i][s] <= 2));
+  free(a);
+  free(b);
+}
+
+static void test_half_calls(void) {
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "half.vcf");
+  tmp_path(bcf, sizeof bcf, "half.bcf");
+  write_vcf(vcf, 0, "S1\tS2\tS3\tS4",
+            "22\t100\th1\tA\tG\t.\t.\t.\tGT\t0|.\t1|.\t.|0\t.|1\n"
+            "22\t200\th2\tA\tG\t.\t.\t.\tGT\t0|1\t.|.\t1|1\t0/.\n");
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(a->n == 2 && recs_equal(a, b));
+  const int8_t w0[] = {MS, MS, MS, MS}, h0[] = {0, MS, 1, MS, MS, 0, MS, 1};
+  CHECK(a->is_phased[0] && a->has_hap[0]);
+  check_hc(a, 0, w0);
+  check_hap(a, 0, h0);
+  const int8_t w1[] = {1, MS, 2, MS};
+  check_hc(a, 1, w1);
+  CHECK(!a->is_phased[1] && !a->has_hap[1]); /* 0/. is unphased */
+  free(a);
+  free(b);
+}
+
+static void test_format_fields(void) {
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "fmt.vcf");
+  tmp_path(bcf, sizeof bcf, "fmt.bcf");
+  write_vcf(vcf, 0, "S1\tS2\tS3\tS4",
+            "22\t100\tf1\tA\tG\t.\t.\t.\tGT:GQ:DP:HQ\t0|0:48:1:51,51\t1|0\t.\t./.:.:5\n"
+            "22\t200\tf2\tA\tG\t.\t.\t.\tGT:GQ:DP:HQ\t0|1:.:.:.\t1|1\t.\t1|0:3\n");
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(a->n == 2 && recs_equal(a, b));
+  const int8_t w0[] = {0, 1, MS, MS}, w1[] = {1, 2, MS, 1};
+  check_hc(a, 0, w0);
+  check_hc(a, 1, w1);
+  CHECK(!a->is_phased[0] && !a->has_hap[0] && !a->has_ds[0]); /* ./. is unphased */
+  CHECK(a->is_phased[1] && a->has_hap[1]); /* '.' alone is a missing haploid call */
+  const int8_t h1[] = {0, 1, 1, 1, MS, MS, 1, 0};
+  check_hap(a, 1, h1);
+  free(a);
+  free(b);
+}
+
+static void test_multiallelic(void) {
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "multi.vcf");
+  tmp_path(bcf, sizeof bcf, "multi.bcf");
+  write_vcf(vcf, 0, "S1\tS2\tS3\tS4",
+            "22\t100\trs2\tA\tC\t.\t.\t.\tGT\t0/1\t1/.\t1/1\t0/0\n"
+            "22\t200\trs5\tA\tC,G,T,AT\t.\t.\t.\tGT\t4/4\t0/3\t1|2\t./.\n"
+            "22\t300\t.\tA\tC,G,T,AC,AG,AT\t.\t.\t.\tGT\t2/6\t1/.\t0/0\t6|6\n");
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(a->n == 1 + 4 + 6 && recs_equal(a, b));
+  const int8_t w0[] = {1, MS, 2, 0};
+  check_hc(a, 0, w0);
+  const char *alts5[] = {"C", "G", "T", "AT"};
+  const int8_t w5[4][4] = {{0, 0, 1, MS}, {0, 0, 1, MS}, {0, 1, 0, MS}, {2, 0, 0, MS}};
+  for (int k = 0; k < 4; k++) {
+    CHECK(strcmp(a->id[1 + k], "rs5") == 0 && strcmp(a->alt[1 + k], alts5[k]) == 0);
+    CHECK(a->pos[1 + k] == 200 && strcmp(a->ref[1 + k], "A") == 0);
+    check_hc(a, 1 + k, w5[k]);
+  }
+  const char *alts7[] = {"C", "G", "T", "AC", "AG", "AT"};
+  const int8_t w7[6][4] = {{0, MS, 0, 0}, {1, MS, 0, 0}, {0, MS, 0, 0},
+                           {0, MS, 0, 0}, {0, MS, 0, 0}, {1, MS, 0, 2}};
+  for (int k = 0; k < 6; k++) {
+    char want_id[64];
+    snprintf(want_id, sizeof want_id, "22:300:A:%s", alts7[k]);
+    CHECK(strcmp(a->id[5 + k], want_id) == 0 && strcmp(a->alt[5 + k], alts7[k]) == 0);
+    check_hc(a, 5 + k, w7[k]);
+  }
+  free(a);
+  free(b);
+}
+
+static void test_dosage(void) {
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "ds.vcf");
+  tmp_path(bcf, sizeof bcf, "ds.bcf");
+  write_vcf(vcf, 1, "S1\tS2\tS3\tS4",
+            "22\t100\td1\tA\tG\t.\t.\t.\tGT:DS\t0/1:0.9\t1/1:1.95\t./.:.\t0/0:0.05\n"
+            "22\t200\td2\tA\tC,G\t.\t.\t.\tGT:DS\t1/2:0.75,1.25\t0/0:0,0\t0/1\t2/2:0.1,1.8\n"
+            "22\t300\td3\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\t0/0\t0/0\n"
+            "X\t300\td4\tA\tG\t.\t.\t.\tGT:DS\t1:0.75\t0|1:1\t0:0\t1|1:2\n");
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  fm_reader *rd = NULL;
+  recs *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+  CHECK(read_all(vcf, NULL, a, &rd) == FM_OK);
+  CHECK(rd && rd->info.has_dosage && rd->info.is_phased && strcmp(rd->info.format, "vcf") == 0);
+  fm_reader_close(rd);
+  CHECK(read_all(bcf, NULL, b, &rd) == FM_OK);
+  CHECK(rd && rd->info.has_dosage && strcmp(rd->info.format, "bcf") == 0);
+  CHECK(rd && strcmp(rd->sample_ids[3], "S4") == 0);
+  fm_reader_close(rd);
+  CHECK(a->n == 5 && recs_equal(a, b));
+  CHECK(a->has_ds[0] && a->has_ds[1] && a->has_ds[2] && !a->has_ds[3] && a->has_ds[4]);
+  CHECK_CLOSE(a->ds[0][0], 0.9, 1e-6);
+  CHECK_CLOSE(a->ds[0][1], 1.95, 1e-6);
+  CHECK(isnan(a->ds[0][2]));
+  CHECK_CLOSE(a->ds[0][3], 0.05, 1e-6);
+  CHECK_CLOSE(a->ds[1][0], 0.75, 1e-6); /* ALT C */
+  CHECK_CLOSE(a->ds[2][0], 1.25, 1e-6); /* ALT G */
+  CHECK(a->ds[1][1] == 0.0 && a->ds[2][1] == 0.0);
+  CHECK(isnan(a->ds[1][2]) && isnan(a->ds[2][2])); /* DS dropped from the sample */
+  CHECK_CLOSE(a->ds[2][3], 1.8, 1e-6);
+  /* haploid DS is doubled to the 0..2 scale of the 0/2 hardcall */
+  CHECK_CLOSE(a->ds[4][0], 1.5, 1e-6);
+  CHECK_CLOSE(a->ds[4][1], 1.0, 1e-6);
+  CHECK(a->ds[4][2] == 0.0);
+  CHECK_CLOSE(a->ds[4][3], 2.0, 1e-6);
+  const int8_t w4[] = {2, 1, 0, 2};
+  check_hc(a, 4, w4);
+  free(a);
+  free(b);
+}
+
+static void test_errors(void) {
+  fm_err err;
+  fm_reader *rd = (fm_reader *)&err;
+  char p[512], q[512];
+  CHECK(fm_fmt_vcf_open(NULL, NULL, &rd, &err) == FM_EARG && rd == NULL);
+  tmp_path(p, sizeof p, "absent.vcf");
+  CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EIO && rd == NULL);
+  CHECK(strstr(err.msg, "absent.vcf") != NULL);
+  tmp_path(p, sizeof p, "notvcf.txt");
+  FILE *f = fopen(p, "w");
+  if (f) {
+    fputs("hello world\n1 2 3\n", f);
+    fclose(f);
+  }
+  CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EFORMAT && rd == NULL);
+  /* a region needs an index */
+  tmp_path(p, sizeof p, "plain.vcf");
+  write_vcf(p, 0, "S1", "22\t100\t.\tA\tG\t.\t.\t.\tGT\t0/1\n");
+  CHECK(fm_fmt_vcf_open(p, "22", &rd, &err) == FM_EARG && rd == NULL);
+  CHECK(strstr(err.msg, "index") != NULL);
+  /* a malformed record is named by file and CHROM:POS */
+  tmp_path(q, sizeof q, "bad.vcf");
+  write_vcf(q, 0, "S1\tS2",
+            "22\t100\t.\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n"
+            "22\t200\t.\tA\tG\t.\t.\t.\tGT:HQ\t0/1:1,x\t1/1\n");
+  fm_status st = fm_fmt_vcf_open(q, NULL, &rd, &err);
+  CHECK(st == FM_OK);
+  if (st == FM_OK) {
+    fm_gt_record rec;
+    CHECK(fm_reader_next(rd, &rec, &err) == FM_OK);
+    st = fm_reader_next(rd, &rec, &err);
+    CHECK(st == FM_EFORMAT);
+    if (st == FM_EFORMAT) CHECK(strstr(err.msg, "bad.vcf") && strstr(err.msg, "22:"));
+    fm_reader_close(rd);
+  }
+  fm_reader_close(NULL);
+}
+
+/* ---- the 1kg fixture against plink2's .traw ---------------------------- */
+
+static char fixtures[1024];
+
+
+static int find_fixtures(void) {
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  char cand[3][1024];
+  int nc = 0;
+  if (env && *env) snprintf(cand[nc++], 1024, "%s", env);
+  /* __FILE__ is <root>/core/tests/fmt_vcf/test_fmt_vcf.c */
+  const char *file = __FILE__, *slash = strrchr(file, '/');
+  if (slash && file[0] == '/')
+    snprintf(cand[nc++], 1024, "%.*s/../../../../shared/fixtures", (int)(slash - file), file);
+  snprintf(cand[nc++], 1024, "../../../shared/fixtures");
+  for (int i = 0; i < nc; i++) {
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/genotypes/1kg_phase3_subset/1kg.vcf.gz", cand[i]);
+    if (access(probe, R_OK) == 0) {
+      memcpy(fixtures, cand[i], sizeof fixtures);
+      fixtures[sizeof fixtures - 1] = 0;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+typedef struct traw {
+  int n_var, n_samples;
+  char **id, **counted, **sample;
+  int8_t *gt; /* (n_samples, n_var) col-major */
+  int *seen;
+} traw;
+
+static void traw_free(traw *t) {
+  for (int i = 0; i < t->n_var; i++) free(t->id[i]), free(t->counted[i]);
+  for (int s = 0; s < t->n_samples; s++) free(t->sample[s]);
+  free(t->id), free(t->counted), free(t->sample), free(t->gt), free(t->seen);
+}
+
+static char *next_tok(char **p) {
+  char *s = *p;
+  if (!s) return NULL;
+  char *e = strpbrk(s, "\t\n");
+  if (e) {
+    *e = 0;
+    *p = e + 1;
+  } else {
+    *p = NULL;
+  }
+  return s;
+}
+
+static int traw_load(const char *path, traw *t) {
+  memset(t, 0, sizeof *t);
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  size_t cap = 1 << 16;
+  char *line = malloc(cap);
+  int rc = -1, cap_var = 1200;
+  if (!fgets(line, (int)cap, f)) goto done;
+  {
+    char *p = line;
+    for (int k = 0; k < 6; k++) next_tok(&p);
+    t->sample = malloc(sizeof(char *) * 4096);
+    char *tok;
+    while ((tok = next_tok(&p)) && *tok && t->n_samples < 4096) t->sample[t->n_samples++] = strdup(tok);
+  }
+  t->id = malloc(sizeof(char *) * (size_t)cap_var);
+  t->counted = malloc(sizeof(char *) * (size_t)cap_var);
+  t->gt = malloc((size_t)t->n_samples * (size_t)cap_var);
+  while (fgets(line, (int)cap, f) && t->n_var < cap_var) {
+    char *p = line;
+    next_tok(&p);
+    char *id = next_tok(&p);
+    next_tok(&p);
+    next_tok(&p);
+    char *counted = next_tok(&p);
+    next_tok(&p);
+    int v = t->n_var++;
+    t->id[v] = strdup(id);
+    t->counted[v] = strdup(counted);
+    for (int s = 0; s < t->n_samples; s++) {
+      char *tok = next_tok(&p);
+      t->gt[(size_t)v * t->n_samples + s] = (!tok || tok[0] == 'N') ? MS : (int8_t)(tok[0] - '0');
+    }
+  }
+  t->seen = calloc((size_t)t->n_var, sizeof(int));
+  rc = 0;
+done:
+  free(line);
+  fclose(f);
+  return rc;
+}
+
+static int traw_find(const traw *t, const char *id) {
+  for (int v = 0; v < t->n_var; v++)
+    if (strcmp(t->id[v], id) == 0) return v;
+  return -1;
+}
+
+static void check_against_traw(const char *path, const traw *t) {
+  fm_err err;
+  fm_reader *rd = NULL;
+  CHECK_OK(fm_fmt_vcf_open(path, "22", &rd, &err), &err);
+  if (!rd) return;
+  CHECK(rd->info.n_samples == t->n_samples);
+  for (int s = 0; s < t->n_samples && s < rd->info.n_samples; s++) {
+    const char *name = t->sample[s], *iid = rd->sample_ids[s];
+    size_t ln = strlen(name), li = strlen(iid);
+    CHECK(ln > li && strcmp(name + ln - li, iid) == 0 && name[ln - li - 1] == '_');
+  }
+  memset(t->seen, 0, sizeof(int) * (size_t)t->n_var);
+  fm_gt_record rec;
+  fm_status st;
+  int n_bi = 0, n_split = 0, bad = 0, prev_pos = -1, multi_ok = 1;
+  int16_t *multi_sum = calloc((size_t)t->n_samples, sizeof(int16_t));
+  while ((st = fm_reader_next(rd, &rec, &err)) == FM_OK) {
+    CHECK(strcmp(rec.chrom, "22") == 0);
+    if (rec.pos == prev_pos || strchr(rec.id, ',') != NULL) {
+      /* split record of a multi-allelic site (same POS as the previous one) */
+    }
+    int v = traw_find(t, rec.id);
+    /* multi-allelic splits share the record's ID (CHROM:POS:REF:ALT1), which
+     * the biallelic .traw does not list */
+    char want_id[256];
+    snprintf(want_id, sizeof want_id, "22:%lld:%s:%s", (long long)rec.pos, rec.ref, rec.alt);
+    if (v < 0 || strcmp(rec.id, want_id) != 0 || rec.pos == prev_pos) {
+      n_split++;
+      for (int64_t s = 0; s < rec.n_samples; s++) {
+        if (rec.pos != prev_pos) multi_sum[s] = 0;
+        if (rec.hardcall[s] != MS) multi_sum[s] = (int16_t)(multi_sum[s] + rec.hardcall[s]);
+        if (multi_sum[s] > 2) multi_ok = 0;
+      }
+      prev_pos = (int)rec.pos;
+      continue;
+    }
+    prev_pos = (int)rec.pos;
+    n_bi++;
+    t->seen[v]++;
+    int flip = strcmp(t->counted[v], rec.alt) != 0;
+    CHECK(!flip || strcmp(t->counted[v], rec.ref) == 0);
+    CHECK(rec.is_phased && rec.hap != NULL && rec.dosage == NULL);
+    for (int64_t s = 0; s < rec.n_samples; s++) {
+      int8_t want = t->gt[(size_t)v * t->n_samples + s];
+      if (flip && want != MS) want = (int8_t)(2 - want);
+      bad += rec.hardcall[s] != want;
+      if (rec.hap) bad += rec.hap[2 * s] + rec.hap[2 * s + 1] != rec.hardcall[s];
+    }
+  }
+  CHECK(st == FM_FMT_END);
+  if (st != FM_FMT_END) fprintf(stderr, "%s: %s\n", path, err.msg);
+  if (bad) fprintf(stderr, "%s: %d mismatching calls\n", path, bad);
+  CHECK(bad == 0);
+  CHECK(n_bi == t->n_var);
+  CHECK(multi_ok);
+  CHECK(n_split > 0);
+  for (int v = 0; v < t->n_var; v++) CHECK(t->seen[v] == 1);
+  printf("%s: chr22 %d biallelic records match the .traw, %d split records\n", path, n_bi, n_split);
+  free(multi_sum);
+  fm_reader_close(rd);
+}
+
+static void test_1kg_chr22(void) {
+  if (!find_fixtures()) {
+    printf("SKIP: 1kg fixtures not found (set RFMALLOC_FIXTURES)\n");
+    return;
+  }
+  char p[1200];
+  traw t;
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase3_subset/text/1kg_bi_chr22.traw", fixtures);
+  if (traw_load(p, &t) != 0) {
+    printf("SKIP: %s not readable\n", p);
+    return;
+  }
+  CHECK(t.n_var == 1097 && t.n_samples == 1126);
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase3_subset/1kg.vcf.gz", fixtures);
+  check_against_traw(p, &t);
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase3_subset/1kg.bcf", fixtures);
+  check_against_traw(p, &t);
+  traw_free(&t);
+}
+
+static void rm_tmpdir(void) {
+  const char *names[] = {"chrx.vcf", "chrx.bcf", "chrx.bcf.csi", "chrx.vcf.gz", "chrx.vcf.gz.tbi",
+                         "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
+                         "half.bcf.csi", "fmt.vcf", "fmt.bcf", "fmt.bcf.csi", "multi.vcf",
+                         "multi.bcf", "multi.bcf.csi", "ds.vcf", "ds.bcf", "ds.bcf.csi",
+                         "notvcf.txt", "plain.vcf", "bad.vcf"};
+  char p[512];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    tmp_path(p, sizeof p, names[i]);
+    remove(p);
+  }
+  rmdir(tmpdir);
+}
+
+int main(void) {
+  hts_set_log_level(HTS_LOG_OFF);
+  const char *base = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/fm_vcf_XXXXXX", base && *base ? base : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "cannot create a temporary directory\n");
+    return 1;
+  }
+  FM_RUN(test_chrx_haploid_vcf_bcf);
+  FM_RUN(test_male_het_chrx);
+  FM_RUN(test_half_calls);
+  FM_RUN(test_format_fields);
+  FM_RUN(test_multiallelic);
+  FM_RUN(test_dosage);
+  FM_RUN(test_errors);
+  FM_RUN(test_1kg_chr22);
+  rm_tmpdir();
+  FM_TEST_END();
+}
