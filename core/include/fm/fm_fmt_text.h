@@ -10,11 +10,15 @@
  * variant count, or a truncated packed record is an error whose message names
  * the file, the 1-based line (or 0-based packed record) and what was expected.
  *
+ * PLINK 1 legacy dosage (plink 1.9 --dosage) is read here too.
+ *
  * Conventions (fm_fmt.h; byte layouts in docs/formats/text_formats.md):
  *  - GEN, HAPS: the first allele is REF, the second is ALT and is counted.
  *  - EIGENSTRAT: .geno holds copies of the .snp column-5 allele, which is the
  *    counted allele (alt); column 6 is ref. 9 (text) or 3 (packed) = missing.
- *  - Sample IDs are the .sample ID_2 column (IID), or the .ind column 1.
+ *  - PLINK 1 dosage: A1 (column 2) is counted (alt), A2 is ref, as in .bim.
+ *  - Sample IDs are the .sample ID_2 column (IID), the .ind column 1, or the
+ *    .fam / dosage-header IID.
  *
  * Ownership: open functions return an owned fm_reader (close it with
  * fm_reader_close); paths are copied. Thread safety: one reader per thread. */
@@ -76,5 +80,26 @@ FM_NODISCARD fm_status fm_fmt_haps_legend_open(const char *haps_path, const char
 FM_NODISCARD fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
                                               const char *ind_path, fm_reader **out,
                                               fm_err *err);
+
+/* Open a PLINK 1 legacy dosage file (plink 1.9 --dosage): a header
+ * "SNP A1 A2 FID1 IID1 FID2 IID2 ...", then per line "SNP A1 A2" and, per
+ * sample, format 1: the A1 dosage in [0, 2]; format 2: P(A1A1) P(A1A2)
+ * (P(A2A2) = the rest); format 3: P(A1A1) P(A1A2) P(A2A2). "NA" or "-9" is
+ * missing. format 0 infers 1, 2 or 3 from the first data line's field count.
+ * fam_path (may be NULL: IDs from the header) must list the header's IIDs in
+ * order; map_path (may be NULL: chrom ".", pos 0) is a PLINK .map (3 or 4
+ * columns) listing the same variants in the same order.
+ * Units:  dosage = A1 dosage (format 1), or 2 P(A1A1) + P(A1A2);
+ *         hardcall: format 1, the nearest integer when within 0.1 of the
+ *         dosage (plink2 --hard-call-threshold 0.1), else missing; formats 2
+ *         and 3, the fm_fmt.h 0.9 rule on the genotype probabilities.
+ * Errors: FM_EARG (NULL path or out, format not in 0..3); FM_EIO; FM_EFORMAT
+ *         naming file and line; FM_EMISMATCH when the header, .fam and .map
+ *         disagree (sample count or name, variant ID or count); FM_ENOMEM.
+ * Owns:   *out (owned). Source: docs/formats/text_formats.md; oracle: the
+ *         .traw of fixtures/genotypes/1kg_phase1_chr22_dosage. */
+FM_NODISCARD fm_status fm_fmt_dosage_open(const char *dosage_path, const char *fam_path,
+                                          const char *map_path, int format, fm_reader **out,
+                                          fm_err *err);
 
 #endif

@@ -22,6 +22,7 @@ typedef struct traw {
   char **ids;
   char **counted;
   int8_t *gt; /* n_variants x n_samples, variant-major */
+  double *ds; /* same shape, when loaded as dosages */
 } traw;
 static traw g_traw;
 
@@ -40,33 +41,35 @@ static int split_tabs(char *s, char **f, int cap) {
   return n;
 }
 
-static int load_traw(const char *path) {
+/* Load a .traw; with want_ds, values are doubles (dosages) in t->ds too. */
+static int load_traw(traw *t, const char *path, int64_t vcap, int want_ds) {
   FILE *fp = fopen(path, "r");
   if (!fp) return 0;
+  memset(t, 0, sizeof *t);
   char *line = NULL;
   size_t cap = 0;
   int fcap = 4096;
   char **f = malloc((size_t)fcap * sizeof *f);
-  int64_t vcap = 2048;
   if (getline(&line, &cap, fp) < 0) { fclose(fp); free(f); free(line); return 0; }
   int nf = split_tabs(line, f, fcap);
   if (nf < 7 || nf > 4000) { fclose(fp); free(f); free(line); return 0; }
-  g_traw.n_samples = nf - 6;
-  g_traw.sample_cols = malloc((size_t)g_traw.n_samples * sizeof(char *));
-  for (int i = 6; i < nf; i++) g_traw.sample_cols[i - 6] = xstrdup(f[i]);
-  g_traw.ids = malloc((size_t)vcap * sizeof(char *));
-  g_traw.counted = malloc((size_t)vcap * sizeof(char *));
-  g_traw.gt = malloc((size_t)(vcap * g_traw.n_samples));
+  t->n_samples = nf - 6;
+  t->sample_cols = malloc((size_t)t->n_samples * sizeof(char *));
+  for (int i = 6; i < nf; i++) t->sample_cols[i - 6] = xstrdup(f[i]);
+  t->ids = malloc((size_t)vcap * sizeof(char *));
+  t->counted = malloc((size_t)vcap * sizeof(char *));
+  t->gt = malloc((size_t)(vcap * t->n_samples));
+  if (want_ds) t->ds = malloc((size_t)(vcap * t->n_samples) * sizeof(double));
   while (getline(&line, &cap, fp) > 0) {
     nf = split_tabs(line, f, fcap);
-    if (nf != 6 + g_traw.n_samples) break;
-    int64_t v = g_traw.n_variants++;
-    if (v >= vcap) break;
-    g_traw.ids[v] = xstrdup(f[1]);
-    g_traw.counted[v] = xstrdup(f[4]);
-    for (int64_t i = 0; i < g_traw.n_samples; i++) {
+    if (nf != 6 + t->n_samples || t->n_variants >= vcap) break;
+    int64_t v = t->n_variants++;
+    t->ids[v] = xstrdup(f[1]);
+    t->counted[v] = xstrdup(f[4]);
+    for (int64_t i = 0; i < t->n_samples; i++) {
       const char *s = f[6 + i];
-      g_traw.gt[v * g_traw.n_samples + i] = (s[0] == 'N') ? FM_GT_MISSING : (int8_t)(s[0] - '0');
+      t->gt[v * t->n_samples + i] = (s[0] == 'N' || s[1]) ? FM_GT_MISSING : (int8_t)(s[0] - '0');
+      if (want_ds) t->ds[v * t->n_samples + i] = s[0] == 'N' ? NAN : strtod(s, NULL);
     }
   }
   free(line);
@@ -75,16 +78,18 @@ static int load_traw(const char *path) {
   return 1;
 }
 
-static void free_traw(void) {
-  for (int64_t i = 0; i < g_traw.n_samples; i++) free(g_traw.sample_cols[i]);
-  for (int64_t v = 0; v < g_traw.n_variants; v++) {
-    free(g_traw.ids[v]);
-    free(g_traw.counted[v]);
+static void free_traw(traw *t) {
+  for (int64_t i = 0; i < t->n_samples; i++) free(t->sample_cols[i]);
+  for (int64_t v = 0; v < t->n_variants; v++) {
+    free(t->ids[v]);
+    free(t->counted[v]);
   }
-  free(g_traw.sample_cols);
-  free(g_traw.ids);
-  free(g_traw.counted);
-  free(g_traw.gt);
+  free(t->sample_cols);
+  free(t->ids);
+  free(t->counted);
+  free(t->gt);
+  free(t->ds);
+  memset(t, 0, sizeof *t);
 }
 
 static const char *fx(const char *name) {
@@ -522,13 +527,164 @@ static void test_eigenstrat_small_and_bad(void) {
   unlink(packed);
 }
 
+/* ---- PLINK 1 legacy dosage ------------------------------------------------ */
+
+static const char *dx(const char *name) {
+  static char buf[4][4200];
+  static int k;
+  char *b = buf[k++ & 3];
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  snprintf(b, sizeof buf[0], "%s/genotypes/1kg_phase1_chr22_dosage/%s",
+           env && *env ? env : "../../../shared/fixtures", name);
+  return b;
+}
+
+/* Dosages of r equal the .traw dosages (within tol), in order. */
+static int64_t check_dosage_vs_traw(fm_reader *r, const traw *t, double tol) {
+  fm_gt_record rec;
+  fm_err err = {0};
+  fm_status st;
+  int64_t k = 0, bad = 0;
+  while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+    if (k >= t->n_variants || strcmp(rec.id, t->ids[k]) || strcmp(rec.alt, t->counted[k]) ||
+        rec.n_samples != t->n_samples || !rec.dosage) {
+      fprintf(stderr, "record %lld (%s) does not match .traw row\n", (long long)k, rec.id);
+      CHECK(0);
+      return k;
+    }
+    for (int64_t i = 0; i < t->n_samples; i++) {
+      double want = t->ds[k * t->n_samples + i], got = rec.dosage[i];
+      if (!(fabs(got - want) <= tol)) bad++;
+      /* integer dosages give that hardcall; 0.05 away still rounds */
+      double rd = floor(want + 0.5);
+      if (fabs(want - rd) < 0.1 - 1e-9 && rec.hardcall[i] != (int8_t)rd) bad++;
+    }
+    if (bad) {
+      fprintf(stderr, "record %lld (%s): %lld mismatches\n", (long long)k, rec.id, (long long)bad);
+      CHECK(bad == 0);
+      return k;
+    }
+    k++;
+  }
+  CHECK(st == FM_FMT_END);
+  if (st != FM_FMT_END) fprintf(stderr, "%s\n", err.msg);
+  return k;
+}
+
+static void test_dosage_fixture(void) {
+  traw t;
+  if (!load_traw(&t, dx("1kg_p1_chr22.traw"), 20000, 1)) {
+    printf("SKIP: dosage fixture not found at %s\n", dx(""));
+    return;
+  }
+  CHECK(t.n_variants == 10376 && t.n_samples == 5);
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_dosage_open(dx("1kg_p1_chr22.dosage"), dx("1kg_p1_chr22.fam"),
+                              dx("1kg_p1_chr22.dosage.map"), 0, &r, &err),
+           &err);
+  if (r) {
+    CHECK(strcmp(r->sample_ids[4], "HG00101") == 0 && r->info.has_dosage);
+    fm_gt_record rec;
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.chrom, "22") == 0 && rec.pos == 50300078 && strcmp(rec.ref, "A") == 0);
+    fm_reader_close(r);
+  }
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dx("1kg_p1_chr22.dosage"), NULL, dx("1kg_p1_chr22.dosage.map"), 1,
+                              &r, &err),
+           &err);
+  if (r) {
+    CHECK(r->info.n_samples == 5 && strcmp(r->sample_ids[0], "HG00096") == 0);
+    CHECK(check_dosage_vs_traw(r, &t, 0.0) == 10376);
+    fm_reader_close(r);
+  }
+  /* GEN with fractional probabilities: dosage P(AB) + 2 P(BB) */
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(dx("1kg_p1_chr22.gen"), dx("1kg_p1_chr22.sample"), &r, &err), &err);
+  if (r) {
+    CHECK(check_dosage_vs_traw(r, &t, 1e-9) == 10376);
+    fm_reader_close(r);
+  }
+  free_traw(&t);
+}
+
+static void test_dosage_small_and_bad(void) {
+  const char *dos = tmp("d.dosage"), *fam = tmp("d.fam"), *map = tmp("d.map");
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  fm_gt_record rec;
+  write_file(fam, "F1 a 0 0 1 -9\nF2 b 0 0 2 -9\n");
+  write_file(map, "1 v1 0 10\n1 v2 20\n");
+  /* format 2: P(A1A1) P(A1A2) */
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 0.95 0.05 NA NA\nv2 G A 0 0.5 0.02 0.03\n");
+  CHECK_OK(fm_fmt_dosage_open(dos, fam, map, 0, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.alt, "T") == 0 && strcmp(rec.ref, "C") == 0 && rec.pos == 10);
+    CHECK_CLOSE(rec.dosage[0], 1.95, 1e-12);
+    CHECK(rec.hardcall[0] == 2);
+    CHECK(isnan(rec.dosage[1]) && rec.hardcall[1] == FM_GT_MISSING);
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(rec.pos == 20);
+    CHECK_CLOSE(rec.dosage[0], 0.5, 1e-12);
+    CHECK(rec.hardcall[0] == FM_GT_MISSING); /* P = 0, 0.5, 0.5 */
+    CHECK_CLOSE(rec.dosage[1], 0.07, 1e-12);
+    CHECK(rec.hardcall[1] == 0);              /* P(A2A2) = 0.95 */
+    CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+    fm_reader_close(r);
+  }
+  /* format 3, all-zero probabilities = missing; format 1 rounding rule */
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 0 0 1 0 0 0\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dos, NULL, NULL, 3, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.chrom, ".") == 0 && rec.pos == 0);
+    CHECK(rec.dosage[0] == 0.0 && rec.hardcall[0] == 0);
+    CHECK(isnan(rec.dosage[1]) && rec.hardcall[1] == FM_GT_MISSING);
+    fm_reader_close(r);
+  }
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 1.92 1.85\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dos, NULL, NULL, 0, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(rec.hardcall[0] == 2 && rec.hardcall[1] == FM_GT_MISSING);
+    fm_reader_close(r);
+  }
+  /* errors */
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 1 1\nv2 T C 1 2.5\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dos, fam, NULL, 1, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "d.dosage line 3", "sample 2"); fm_reader_close(r); }
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 1 1\nv2 T C 1\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dos, fam, NULL, 0, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "d.dosage line 3", "found 4"); fm_reader_close(r); }
+  write_file(dos, "SNP A1 A2 F1 a F2 b\nv1 T C 1 1\nv9 T C 1 1\n");
+  r = NULL;
+  CHECK_OK(fm_fmt_dosage_open(dos, fam, map, 0, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EMISMATCH, "d.map line 2", "v9"); fm_reader_close(r); }
+  write_file(dos, "SNP A1 A2 F1 a F2 c\nv1 T C 1 1\n");
+  r = NULL;
+  CHECK(fm_fmt_dosage_open(dos, fam, map, 0, &r, &err) == FM_EMISMATCH && r == NULL);
+  CHECK(strstr(err.msg, "d.dosage line 1") != NULL);
+  write_file(dos, "SNP A1 A2 F1\n");
+  CHECK(fm_fmt_dosage_open(dos, NULL, NULL, 0, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(fm_fmt_dosage_open(dos, NULL, NULL, 4, &r, &err) == FM_EARG);
+  unlink(dos);
+  unlink(fam);
+  unlink(map);
+}
+
 int main(void) {
   const char *env = getenv("RFMALLOC_FIXTURES");
   snprintf(g_text_dir, sizeof g_text_dir, "%s/genotypes/1kg_phase3_subset/text",
            env && *env ? env : "../../../shared/fixtures");
   char traw_path[4200];
   snprintf(traw_path, sizeof traw_path, "%s/1kg_bi_chr22.traw", g_text_dir);
-  g_have_fixtures = load_traw(traw_path);
+  g_have_fixtures = load_traw(&g_traw, traw_path, 2048, 0);
   if (g_have_fixtures && (g_traw.n_samples != 1126 || g_traw.n_variants != 1097)) {
     fprintf(stderr, "unexpected .traw shape %lld x %lld\n", (long long)g_traw.n_variants,
             (long long)g_traw.n_samples);
@@ -547,8 +703,10 @@ int main(void) {
   FM_RUN(test_haps_fixture);
   FM_RUN(test_haps_legend_fixture);
   FM_RUN(test_eigenstrat_fixture);
+  FM_RUN(test_dosage_small_and_bad);
+  if (g_have_fixtures) FM_RUN(test_dosage_fixture);
 
-  if (g_have_fixtures) free_traw();
+  if (g_have_fixtures) free_traw(&g_traw);
   rmdir(g_tmp);
   FM_TEST_END();
 }
