@@ -59,15 +59,18 @@ fm_status fm_plink_lines_rewind(fm_plink_lines *L, fm_err *err) {
   return FM_OK;
 }
 
+/* Blank bytes: space, tab, CR, LF (and NUL, which ends the line). */
+static const uint8_t blank[256] = {[0] = 1, [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\n'] = 1};
+
 int64_t fm_plink_split(char *line, char **tok, int64_t max_tok) {
   int64_t n = 0;
-  char *p = line;
+  unsigned char *p = (unsigned char *)line;
   for (;;) {
-    while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') p++;
+    while (*p && blank[*p]) p++;
     if (!*p) break;
-    if (n < max_tok) tok[n] = p;
+    if (n < max_tok) tok[n] = (char *)p;
     n++;
-    while (*p && *p != ' ' && *p != '\t' && *p != '\r' && *p != '\n') p++;
+    while (!blank[*p]) p++;
     if (!*p) break;
     *p++ = '\0';
   }
@@ -161,7 +164,7 @@ int fm_plink_allele_index(fm_plink_alleles *v, const char *tok) {
       if (!(v->a[k] = dup_str(tok))) return -3;
       return k;
     }
-    if (strcmp(v->a[k], tok) == 0) return k;
+    if (v->a[k][0] == tok[0] && (tok[0] == '\0' || strcmp(v->a[k] + 1, tok + 1) == 0)) return k;
   }
   return -2;
 }
@@ -216,6 +219,7 @@ typedef struct bed_impl {
   int64_t col_bytes;
   uint8_t *col;
   int8_t *hardcall;
+  int8_t lut[256][4]; /* ALT counts of the 4 samples of a byte */
   char *tok[6];
 } bed_impl;
 
@@ -255,9 +259,13 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (b->col_bytes > 0 && fread(b->col, 1, (size_t)b->col_bytes, b->bed) != (size_t)b->col_bytes)
     return fm_err_set(err, FM_EIO, "'%s': cannot read variant %lld at byte offset %lld",
                       b->bed_path, (ll)b->next + 1, off);
-  const uint8_t *c = b->col;
+  /* whole bytes through a 256 x 4 table, then the tail by bit arithmetic */
   static const int8_t val[4] = {2, FM_GT_MISSING, 1, 0};
-  for (int64_t i = 0; i < b->n_samples; i++)
+  int8_t(*lut)[4] = b->lut;
+  const uint8_t *c = b->col;
+  const int64_t n4 = b->n_samples >> 2;
+  for (int64_t j = 0; j < n4; j++) memcpy(b->hardcall + 4 * j, lut[c[j]], 4);
+  for (int64_t i = 4 * n4; i < b->n_samples; i++)
     b->hardcall[i] = val[(c[i >> 2] >> (2 * (i & 3))) & 3u];
   rec->n_samples = b->n_samples;
   rec->chrom = b->tok[0];
@@ -319,6 +327,9 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
   b->col = malloc((size_t)(b->col_bytes > 0 ? b->col_bytes : 1));
   b->hardcall = malloc((size_t)(b->n_samples > 0 ? b->n_samples : 1));
   if (!b->col || !b->hardcall) goto oom;
+  static const int8_t val[4] = {2, FM_GT_MISSING, 1, 0};
+  for (int x = 0; x < 256; x++)
+    for (int k = 0; k < 4; k++) b->lut[x][k] = val[(x >> (2 * k)) & 3];
   *out = r;
   return FM_OK;
 oom:
