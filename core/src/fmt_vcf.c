@@ -240,6 +240,15 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
       v->dosage[s] = d;
     }
     out->dosage = v->dosage;
+    /* No GT: hardcalls from DS, the nearest count when within 0.1 of it
+     * (plink2's default --hard-call-threshold 0.1; the 1e-6 absorbs DS's
+     * float32 rounding, so 1.1 counts 1), else missing. */
+    if (!per) {
+      for (int64_t s = 0; s < v->n; s++) {
+        double d = v->dosage[s], c = floor(d + 0.5);
+        v->hardcall[s] = (int8_t)(!isnan(d) && fabs(d - c) <= 0.1 + 1e-6 ? (int)c : FM_GT_MISSING);
+      }
+    }
   }
   fm_status st;
   out->chrom = bcf_seqname(v->hdr, v->rec);

@@ -4,7 +4,8 @@
  * the index (.tbi/.csi beside the file). Each record yields one fm_gt_record
  * per ALT allele (multi-allelic records are split, fm_fmt.h conventions):
  *  - GT -> hardcall (ALT count), and hap slots when the record is phased;
- *  - FORMAT DS (Float, Number=A or 1) -> dosage, else dosage is NULL;
+ *  - FORMAT DS (Float, Number=A or 1) -> dosage, else dosage is NULL; a
+ *    record without GT takes hardcalls from DS (nearest count within 0.1);
  *  - haploid calls count 0 or 2 (PLINK style), and fill both hap slots;
  *  - half-calls (`0|.`) -> hardcall missing, the known allele kept in its slot;
  *  - heterozygous haploid calls -> missing (see docs/formats/vcf.md for how a

@@ -355,6 +355,18 @@ static void test_dosage(void) {
   CHECK_CLOSE(a->ds[4][3], 2.0, 1e-6);
   const int8_t w4[] = {2, 1, 0, 2};
   check_hc(a, 4, w4);
+  /* no GT: hardcalls from DS, nearest count within 0.1 */
+  tmp_path(vcf, sizeof vcf, "dsonly.vcf");
+  write_vcf(vcf, 1, "S1\tS2\tS3\tS4",
+            "22\t100\to1\tA\tG\t.\t.\t.\tDS\t0.05\t0.5\t1.92\t.\n"
+            "22\t200\to2\tA\tG,T\t.\t.\t.\tDS\t1.1,0.85\t0,0\t.\t0.2,1.75\n");
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(a->n == 3 && a->has_ds[0] && !a->is_phased[0] && !a->has_hap[0]);
+  const int8_t o0[] = {0, MS, 2, MS}, o1[] = {1, 0, MS, MS}, o2[] = {MS, 0, MS, MS};
+  check_hc(a, 0, o0);
+  check_hc(a, 1, o1);
+  check_hc(a, 2, o2);
+  CHECK_CLOSE(a->ds[2][3], 1.75, 1e-6);
   free(a);
   free(b);
 }
@@ -427,8 +439,9 @@ static int find_fixtures(void) {
 typedef struct traw {
   int n_var, n_samples;
   char **id, **counted, **sample;
-  int8_t *gt; /* (n_samples, n_var) col-major */
+  double *gt; /* (n_samples, n_var) col-major: ALT counts or dosages, NaN = NA */
   int *seen;
+  int hint;   /* next row to try first: records come in .traw order */
 } traw;
 
 static void traw_free(traw *t) {
@@ -456,7 +469,7 @@ static int traw_load(const char *path, traw *t) {
   if (!f) return -1;
   size_t cap = 1 << 16;
   char *line = malloc(cap);
-  int rc = -1, cap_var = 1200;
+  int rc = -1, cap_var = 12000;
   if (!fgets(line, (int)cap, f)) goto done;
   {
     char *p = line;
@@ -467,7 +480,7 @@ static int traw_load(const char *path, traw *t) {
   }
   t->id = malloc(sizeof(char *) * (size_t)cap_var);
   t->counted = malloc(sizeof(char *) * (size_t)cap_var);
-  t->gt = malloc((size_t)t->n_samples * (size_t)cap_var);
+  t->gt = malloc(sizeof(double) * (size_t)t->n_samples * (size_t)cap_var);
   while (fgets(line, (int)cap, f) && t->n_var < cap_var) {
     char *p = line;
     next_tok(&p);
@@ -481,7 +494,7 @@ static int traw_load(const char *path, traw *t) {
     t->counted[v] = strdup(counted);
     for (int s = 0; s < t->n_samples; s++) {
       char *tok = next_tok(&p);
-      t->gt[(size_t)v * t->n_samples + s] = (!tok || tok[0] == 'N') ? MS : (int8_t)(tok[0] - '0');
+      t->gt[(size_t)v * t->n_samples + s] = (!tok || tok[0] == 'N') ? NAN : strtod(tok, NULL);
     }
   }
   t->seen = calloc((size_t)t->n_var, sizeof(int));
@@ -492,13 +505,14 @@ done:
   return rc;
 }
 
-static int traw_find(const traw *t, const char *id) {
+static int traw_find(traw *t, const char *id) {
+  if (t->hint < t->n_var && strcmp(t->id[t->hint], id) == 0) return t->hint++;
   for (int v = 0; v < t->n_var; v++)
-    if (strcmp(t->id[v], id) == 0) return v;
+    if (strcmp(t->id[v], id) == 0) return (t->hint = v + 1) - 1;
   return -1;
 }
 
-static void check_against_traw(const char *path, const traw *t) {
+static void check_against_traw(const char *path, traw *t) {
   fm_err err;
   fm_reader *rd = NULL;
   CHECK_OK(fm_fmt_vcf_open(path, "22", &rd, &err), &err);
@@ -510,6 +524,7 @@ static void check_against_traw(const char *path, const traw *t) {
     CHECK(ln > li && strcmp(name + ln - li, iid) == 0 && name[ln - li - 1] == '_');
   }
   memset(t->seen, 0, sizeof(int) * (size_t)t->n_var);
+  t->hint = 0;
   fm_gt_record rec;
   fm_status st;
   int n_bi = 0, n_split = 0, bad = 0, prev_pos = -1, multi_ok = 1;
@@ -541,7 +556,8 @@ static void check_against_traw(const char *path, const traw *t) {
     CHECK(!flip || strcmp(t->counted[v], rec.ref) == 0);
     CHECK(rec.is_phased && rec.hap != NULL && rec.dosage == NULL);
     for (int64_t s = 0; s < rec.n_samples; s++) {
-      int8_t want = t->gt[(size_t)v * t->n_samples + s];
+      double wd = t->gt[(size_t)v * t->n_samples + s];
+      int8_t want = isnan(wd) ? MS : (int8_t)wd;
       if (flip && want != MS) want = (int8_t)(2 - want);
       bad += rec.hardcall[s] != want;
       if (rec.hap) bad += rec.hap[2 * s] + rec.hap[2 * s + 1] != rec.hardcall[s];
@@ -580,12 +596,91 @@ static void test_1kg_chr22(void) {
   traw_free(&t);
 }
 
+/* 1kg_phase1_chr22_dosage: DS of the upstream VCF, its BCF and plink2's DS
+ * VCF against plink2's dosage .traw (ALT dosages), GT against the hap slots. */
+/* all_phased: the upstream files are phased everywhere; plink2's DS export
+ * writes GT from its own hardcalls (./. and 0/1 where DS is far from a count). */
+static void check_dosage_traw(const char *path, const char *region, int max_records, traw *t,
+                              int all_phased) {
+  fm_err err;
+  fm_reader *rd = NULL;
+  CHECK_OK(fm_fmt_vcf_open(path, region, &rd, &err), &err);
+  if (!rd) return;
+  CHECK(rd->info.n_samples == t->n_samples && rd->info.has_dosage);
+  memset(t->seen, 0, sizeof(int) * (size_t)t->n_var);
+  t->hint = 0;
+  fm_gt_record rec;
+  fm_status st;
+  int n = 0, bad_ds = 0, bad_gt = 0, n_frac = 0;
+  double max_diff = 0;
+  const int whole = !region && max_records <= 0;
+  while ((max_records <= 0 || n < max_records) && (st = fm_reader_next(rd, &rec, &err)) == FM_OK) {
+    int v = traw_find(t, rec.id);
+    CHECK(v >= 0);
+    if (v < 0 || !rec.dosage) {
+      bad_ds++;
+      continue;
+    }
+    n++;
+    t->seen[v]++;
+    CHECK(strcmp(t->counted[v], rec.alt) == 0);
+    for (int64_t s = 0; s < rec.n_samples; s++) {
+      double want = t->gt[(size_t)v * t->n_samples + s], d = fabs(rec.dosage[s] - want);
+      if (!(d <= 1e-6)) bad_ds++;
+      if (d > max_diff) max_diff = d;
+      if (want != floor(want)) n_frac++;
+      if (rec.hap ? (rec.hardcall[s] == MS ? rec.hap[2 * s] != MS && rec.hap[2 * s + 1] != MS
+                                           : rec.hap[2 * s] + rec.hap[2 * s + 1] != rec.hardcall[s])
+                  : all_phased)
+        bad_gt++;
+      /* where GT is called, it is the DS count within 0.1 (plink2 export) */
+      if (!all_phased && rec.hardcall[s] != MS && fabs(rec.hardcall[s] - want) > 0.1 + 1e-6) bad_gt++;
+    }
+  }
+  CHECK(st == FM_FMT_END || st == FM_OK);
+  if (st != FM_FMT_END && st != FM_OK) fprintf(stderr, "%s: %s\n", path, err.msg);
+  if ((whole && n != t->n_var) || bad_ds || bad_gt)
+    fprintf(stderr, "%s: %d records, %d DS and %d GT mismatches\n", path, n, bad_ds, bad_gt);
+  CHECK(bad_ds == 0 && bad_gt == 0 && n >= 1000);
+  for (int v = 0; v < t->n_var; v++) CHECK(t->seen[v] <= 1);
+  if (whole) {
+    CHECK(n == t->n_var && n_frac == 3263); /* README: 3,263 non-integer DS values */
+    for (int v = 0; v < t->n_var; v++) CHECK(t->seen[v] == 1);
+  }
+  printf("%s: %d records, DS max |diff| %.3g vs the .traw\n", path, n, max_diff);
+  fm_reader_close(rd);
+}
+
+static void test_1kg_dosage(void) {
+  if (!find_fixtures()) {
+    printf("SKIP: 1kg dosage fixtures not found (set RFMALLOC_FIXTURES)\n");
+    return;
+  }
+  char p[1200];
+  traw t;
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase1_chr22_dosage/1kg_p1_chr22.traw", fixtures);
+  if (traw_load(p, &t) != 0) {
+    printf("SKIP: %s not readable\n", p);
+    return;
+  }
+  CHECK(t.n_var == 10376 && t.n_samples == 5);
+  /* Whole file from the BCF (the fastest to parse); a part of the other two
+   * keeps the test within its valgrind time budget. */
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase1_chr22_dosage/1kg_p1_chr22.bcf", fixtures);
+  check_dosage_traw(p, NULL, 0, &t, 1);
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase1_chr22_dosage/1kg_p1_chr22.vcf.gz", fixtures);
+  check_dosage_traw(p, "22:50500000-50650000", 0, &t, 1);
+  snprintf(p, sizeof p, "%s/genotypes/1kg_phase1_chr22_dosage/1kg_p1_chr22.plink2_DS.vcf.gz", fixtures);
+  check_dosage_traw(p, NULL, 2500, &t, 0);
+  traw_free(&t);
+}
+
 static void rm_tmpdir(void) {
   const char *names[] = {"chrx.vcf", "chrx.bcf", "chrx.bcf.csi", "chrx.vcf.gz", "chrx.vcf.gz.tbi",
                          "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
                          "half.bcf.csi", "fmt.vcf", "fmt.bcf", "fmt.bcf.csi", "multi.vcf",
                          "multi.bcf", "multi.bcf.csi", "ds.vcf", "ds.bcf", "ds.bcf.csi",
-                         "notvcf.txt", "plain.vcf", "bad.vcf"};
+                         "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf"};
   char p[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     tmp_path(p, sizeof p, names[i]);
@@ -610,6 +705,7 @@ int main(void) {
   FM_RUN(test_dosage);
   FM_RUN(test_errors);
   FM_RUN(test_1kg_chr22);
+  FM_RUN(test_1kg_dosage);
   rm_tmpdir();
   FM_TEST_END();
 }
