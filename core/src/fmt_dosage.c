@@ -271,6 +271,7 @@ fm_status fm_fmt_dosage_open(const char *dosage_path, const char *fam_path, cons
   if ((st = fm_text_lines_open(&d->in, dosage_path, err)) != FM_OK) goto fail;
   if ((st = read_header(r, d, fam_path != NULL, err)) != FM_OK) goto fail;
   d->n = r->info.n_samples;
+  d->in.max_len = (size_t)(3 + 3 * d->n) * 64 + ((size_t)1 << 20);
   if (map_path) {
     d->has_map = 1;
     if ((st = fm_text_lines_open(&d->map, map_path, err)) != FM_OK) goto fail;

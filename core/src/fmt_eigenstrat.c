@@ -197,6 +197,8 @@ fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
   e->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&e->snp, snp_path, err)) != FM_OK) goto fail;
   if ((st = fm_text_lines_open(&e->geno, geno_path, err)) != FM_OK) goto fail;
+  e->geno.max_len = (size_t)e->n * 2 + ((size_t)1 << 20);
+  e->snp.max_len = (size_t)1 << 20;
   const unsigned char *p;
   size_t avail;
   if ((st = fm_text_lines_peek(&e->geno, &p, &avail, err)) != FM_OK) goto fail;

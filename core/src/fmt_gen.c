@@ -119,6 +119,7 @@ fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path, fm_read
   if (st != FM_OK) goto fail;
   g->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&g->in, gen_path, err)) != FM_OK) goto fail;
+  g->in.max_len = (size_t)(6 + 3 * g->n) * 64 + ((size_t)1 << 20);
   g->fields = malloc((size_t)(6 + 3 * g->n + 1) * sizeof *g->fields);
   g->hardcall = malloc((size_t)(g->n ? g->n : 1));
   g->dosage = malloc((size_t)(g->n ? g->n : 1) * sizeof *g->dosage);

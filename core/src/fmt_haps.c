@@ -152,6 +152,7 @@ static fm_status open_common(const char *haps_path, const char *legend_path,
   if (st != FM_OK) goto fail;
   h->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&h->in, haps_path, err)) != FM_OK) goto fail;
+  h->in.max_len = (size_t)(5 + 2 * h->n) * 8 + ((size_t)1 << 20);
   if (legend_path) {
     h->has_legend = 1;
     h->chrom = fm_text_strdup(chrom ? chrom : ".");

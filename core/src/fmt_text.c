@@ -70,6 +70,9 @@ static fm_status fill(fm_text_lines *l, fm_err *err) {
 }
 
 static fm_status append(fm_text_lines *l, const unsigned char *p, size_t n, fm_err *err) {
+  if (l->max_len && l->len + n > l->max_len)
+    return fm_err_set(err, FM_EFORMAT, "%s line %lld: longer than the %zu bytes a line of this file can need",
+                      l->path, (long long)(l->line_no + 1), l->max_len);
   if (l->len + n + 1 > l->cap) {
     size_t cap = l->cap;
     while (l->len + n + 1 > cap) cap *= 2;

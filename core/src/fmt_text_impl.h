@@ -18,11 +18,14 @@ typedef struct fm_text_lines {
   unsigned char *rbuf; /* owned read buffer */
   size_t rpos, rlen;
   int at_eof;
+  size_t max_len;    /* longest line accepted (0: no limit); longer is FM_EFORMAT */
 } fm_text_lines;
 
 /* Open path; l is caller-allocated. Errors: FM_EIO naming the file, FM_ENOMEM. */
 fm_status fm_text_lines_open(fm_text_lines *l, const char *path, fm_err *err);
-/* Next line into l->line; FM_FMT_END at the end of the file; FM_EIO on a read error. */
+/* Next line into l->line; FM_FMT_END at the end of the file; FM_EIO on a read
+ * error; FM_EFORMAT when a line is longer than l->max_len (memory bound for
+ * binary or mismatched input). */
 fm_status fm_text_lines_next(fm_text_lines *l, fm_err *err);
 /* Read exactly n bytes (binary records); *got_out = bytes read (< n at the end). */
 fm_status fm_text_lines_read(fm_text_lines *l, void *dst, size_t n, size_t *got_out, fm_err *err);

@@ -394,6 +394,18 @@ static void test_gen_bad(void) {
   r = NULL;
   CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
   if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 1", "position"); fm_reader_close(r); }
+  /* a line far longer than 3 samples can need (binary junk): bounded, named */
+  {
+    size_t big = (size_t)1 << 21;
+    char *junk = malloc(big + 1);
+    memset(junk, 'x', big);
+    junk[big] = '\0';
+    write_file(gen, junk);
+    free(junk);
+    r = NULL;
+    CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+    if (r) { expect_read_error(r, FM_EFORMAT, "bad.gen line 1", "longer than"); fm_reader_close(r); }
+  }
   /* a .sample without its header lines */
   write_file(sample, "s1\n");
   r = NULL;
