@@ -91,7 +91,7 @@ static int read_rec(vcf_impl *v, fm_err *err) {
   /* Undefined contigs and tags are added to the header by htslib with a
    * warning; every other error code marks a record we cannot trust. */
   int bad = ret < -1 || (v->rec->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) != 0;
-  if (!bad && bcf_unpack(v->rec, BCF_UN_ALL) < 0) bad = 1;
+  if (!bad && bcf_unpack(v->rec, BCF_UN_STR | BCF_UN_FMT) < 0) bad = 1;
   if (!bad && v->rec->n_allele < 1) bad = 1;
   if (bad) {
     const char *c = (ret >= -1 && v->rec->rid >= 0 && v->rec->rid < v->hdr->n[BCF_DT_CTG])

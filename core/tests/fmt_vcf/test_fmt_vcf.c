@@ -371,6 +371,49 @@ static void test_dosage(void) {
   free(b);
 }
 
+/* Edge cases: a sites-only VCF (0 samples), 1 sample, ALT '.', symbolic and
+ * '*' alleles. */
+static void test_edges(void) {
+  char vcf[512];
+  fm_err err;
+  tmp_path(vcf, sizeof vcf, "sites.vcf");
+  FILE *f = fopen(vcf, "w");
+  if (f) {
+    fprintf(f, "%s#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n"
+               "22\t100\t.\tA\tG\t.\t.\t.\n22\t200\t.\tA\t.\t.\t.\t.\n"
+               "22\t300\tr3\tA\tC,T\t.\t.\t.\n", HDR);
+    fclose(f);
+  }
+  fm_reader *rd = NULL;
+  CHECK_OK(fm_fmt_vcf_open(vcf, NULL, &rd, &err), &err);
+  if (rd) {
+    fm_gt_record rec;
+    int n = 0;
+    fm_status st;
+    CHECK(rd->info.n_samples == 0 && !rd->info.has_dosage && rd->info.n_variants == -1);
+    while ((st = fm_reader_next(rd, &rec, &err)) == FM_OK) {
+      CHECK(rec.n_samples == 0 && rec.pos != 200 && !rec.is_phased && !rec.hap);
+      n++;
+    }
+    CHECK(st == FM_FMT_END && n == 3);
+    CHECK(fm_reader_next(rd, &rec, &err) == FM_FMT_END); /* stays at the end */
+    fm_reader_close(rd);
+  }
+  tmp_path(vcf, sizeof vcf, "one.vcf");
+  write_vcf(vcf, 0, "S1",
+            "22\t100\t.\tA\tG\t.\t.\t.\tGT\t1|1\n"
+            "22\t200\t.\tA\t.\t.\t.\t.\tGT\t0|0\n"
+            "22\t300\tsv\tA\t<DEL>,*\t.\t.\t.\tGT\t1|2\n");
+  recs *a = malloc(sizeof *a);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(a->n == 3 && a->n_samples == 1);
+  CHECK(a->hc[0][0] == 2 && a->is_phased[0] && a->hap[0][0] == 1 && a->hap[0][1] == 1);
+  CHECK(strcmp(a->alt[1], "<DEL>") == 0 && strcmp(a->alt[2], "*") == 0);
+  CHECK(a->hc[1][0] == 1 && a->hap[1][0] == 1 && a->hap[1][1] == 0);
+  CHECK(a->hc[2][0] == 1 && a->hap[2][0] == 0 && a->hap[2][1] == 1);
+  free(a);
+}
+
 static void test_errors(void) {
   fm_err err;
   fm_reader *rd = (fm_reader *)&err;
@@ -680,7 +723,7 @@ static void rm_tmpdir(void) {
                          "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
                          "half.bcf.csi", "fmt.vcf", "fmt.bcf", "fmt.bcf.csi", "multi.vcf",
                          "multi.bcf", "multi.bcf.csi", "ds.vcf", "ds.bcf", "ds.bcf.csi",
-                         "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf"};
+                         "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf", "sites.vcf", "one.vcf"};
   char p[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     tmp_path(p, sizeof p, names[i]);
@@ -703,6 +746,7 @@ int main(void) {
   FM_RUN(test_format_fields);
   FM_RUN(test_multiallelic);
   FM_RUN(test_dosage);
+  FM_RUN(test_edges);
   FM_RUN(test_errors);
   FM_RUN(test_1kg_chr22);
   FM_RUN(test_1kg_dosage);
