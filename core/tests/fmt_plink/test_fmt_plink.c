@@ -176,6 +176,69 @@ static void test_bed_fixture(void) {
   fm_reader_close(r);
 }
 
+typedef struct id_check {
+  int64_t first, n_calls, bad;
+} id_check;
+
+static void on_bed_variant(void *ud, int64_t in_index, const fm_gt_record *rec) {
+  id_check *c = ud;
+  const int64_t v = in_index - c->first;
+  c->n_calls++;
+  if (v < 0 || v >= T.n_var || strcmp(rec->id, T.id[v]) != 0) c->bad++;
+}
+
+/* The chr22 records of the genome-wide .bed streamed into a dense
+ * destination: variants reversed with duplicates, samples subset with
+ * duplicates. */
+static void test_bed_fixture_stream(void) {
+  if (!have_fx) {
+    printf("SKIP: test_bed_fixture_stream (fixtures not found)\n");
+    return;
+  }
+  char bed[4300], bim[4300];
+  fx_path(bed, sizeof bed, "1kg_bi.bed");
+  fx_path(bim, sizeof bim, "1kg_bi.bim");
+  FILE *f = fopen(bim, "r");
+  CHECK(f != NULL);
+  if (!f) return;
+  char line[512];
+  int64_t first = -1, k = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "22\t", 3) == 0) {
+      first = k;
+      break;
+    }
+    k++;
+  }
+  fclose(f);
+  CHECK(first > 0);
+  if (first <= 0) return;
+  const int64_t n = T.n_samples, mo = T.n_var + 2, no = 9;
+  int64_t *vars = malloc((size_t)mo * sizeof *vars);
+  for (int64_t j = 0; j < T.n_var; j++) vars[j] = first + T.n_var - 1 - j;
+  vars[T.n_var] = first + 10;
+  vars[T.n_var + 1] = first;
+  const int64_t samples[9] = {n - 1, 0, 1, 2, 3, 1, 600, 601, n - 1};
+  double *buf = malloc((size_t)(mo * no) * sizeof *buf);
+  fm_reader *r = NULL;
+  fm_err err;
+  CHECK_OK(fm_fmt_bed_open(bed, NULL, NULL, &r, &err), &err);
+  if (r) {
+    fm_dest d = {FM_DEST_DENSE, (uint8_t *)buf, no, mo, samples};
+    id_check c = {first, 0, 0};
+    CHECK_OK(fm_fmt_stream(r, &d, vars, 1000, on_bed_variant, &c, NULL, &err), &err);
+    CHECK(c.n_calls == T.n_var && c.bad == 0);
+    int64_t bad = 0;
+    for (int64_t j = 0; j < mo; j++)
+      for (int64_t i = 0; i < no; i++)
+        if (buf[j * no + i] != T.g[(vars[j] - first) * n + samples[i]]) bad++;
+    CHECK(bad == 0);
+    fm_reader_close(r);
+  }
+  free(buf);
+  free(vars);
+}
+
 static const char *const *counted_list(void) { return (const char *const *)T.counted; }
 
 static void test_ped_fixture(void) {
@@ -491,6 +554,7 @@ int main(void) {
   FM_RUN(test_ped_small);
   FM_RUN(test_tped_small);
   FM_RUN(test_bed_fixture);
+  FM_RUN(test_bed_fixture_stream);
   FM_RUN(test_ped_fixture);
   FM_RUN(test_tped_fixture);
   if (have_fx) free_traw();
