@@ -47,21 +47,30 @@ void fm_text_lines_close(fm_text_lines *l) {
   memset(l, 0, sizeof *l);
 }
 
+/* zlib's message without the "<path>: " prefix it adds. */
+static const char *zmsg(fm_text_lines *l, int *zerr) {
+  const char *m = gzerror((gzFile)l->gz, zerr);
+  size_t n = strlen(l->path);
+  if (!m) return "zlib error";
+  if (strncmp(m, l->path, n) == 0 && m[n] == ':' && m[n + 1] == ' ') m += n + 2;
+  return m;
+}
+
 static fm_status fill(fm_text_lines *l, fm_err *err) {
   if (l->at_eof) return FM_OK;
   int n = gzread((gzFile)l->gz, l->rbuf, RBUF_BYTES);
   if (n < 0) {
     int zerr = 0;
-    const char *m = gzerror((gzFile)l->gz, &zerr);
-    return fm_err_set(err, FM_EIO, "cannot read %s after line %lld: %s", l->path,
-                      (long long)l->line_no, m ? m : "zlib error");
+    const char *m = zmsg(l, &zerr);
+    return fm_err_set(err, zerr == Z_ERRNO ? FM_EIO : FM_EFORMAT, "cannot read %s after line %lld: %s",
+                      l->path, (long long)l->line_no, m);
   }
   if (n == 0) {
     int zerr = 0;
-    const char *m = gzerror((gzFile)l->gz, &zerr);
+    const char *m = zmsg(l, &zerr);
     if (zerr != Z_OK && zerr != Z_STREAM_END)
-      return fm_err_set(err, FM_EFORMAT, "cannot read %s after line %lld: %s", l->path,
-                        (long long)l->line_no, m ? m : "zlib error");
+      return fm_err_set(err, zerr == Z_ERRNO ? FM_EIO : FM_EFORMAT, "cannot read %s after line %lld: %s",
+                        l->path, (long long)l->line_no, m);
     l->at_eof = 1;
   }
   l->rpos = 0;

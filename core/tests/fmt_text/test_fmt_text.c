@@ -316,6 +316,19 @@ static void test_eigenstrat_fixture(void) {
 
 /* ---- small hand-written inputs ------------------------------------------ */
 
+/* Open succeeds; reading fails with code and a message containing each of needles. */
+static void expect_read_error(fm_reader *r, fm_status code, const char *n1, const char *n2) {
+  fm_gt_record rec;
+  fm_err err = {0};
+  fm_status st;
+  while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {}
+  CHECK(st == code);
+  CHECK(strstr(err.msg, n1) != NULL);
+  CHECK(strstr(err.msg, n2) != NULL);
+  if (st != code || !strstr(err.msg, n1) || !strstr(err.msg, n2))
+    fprintf(stderr, "  got %s: %s\n", fm_status_name(st), err.msg);
+}
+
 static const char *SAMPLE3 = "ID_1 ID_2 missing sex\n0 0 0 D\nf1 s1 0 1\nf2 s2 0 2\nf3 s3 0 1\n";
 
 static void test_gen_small(void) {
@@ -356,22 +369,20 @@ static void test_gen_small(void) {
     CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
     fm_reader_close(r);
   }
+  /* a truncated gzip stream is an error naming the file, not a short read */
+  z = gzopen(gz, "wb");
+  for (int i = 0; i < 20000; i++) gzprintf(z, "1 r%d %d A G 1 0 0 0 1 0 0 0 1\n", i, i + 1);
+  gzclose(z);
+  FILE *fp = fopen(gz, "rb");
+  long sz = 0;
+  if (fp) { fseek(fp, 0, SEEK_END); sz = ftell(fp); fclose(fp); }
+  CHECK(sz > 100 && truncate(gz, sz / 2) == 0);
+  r = NULL;
+  CHECK_OK(fm_fmt_gen_open(gz, sample, &r, &err), &err);
+  if (r) { expect_read_error(r, FM_EFORMAT, "small.gen.gz after line", "unexpected end of file"); fm_reader_close(r); }
   unlink(gz);
   unlink(gen);
   unlink(sample);
-}
-
-/* Open succeeds; reading fails with code and a message containing each of needles. */
-static void expect_read_error(fm_reader *r, fm_status code, const char *n1, const char *n2) {
-  fm_gt_record rec;
-  fm_err err = {0};
-  fm_status st;
-  while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {}
-  CHECK(st == code);
-  CHECK(strstr(err.msg, n1) != NULL);
-  CHECK(strstr(err.msg, n2) != NULL);
-  if (st != code || !strstr(err.msg, n1) || !strstr(err.msg, n2))
-    fprintf(stderr, "  got %s: %s\n", fm_status_name(st), err.msg);
 }
 
 static void test_gen_bad(void) {
