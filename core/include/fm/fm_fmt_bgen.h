@@ -1,0 +1,59 @@
+/* fm_fmt_bgen.h: BGEN genotype reader (v1.1 layout 1; v1.2/v1.3 layout 2).
+ *
+ * Reads the BGEN format (https://www.well.ox.ac.uk/~gav/bgen_format/spec/latest.html)
+ * sequentially, one variant block at a time, into fm_gt_record (fm_fmt.h).
+ * Byte layout, rules and decisions: docs/formats/bgen.md.
+ *
+ * What is read:
+ *  - header block, flags: compression 0 (none), 1 (zlib), 2 (zstd); 3 is
+ *    FM_EFORMAT naming the flag; layout 1 or 2 (other layouts FM_EUNSUPPORTED);
+ *  - the embedded sample identifier block (flag bit 31) into r->sample_ids;
+ *    when the file has none, r->sample_ids is NULL and the caller (glue) reads
+ *    the external .sample file;
+ *  - layout 1: three uint16 probabilities / 32768 per sample, diploid;
+ *  - layout 2: probabilities of B = 1..32 bits, phased or unphased, ploidy 0,
+ *    1 or 2 per sample (missing bit honoured); ploidy > 2 is FM_EUNSUPPORTED
+ *    naming the variant and sample.
+ *
+ * Conventions (fm_fmt.h): the counted allele is the second allele (ALT; files
+ * are ref-first). Dosage = sum over genotypes of ALT count x probability as
+ * stored (not renormalized); haploid samples get 2 P(ALT) (0..2 scale) and
+ * hardcalls 0/2. Hardcall = most probable genotype when its probability is
+ * >= 0.9, else missing. Missing samples (ploidy byte bit 7, or layout-1 all
+ * zero probabilities) are FM_GT_MISSING / NaN. Phased records fill rec->hap:
+ * a slot holds the allele whose haplotype probability is >= 0.9, else it is
+ * missing; haploid samples repeat their allele in both slots. Multi-allelic
+ * variants (K > 2 alleles) are split into K-1 biallelic records, record j
+ * counting ALTj. info.n_variants is the header's variant count M, which equals
+ * the record count when every variant is biallelic (split variants add K-2).
+ *
+ * Errors name the file and the byte offset or variant. Memory: one
+ * compressed and one decompressed block buffer, reused; per-sample arrays.
+ * Thread safety: one reader per thread. */
+#ifndef FM_FMT_BGEN_H
+#define FM_FMT_BGEN_H
+
+#include "fm_fmt.h"
+
+/* Open a BGEN file for sequential reading.
+ * Shape:  *out gets info.n_samples = N of the header, info.n_variants = M.
+ * Units:  records as in fm_fmt.h; dosages always present (has_dosage = 1).
+ * Errors: FM_EARG for NULL path/out; FM_EIO if the file cannot be opened or
+ *         read; FM_EFORMAT for wrong magic, short header, compression flag 3,
+ *         inconsistent sample block (file and byte offset named);
+ *         FM_EUNSUPPORTED for layouts other than 1 and 2; FM_ENOMEM.
+ * Owns:   *out is owned by the caller (fm_reader_close); path is borrowed.
+ * Source: BGEN spec v1.3; oracle core/tests/fmt_bgen (plink2 .traw). */
+FM_NODISCARD fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err);
+
+/* Skip the next n_records records without decoding genotypes (only variant
+ * headers are read; genotype blocks are seeked over). Split records of a
+ * multi-allelic variant count one each.
+ * Errors: FM_EARG if r is not a BGEN reader or n_records < 0; FM_FMT_END if
+ *         the file ends first (*n_skipped_out says how many were skipped);
+ *         FM_EIO / FM_EFORMAT as fm_reader_next.
+ * Owns:   borrows r; n_skipped_out may be NULL. */
+FM_NODISCARD fm_status fm_fmt_bgen_skip(fm_reader *r, int64_t n_records, int64_t *n_skipped_out,
+                                        fm_err *err);
+
+#endif

@@ -1,0 +1,811 @@
+/* fmt_bgen.c: BGEN reader (fm_fmt_bgen.h, docs/formats/bgen.md).
+ * Follows the BGEN spec v1.3 (layouts 1 and 2, compression none/zlib/zstd). */
+#define _FILE_OFFSET_BITS 64
+#define _POSIX_C_SOURCE 200809L
+#include "fm/fm_fmt_bgen.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#define HC_THRESHOLD 0.9
+
+typedef struct bgen {
+  FILE *f;
+  char *path;
+  uint64_t file_size;
+  uint64_t off;          /* current byte offset in the file */
+  uint32_t n;            /* samples */
+  uint32_t m;            /* variants in the header */
+  unsigned compression;  /* 0, 1, 2 */
+  unsigned layout;       /* 1, 2 */
+  uint32_t v;            /* variants started (index of the current one + 1) */
+  uint64_t v_off;        /* byte offset of the current variant block */
+  /* current variant metadata: strings in one arena */
+  char *arena;
+  size_t arena_len, arena_cap;
+  size_t *str_off;       /* 3 + k offsets: snpid, rsid, chrom, alleles */
+  size_t str_cap;
+  uint32_t pos;
+  uint32_t k;
+  uint64_t geno_len;     /* bytes of genotype data after the header fields */
+  uint64_t geno_start;   /* byte offset of the genotype data */
+  int geno_pending;      /* genotype bytes not yet consumed */
+  uint32_t next_j;       /* next split record (1..k-1); 0 = none pending */
+  int is_phased_var;
+  int direct;            /* the record buffers were filled by the decoder (k == 2, layout 2) */
+  /* buffers */
+  uint8_t *comp;
+  size_t comp_cap;
+  uint8_t *raw;
+  size_t raw_cap;
+  /* per-sample decode of the current variant */
+  uint8_t *miss;         /* (n) sample missing */
+  uint8_t *hapl;         /* (n) 1 haploid, 2 diploid */
+  int16_t *best;         /* (2n) best genotype alleles or -1 */
+  int16_t *hapa;         /* (2n) phased hap alleles or -1 */
+  double *ec;            /* (n k) expected allele counts */
+  size_t ec_cap;
+  double *q;             /* (2k) scratch */
+  size_t q_cap;
+  /* record buffers */
+  int8_t *hardcall;
+  double *dosage;
+  int8_t *hap;
+} bgen;
+
+static const fm_reader_ops bgen_ops;
+
+static fm_status trunc_err(bgen *b, const char *what, fm_err *err) {
+  if (b->f && ferror(b->f))
+    return fm_err_set(err, FM_EIO, "bgen %s: read error at byte offset %llu while reading %s: %s",
+                      b->path, (unsigned long long)b->off, what, strerror(errno));
+  return fm_err_set(err, FM_EFORMAT, "bgen %s: file truncated at byte offset %llu while reading %s",
+                    b->path, (unsigned long long)b->off, what);
+}
+
+static fm_status read_bytes(bgen *b, void *dst, size_t len, const char *what, fm_err *err) {
+  if (len == 0) return FM_OK;
+  if (b->off + len > b->file_size) return trunc_err(b, what, err);
+  if (fread(dst, 1, len, b->f) != len) return trunc_err(b, what, err);
+  b->off += len;
+  return FM_OK;
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+
+static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
+  uint8_t t[4];
+  fm_status st = read_bytes(b, t, 4, what, err);
+  if (st == FM_OK) *x = le32(t);
+  return st;
+}
+static fm_status read_u16(bgen *b, uint16_t *x, const char *what, fm_err *err) {
+  uint8_t t[2];
+  fm_status st = read_bytes(b, t, 2, what, err);
+  if (st == FM_OK) *x = le16(t);
+  return st;
+}
+
+static fm_status seek_to(bgen *b, uint64_t off, const char *what, fm_err *err) {
+  if (off > b->file_size) {
+    b->off = b->file_size;
+    return trunc_err(b, what, err);
+  }
+  if (fseeko(b->f, (off_t)off, SEEK_SET) != 0)
+    return fm_err_set(err, FM_EIO, "bgen %s: cannot seek to byte offset %llu: %s", b->path,
+                      (unsigned long long)off, strerror(errno));
+  b->off = off;
+  return FM_OK;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 1;
+  size_t nc = *cap ? *cap : 64;
+  while (nc < need) nc *= 2;
+  void *q = realloc(*p, nc * elem);
+  if (!q) return 0;
+  *p = q;
+  *cap = nc;
+  return 1;
+}
+
+/* Append a string of len bytes read from the file to the arena as string #idx. */
+static fm_status read_str(bgen *b, size_t idx, uint64_t len, const char *what, fm_err *err) {
+  if (b->off + len > b->file_size) return trunc_err(b, what, err);
+  if (!grow((void **)&b->str_off, &b->str_cap, idx + 1, sizeof(size_t)) ||
+      !grow((void **)&b->arena, &b->arena_cap, b->arena_len + (size_t)len + 1, 1))
+    return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %s (%llu bytes)", b->path, what,
+                      (unsigned long long)len);
+  b->str_off[idx] = b->arena_len;
+  fm_status st = read_bytes(b, b->arena + b->arena_len, (size_t)len, what, err);
+  if (st != FM_OK) return st;
+  b->arena_len += (size_t)len;
+  b->arena[b->arena_len++] = '\0';
+  return FM_OK;
+}
+
+static const char *str_at(const bgen *b, size_t idx) { return b->arena + b->str_off[idx]; }
+static const char *var_name(const bgen *b) {
+  const char *rs = str_at(b, 1);
+  return rs[0] ? rs : str_at(b, 0);
+}
+
+/* Read the identifying data of the next variant; leaves the file at its
+ * genotype data. FM_FMT_END after M variants. */
+static fm_status read_variant_header(bgen *b, fm_err *err) {
+  fm_status st;
+  if (b->v >= b->m) return FM_FMT_END;
+  b->v_off = b->off;
+  b->arena_len = 0;
+  if (b->layout == 1) {
+    uint32_t nv;
+    if ((st = read_u32(b, &nv, "the sample count of a layout-1 variant", err))) return st;
+    if (nv != b->n)
+      return fm_err_set(err, FM_EFORMAT,
+                        "bgen %s: variant %lu at byte offset %llu has %lu samples, the header %lu",
+                        b->path, (unsigned long)b->v + 1, (unsigned long long)b->v_off,
+                        (unsigned long)nv, (unsigned long)b->n);
+  }
+  static const char *const what[3] = {"a variant SNPID", "a variant RSID", "a variant chromosome"};
+  for (size_t i = 0; i < 3; i++) {
+    uint16_t len;
+    if ((st = read_u16(b, &len, what[i], err))) return st;
+    if ((st = read_str(b, i, len, what[i], err))) return st;
+  }
+  if ((st = read_u32(b, &b->pos, "a variant position", err))) return st;
+  if (b->layout == 2) {
+    uint16_t k;
+    if ((st = read_u16(b, &k, "a variant allele count", err))) return st;
+    b->k = k;
+  } else {
+    b->k = 2;
+  }
+  for (uint32_t a = 0; a < b->k; a++) {
+    uint32_t len;
+    if ((st = read_u32(b, &len, "an allele length", err))) return st;
+    if ((st = read_str(b, 3 + (size_t)a, len, "an allele", err))) return st;
+  }
+  if (b->k < 2)
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "bgen %s: variant %lu (%s) at byte offset %llu has %lu allele(s); need at least 2",
+                      b->path, (unsigned long)b->v + 1, var_name(b), (unsigned long long)b->v_off,
+                      (unsigned long)b->k);
+  if (b->layout == 1 && b->compression == 0) {
+    b->geno_len = 6 * (uint64_t)b->n;
+  } else {
+    uint32_t c;
+    if ((st = read_u32(b, &c, "a genotype block length", err))) return st;
+    b->geno_len = c;
+  }
+  if (b->off + b->geno_len > b->file_size) {
+    uint64_t at = b->off;
+    b->off = b->file_size;
+    return fm_err_set(err, FM_EFORMAT,
+                      "bgen %s: variant %lu (%s): genotype block of %llu bytes at byte offset %llu "
+                      "runs past the end of the file (%llu bytes)",
+                      b->path, (unsigned long)b->v + 1, var_name(b), (unsigned long long)b->geno_len,
+                      (unsigned long long)at, (unsigned long long)b->file_size);
+  }
+  b->v++;
+  b->geno_start = b->off;
+  b->geno_pending = 1;
+  return FM_OK;
+}
+
+static fm_status skip_geno(bgen *b, fm_err *err) {
+  if (!b->geno_pending) return FM_OK;
+  b->geno_pending = 0;
+  return seek_to(b, b->off + b->geno_len, "a genotype block", err);
+}
+
+#define VERR(code, ...) verr(b, err, code, __VA_ARGS__)
+static fm_status verr(bgen *b, fm_err *err, fm_status code, const char *fmt, ...) FM_PRINTF(4, 5);
+
+#include <stdarg.h>
+static fm_status verr(bgen *b, fm_err *err, fm_status code, const char *fmt, ...) {
+  char detail[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  return fm_err_set(err, code, "bgen %s: variant %lu (%s) at byte offset %llu: %s", b->path,
+                    (unsigned long)b->v, var_name(b), (unsigned long long)b->v_off, detail);
+}
+
+/* Read the genotype block of the current variant and decompress it into
+ * b->raw (8 zero bytes of padding after it); *len_out = uncompressed bytes. */
+static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
+  fm_status st;
+  uint64_t clen = b->geno_len, dlen;
+  const uint8_t *src;
+  b->geno_pending = 0;
+  if (b->layout == 1) {
+    dlen = 6 * (uint64_t)b->n;
+  } else if (b->compression == 0) {
+    dlen = clen;
+  } else {
+    uint32_t d;
+    if (clen < 4) return VERR(FM_EFORMAT, "genotype block of %llu bytes is too short", (unsigned long long)clen);
+    if ((st = read_u32(b, &d, "an uncompressed block length", err))) return st;
+    clen -= 4;
+    dlen = d;
+  }
+  /* bound the uncompressed size: header + ploidy + at most 32 bits per stored value */
+  uint64_t kk = b->k, per = kk * (kk + 1) / 2 - 1;
+  if (2 * (kk - 1) > per) per = 2 * (kk - 1);
+  uint64_t max_d = 10 + (uint64_t)b->n + (uint64_t)b->n * per * 4 + 64;
+  if (b->layout == 2 && dlen > max_d)
+    return VERR(FM_EFORMAT, "uncompressed length %llu exceeds the %llu bytes %lu samples can need",
+                (unsigned long long)dlen, (unsigned long long)max_d, (unsigned long)b->n);
+  if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
+    return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
+  if (!grow((void **)&b->raw, &b->raw_cap, (size_t)dlen + 8, 1))
+    return VERR(FM_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)dlen);
+  if (b->compression == 0) {
+    if (clen != dlen) return VERR(FM_EINTERNAL, "block length mismatch");
+    if ((st = read_bytes(b, b->raw, (size_t)clen, "a genotype block", err))) return st;
+  } else {
+    if (!grow((void **)&b->comp, &b->comp_cap, (size_t)clen + 1, 1))
+      return VERR(FM_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)clen);
+    if ((st = read_bytes(b, b->comp, (size_t)clen, "a genotype block", err))) return st;
+    src = b->comp;
+    if (b->compression == 1) {
+      uLongf got = (uLongf)dlen;
+      int zr = uncompress(b->raw, &got, src, (uLong)clen);
+      if (zr != Z_OK || got != dlen)
+        return VERR(FM_EFORMAT, "zlib block of %llu bytes does not inflate to %llu bytes (zlib %d, got %llu)",
+                    (unsigned long long)clen, (unsigned long long)dlen, zr, (unsigned long long)got);
+    } else {
+      size_t got = ZSTD_decompress(b->raw, (size_t)dlen, src, (size_t)clen);
+      if (ZSTD_isError(got) || got != dlen)
+        return VERR(FM_EFORMAT, "zstd block of %llu bytes does not decompress to %llu bytes (%s)",
+                    (unsigned long long)clen, (unsigned long long)dlen,
+                    ZSTD_isError(got) ? ZSTD_getErrorName(got) : "wrong size");
+    }
+  }
+  memset(b->raw + dlen, 0, 8);
+  *len_out = (size_t)dlen;
+  return FM_OK;
+}
+
+static inline uint64_t bits_at(const uint8_t *p, uint64_t bitpos, uint64_t mask) {
+  const uint8_t *q = p + (bitpos >> 3);
+  uint64_t w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(&w, q, 8);
+#else
+  w = 0;
+  for (int i = 7; i >= 0; i--) w = (w << 8) | q[i];
+#endif
+  return (w >> (bitpos & 7)) & mask;
+}
+
+static fm_status ensure_ec(bgen *b, fm_err *err) {
+  size_t need = (size_t)b->n * b->k;
+  if (!grow((void **)&b->ec, &b->ec_cap, need ? need : 1, sizeof(double)) ||
+      !grow((void **)&b->q, &b->q_cap, 2 * (size_t)b->k, sizeof(double)))
+    return VERR(FM_ENOMEM, "cannot allocate %llu expected counts", (unsigned long long)need);
+  return FM_OK;
+}
+
+static void set_missing(bgen *b, uint32_t i) {
+  b->miss[i] = 1;
+  b->best[2 * i] = b->best[2 * i + 1] = -1;
+  b->hapa[2 * i] = b->hapa[2 * i + 1] = -1;
+}
+
+/* Layout 1: three uint16 / 32768 per sample, diploid biallelic. */
+static fm_status decode_layout1(bgen *b, const uint8_t *d, fm_err *err) {
+  b->is_phased_var = 0;
+  b->direct = 0;
+  for (uint32_t i = 0; i < b->n; i++) {
+    const uint8_t *s = d + 6 * (size_t)i;
+    uint32_t v0 = le16(s), v1 = le16(s + 2), v2 = le16(s + 4);
+    b->hapl[i] = 2;
+    b->hapa[2 * i] = b->hapa[2 * i + 1] = -1;
+    if (v0 + v1 + v2 == 0) {
+      set_missing(b, i);
+      continue;
+    }
+    if (v0 + v1 + v2 > 32768 + 3)
+      return VERR(FM_EFORMAT, "sample %lu: probabilities %lu/%lu/%lu sum to more than 32768",
+                  (unsigned long)i + 1, (unsigned long)v0, (unsigned long)v1, (unsigned long)v2);
+    b->miss[i] = 0;
+    double p0 = v0 / 32768.0, p1 = v1 / 32768.0, p2 = v2 / 32768.0;
+    b->ec[2 * (size_t)i] = 2 * p0 + p1;
+    b->ec[2 * (size_t)i + 1] = p1 + 2 * p2;
+    int16_t a = -1, c = -1;
+    if (p0 >= HC_THRESHOLD) a = 0, c = 0;
+    else if (p1 >= HC_THRESHOLD) a = 0, c = 1;
+    else if (p2 >= HC_THRESHOLD) a = 1, c = 1;
+    b->best[2 * i] = a;
+    b->best[2 * i + 1] = c;
+  }
+  return FM_OK;
+}
+
+/* Smallest stored value x with x / maxv >= HC_THRESHOLD, computed in the
+ * same double arithmetic as the rule, so integer compares equal it exactly. */
+static uint64_t threshold_int(uint64_t maxv, double inv) {
+  uint64_t t = (uint64_t)(HC_THRESHOLD * (double)maxv);
+  while (t > 0 && (double)(t - 1) * inv >= HC_THRESHOLD) t--;
+  while ((double)t * inv < HC_THRESHOLD) t++;
+  return t;
+}
+
+/* Layout 2, two alleles: decode straight into the record buffers. */
+static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t *p, unsigned nb,
+                                  uint64_t maxv, fm_err *err) {
+  const uint32_t n = b->n;
+  const double inv = 1.0 / (double)maxv;
+  const uint64_t thr = threshold_int(maxv, inv);
+  int8_t *hc = b->hardcall, *hap = b->hap;
+  double *dos = b->dosage;
+  uint64_t bp = 0;
+  if (!b->is_phased_var) {
+    for (uint32_t i = 0; i < n; i++) {
+      unsigned pl = ploidy[i];
+      if (pl == 2) { /* diploid, present: P(RR) = x0, P(RA) = x1, P(AA) = rest */
+        uint64_t x0 = bits_at(p, bp, maxv), x1 = bits_at(p, bp + nb, maxv);
+        bp += 2 * (uint64_t)nb;
+        if (x0 + x1 > maxv) goto oversum;
+        uint64_t x2 = maxv - x0 - x1;
+        dos[i] = (double)(x1 + 2 * x2) * inv;
+        hc[i] = x0 >= thr ? 0 : x1 >= thr ? 1 : x2 >= thr ? 2 : FM_GT_MISSING;
+      } else if (pl == 1) { /* haploid: P(R) = x0, P(A) = rest; PLINK 0/2 */
+        uint64_t x0 = bits_at(p, bp, maxv);
+        bp += nb;
+        if (x0 > maxv) goto oversum;
+        uint64_t x2 = maxv - x0;
+        dos[i] = 2 * (double)x2 * inv;
+        hc[i] = x0 >= thr ? 0 : x2 >= thr ? 2 : FM_GT_MISSING;
+      } else { /* missing bit or ploidy 0 */
+        bp += (uint64_t)(pl & 63) * nb;
+        dos[i] = NAN;
+        hc[i] = FM_GT_MISSING;
+      }
+      continue;
+    oversum:
+      return VERR(FM_EFORMAT, "sample %lu: stored probabilities sum to more than 1", (unsigned long)i + 1);
+    }
+    return FM_OK;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned pl = ploidy[i];
+    if (pl != 1 && pl != 2) {
+      bp += (uint64_t)(pl & 63) * nb;
+      dos[i] = NAN;
+      hc[i] = hap[2 * i] = hap[2 * i + 1] = FM_GT_MISSING;
+      continue;
+    }
+    /* per haplotype: stored P(REF) = x, P(ALT) = maxv - x */
+    uint64_t r0 = bits_at(p, bp, maxv), r1 = pl == 2 ? bits_at(p, bp + nb, maxv) : r0;
+    bp += (uint64_t)pl * nb;
+    uint64_t a0 = maxv - r0, a1 = maxv - r1;
+    hap[2 * i] = a0 >= thr ? 1 : r0 >= thr ? 0 : FM_GT_MISSING;
+    hap[2 * i + 1] = a1 >= thr ? 1 : r1 >= thr ? 0 : FM_GT_MISSING;
+    if (pl == 1) {
+      dos[i] = 2 * (double)a0 * inv;
+      hc[i] = hap[2 * i] == FM_GT_MISSING ? FM_GT_MISSING : (int8_t)(2 * hap[2 * i]);
+    } else {
+      dos[i] = (double)(a0 + a1) * inv;
+      if ((r0 == 0 || r0 == maxv) && (r1 == 0 || r1 == maxv)) { /* certain: both slots called */
+        hc[i] = (int8_t)(hap[2 * i] + hap[2 * i + 1]);
+      } else {
+        double pr0 = (double)r0 * inv, pr1 = (double)r1 * inv, pa0 = (double)a0 * inv, pa1 = (double)a1 * inv;
+        double g0 = pr0 * pr1, g2 = pa0 * pa1, g1 = pr0 * pa1 + pa0 * pr1;
+        hc[i] = g0 >= HC_THRESHOLD ? 0 : g1 >= HC_THRESHOLD ? 1 : g2 >= HC_THRESHOLD ? 2 : FM_GT_MISSING;
+      }
+    }
+  }
+  return FM_OK;
+}
+
+/* Layout 2 probability data. */
+static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *err) {
+  if (len < 10 + (size_t)b->n)
+    return VERR(FM_EFORMAT, "genotype data of %llu bytes is shorter than its header and %lu ploidy bytes",
+                (unsigned long long)len, (unsigned long)b->n);
+  uint32_t n = le32(d), k = le16(d + 4);
+  unsigned pmin = d[6], pmax = d[7];
+  if (n != b->n) return VERR(FM_EFORMAT, "genotype data has %lu samples, the header %lu", (unsigned long)n, (unsigned long)b->n);
+  if (k != b->k) return VERR(FM_EFORMAT, "genotype data has %lu alleles, the variant %lu", (unsigned long)k, (unsigned long)b->k);
+  const uint8_t *ploidy = d + 8;
+  unsigned phased = d[8 + n], nb = d[9 + n];
+  if (phased > 1) return VERR(FM_EFORMAT, "phased flag is %u (must be 0 or 1)", phased);
+  if (nb < 1 || nb > 32) return VERR(FM_EFORMAT, "bits per probability is %u (must be 1..32)", nb);
+  (void)pmin;
+  (void)pmax;
+  b->is_phased_var = (int)phased;
+  const uint8_t *p = d + 10 + n;
+  uint64_t avail_bits = (uint64_t)(len - 10 - n) * 8;
+  uint64_t need_bits = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned z = ploidy[i] & 63;
+    if (z > 2)
+      return VERR(FM_EUNSUPPORTED, "sample %lu has ploidy %u (only 0, 1 and 2 are read)",
+                  (unsigned long)i + 1, z);
+    uint64_t nv = phased ? (uint64_t)z * (k - 1)
+                         : (z == 0 ? 0 : z == 1 ? k - 1 : (uint64_t)k * (k + 1) / 2 - 1);
+    need_bits += nv * nb;
+  }
+  if (need_bits > avail_bits)
+    return VERR(FM_EFORMAT, "probabilities need %llu bits, the block holds %llu",
+                (unsigned long long)need_bits, (unsigned long long)avail_bits);
+  const uint64_t maxv = nb == 32 ? UINT64_C(0xffffffff) : ((UINT64_C(1) << nb) - 1);
+  b->direct = k == 2;
+  if (k == 2) return decode_bi_direct(b, ploidy, p, nb, maxv, err);
+  fm_status st = ensure_ec(b, err);
+  if (st != FM_OK) return st;
+  const double inv = 1.0 / (double)maxv;
+  uint64_t bp = 0;
+  double *q = b->q;
+  for (uint32_t i = 0; i < n; i++) {
+    unsigned z = ploidy[i] & 63;
+    int miss = (ploidy[i] & 0x80) != 0 || z == 0;
+    double *ec = b->ec + (size_t)i * k;
+    b->hapl[i] = (uint8_t)(z == 1 ? 1 : 2);
+    b->hapa[2 * i] = b->hapa[2 * i + 1] = -1;
+    if (phased) {
+      uint64_t nv = (uint64_t)z * (k - 1);
+      if (miss) {
+        bp += nv * nb;
+        set_missing(b, i);
+        continue;
+      }
+      for (unsigned h = 0; h < z; h++) {
+        uint64_t sum = 0;
+        for (uint32_t a = 0; a + 1 < k; a++) {
+          uint64_t x = bits_at(p, bp, maxv);
+          bp += nb;
+          sum += x;
+          q[h * k + a] = (double)x * inv;
+        }
+        if (sum > maxv)
+          return VERR(FM_EFORMAT, "sample %lu haplotype %u: stored probabilities sum to more than 1",
+                      (unsigned long)i + 1, h + 1);
+        q[h * k + k - 1] = (double)(maxv - sum) * inv;
+        int16_t ha = -1;
+        for (uint32_t a = 0; a < k; a++)
+          if (q[h * k + a] >= HC_THRESHOLD) ha = (int16_t)a;
+        b->hapa[2 * i + h] = ha;
+      }
+      for (uint32_t a = 0; a < k; a++) ec[a] = z == 1 ? 2 * q[a] : q[a] + q[k + a];
+      int16_t ba = -1, bb = -1;
+      if (z == 1) {
+        ba = bb = b->hapa[2 * i];
+        b->hapa[2 * i + 1] = b->hapa[2 * i];
+      } else {
+        double best = -1;
+        for (uint32_t a = 0; a < k; a++)
+          for (uint32_t c = a; c < k; c++) {
+            double pr = a == c ? q[a] * q[k + a] : q[a] * q[k + c] + q[c] * q[k + a];
+            if (pr > best) best = pr, ba = (int16_t)a, bb = (int16_t)c;
+          }
+        if (best < HC_THRESHOLD) ba = bb = -1;
+      }
+      b->miss[i] = 0;
+      b->best[2 * i] = ba;
+      b->best[2 * i + 1] = bb;
+    } else {
+      uint64_t nv = z == 0 ? 0 : z == 1 ? k - 1 : (uint64_t)k * (k + 1) / 2 - 1;
+      if (miss) {
+        bp += nv * nb;
+        set_missing(b, i);
+        continue;
+      }
+      for (uint32_t a = 0; a < k; a++) ec[a] = 0;
+      uint64_t sum = 0, bestx = 0;
+      int64_t bestg = -1;
+      for (uint64_t g = 0; g < nv; g++) {
+        uint64_t x = bits_at(p, bp, maxv);
+        bp += nb;
+        sum += x;
+        if (x > bestx || bestg < 0) bestx = x, bestg = (int64_t)g;
+        if (x) {
+          double pr = (double)x * inv;
+          if (z == 1) {
+            ec[g] += 2 * pr;
+          } else { /* genotype g = c (c + 1) / 2 + a, a <= c */
+            uint32_t c = 0;
+            while ((uint64_t)(c + 1) * (c + 2) / 2 <= g) c++;
+            uint32_t a = (uint32_t)(g - (uint64_t)c * (c + 1) / 2);
+            ec[a] += pr;
+            ec[c] += pr;
+          }
+        }
+      }
+      if (sum > maxv)
+        return VERR(FM_EFORMAT, "sample %lu: stored probabilities sum to more than 1", (unsigned long)i + 1);
+      uint64_t last = maxv - sum;
+      if (last > bestx || bestg < 0) bestx = last, bestg = (int64_t)nv;
+      if (last) ec[k - 1] += 2 * (double)last * inv; /* haploid k-1, or hom k-1 */
+      int16_t ba = -1, bb = -1;
+      if ((double)bestx * inv >= HC_THRESHOLD) {
+        if (z == 1) {
+          ba = bb = (int16_t)bestg;
+        } else {
+          uint32_t c = 0;
+          while ((uint64_t)(c + 1) * (c + 2) / 2 <= (uint64_t)bestg) c++;
+          ba = (int16_t)(bestg - (int64_t)c * (c + 1) / 2);
+          bb = (int16_t)c;
+        }
+      }
+      b->miss[i] = 0;
+      b->best[2 * i] = ba;
+      b->best[2 * i + 1] = bb;
+    }
+  }
+  return FM_OK;
+}
+
+static fm_status decode_current(bgen *b, fm_err *err) {
+  size_t len = 0;
+  fm_status st = load_geno(b, &len, err);
+  if (st != FM_OK) return st;
+  if (b->layout == 1) {
+    if ((st = ensure_ec(b, err))) return st;
+    return decode_layout1(b, b->raw, err);
+  }
+  return decode_layout2(b, b->raw, len, err);
+}
+
+static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
+  uint32_t n = b->n, k = b->k;
+  for (uint32_t i = 0; !b->direct && i < n; i++) {
+    if (b->miss[i]) {
+      b->hardcall[i] = FM_GT_MISSING;
+      b->dosage[i] = NAN;
+      b->hap[2 * i] = b->hap[2 * i + 1] = FM_GT_MISSING;
+      continue;
+    }
+    double dv = b->ec[(size_t)i * k + j];
+    b->dosage[i] = dv < 0 ? 0 : dv > 2 ? 2 : dv;
+    int16_t a = b->best[2 * i], c = b->best[2 * i + 1];
+    b->hardcall[i] = a < 0 ? FM_GT_MISSING : (int8_t)((a == (int16_t)j) + (c == (int16_t)j));
+    for (int s = 0; s < 2; s++) {
+      int16_t h = b->hapa[2 * i + s];
+      b->hap[2 * i + s] = h < 0 ? FM_GT_MISSING : (int8_t)(h == (int16_t)j);
+    }
+  }
+  rec->n_samples = n;
+  rec->chrom = str_at(b, 2);
+  rec->pos = b->pos;
+  rec->id = var_name(b);
+  rec->ref = str_at(b, 3);
+  rec->alt = str_at(b, 3 + (size_t)j);
+  rec->hardcall = b->hardcall;
+  rec->dosage = b->dosage;
+  rec->hap = b->is_phased_var ? b->hap : NULL;
+  rec->is_phased = b->is_phased_var;
+  if (b->is_phased_var) r->info.is_phased = 1;
+}
+
+static fm_status bgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
+  bgen *b = r->impl;
+  fm_status st;
+  if (b->next_j == 0) {
+    if ((st = skip_geno(b, err))) return st;
+    if ((st = read_variant_header(b, err))) return st;
+    if ((st = decode_current(b, err))) {
+      /* leave the file at the next variant so a caller may go on */
+      b->geno_pending = 0;
+      fm_err tmp;
+      if (seek_to(b, b->geno_start + b->geno_len, "the next variant", &tmp) != FM_OK) b->off = b->file_size;
+      return st;
+    }
+    b->next_j = 1;
+  }
+  fill_record(b, r, b->next_j, rec);
+  b->next_j = b->next_j + 1 < b->k ? b->next_j + 1 : 0;
+  return FM_OK;
+}
+
+fm_status fm_fmt_bgen_skip(fm_reader *r, int64_t n_records, int64_t *n_skipped_out, fm_err *err) {
+  if (n_skipped_out) *n_skipped_out = 0;
+  if (!r || r->ops != &bgen_ops || n_records < 0)
+    return fm_err_set(err, FM_EARG, "fm_fmt_bgen_skip: r must be a BGEN reader and n_records (%lld) >= 0",
+                      (long long)n_records);
+  bgen *b = r->impl;
+  int64_t done = 0;
+  fm_status st = FM_OK;
+  while (done < n_records) {
+    if (b->next_j != 0) {
+      int64_t left = (int64_t)b->k - b->next_j;
+      int64_t take = left < n_records - done ? left : n_records - done;
+      done += take;
+      b->next_j = (uint32_t)(b->next_j + take) < b->k ? (uint32_t)(b->next_j + take) : 0;
+      continue;
+    }
+    if ((st = skip_geno(b, err))) break;
+    if ((st = read_variant_header(b, err))) break;
+    if ((int64_t)b->k - 1 <= n_records - done) { /* every record of it skipped: no decode */
+      if ((st = skip_geno(b, err))) break;
+      done += (int64_t)b->k - 1;
+      continue;
+    }
+    if ((st = decode_current(b, err))) break; /* the caller resumes inside this variant */
+    b->next_j = (uint32_t)(1 + (n_records - done));
+    done = n_records;
+  }
+  if (n_skipped_out) *n_skipped_out = done;
+  if (st == FM_FMT_END)
+    fm_err_set(err, FM_FMT_END, "bgen %s: end of file after skipping %lld of %lld records", b->path,
+               (long long)done, (long long)n_records);
+  return st;
+}
+
+static void bgen_close(fm_reader *r) {
+  bgen *b = r ? r->impl : NULL;
+  if (!b) return;
+  if (b->f) fclose(b->f);
+  free(b->path);
+  free(b->arena);
+  free(b->str_off);
+  free(b->comp);
+  free(b->raw);
+  free(b->miss);
+  free(b->hapl);
+  free(b->best);
+  free(b->hapa);
+  free(b->ec);
+  free(b->q);
+  free(b->hardcall);
+  free(b->dosage);
+  free(b->hap);
+  free(b);
+  r->impl = NULL;
+}
+
+static const fm_reader_ops bgen_ops = {bgen_next, bgen_close};
+
+fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
+  fm_status st = FM_OK;
+  fm_reader *r = NULL;
+  bgen *b = NULL;
+  if (out) *out = NULL;
+  if (!path || !out) return fm_err_set(err, FM_EARG, "fm_fmt_bgen_open: path and out must not be NULL");
+  r = calloc(1, sizeof *r);
+  b = calloc(1, sizeof *b);
+  if (!r || !b) {
+    free(r);
+    free(b);
+    return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory opening the file", path);
+  }
+  r->ops = &bgen_ops;
+  r->impl = b;
+  b->path = malloc(strlen(path) + 1);
+  if (!b->path) {
+    st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory opening the file", path);
+    goto fail;
+  }
+  strcpy(b->path, path);
+  b->f = fopen(path, "rb");
+  if (!b->f) {
+    st = fm_err_set(err, FM_EIO, "bgen %s: cannot open: %s", path, strerror(errno));
+    goto fail;
+  }
+  struct stat sb;
+  if (fstat(fileno(b->f), &sb) != 0) {
+    st = fm_err_set(err, FM_EIO, "bgen %s: cannot stat: %s", path, strerror(errno));
+    goto fail;
+  }
+  b->file_size = (uint64_t)sb.st_size;
+
+  uint32_t first_off, lh;
+  if ((st = read_u32(b, &first_off, "the offset of the first variant", err))) goto fail;
+  if ((st = read_u32(b, &lh, "the header block length", err))) goto fail;
+  if (lh < 20) {
+    st = fm_err_set(err, FM_EFORMAT, "bgen %s: header block length %lu at byte offset 4 is below 20",
+                    path, (unsigned long)lh);
+    goto fail;
+  }
+  uint8_t hb[16];
+  if ((st = read_bytes(b, hb, 12, "the header block", err))) goto fail;
+  b->m = le32(hb);
+  b->n = le32(hb + 4);
+  if (memcmp(hb + 8, "bgen", 4) != 0 && memcmp(hb + 8, "\0\0\0\0", 4) != 0) {
+    st = fm_err_set(err, FM_EFORMAT,
+                    "bgen %s: wrong magic number at byte offset 16 (bytes %02x %02x %02x %02x, expected \"bgen\")",
+                    path, hb[8], hb[9], hb[10], hb[11]);
+    goto fail;
+  }
+  uint32_t flags;
+  if ((st = seek_to(b, 4 + (uint64_t)lh - 4, "the header flags", err))) goto fail;
+  if ((st = read_u32(b, &flags, "the header flags", err))) goto fail;
+  b->compression = flags & 3;
+  b->layout = (flags >> 2) & 15;
+  if (b->compression == 3) {
+    st = fm_err_set(err, FM_EFORMAT,
+                    "bgen %s: compression flag 3 (header flags 0x%08lx at byte offset %llu) is not defined "
+                    "by the BGEN spec (0 none, 1 zlib, 2 zstd)",
+                    path, (unsigned long)flags, (unsigned long long)lh);
+    goto fail;
+  }
+  if (b->layout != 1 && b->layout != 2) {
+    st = fm_err_set(err, FM_EUNSUPPORTED, "bgen %s: layout %u (header flags 0x%08lx) is not read; only layouts 1 and 2",
+                    path, b->layout, (unsigned long)flags);
+    goto fail;
+  }
+  if ((uint64_t)lh > first_off) {
+    st = fm_err_set(err, FM_EFORMAT, "bgen %s: header block length %lu exceeds the first-variant offset %lu",
+                    path, (unsigned long)lh, (unsigned long)first_off);
+    goto fail;
+  }
+  r->info.format = "bgen";
+  r->info.n_samples = b->n;
+  r->info.n_variants = b->m;
+  r->info.is_phased = 0;
+  r->info.has_dosage = 1;
+
+  if (flags & UINT32_C(0x80000000)) {
+    uint32_t lsi, ns;
+    uint64_t start = b->off;
+    if ((st = read_u32(b, &lsi, "the sample block length", err))) goto fail;
+    if ((st = read_u32(b, &ns, "the sample block count", err))) goto fail;
+    if (ns != b->n) {
+      st = fm_err_set(err, FM_EFORMAT, "bgen %s: sample block at byte offset %llu lists %lu samples, the header %lu",
+                      path, (unsigned long long)start, (unsigned long)ns, (unsigned long)b->n);
+      goto fail;
+    }
+    if ((uint64_t)lh + lsi > first_off || lsi < 8 || (uint64_t)(lsi - 8) / 2 < ns) {
+      st = fm_err_set(err, FM_EFORMAT,
+                      "bgen %s: sample block at byte offset %llu has length %lu, inconsistent with %lu samples "
+                      "and the first-variant offset %lu",
+                      path, (unsigned long long)start, (unsigned long)lsi, (unsigned long)ns,
+                      (unsigned long)first_off);
+      goto fail;
+    }
+    r->sample_ids = calloc(ns ? ns : 1, sizeof(char *));
+    if (!r->sample_ids) {
+      st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu sample IDs", path, (unsigned long)ns);
+      goto fail;
+    }
+    for (uint32_t i = 0; i < ns; i++) {
+      uint16_t len;
+      if ((st = read_u16(b, &len, "a sample identifier", err))) goto fail;
+      if (b->off + len > start + lsi) {
+        st = fm_err_set(err, FM_EFORMAT, "bgen %s: sample identifier %lu at byte offset %llu runs past the sample block",
+                        path, (unsigned long)i + 1, (unsigned long long)b->off);
+        goto fail;
+      }
+      char *s = malloc((size_t)len + 1);
+      if (!s) {
+        st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for sample IDs", path);
+        goto fail;
+      }
+      r->sample_ids[i] = s;
+      if ((st = read_bytes(b, s, len, "a sample identifier", err))) goto fail;
+      s[len] = '\0';
+    }
+  }
+  if ((st = seek_to(b, (uint64_t)first_off + 4, "the first variant", err))) goto fail;
+
+  size_t n = b->n ? b->n : 1;
+  b->miss = malloc(n);
+  b->hapl = malloc(n);
+  b->best = malloc(2 * n * sizeof(int16_t));
+  b->hapa = malloc(2 * n * sizeof(int16_t));
+  b->hardcall = malloc(n);
+  b->dosage = malloc(n * sizeof(double));
+  b->hap = malloc(2 * n);
+  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap) {
+    st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu samples", path, (unsigned long)b->n);
+    goto fail;
+  }
+  *out = r;
+  return FM_OK;
+fail:
+  fm_reader_close(r);
+  return st;
+}

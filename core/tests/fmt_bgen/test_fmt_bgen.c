@@ -1,0 +1,573 @@
+/* test_fmt_bgen.c: BGEN reader (fm_fmt_bgen.h).
+ * Oracles: plink2's ALT-count .traw (chr22) and the PLINK 1 .bed (chrX) of
+ * ../shared/fixtures/genotypes/1kg_phase3_subset; tiny BGENs written here. */
+#define _POSIX_C_SOURCE 200809L
+#include "fm/fm_fmt_bgen.h"
+#include "fm_test.h"
+
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#define N_SAMPLES 1126
+#define N_CHR22 1097
+#define N_BEFORE_22 23047 /* chr1..21 biallelic records (fixture README) */
+#define N_CHRX 1017
+#define N_TOTAL 25161
+
+static char fixdir[1024];
+
+static int find_fixtures(void) {
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  const char *base = env && env[0] ? env : "../../../shared/fixtures";
+  snprintf(fixdir, sizeof fixdir, "%s/genotypes/1kg_phase3_subset", base);
+  char probe[1100];
+  snprintf(probe, sizeof probe, "%s/text/1kg_bi_chr22.traw", fixdir);
+  return access(probe, R_OK) == 0;
+}
+
+/* ---- oracles -------------------------------------------------------------- */
+
+static int8_t *traw;   /* N_CHR22 x N_SAMPLES ALT counts */
+static char **traw_id; /* N_CHR22 variant IDs */
+
+static int load_traw(void) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/text/1kg_bi_chr22.traw", fixdir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  traw = malloc((size_t)N_CHR22 * N_SAMPLES);
+  traw_id = calloc(N_CHR22, sizeof(char *));
+  size_t cap = 1 << 16;
+  char *line = malloc(cap);
+  int ok = traw && traw_id && line && fgets(line, (int)cap, f); /* header */
+  for (int v = 0; ok && v < N_CHR22; v++) {
+    ssize_t len = getline(&line, &cap, f);
+    if (len <= 0) { ok = 0; break; }
+    char *p = line;
+    for (int c = 0; c < 6; c++) {
+      char *tab = strchr(p, '\t');
+      if (!tab) { ok = 0; break; }
+      if (c == 1) {
+        traw_id[v] = malloc((size_t)(tab - p) + 1);
+        memcpy(traw_id[v], p, (size_t)(tab - p));
+        traw_id[v][tab - p] = '\0';
+      }
+      p = tab + 1;
+    }
+    for (int i = 0; ok && i < N_SAMPLES; i++) {
+      if (*p == 'N') { traw[(size_t)v * N_SAMPLES + i] = FM_GT_MISSING; p += 2; continue; }
+      traw[(size_t)v * N_SAMPLES + i] = (int8_t)(*p - '0');
+      p += 2;
+    }
+  }
+  free(line);
+  fclose(f);
+  return ok;
+}
+
+static void free_traw(void) {
+  if (traw_id)
+    for (int v = 0; v < N_CHR22; v++) free(traw_id[v]);
+  free(traw_id);
+  free(traw);
+}
+
+/* chrX ALT counts from the .bed (A1 = ALT): the last N_CHRX variants. */
+static int8_t *bedx;
+
+static int load_bed_chrx(void) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/1kg_bi.bed", fixdir);
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  const size_t nb = (N_SAMPLES + 3) / 4;
+  uint8_t *col = malloc(nb);
+  bedx = malloc((size_t)N_CHRX * N_SAMPLES);
+  int ok = col && bedx &&
+           fseek(f, (long)(3 + (size_t)(N_TOTAL - N_CHRX) * nb), SEEK_SET) == 0;
+  static const int8_t code[4] = {2, FM_GT_MISSING, 1, 0};
+  for (int v = 0; ok && v < N_CHRX; v++) {
+    if (fread(col, 1, nb, f) != nb) { ok = 0; break; }
+    for (int i = 0; i < N_SAMPLES; i++)
+      bedx[(size_t)v * N_SAMPLES + i] = code[(col[i / 4] >> (2 * (i % 4))) & 3];
+  }
+  free(col);
+  fclose(f);
+  return ok;
+}
+
+/* ---- fixtures --------------------------------------------------------------- */
+
+static int hc_mismatch, dos_bad, hap_bad;
+
+static void check_record(const fm_gt_record *rec, const int8_t *truth, double quant, int haploid_ok) {
+  for (int i = 0; i < N_SAMPLES; i++) {
+    int8_t h = rec->hardcall[i];
+    if (h != truth[i]) hc_mismatch++;
+    if (h == FM_GT_MISSING || !(fabs(rec->dosage[i] - h) <= quant)) dos_bad++;
+    if (rec->is_phased) {
+      if (!rec->hap) { hap_bad++; continue; }
+      int8_t a = rec->hap[2 * i], b = rec->hap[2 * i + 1];
+      if (a == FM_GT_MISSING || b == FM_GT_MISSING || a + b != h) hap_bad++;
+    } else if (rec->hap) {
+      hap_bad++;
+    }
+    (void)haploid_ok;
+  }
+}
+
+static void check_fixture(const char *rel, double quant, int genome_wide, int expect_phased) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", fixdir, rel);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  fm_status st = fm_fmt_bgen_open(path, &r, &err);
+  CHECK_OK(st, &err);
+  if (st != FM_OK) return;
+  CHECK(r->info.n_samples == N_SAMPLES);
+  CHECK(r->info.n_variants == (genome_wide ? N_TOTAL : N_CHR22));
+  CHECK(r->info.has_dosage == 1);
+  CHECK(strcmp(r->info.format, "bgen") == 0);
+  if (genome_wide) CHECK(r->sample_ids && strcmp(r->sample_ids[0], "HG00096") == 0);
+  else CHECK(r->sample_ids == NULL); /* plink2's v1.1 export has no sample block */
+  if (genome_wide) {
+    int64_t skipped = -1;
+    CHECK_OK(fm_fmt_bgen_skip(r, N_BEFORE_22, &skipped, &err), &err);
+    CHECK(skipped == N_BEFORE_22);
+  }
+  hc_mismatch = dos_bad = hap_bad = 0;
+  int n_phased = 0, n_meta_bad = 0;
+  fm_gt_record rec;
+  for (int v = 0; v < N_CHR22; v++) {
+    memset(&rec, 0, sizeof rec);
+    st = fm_reader_next(r, &rec, &err);
+    CHECK_OK(st, &err);
+    if (st != FM_OK) break;
+    if (strcmp(rec.chrom, "22") != 0 || strcmp(rec.id, traw_id[v]) != 0 || rec.n_samples != N_SAMPLES)
+      n_meta_bad++;
+    /* IDs are CHROM:POS:REF:ALT */
+    char want[512];
+    snprintf(want, sizeof want, "22:%lld:%s:%s", (long long)rec.pos, rec.ref, rec.alt);
+    if (strcmp(want, rec.id) != 0) n_meta_bad++;
+    n_phased += rec.is_phased != 0;
+    check_record(&rec, traw + (size_t)v * N_SAMPLES, quant, 0);
+  }
+  CHECK(n_meta_bad == 0);
+  CHECK(hc_mismatch == 0);
+  CHECK(dos_bad == 0);
+  CHECK(hap_bad == 0);
+  if (expect_phased) CHECK(n_phased == N_CHR22 - 15); /* README: 15 all-homozygous stored unphased */
+  else CHECK(n_phased == 0);
+  CHECK(r->info.is_phased == (expect_phased != 0));
+  if (hc_mismatch || dos_bad || hap_bad || n_meta_bad)
+    fprintf(stderr, "%s: chr22 %d hardcall, %d dosage, %d hap, %d metadata mismatches\n", rel,
+            hc_mismatch, dos_bad, hap_bad, n_meta_bad);
+  if (genome_wide) { /* chrX: males haploid (0/2), against the .bed */
+    hc_mismatch = dos_bad = hap_bad = 0;
+    int n_bad_chrom = 0;
+    for (int v = 0; v < N_CHRX; v++) {
+      st = fm_reader_next(r, &rec, &err);
+      CHECK_OK(st, &err);
+      if (st != FM_OK) break;
+      if (strcmp(rec.chrom, "X") != 0 && strcmp(rec.chrom, "23") != 0) n_bad_chrom++;
+      check_record(&rec, bedx + (size_t)v * N_SAMPLES, quant, 1);
+    }
+    CHECK(n_bad_chrom == 0);
+    CHECK(hc_mismatch == 0);
+    CHECK(dos_bad == 0);
+    CHECK(hap_bad == 0);
+    if (hc_mismatch || dos_bad || hap_bad || n_bad_chrom)
+      fprintf(stderr, "%s: chrX %d hardcall, %d dosage, %d hap, %d chrom mismatches\n", rel, hc_mismatch,
+              dos_bad, hap_bad, n_bad_chrom);
+  }
+  st = fm_reader_next(r, &rec, &err);
+  CHECK(st == FM_FMT_END);
+  fm_reader_close(r);
+}
+
+static int have_fixtures;
+
+static void test_fixture_8bit(void) { if (have_fixtures) check_fixture("1kg_bi.8bit.bgen", 0.5 / 255 + 1e-12, 1, 0); }
+static void test_fixture_16bit(void) { if (have_fixtures) check_fixture("1kg_bi.16bit.bgen", 0.5 / 65535 + 1e-12, 1, 0); }
+static void test_fixture_zstd(void) { if (have_fixtures) check_fixture("1kg_bi.16bit.zstd.bgen", 0.5 / 65535 + 1e-12, 1, 0); }
+static void test_fixture_phased(void) { if (have_fixtures) check_fixture("1kg_bi.phased.8bit.bgen", 0.5 / 255 + 1e-12, 1, 1); }
+static void test_fixture_v11(void) { if (have_fixtures) check_fixture("text/1kg_bi_chr22.v11.bgen", 1.0 / 32768 + 1e-12, 0, 0); }
+
+/* Every record of a genome-wide file decodes (FM_TEST_BIG=1: slow under valgrind). */
+static void test_fixture_full_decode(void) {
+  if (!have_fixtures || !getenv("FM_TEST_BIG")) return;
+  static const char *files[] = {"1kg_bi.8bit.bgen", "1kg_bi.16bit.bgen", "1kg_bi.16bit.zstd.bgen",
+                                "1kg_bi.phased.8bit.bgen"};
+  for (int f = 0; f < 4; f++) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", fixdir, files[f]);
+    fm_err err = {0};
+    fm_reader *r = NULL;
+    CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+    if (!r) continue;
+    fm_gt_record rec;
+    int64_t n = 0, bad = 0;
+    fm_status st;
+    while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+      n++;
+      for (int i = 0; i < N_SAMPLES; i++)
+        if (rec.hardcall[i] == FM_GT_MISSING || isnan(rec.dosage[i])) bad++;
+    }
+    CHECK(st == FM_FMT_END);
+    CHECK(n == N_TOTAL);
+    CHECK(bad == 0); /* the fixture has no missing calls */
+    fm_reader_close(r);
+  }
+}
+
+/* ---- tiny BGENs written here -------------------------------------------------- */
+
+typedef struct buf {
+  uint8_t *p;
+  size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *src, size_t n) {
+  if (n == 0) return;
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 64;
+    b->p = realloc(b->p, b->cap);
+  }
+  memcpy(b->p + b->n, src, n);
+  b->n += n;
+}
+static void put8(buf *b, unsigned x) { uint8_t t = (uint8_t)x; put(b, &t, 1); }
+static void put16(buf *b, unsigned x) { put8(b, x & 255); put8(b, (x >> 8) & 255); }
+static void put32(buf *b, uint32_t x) { put16(b, x & 0xffff); put16(b, x >> 16); }
+static void putstr16(buf *b, const char *s) { put16(b, (unsigned)strlen(s)); put(b, s, strlen(s)); }
+static void putstr32(buf *b, const char *s) { put32(b, (uint32_t)strlen(s)); put(b, s, strlen(s)); }
+
+/* Bit-packed little-endian values of nb bits. */
+typedef struct bits {
+  buf *b;
+  uint64_t acc;
+  int n;
+} bits;
+static void putbits(bits *w, uint64_t x, int nb) {
+  w->acc |= x << w->n;
+  w->n += nb;
+  while (w->n >= 8) {
+    put8(w->b, (unsigned)(w->acc & 255));
+    w->acc >>= 8;
+    w->n -= 8;
+  }
+}
+static void flushbits(bits *w) {
+  if (w->n > 0) put8(w->b, (unsigned)(w->acc & 255));
+  w->acc = 0;
+  w->n = 0;
+}
+
+#define TN 4 /* samples of the tiny files */
+
+/* Layout-2 probability data of the three tiny variants. */
+static void tiny_geno(int v, buf *g) {
+  bits w = {g, 0, 0};
+  if (v == 0) { /* biallelic, unphased, 8 bits */
+    put32(g, TN); put16(g, 2); put8(g, 2); put8(g, 2);
+    put8(g, 2); put8(g, 2); put8(g, 0x82); put8(g, 2); /* sample 3 missing */
+    put8(g, 0); put8(g, 8);
+    static const unsigned pr[TN][2] = {{255, 0}, {0, 255}, {0, 0}, {10, 20}};
+    for (int i = 0; i < TN; i++) { putbits(&w, pr[i][0], 8); putbits(&w, pr[i][1], 8); }
+  } else if (v == 1) { /* biallelic, phased, 16 bits; ploidy 2, 1, 2, 0 */
+    put32(g, TN); put16(g, 2); put8(g, 0); put8(g, 2);
+    put8(g, 2); put8(g, 1); put8(g, 2); put8(g, 0);
+    put8(g, 1); put8(g, 16);
+    putbits(&w, 0, 16); putbits(&w, 65535, 16);     /* s1: ALT | REF */
+    putbits(&w, 0, 16);                             /* s2: haploid ALT */
+    putbits(&w, 65535, 16); putbits(&w, 32768, 16); /* s3: REF | uncertain */
+  } else { /* triallelic, unphased, 3 bits: genotypes 00 01 11 02 12 22 */
+    put32(g, TN); put16(g, 3); put8(g, 2); put8(g, 2);
+    for (int i = 0; i < TN; i++) put8(g, 2);
+    put8(g, 0); put8(g, 3);
+    static const unsigned pr[TN][5] = {{7, 0, 0, 0, 0}, {0, 0, 0, 0, 0}, {0, 0, 0, 0, 7}, {0, 0, 7, 0, 0}};
+    for (int i = 0; i < TN; i++)
+      for (int g2 = 0; g2 < 5; g2++) putbits(&w, pr[i][g2], 3);
+  }
+  flushbits(&w);
+}
+
+/* A layout-2 file of the three tiny variants; flags' compression = comp
+ * (3 writes zlib data under the undefined flag). */
+static void tiny_file(buf *f, unsigned comp, int with_ids, const char *magic) {
+  buf samples = {0};
+  if (with_ids) {
+    static const char *ids[TN] = {"s1", "s2", "s3", "s4"};
+    size_t len = 8;
+    for (int i = 0; i < TN; i++) len += 2 + strlen(ids[i]);
+    put32(&samples, (uint32_t)len); put32(&samples, TN);
+    for (int i = 0; i < TN; i++) putstr16(&samples, ids[i]);
+  }
+  const uint32_t lh = 20 + 3; /* 3 bytes of free data */
+  put32(f, lh + (uint32_t)samples.n);
+  put32(f, lh); put32(f, 3); put32(f, TN); put(f, magic, 4); put(f, "abc", 3);
+  put32(f, comp | (2u << 2) | (with_ids ? 0x80000000u : 0));
+  put(f, samples.p, samples.n);
+  free(samples.p);
+  static const char *alleles[3][3] = {{"A", "G", NULL}, {"C", "T", NULL}, {"A", "C", "G"}};
+  for (int v = 0; v < 3; v++) {
+    char id[16];
+    snprintf(id, sizeof id, "rs%d", v + 1);
+    putstr16(f, ""); putstr16(f, id); putstr16(f, "1"); put32(f, 100 + (uint32_t)v);
+    int k = v == 2 ? 3 : 2;
+    put16(f, (unsigned)k);
+    for (int a = 0; a < k; a++) putstr32(f, alleles[v][a]);
+    buf g = {0};
+    tiny_geno(v, &g);
+    if (comp == 0) {
+      put32(f, (uint32_t)g.n);
+      put(f, g.p, g.n);
+    } else {
+      size_t cap = g.n * 2 + 128;
+      uint8_t *c = malloc(cap);
+      size_t clen;
+      if (comp == 2) {
+        clen = ZSTD_compress(c, cap, g.p, g.n, 3);
+      } else {
+        uLongf cl = (uLongf)cap;
+        compress(c, &cl, g.p, (uLong)g.n);
+        clen = cl;
+      }
+      put32(f, (uint32_t)clen + 4); put32(f, (uint32_t)g.n);
+      put(f, c, clen);
+      free(c);
+    }
+    free(g.p);
+  }
+}
+
+static char tmpdir[512];
+
+static void write_file(const char *path, const uint8_t *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  CHECK(f != NULL);
+  if (!f) return;
+  CHECK(fwrite(p, 1, n, f) == n);
+  fclose(f);
+}
+
+static void tmp_path(char *out, size_t cap, const char *name) { snprintf(out, cap, "%s/%s", tmpdir, name); }
+
+#define Q8 (1.0 / 255)
+
+static void check_tiny_records(fm_reader *r) {
+  fm_err err = {0};
+  fm_gt_record rec;
+  /* variant 1: unphased 8 bit */
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "rs1") == 0 && strcmp(rec.chrom, "1") == 0 && rec.pos == 100);
+  CHECK(strcmp(rec.ref, "A") == 0 && strcmp(rec.alt, "G") == 0);
+  CHECK(!rec.is_phased && rec.hap == NULL);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 1 && rec.hardcall[2] == FM_GT_MISSING);
+  CHECK(rec.hardcall[3] == FM_GT_MISSING); /* P(hom ALT) = 225/255 < 0.9 */
+  CHECK_CLOSE(rec.dosage[0], 0.0, 1e-12);
+  CHECK_CLOSE(rec.dosage[1], 1.0, 1e-12);
+  CHECK(isnan(rec.dosage[2]));
+  CHECK_CLOSE(rec.dosage[3], (20 + 2 * 225) * Q8, 1e-12);
+  /* variant 2: phased 16 bit with ploidy 2, 1, 2, 0 */
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "rs2") == 0 && rec.is_phased && rec.hap != NULL);
+  if (rec.hap) {
+    CHECK(rec.hap[0] == 1 && rec.hap[1] == 0);
+    CHECK(rec.hap[2] == 1 && rec.hap[3] == 1);          /* haploid ALT repeated */
+    CHECK(rec.hap[4] == 0 && rec.hap[5] == FM_GT_MISSING); /* uncertain slot */
+    CHECK(rec.hap[6] == FM_GT_MISSING && rec.hap[7] == FM_GT_MISSING);
+  }
+  CHECK(rec.hardcall[0] == 1 && rec.hardcall[1] == 2 && rec.hardcall[2] == FM_GT_MISSING);
+  CHECK(rec.hardcall[3] == FM_GT_MISSING);
+  CHECK_CLOSE(rec.dosage[0], 1.0, 1e-12);
+  CHECK_CLOSE(rec.dosage[1], 2.0, 1e-12); /* haploid: 2 P(ALT) */
+  CHECK_CLOSE(rec.dosage[2], 32767.0 / 65535, 1e-12);
+  CHECK(isnan(rec.dosage[3]));
+  /* variant 3: triallelic, split into ALT C and ALT G */
+  static const int8_t hc1[TN] = {0, 0, 1, 2}, hc2[TN] = {0, 2, 1, 0}; /* AA GG CG CC */
+  static const double d1[TN] = {0, 0, 1, 2}, d2[TN] = {0, 2, 1, 0};
+  for (int j = 1; j <= 2; j++) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.id, "rs3") == 0 && strcmp(rec.ref, "A") == 0);
+    CHECK(strcmp(rec.alt, j == 1 ? "C" : "G") == 0);
+    for (int i = 0; i < TN; i++) {
+      CHECK(rec.hardcall[i] == (j == 1 ? hc1 : hc2)[i]);
+      CHECK_CLOSE(rec.dosage[i], (j == 1 ? d1 : d2)[i], 1e-12);
+    }
+  }
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+}
+
+static void test_tiny_compressions(void) {
+  for (unsigned comp = 0; comp <= 2; comp++) {
+    buf f = {0};
+    tiny_file(&f, comp, 1, "bgen");
+    char path[600];
+    tmp_path(path, sizeof path, "tiny.bgen");
+    write_file(path, f.p, f.n);
+    free(f.p);
+    fm_err err = {0};
+    fm_reader *r = NULL;
+    CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+    if (!r) continue;
+    CHECK(r->info.n_samples == TN && r->info.n_variants == 3);
+    CHECK(r->sample_ids && strcmp(r->sample_ids[3], "s4") == 0);
+    check_tiny_records(r);
+    fm_reader_close(r);
+  }
+}
+
+static void test_tiny_no_ids_and_skip(void) {
+  buf f = {0};
+  tiny_file(&f, 1, 0, "\0\0\0\0"); /* old zero magic is accepted */
+  char path[600];
+  tmp_path(path, sizeof path, "noids.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  CHECK(r->sample_ids == NULL);
+  int64_t n = -1;
+  CHECK_OK(fm_fmt_bgen_skip(r, 3, &n, &err), &err); /* lands inside the split variant */
+  CHECK(n == 3);
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.alt, "G") == 0 && rec.hardcall[1] == 2);
+  CHECK(fm_fmt_bgen_skip(r, 5, &n, &err) == FM_FMT_END && n == 0);
+  fm_reader_close(r);
+}
+
+static void test_bad_headers(void) {
+  char path[600];
+  tmp_path(path, sizeof path, "bad.bgen");
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  /* compression flag 3 */
+  buf f = {0};
+  tiny_file(&f, 3, 1, "bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "compression flag 3") != NULL && strstr(err.msg, path) != NULL);
+  /* wrong magic */
+  f = (buf){0};
+  tiny_file(&f, 1, 1, "bgeN");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "magic") != NULL && strstr(err.msg, "byte offset 16") != NULL);
+  /* missing file */
+  tmp_path(path, sizeof path, "does_not_exist.bgen");
+  CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EIO && r == NULL);
+  CHECK(fm_fmt_bgen_open(NULL, &r, &err) == FM_EARG);
+}
+
+/* Every proper prefix of a valid file fails cleanly, naming a byte offset. */
+static void test_truncated(void) {
+  for (unsigned comp = 0; comp <= 2; comp++) {
+    buf f = {0};
+    tiny_file(&f, comp, 1, "bgen");
+    char path[600];
+    tmp_path(path, sizeof path, "trunc.bgen");
+    int n_bad = 0;
+    for (size_t len = 0; len < f.n; len++) {
+      write_file(path, f.p, len);
+      fm_err err = {0};
+      fm_reader *r = NULL;
+      fm_status st = fm_fmt_bgen_open(path, &r, &err);
+      fm_gt_record rec;
+      int n_rec = 0;
+      while (st == FM_OK && (st = fm_reader_next(r, &rec, &err)) == FM_OK) n_rec++;
+      fm_reader_close(r);
+      if (st != FM_EFORMAT || !strstr(err.msg, "byte offset") || !strstr(err.msg, path) || n_rec > 3) {
+        n_bad++;
+        if (n_bad < 4) fprintf(stderr, "prefix %zu: %s: %s\n", len, fm_status_name(st), err.msg);
+      }
+    }
+    CHECK(n_bad == 0);
+    free(f.p);
+  }
+}
+
+/* Layout 1 (v1.1): sums below 1 are kept as stored; all-zero is missing. */
+static void test_layout1_probabilities(void) {
+  buf f = {0};
+  const uint32_t lh = 20;
+  put32(&f, lh); put32(&f, lh); put32(&f, 1); put32(&f, 4); put(&f, "bgen", 4);
+  put32(&f, 1u | (1u << 2)); /* zlib, layout 1, no sample block */
+  put32(&f, 4); putstr16(&f, "snp1"); putstr16(&f, "rs1"); putstr16(&f, "22"); put32(&f, 5);
+  putstr32(&f, "A"); putstr32(&f, "T");
+  static const unsigned pr[4][3] = {{0, 16384, 0}, {0, 0, 0}, {0, 3276, 29492}, {0, 0, 32768}};
+  buf g = {0};
+  for (int i = 0; i < 4; i++)
+    for (int c = 0; c < 3; c++) put16(&g, pr[i][c]);
+  uint8_t c[256];
+  uLongf cl = sizeof c;
+  CHECK(compress(c, &cl, g.p, (uLong)g.n) == Z_OK);
+  put32(&f, (uint32_t)cl); put(&f, c, cl);
+  free(g.p);
+  char path[600];
+  tmp_path(path, sizeof path, "l1.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "rs1") == 0 && strcmp(rec.alt, "T") == 0 && rec.hap == NULL);
+  CHECK(rec.hardcall[0] == FM_GT_MISSING);
+  CHECK_CLOSE(rec.dosage[0], 0.5, 1e-12); /* sum 0.5 < 1: not renormalized */
+  CHECK(rec.hardcall[1] == FM_GT_MISSING && isnan(rec.dosage[1]));
+  CHECK(rec.hardcall[2] == 2); /* 29492 / 32768 = 0.90002 >= 0.9 */
+  CHECK_CLOSE(rec.dosage[2], (3276 + 2 * 29492) / 32768.0, 1e-12);
+  CHECK(rec.hardcall[3] == 2);
+  CHECK_CLOSE(rec.dosage[3], 2.0, 1e-12);
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+}
+
+int main(void) {
+  const char *t = getenv("TMPDIR");
+  snprintf(tmpdir, sizeof tmpdir, "%s/fm_bgen_XXXXXX", t && t[0] ? t : "/tmp");
+  if (!mkdtemp(tmpdir)) {
+    fprintf(stderr, "cannot create a temporary directory\n");
+    return 1;
+  }
+  have_fixtures = find_fixtures();
+  if (have_fixtures) {
+    if (!load_traw() || !load_bed_chrx()) {
+      fprintf(stderr, "cannot read the fixture oracles in %s\n", fixdir);
+      return 1;
+    }
+  } else {
+    printf("SKIP: fixtures not found (%s); set RFMALLOC_FIXTURES\n", fixdir);
+  }
+  FM_RUN(test_tiny_compressions);
+  FM_RUN(test_tiny_no_ids_and_skip);
+  FM_RUN(test_bad_headers);
+  FM_RUN(test_truncated);
+  FM_RUN(test_layout1_probabilities);
+  FM_RUN(test_fixture_v11);
+  FM_RUN(test_fixture_8bit);
+  FM_RUN(test_fixture_16bit);
+  FM_RUN(test_fixture_zstd);
+  FM_RUN(test_fixture_phased);
+  FM_RUN(test_fixture_full_decode);
+  free_traw();
+  free(bedx);
+  static const char *names[] = {"tiny.bgen", "noids.bgen", "bad.bgen", "trunc.bgen", "l1.bgen"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char p[600];
+    tmp_path(p, sizeof p, names[i]);
+    unlink(p);
+  }
+  rmdir(tmpdir);
+  FM_TEST_END();
+}
