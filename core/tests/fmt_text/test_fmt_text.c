@@ -101,11 +101,11 @@ static const char *fx(const char *name) {
 }
 
 /* Sample IDs equal the IID part of the .traw FID_IID headers. */
-static void check_ids(const fm_reader *r) {
-  CHECK(r->info.n_samples == g_traw.n_samples);
-  if (r->info.n_samples != g_traw.n_samples) return;
-  for (int64_t i = 0; i < g_traw.n_samples; i++) {
-    const char *col = g_traw.sample_cols[i], *id = r->sample_ids[i];
+static void check_ids_t(const fm_reader *r, const traw *tr) {
+  CHECK(r->info.n_samples == tr->n_samples);
+  if (r->info.n_samples != tr->n_samples) return;
+  for (int64_t i = 0; i < tr->n_samples; i++) {
+    const char *col = tr->sample_cols[i], *id = r->sample_ids[i];
     size_t lc = strlen(col), li = strlen(id);
     int ok = lc > li && strcmp(col + lc - li, id) == 0 && col[lc - li - 1] == '_';
     if (!ok) {
@@ -116,27 +116,29 @@ static void check_ids(const fm_reader *r) {
   }
 }
 
+static void check_ids(const fm_reader *r) { check_ids_t(r, &g_traw); }
+
 enum { WANT_DOSAGE = 1, WANT_HAP = 2, BY_ID = 4 };
 
 /* Every record equals its .traw row (in order, or matched by ID); returns the
  * number of records read. */
-static int64_t check_vs_traw(fm_reader *r, int flags) {
+static int64_t check_vs_traw_t(fm_reader *r, const traw *tr, int flags) {
   fm_gt_record rec;
   fm_err err = {0};
-  int64_t n = g_traw.n_samples, k = 0, row = 0, bad = 0;
+  int64_t n = tr->n_samples, k = 0, row = 0, bad = 0;
   fm_status st;
   while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {
     if (flags & BY_ID) {
-      while (row < g_traw.n_variants && strcmp(g_traw.ids[row], rec.id) != 0) row++;
+      while (row < tr->n_variants && strcmp(tr->ids[row], rec.id) != 0) row++;
     }
-    if (row >= g_traw.n_variants || strcmp(g_traw.ids[row], rec.id) != 0 ||
-        strcmp(g_traw.counted[row], rec.alt) != 0 || rec.n_samples != n) {
+    if (row >= tr->n_variants || strcmp(tr->ids[row], rec.id) != 0 ||
+        strcmp(tr->counted[row], rec.alt) != 0 || rec.n_samples != n) {
       fprintf(stderr, "record %lld (%s, alt %s) does not match a .traw row\n", (long long)k, rec.id,
               rec.alt);
       CHECK(0);
       return k;
     }
-    const int8_t *want = g_traw.gt + row * n;
+    const int8_t *want = tr->gt + row * n;
     for (int64_t i = 0; i < n; i++) {
       if (rec.hardcall[i] != want[i]) bad++;
       if (flags & WANT_DOSAGE) {
@@ -158,6 +160,8 @@ static int64_t check_vs_traw(fm_reader *r, int flags) {
   if (st != FM_FMT_END) fprintf(stderr, "%s\n", err.msg);
   return k;
 }
+
+static int64_t check_vs_traw(fm_reader *r, int flags) { return check_vs_traw_t(r, &g_traw, flags); }
 
 static void test_gen_fixture(void) {
   if (!g_have_fixtures) return;
@@ -701,6 +705,64 @@ static void test_dosage_small_and_bad(void) {
   unlink(map);
 }
 
+/* ---- ceu_exon: missing calls (GEN 0 0 0, EIGENSTRAT 9, packed 3) ----------- */
+
+static const char *cx(const char *name) {
+  static char buf[4][4200];
+  static int k;
+  char *b = buf[k++ & 3];
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  snprintf(b, sizeof buf[0], "%s/genotypes/ceu_exon/%s", env && *env ? env : "../../../shared/fixtures",
+           name);
+  return b;
+}
+
+static void test_ceu_missing(void) {
+  traw t;
+  if (!load_traw(&t, cx("ceu_exon_bi.traw"), 2048, 0)) {
+    printf("SKIP: ceu_exon fixture not found at %s\n", cx(""));
+    return;
+  }
+  CHECK(t.n_variants == 1346 && t.n_samples == 90);
+  int64_t n_missing = 0;
+  for (int64_t i = 0; i < t.n_variants * t.n_samples; i++) n_missing += t.gt[i] == FM_GT_MISSING;
+  CHECK(n_missing == 8603);
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  CHECK_OK(fm_fmt_gen_open(cx("ceu_exon_bi.gen"), cx("ceu_exon_bi.sample"), &r, &err), &err);
+  if (r) {
+    check_ids_t(r, &t);
+    CHECK(check_vs_traw_t(r, &t, 0) == 1346);
+    fm_reader_close(r);
+  }
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(cx("ceu_exon_bi.geno"), cx("ceu_exon_bi.snp"), cx("ceu_exon_bi.ind"),
+                                  &r, &err),
+           &err);
+  if (r) {
+    check_ids_t(r, &t);
+    CHECK(check_vs_traw_t(r, &t, BY_ID) == 1346);
+    fm_reader_close(r);
+  }
+  /* packed copy keeps the missing calls (code 3) */
+  r = NULL;
+  CHECK_OK(fm_fmt_eigenstrat_open(cx("ceu_exon_bi.geno"), cx("ceu_exon_bi.snp"), cx("ceu_exon_bi.ind"),
+                                  &r, &err),
+           &err);
+  if (r) {
+    CHECK(write_packed(r, tmp("ceu.geno"), 1346) == 1346);
+    fm_reader_close(r);
+    r = NULL;
+    CHECK_OK(fm_fmt_eigenstrat_open(tmp("ceu.geno"), cx("ceu_exon_bi.snp"), cx("ceu_exon_bi.ind"), &r,
+                                    &err),
+             &err);
+    if (r) CHECK(check_vs_traw_t(r, &t, BY_ID) == 1346);
+    fm_reader_close(r);
+    unlink(tmp("ceu.geno"));
+  }
+  free_traw(&t);
+}
+
 int main(void) {
   const char *env = getenv("RFMALLOC_FIXTURES");
   snprintf(g_text_dir, sizeof g_text_dir, "%s/genotypes/1kg_phase3_subset/text",
@@ -728,6 +790,7 @@ int main(void) {
   FM_RUN(test_eigenstrat_fixture);
   FM_RUN(test_dosage_small_and_bad);
   if (g_have_fixtures) FM_RUN(test_dosage_fixture);
+  if (g_have_fixtures) FM_RUN(test_ceu_missing);
 
   if (g_have_fixtures) free_traw(&g_traw);
   rmdir(g_tmp);
