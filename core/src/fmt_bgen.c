@@ -549,10 +549,31 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
   return FM_OK;
 }
 
+/* Per-sample buffers, allocated at the first decode (after the block proved
+ * that N samples are really there). */
+static fm_status ensure_samples(bgen *b, fm_err *err) {
+  if (b->hardcall) return FM_OK;
+  size_t n = b->n ? b->n : 1;
+  b->miss = malloc(n);
+  b->hapl = malloc(n);
+  b->best = malloc(2 * n * sizeof(int16_t));
+  b->hapa = malloc(2 * n * sizeof(int16_t));
+  b->dosage = malloc(n * sizeof(double));
+  b->hap = malloc(2 * n);
+  b->hardcall = malloc(n);
+  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap) {
+    free(b->miss), free(b->hapl), free(b->best), free(b->hapa), free(b->dosage), free(b->hap), free(b->hardcall);
+    b->miss = b->hapl = NULL, b->best = b->hapa = NULL, b->dosage = NULL, b->hap = NULL, b->hardcall = NULL;
+    return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu samples", b->path, (unsigned long)b->n);
+  }
+  return FM_OK;
+}
+
 static fm_status decode_current(bgen *b, fm_err *err) {
   size_t len = 0;
   fm_status st = load_geno(b, &len, err);
   if (st != FM_OK) return st;
+  if ((st = ensure_samples(b, err))) return st;
   if (b->layout == 1) {
     if ((st = ensure_ec(b, err))) return st;
     return decode_layout1(b, b->raw, err);
@@ -758,7 +779,8 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
                       path, (unsigned long long)start, (unsigned long)ns, (unsigned long)b->n);
       goto fail;
     }
-    if ((uint64_t)lh + lsi > first_off || lsi < 8 || (uint64_t)(lsi - 8) / 2 < ns) {
+    if ((uint64_t)lh + lsi > first_off || start + lsi > b->file_size || lsi < 8 ||
+        (uint64_t)(lsi - 8) / 2 < ns) {
       st = fm_err_set(err, FM_EFORMAT,
                       "bgen %s: sample block at byte offset %llu has length %lu, inconsistent with %lu samples "
                       "and the first-variant offset %lu",
@@ -791,18 +813,6 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
   }
   if ((st = seek_to(b, (uint64_t)first_off + 4, "the first variant", err))) goto fail;
 
-  size_t n = b->n ? b->n : 1;
-  b->miss = malloc(n);
-  b->hapl = malloc(n);
-  b->best = malloc(2 * n * sizeof(int16_t));
-  b->hapa = malloc(2 * n * sizeof(int16_t));
-  b->hardcall = malloc(n);
-  b->dosage = malloc(n * sizeof(double));
-  b->hap = malloc(2 * n);
-  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap) {
-    st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu samples", path, (unsigned long)b->n);
-    goto fail;
-  }
   *out = r;
   return FM_OK;
 fail:

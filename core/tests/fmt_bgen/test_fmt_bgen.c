@@ -283,6 +283,12 @@ static void tiny_geno(int v, buf *g) {
     putbits(&w, 0, 16); putbits(&w, 65535, 16);     /* s1: ALT | REF */
     putbits(&w, 0, 16);                             /* s2: haploid ALT */
     putbits(&w, 65535, 16); putbits(&w, 32768, 16); /* s3: REF | uncertain */
+  } else if (v == 3) { /* triallelic, phased, 8 bits; ploidy 2, 1, 2, missing */
+    put32(g, TN); put16(g, 3); put8(g, 1); put8(g, 2);
+    put8(g, 2); put8(g, 1); put8(g, 2); put8(g, 0x82);
+    put8(g, 1); put8(g, 8);
+    static const unsigned pr[7][2] = {{0, 255}, {0, 0}, {255, 0}, {255, 0}, {128, 127}, {0, 0}, {0, 0}};
+    for (int h = 0; h < 7; h++) { putbits(&w, pr[h][0], 8); putbits(&w, pr[h][1], 8); }
   } else { /* triallelic, unphased, 3 bits: genotypes 00 01 11 02 12 22 */
     put32(g, TN); put16(g, 3); put8(g, 2); put8(g, 2);
     for (int i = 0; i < TN; i++) put8(g, 2);
@@ -307,16 +313,16 @@ static void tiny_file(buf *f, unsigned comp, int with_ids, const char *magic) {
   }
   const uint32_t lh = 20 + 3; /* 3 bytes of free data */
   put32(f, lh + (uint32_t)samples.n);
-  put32(f, lh); put32(f, 3); put32(f, TN); put(f, magic, 4); put(f, "abc", 3);
+  put32(f, lh); put32(f, 4); put32(f, TN); put(f, magic, 4); put(f, "abc", 3);
   put32(f, comp | (2u << 2) | (with_ids ? 0x80000000u : 0));
   put(f, samples.p, samples.n);
   free(samples.p);
-  static const char *alleles[3][3] = {{"A", "G", NULL}, {"C", "T", NULL}, {"A", "C", "G"}};
-  for (int v = 0; v < 3; v++) {
+  static const char *alleles[4][3] = {{"A", "G", NULL}, {"C", "T", NULL}, {"A", "C", "G"}, {"A", "C", "G"}};
+  for (int v = 0; v < 4; v++) {
     char id[16];
     snprintf(id, sizeof id, "rs%d", v + 1);
     putstr16(f, ""); putstr16(f, id); putstr16(f, "1"); put32(f, 100 + (uint32_t)v);
-    int k = v == 2 ? 3 : 2;
+    int k = v >= 2 ? 3 : 2;
     put16(f, (unsigned)k);
     for (int a = 0; a < k; a++) putstr32(f, alleles[v][a]);
     buf g = {0};
@@ -398,6 +404,22 @@ static void check_tiny_records(fm_reader *r) {
       CHECK_CLOSE(rec.dosage[i], (j == 1 ? d1 : d2)[i], 1e-12);
     }
   }
+  /* variant 4: triallelic phased: C|G, haploid A, A|uncertain, missing */
+  static const int8_t p_hc[2][TN] = {{1, 0, FM_GT_MISSING, FM_GT_MISSING}, {1, 0, FM_GT_MISSING, FM_GT_MISSING}};
+  static const int8_t p_hap[2][2 * TN] = {{1, 0, 0, 0, 0, FM_GT_MISSING, FM_GT_MISSING, FM_GT_MISSING},
+                                         {0, 1, 0, 0, 0, FM_GT_MISSING, FM_GT_MISSING, FM_GT_MISSING}};
+  static const double p_d[2][3] = {{1, 0, 127 * Q8}, {1, 0, 0}};
+  for (int j = 1; j <= 2; j++) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    CHECK(strcmp(rec.id, "rs4") == 0 && rec.is_phased && rec.hap != NULL);
+    CHECK(strcmp(rec.alt, j == 1 ? "C" : "G") == 0);
+    for (int i = 0; i < TN; i++) {
+      CHECK(rec.hardcall[i] == p_hc[j - 1][i]);
+      if (rec.hap) CHECK(rec.hap[2 * i] == p_hap[j - 1][2 * i] && rec.hap[2 * i + 1] == p_hap[j - 1][2 * i + 1]);
+      if (i < 3) CHECK_CLOSE(rec.dosage[i], p_d[j - 1][i], 1e-12);
+      else CHECK(isnan(rec.dosage[i]));
+    }
+  }
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
 }
 
@@ -413,7 +435,7 @@ static void test_tiny_compressions(void) {
     fm_reader *r = NULL;
     CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
     if (!r) continue;
-    CHECK(r->info.n_samples == TN && r->info.n_variants == 3);
+    CHECK(r->info.n_samples == TN && r->info.n_variants == 4);
     CHECK(r->sample_ids && strcmp(r->sample_ids[3], "s4") == 0);
     check_tiny_records(r);
     fm_reader_close(r);
@@ -438,7 +460,7 @@ static void test_tiny_no_ids_and_skip(void) {
   fm_gt_record rec;
   CHECK_OK(fm_reader_next(r, &rec, &err), &err);
   CHECK(strcmp(rec.alt, "G") == 0 && rec.hardcall[1] == 2);
-  CHECK(fm_fmt_bgen_skip(r, 5, &n, &err) == FM_FMT_END && n == 0);
+  CHECK(fm_fmt_bgen_skip(r, 5, &n, &err) == FM_FMT_END && n == 2); /* rs4's two records */
   fm_reader_close(r);
 }
 
@@ -484,7 +506,7 @@ static void test_truncated(void) {
       int n_rec = 0;
       while (st == FM_OK && (st = fm_reader_next(r, &rec, &err)) == FM_OK) n_rec++;
       fm_reader_close(r);
-      if (st != FM_EFORMAT || !strstr(err.msg, "byte offset") || !strstr(err.msg, path) || n_rec > 3) {
+      if (st != FM_EFORMAT || !strstr(err.msg, "byte offset") || !strstr(err.msg, path) || n_rec > 5) {
         n_bad++;
         if (n_bad < 4) fprintf(stderr, "prefix %zu: %s: %s\n", len, fm_status_name(st), err.msg);
       }
@@ -495,7 +517,8 @@ static void test_truncated(void) {
 }
 
 /* Layout 1 (v1.1): sums below 1 are kept as stored; all-zero is missing. */
-static void test_layout1_probabilities(void) {
+/* A layout-1 (v1.1) file of one variant and four samples. */
+static void l1_file(buf *fp) {
   buf f = {0};
   const uint32_t lh = 20;
   put32(&f, lh); put32(&f, lh); put32(&f, 1); put32(&f, 4); put(&f, "bgen", 4);
@@ -511,6 +534,12 @@ static void test_layout1_probabilities(void) {
   CHECK(compress(c, &cl, g.p, (uLong)g.n) == Z_OK);
   put32(&f, (uint32_t)cl); put(&f, c, cl);
   free(g.p);
+  *fp = f;
+}
+
+static void test_layout1_probabilities(void) {
+  buf f = {0};
+  l1_file(&f);
   char path[600];
   tmp_path(path, sizeof path, "l1.bgen");
   write_file(path, f.p, f.n);
@@ -531,6 +560,46 @@ static void test_layout1_probabilities(void) {
   CHECK_CLOSE(rec.dosage[3], 2.0, 1e-12);
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
   fm_reader_close(r);
+}
+
+/* Every byte of the tiny files changed three ways: the reader never crashes
+ * (ASan/valgrind), and every failure carries a message naming the file. */
+static void test_mutations(void) {
+  char path[600];
+  tmp_path(path, sizeof path, "mut.bgen");
+  int n_bad = 0, n_err = 0;
+  for (int kind = 0; kind < 4; kind++) {
+    buf f = {0};
+    if (kind < 3) tiny_file(&f, (unsigned)kind, 1, "bgen");
+    else l1_file(&f);
+    static const uint8_t xors[3] = {0xff, 0x01, 0x80};
+    for (size_t at = 0; at < f.n; at++) {
+      for (int m = 0; m < 3; m++) {
+        f.p[at] ^= xors[m];
+        write_file(path, f.p, f.n);
+        f.p[at] ^= xors[m];
+        fm_err err = {0};
+        fm_reader *r = NULL;
+        fm_status st = fm_fmt_bgen_open(path, &r, &err);
+        fm_gt_record rec;
+        int n_rec = 0;
+        while (st == FM_OK && n_rec < 100000 && (st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+          for (int64_t i = 0; i < rec.n_samples; i++)
+            if (rec.hardcall[i] != FM_GT_MISSING && (rec.hardcall[i] < 0 || rec.hardcall[i] > 2)) n_bad++;
+          n_rec++;
+        }
+        fm_reader_close(r);
+        if (st != FM_FMT_END) {
+          n_err++;
+          if (!strstr(err.msg, path)) n_bad++;
+        }
+      }
+    }
+    free(f.p);
+  }
+  unlink(path);
+  CHECK(n_bad == 0);
+  CHECK(n_err > 0);
 }
 
 int main(void) {
@@ -554,6 +623,7 @@ int main(void) {
   FM_RUN(test_bad_headers);
   FM_RUN(test_truncated);
   FM_RUN(test_layout1_probabilities);
+  FM_RUN(test_mutations);
   FM_RUN(test_fixture_v11);
   FM_RUN(test_fixture_8bit);
   FM_RUN(test_fixture_16bit);
