@@ -5,7 +5,6 @@
 #include "fm/fm_fmt_text.h"
 #include "fmt_text_impl.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,15 +150,19 @@ static fm_status open_packed(eig_impl *e, fm_err *err) {
     return fm_err_set(err, FM_EFORMAT, "%s: truncated header record: expected at least %d bytes, found %zu",
                       e->geno.path, PACKED_MIN_RECORD, got);
   head[PACKED_MIN_RECORD] = '\0';
-  long long nind = -1, nsnp = -1;
-  unsigned ihash = 0, shash = 0;
-  if (sscanf(head, "GENO %lld %lld %x %x", &nind, &nsnp, &ihash, &shash) != 4 || nind < 0 || nsnp < 0)
+  /* "GENO <n_ind> <n_snp> <hash> <hash>": the counts are checked, the hashes only parsed */
+  char *f[6];
+  int64_t nf = fm_text_split(head, f, 6);
+  int64_t nind = -1, nsnp = -1;
+  if (nf < 5 || strcmp(f[0], "GENO") != 0 || !fm_text_parse_i64(f[1], &nind) ||
+      !fm_text_parse_i64(f[2], &nsnp) || strspn(f[3], "0123456789abcdefABCDEF") != strlen(f[3]) ||
+      strspn(f[4], "0123456789abcdefABCDEF") != strlen(f[4]))
     return fm_err_set(err, FM_EFORMAT,
                       "%s: expected a packed header \"GENO <n_ind> <n_snp> <ind hash> <snp hash>\" in the first record",
                       e->geno.path);
   if (nind != e->n)
     return fm_err_set(err, FM_EMISMATCH, "%s: the header says %lld individuals but %s lists %lld",
-                      e->geno.path, nind, "the .ind file", (long long)e->n);
+                      e->geno.path, (long long)nind, "the .ind file", (long long)e->n);
   uint64_t need = ((uint64_t)nind * 2 + 7) / 8;
   e->rlen = need < PACKED_MIN_RECORD ? PACKED_MIN_RECORD : (size_t)need;
   e->n_snp_header = nsnp;
