@@ -96,9 +96,9 @@ static fm_status haps_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
                         (long long)(lead + 2 * i + (bad == a ? 1 : 2)), bad);
     }
     x = (int8_t)(a[0] - '0');
-    if (b[0] == '-') {
+    if (b[0] == '-') { /* haploid: the allele fills both slots (docs/formats/conventions.md) */
       h->hap[2 * i] = x;
-      h->hap[2 * i + 1] = FM_GT_MISSING;
+      h->hap[2 * i + 1] = x;
       h->hardcall[i] = (int8_t)(2 * x);
     } else {
       y = (int8_t)(b[0] - '0');

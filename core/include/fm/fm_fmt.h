@@ -10,9 +10,11 @@
  *
  * Conventions, identical in every reader (docs/formats/conventions.md):
  *  - Counted allele: ALT (the .bim column-5 allele A1 for PLINK 1 files, the
- *    second allele of BGEN/GEN/HAPS, the .snp column-6... per format doc).
+ *    second allele of BGEN/GEN/HAPS, the .snp column-5 allele of EIGENSTRAT;
+ *    docs/formats/conventions.md lists every format).
  *    Hardcalls are ALT counts 0, 1, 2; FM_GT_MISSING when missing.
- *  - Haploid calls (chrX males, chrY, MT) are coded PLINK style: 0 or 2.
+ *  - Haploid calls (chrX males, chrY, MT) are coded PLINK style: 0 or 2;
+ *    in hap the allele fills both slots, so slots sum to the hardcall.
  *    A heterozygous haploid call is impossible and becomes missing.
  *  - Half-calls (one allele known, `0|.`): the hardcall is missing; the
  *    haplotype slots keep the known allele in its slot and mark the other
@@ -97,7 +99,8 @@ typedef enum fm_dest_kind {
   FM_DEST_HAPLOTYPE = 3,/* hap1 rows of 2 n_out haplotypes + a missing-slot
                            bit plane of the same shape right after the allele
                            rows (docs/formats/hap1.md) */
-  FM_DEST_DENSE = 4     /* f64 columns: col_bytes = 8 n_out, NaN missing */
+  FM_DEST_DENSE = 4     /* f64 columns: col_bytes = 8 n_out, R's NA missing; the
+                           record's dosage when it has one, else its hardcall */
 } fm_dest_kind;
 
 typedef struct fm_dest {
