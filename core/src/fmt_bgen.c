@@ -21,6 +21,10 @@ typedef struct bgen {
   char *path;
   uint64_t file_size;
   uint64_t off;          /* current byte offset in the file */
+  uint64_t fpos;         /* the stream's real position */
+  uint8_t *ibuf;         /* read buffer: file bytes [ibase, ibase + ilen) */
+  uint64_t ibase;
+  size_t ilen;
   uint32_t n;            /* samples */
   uint32_t m;            /* variants in the header */
   unsigned compression;  /* 0, 1, 2 */
@@ -70,11 +74,46 @@ static fm_status trunc_err(bgen *b, const char *what, fm_err *err) {
                     b->path, (unsigned long long)b->off, what);
 }
 
+/* Reads go through one 64 KiB buffer (ibuf holds file bytes [ibase, ibase +
+ * ilen)); seeks only move b->off, so skipping a genotype block that is
+ * already buffered costs no system call. Reads of a buffer or more bypass it. */
+#define IBUF_CAP ((size_t)1 << 16)
+
 static fm_status read_bytes(bgen *b, void *dst, size_t len, const char *what, fm_err *err) {
+  uint8_t *out = dst;
   if (len == 0) return FM_OK;
   if (b->off + len > b->file_size) return trunc_err(b, what, err);
-  if (fread(dst, 1, len, b->f) != len) return trunc_err(b, what, err);
-  b->off += len;
+  while (len > 0) {
+    if (b->off >= b->ibase && b->off < b->ibase + b->ilen) {
+      size_t have = (size_t)(b->ibase + b->ilen - b->off), n = have < len ? have : len;
+      memcpy(out, b->ibuf + (b->off - b->ibase), n);
+      out += n;
+      len -= n;
+      b->off += n;
+      continue;
+    }
+    if (b->fpos != b->off) {
+      if (fseeko(b->f, (off_t)b->off, SEEK_SET) != 0)
+        return fm_err_set(err, FM_EIO, "bgen %s: cannot seek to byte offset %llu: %s", b->path,
+                          (unsigned long long)b->off, strerror(errno));
+      b->fpos = b->off;
+    }
+    if (len >= IBUF_CAP) {
+      size_t got = fread(out, 1, len, b->f);
+      b->fpos += got;
+      if (got != len) {
+        b->off += got;
+        return trunc_err(b, what, err);
+      }
+      b->off += len;
+      return FM_OK;
+    }
+    size_t got = fread(b->ibuf, 1, IBUF_CAP, b->f);
+    b->ibase = b->off;
+    b->ilen = got;
+    b->fpos += got;
+    if (got == 0) return trunc_err(b, what, err);
+  }
   return FM_OK;
 }
 
@@ -101,10 +140,7 @@ static fm_status seek_to(bgen *b, uint64_t off, const char *what, fm_err *err) {
     b->off = b->file_size;
     return trunc_err(b, what, err);
   }
-  if (fseeko(b->f, (off_t)off, SEEK_SET) != 0)
-    return fm_err_set(err, FM_EIO, "bgen %s: cannot seek to byte offset %llu: %s", b->path,
-                      (unsigned long long)off, strerror(errno));
-  b->off = off;
+  b->off = off; /* read_bytes positions the stream */
   return FM_OK;
 }
 
@@ -607,7 +643,23 @@ static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
   rec->alt = str_at(b, 3 + (size_t)j);
   rec->hardcall = b->hardcall;
   rec->dosage = b->dosage;
-  rec->hap = b->is_phased_var ? b->hap : NULL;
+  /* An unphased record without a heterozygous call is phase-unambiguous:
+   * its slots come from the hardcalls (0 -> 0|0, 2 -> 1|1), so phased files
+   * whose all-homozygous variants were stored unphased still fill a
+   * haplotype destination. is_phased stays 0 (as stored). */
+  int has_hap = b->is_phased_var;
+  if (!has_hap) {
+    uint32_t i = 0;
+    while (i < n && b->hardcall[i] != 1) i++;
+    if (i == n) {
+      for (i = 0; i < n; i++) {
+        int8_t h = b->hardcall[i];
+        b->hap[2 * i] = b->hap[2 * i + 1] = h < 0 ? FM_GT_MISSING : (int8_t)(h / 2);
+      }
+      has_hap = 1;
+    }
+  }
+  rec->hap = has_hap ? b->hap : NULL;
   rec->is_phased = b->is_phased_var;
   if (b->is_phased_var) r->info.is_phased = 1;
 }
@@ -671,6 +723,7 @@ static void bgen_close(fm_reader *r) {
   if (!b) return;
   if (b->f) fclose(b->f);
   free(b->path);
+  free(b->ibuf);
   free(b->arena);
   free(b->str_off);
   free(b->comp);
@@ -706,7 +759,8 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
   r->ops = &bgen_ops;
   r->impl = b;
   b->path = malloc(strlen(path) + 1);
-  if (!b->path) {
+  b->ibuf = malloc(IBUF_CAP);
+  if (!b->path || !b->ibuf) {
     st = fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory opening the file", path);
     goto fail;
   }
@@ -812,6 +866,17 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
     }
   }
   if ((st = seek_to(b, (uint64_t)first_off + 4, "the first variant", err))) goto fail;
+  if (b->layout == 2) { /* count records: K-1 per variant, reading only variant headers */
+    int64_t n_rec = 0;
+    while ((st = read_variant_header(b, err)) == FM_OK) {
+      n_rec += (int64_t)b->k - 1;
+      if ((st = skip_geno(b, err))) goto fail;
+    }
+    if (st != FM_FMT_END) goto fail;
+    r->info.n_variants = n_rec;
+    b->v = 0;
+    if ((st = seek_to(b, (uint64_t)first_off + 4, "the first variant", err))) goto fail;
+  }
 
   *out = r;
   return FM_OK;

@@ -24,8 +24,9 @@
  * a slot holds the allele whose haplotype probability is >= 0.9, else it is
  * missing; haploid samples repeat their allele in both slots. Multi-allelic
  * variants (K > 2 alleles) are split into K-1 biallelic records, record j
- * counting ALTj. info.n_variants is the header's variant count M, which equals
- * the record count when every variant is biallelic (split variants add K-2).
+ * counting ALTj. info.n_variants is the exact record count: layout 2 files
+ * are scanned once at open (variant headers only, genotype blocks seeked
+ * over); layout 1 (always biallelic) takes M from the header.
  *
  * Errors name the file and the byte offset or variant. Memory: one
  * compressed and one decompressed block buffer, reused; per-sample arrays.
@@ -36,11 +37,14 @@
 #include "fm_fmt.h"
 
 /* Open a BGEN file for sequential reading.
- * Shape:  *out gets info.n_samples = N of the header, info.n_variants = M.
+ * Shape:  *out gets info.n_samples = N of the header, info.n_variants = the
+ *         number of records (sum of K-1 over variants; one header scan).
  * Units:  records as in fm_fmt.h; dosages always present (has_dosage = 1).
- * Errors: FM_EARG for NULL path/out; FM_EIO if the file cannot be opened or
+ * Errors: FM_EARG for NULL path/out; FM_EUNSUPPORTED for a variant with
+ *         fewer than 2 alleles (named); FM_EIO if the file cannot be opened or
  *         read; FM_EFORMAT for wrong magic, short header, compression flag 3,
- *         inconsistent sample block (file and byte offset named);
+ *         inconsistent sample block, a truncated or inconsistent variant
+ *         header anywhere in a layout-2 file (file and byte offset named);
  *         FM_EUNSUPPORTED for layouts other than 1 and 2; FM_ENOMEM.
  * Owns:   *out is owned by the caller (fm_reader_close); path is borrowed.
  * Source: BGEN spec v1.3; oracle core/tests/fmt_bgen (plink2 .traw). */
