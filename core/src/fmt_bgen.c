@@ -52,8 +52,8 @@ typedef struct bgen {
   /* per-sample decode of the current variant */
   uint8_t *miss;         /* (n) sample missing */
   uint8_t *hapl;         /* (n) 1 haploid, 2 diploid */
-  int16_t *best;         /* (2n) best genotype alleles or -1 */
-  int16_t *hapa;         /* (2n) phased hap alleles or -1 */
+  int32_t *best;         /* (2n) best genotype alleles or -1 */
+  int32_t *hapa;         /* (2n) phased hap alleles or -1 */
   double *ec;            /* (n k) expected allele counts */
   size_t ec_cap;
   double *q;             /* (2k) scratch */
@@ -120,7 +120,7 @@ static fm_status read_bytes(bgen *b, void *dst, size_t len, const char *what, fm
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t le16(const uint8_t *p) { return (uint32_t)(p[0] | p[1] << 8); }
 
 static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   uint8_t t[4];
@@ -128,7 +128,7 @@ static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   if (st == FM_OK) *x = le32(t);
   return st;
 }
-static fm_status read_u16(bgen *b, uint16_t *x, const char *what, fm_err *err) {
+static fm_status read_u16(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   uint8_t t[2];
   fm_status st = read_bytes(b, t, 2, what, err);
   if (st == FM_OK) *x = le16(t);
@@ -194,13 +194,13 @@ static fm_status read_variant_header(bgen *b, fm_err *err) {
   }
   static const char *const what[3] = {"a variant SNPID", "a variant RSID", "a variant chromosome"};
   for (size_t i = 0; i < 3; i++) {
-    uint16_t len;
+    uint32_t len;
     if ((st = read_u16(b, &len, what[i], err))) return st;
     if ((st = read_str(b, i, len, what[i], err))) return st;
   }
   if ((st = read_u32(b, &b->pos, "a variant position", err))) return st;
   if (b->layout == 2) {
-    uint16_t k;
+    uint32_t k;
     if ((st = read_u16(b, &k, "a variant allele count", err))) return st;
     b->k = k;
   } else {
@@ -279,10 +279,10 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
   /* bound the uncompressed size: header + ploidy + at most 32 bits per stored value */
   uint64_t kk = b->k, per = kk * (kk + 1) / 2 - 1;
   if (2 * (kk - 1) > per) per = 2 * (kk - 1);
-  uint64_t max_d = 10 + (uint64_t)b->n + (uint64_t)b->n * per * 4 + 64;
-  if (b->layout == 2 && dlen > max_d)
-    return VERR(FM_EFORMAT, "uncompressed length %llu exceeds the %llu bytes %lu samples can need",
-                (unsigned long long)dlen, (unsigned long long)max_d, (unsigned long)b->n);
+  double max_d = 10.0 + b->n + (double)b->n * (double)per * 4 + 64; /* double: no overflow */
+  if (b->layout == 2 && (double)dlen > max_d)
+    return VERR(FM_EFORMAT, "uncompressed length %llu exceeds the %.0f bytes %lu samples can need",
+                (unsigned long long)dlen, max_d, (unsigned long)b->n);
   if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
     return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
   if (!grow((void **)&b->raw, &b->raw_cap, (size_t)dlen + 8, 1))
@@ -360,7 +360,7 @@ static fm_status decode_layout1(bgen *b, const uint8_t *d, fm_err *err) {
     double p0 = v0 / 32768.0, p1 = v1 / 32768.0, p2 = v2 / 32768.0;
     b->ec[2 * (size_t)i] = 2 * p0 + p1;
     b->ec[2 * (size_t)i + 1] = p1 + 2 * p2;
-    int16_t a = -1, c = -1;
+    int32_t a = -1, c = -1;
     if (p0 >= HC_THRESHOLD) a = 0, c = 0;
     else if (p1 >= HC_THRESHOLD) a = 0, c = 1;
     else if (p2 >= HC_THRESHOLD) a = 1, c = 1;
@@ -474,6 +474,7 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
     uint64_t nv = phased ? (uint64_t)z * (k - 1)
                          : (z == 0 ? 0 : z == 1 ? k - 1 : (uint64_t)k * (k + 1) / 2 - 1);
     need_bits += nv * nb;
+    if (need_bits > avail_bits) break; /* (keeps the sum far from overflow) */
   }
   if (need_bits > avail_bits)
     return VERR(FM_EFORMAT, "probabilities need %llu bits, the block holds %llu",
@@ -511,24 +512,27 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
           return VERR(FM_EFORMAT, "sample %lu haplotype %u: stored probabilities sum to more than 1",
                       (unsigned long)i + 1, h + 1);
         q[h * k + k - 1] = (double)(maxv - sum) * inv;
-        int16_t ha = -1;
+        int32_t ha = -1;
         for (uint32_t a = 0; a < k; a++)
-          if (q[h * k + a] >= HC_THRESHOLD) ha = (int16_t)a;
+          if (q[h * k + a] >= HC_THRESHOLD) ha = (int32_t)a;
         b->hapa[2 * i + h] = ha;
       }
       for (uint32_t a = 0; a < k; a++) ec[a] = z == 1 ? 2 * q[a] : q[a] + q[k + a];
-      int16_t ba = -1, bb = -1;
+      int32_t ba = -1, bb = -1;
       if (z == 1) {
         ba = bb = b->hapa[2 * i];
         b->hapa[2 * i + 1] = b->hapa[2 * i];
       } else {
-        double best = -1;
-        for (uint32_t a = 0; a < k; a++)
-          for (uint32_t c = a; c < k; c++) {
-            double pr = a == c ? q[a] * q[k + a] : q[a] * q[k + c] + q[c] * q[k + a];
-            if (pr > best) best = pr, ba = (int16_t)a, bb = (int16_t)c;
-          }
-        if (best < HC_THRESHOLD) ba = bb = -1;
+        /* A genotype with probability >= 0.9 must pair the most likely
+         * allele of each haplotype (docs/formats/bgen.md), so only that one
+         * candidate is tested: O(k), not O(k^2). */
+        uint32_t x = 0, y = 0;
+        for (uint32_t a = 1; a < k; a++) {
+          if (q[a] > q[x]) x = a;
+          if (q[k + a] > q[k + y]) y = a;
+        }
+        double pr = x == y ? q[x] * q[k + x] : q[x] * q[k + y] + q[y] * q[k + x];
+        if (pr >= HC_THRESHOLD) ba = (int32_t)(x < y ? x : y), bb = (int32_t)(x < y ? y : x);
       }
       b->miss[i] = 0;
       b->best[2 * i] = ba;
@@ -542,41 +546,32 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
       }
       for (uint32_t a = 0; a < k; a++) ec[a] = 0;
       uint64_t sum = 0, bestx = 0;
-      int64_t bestg = -1;
+      int have_best = 0;
+      uint32_t ga = 0, gc = 0, besta = 0, bestc = 0; /* genotype g = gc (gc + 1) / 2 + ga, ga <= gc */
       for (uint64_t g = 0; g < nv; g++) {
         uint64_t x = bits_at(p, bp, maxv);
         bp += nb;
         sum += x;
-        if (x > bestx || bestg < 0) bestx = x, bestg = (int64_t)g;
+        uint32_t a = z == 1 ? (uint32_t)g : ga, c = z == 1 ? (uint32_t)g : gc;
+        if (x > bestx || !have_best) bestx = x, besta = a, bestc = c, have_best = 1;
         if (x) {
           double pr = (double)x * inv;
           if (z == 1) {
-            ec[g] += 2 * pr;
-          } else { /* genotype g = c (c + 1) / 2 + a, a <= c */
-            uint32_t c = 0;
-            while ((uint64_t)(c + 1) * (c + 2) / 2 <= g) c++;
-            uint32_t a = (uint32_t)(g - (uint64_t)c * (c + 1) / 2);
+            ec[a] += 2 * pr;
+          } else {
             ec[a] += pr;
             ec[c] += pr;
           }
         }
+        if (++ga > gc) gc++, ga = 0;
       }
       if (sum > maxv)
         return VERR(FM_EFORMAT, "sample %lu: stored probabilities sum to more than 1", (unsigned long)i + 1);
-      uint64_t last = maxv - sum;
-      if (last > bestx || bestg < 0) bestx = last, bestg = (int64_t)nv;
-      if (last) ec[k - 1] += 2 * (double)last * inv; /* haploid k-1, or hom k-1 */
-      int16_t ba = -1, bb = -1;
-      if ((double)bestx * inv >= HC_THRESHOLD) {
-        if (z == 1) {
-          ba = bb = (int16_t)bestg;
-        } else {
-          uint32_t c = 0;
-          while ((uint64_t)(c + 1) * (c + 2) / 2 <= (uint64_t)bestg) c++;
-          ba = (int16_t)(bestg - (int64_t)c * (c + 1) / 2);
-          bb = (int16_t)c;
-        }
-      }
+      uint64_t last = maxv - sum; /* haploid: allele k-1; diploid: hom k-1 */
+      if (last > bestx || !have_best) bestx = last, besta = bestc = k - 1;
+      if (last) ec[k - 1] += 2 * (double)last * inv;
+      int32_t ba = -1, bb = -1;
+      if ((double)bestx * inv >= HC_THRESHOLD) ba = (int32_t)besta, bb = (int32_t)bestc;
       b->miss[i] = 0;
       b->best[2 * i] = ba;
       b->best[2 * i + 1] = bb;
@@ -592,8 +587,8 @@ static fm_status ensure_samples(bgen *b, fm_err *err) {
   size_t n = b->n ? b->n : 1;
   b->miss = malloc(n);
   b->hapl = malloc(n);
-  b->best = malloc(2 * n * sizeof(int16_t));
-  b->hapa = malloc(2 * n * sizeof(int16_t));
+  b->best = malloc(2 * n * sizeof(int32_t));
+  b->hapa = malloc(2 * n * sizeof(int32_t));
   b->dosage = malloc(n * sizeof(double));
   b->hap = malloc(2 * n);
   b->hardcall = malloc(n);
@@ -628,11 +623,11 @@ static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
     }
     double dv = b->ec[(size_t)i * k + j];
     b->dosage[i] = dv < 0 ? 0 : dv > 2 ? 2 : dv;
-    int16_t a = b->best[2 * i], c = b->best[2 * i + 1];
-    b->hardcall[i] = a < 0 ? FM_GT_MISSING : (int8_t)((a == (int16_t)j) + (c == (int16_t)j));
+    int32_t a = b->best[2 * i], c = b->best[2 * i + 1];
+    b->hardcall[i] = a < 0 ? FM_GT_MISSING : (int8_t)((a == (int32_t)j) + (c == (int32_t)j));
     for (int s = 0; s < 2; s++) {
-      int16_t h = b->hapa[2 * i + s];
-      b->hap[2 * i + s] = h < 0 ? FM_GT_MISSING : (int8_t)(h == (int16_t)j);
+      int32_t h = b->hapa[2 * i + s];
+      b->hap[2 * i + s] = h < 0 ? FM_GT_MISSING : (int8_t)(h == (int32_t)j);
     }
   }
   rec->n_samples = n;
@@ -848,7 +843,7 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
       goto fail;
     }
     for (uint32_t i = 0; i < ns; i++) {
-      uint16_t len;
+      uint32_t len;
       if ((st = read_u16(b, &len, "a sample identifier", err))) goto fail;
       if (b->off + len > start + lsi) {
         st = fm_err_set(err, FM_EFORMAT, "bgen %s: sample identifier %lu at byte offset %llu runs past the sample block",
