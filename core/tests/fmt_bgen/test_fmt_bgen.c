@@ -606,6 +606,75 @@ static void test_layout1_probabilities(void) {
   fm_reader_close(r);
 }
 
+/* A layout-2 uncompressed file whose variant v has genotype data blk[v]. */
+static void blocks_file(buf *f, buf *blk, int n_var) {
+  put32(f, 20); put32(f, 20); put32(f, (uint32_t)n_var); put32(f, TN); put(f, "bgen", 4);
+  put32(f, 2u << 2);
+  for (int v = 0; v < n_var; v++) {
+    char id[16];
+    snprintf(id, sizeof id, "v%d", v + 1);
+    putstr16(f, id); putstr16(f, ""); putstr16(f, "2"); put32(f, (uint32_t)v + 1);
+    put16(f, 2); putstr32(f, "A"); putstr32(f, "C");
+    put32(f, (uint32_t)blk[v].n);
+    put(f, blk[v].p, blk[v].n);
+  }
+}
+
+static void geno_head(buf *g, const uint8_t ploidy[TN], unsigned nb) {
+  put32(g, TN); put16(g, 2); put8(g, 1); put8(g, 3);
+  for (int i = 0; i < TN; i++) put8(g, ploidy[i]);
+  put8(g, 0); put8(g, nb);
+}
+
+/* 32- and 1-bit probabilities; ploidy 3 refused naming the sample, and the
+ * reader goes on with the next variant; SNPID used when RSID is empty. */
+static void test_bits_and_ploidy(void) {
+  static const uint8_t dip[TN] = {2, 2, 2, 2}, dip_miss[TN] = {2, 2, 2, 0x82}, tri[TN] = {2, 3, 2, 2};
+  buf blk[4] = {{0}, {0}, {0}, {0}};
+  bits w;
+  geno_head(&blk[0], dip, 32);
+  w = (bits){&blk[0], 0, 0};
+  static const uint32_t v32[TN][2] = {{0xffffffffu, 0}, {0, 0}, {0x80000000u, 0x7fffffffu}, {1, 0}};
+  for (int i = 0; i < TN; i++) { putbits(&w, v32[i][0], 32); putbits(&w, v32[i][1], 32); }
+  flushbits(&w);
+  geno_head(&blk[1], dip_miss, 1);
+  w = (bits){&blk[1], 0, 0};
+  static const unsigned v1[TN][2] = {{1, 0}, {0, 1}, {0, 0}, {0, 0}};
+  for (int i = 0; i < TN; i++) { putbits(&w, v1[i][0], 1); putbits(&w, v1[i][1], 1); }
+  flushbits(&w);
+  geno_head(&blk[2], tri, 8);
+  for (int i = 0; i < 2 * TN + 1; i++) put8(&blk[2], 0);
+  geno_head(&blk[3], dip, 8);
+  for (int i = 0; i < TN; i++) { put8(&blk[3], 0); put8(&blk[3], 255); }
+  buf f = {0};
+  blocks_file(&f, blk, 4);
+  for (int v = 0; v < 4; v++) free(blk[v].p);
+  char path[600];
+  tmp_path(path, sizeof path, "bits.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "v1") == 0 && strcmp(rec.chrom, "2") == 0);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 2 && rec.hardcall[2] == FM_GT_MISSING && rec.hardcall[3] == 2);
+  CHECK_CLOSE(rec.dosage[2], 2147483647.0 / 4294967295.0, 1e-12);
+  CHECK_CLOSE(rec.dosage[3], 2 * 4294967294.0 / 4294967295.0, 1e-12);
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[1] == 1 && rec.hardcall[2] == 2 && rec.hardcall[3] == FM_GT_MISSING);
+  CHECK(isnan(rec.dosage[3]) && rec.dosage[1] == 1.0);
+  CHECK(fm_reader_next(r, &rec, &err) == FM_EUNSUPPORTED);
+  CHECK(strstr(err.msg, "ploidy 3") && strstr(err.msg, "sample 2") && strstr(err.msg, "variant 3 (v3)"));
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(strcmp(rec.id, "v4") == 0 && rec.hardcall[0] == 1 && rec.dosage[3] == 1.0);
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+  unlink(path);
+}
+
 /* Every byte of the tiny files changed two ways: the reader never crashes
  * (ASan/valgrind), and every failure carries a message naming the file. */
 static void test_mutations(void) {
@@ -688,6 +757,7 @@ int main(void) {
   FM_RUN(test_bad_headers);
   FM_RUN(test_truncated);
   FM_RUN(test_layout1_probabilities);
+  FM_RUN(test_bits_and_ploidy);
   FM_RUN(test_mutations);
   FM_RUN(test_fixture_v11);
   FM_RUN(test_fixture_8bit);
