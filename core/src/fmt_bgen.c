@@ -44,6 +44,10 @@ typedef struct bgen {
   uint32_t next_j;       /* next split record (1..k-1); 0 = none pending */
   int is_phased_var;
   int direct;            /* the record buffers were filled by the decoder (k == 2, layout 2) */
+  /* decompressors, created at the first block that needs them */
+  z_stream zs;
+  int zs_ready;
+  ZSTD_DCtx *zd;
   /* buffers */
   uint8_t *comp;
   size_t comp_cap;
@@ -295,14 +299,26 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
       return VERR(FM_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)clen);
     if ((st = read_bytes(b, b->comp, (size_t)clen, "a genotype block", err))) return st;
     src = b->comp;
-    if (b->compression == 1) {
-      uLongf got = (uLongf)dlen;
-      int zr = uncompress(b->raw, &got, src, (uLong)clen);
-      if (zr != Z_OK || got != dlen)
+    if (b->compression == 1) { /* one inflate state, reset per block */
+      if (!b->zs_ready) {
+        memset(&b->zs, 0, sizeof b->zs);
+        if (inflateInit(&b->zs) != Z_OK) return VERR(FM_ENOMEM, "cannot initialize zlib");
+        b->zs_ready = 1;
+      } else if (inflateReset(&b->zs) != Z_OK) {
+        return VERR(FM_EINTERNAL, "cannot reset zlib");
+      }
+      b->zs.next_in = (Bytef *)src;
+      b->zs.avail_in = (uInt)clen;
+      b->zs.next_out = b->raw;
+      b->zs.avail_out = (uInt)dlen;
+      int zr = inflate(&b->zs, Z_FINISH);
+      if (zr != Z_STREAM_END || b->zs.total_out != dlen)
         return VERR(FM_EFORMAT, "zlib block of %llu bytes does not inflate to %llu bytes (zlib %d, got %llu)",
-                    (unsigned long long)clen, (unsigned long long)dlen, zr, (unsigned long long)got);
-    } else {
-      size_t got = ZSTD_decompress(b->raw, (size_t)dlen, src, (size_t)clen);
+                    (unsigned long long)clen, (unsigned long long)dlen, zr,
+                    (unsigned long long)b->zs.total_out);
+    } else { /* one zstd context, reused */
+      if (!b->zd && !(b->zd = ZSTD_createDCtx())) return VERR(FM_ENOMEM, "cannot create a zstd context");
+      size_t got = ZSTD_decompressDCtx(b->zd, b->raw, (size_t)dlen, src, (size_t)clen);
       if (ZSTD_isError(got) || got != dlen)
         return VERR(FM_EFORMAT, "zstd block of %llu bytes does not decompress to %llu bytes (%s)",
                     (unsigned long long)clen, (unsigned long long)dlen,
@@ -717,6 +733,8 @@ static void bgen_close(fm_reader *r) {
   bgen *b = r ? r->impl : NULL;
   if (!b) return;
   if (b->f) fclose(b->f);
+  if (b->zs_ready) inflateEnd(&b->zs);
+  ZSTD_freeDCtx(b->zd);
   free(b->path);
   free(b->ibuf);
   free(b->arena);
