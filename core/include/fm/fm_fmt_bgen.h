@@ -22,7 +22,9 @@
  * >= 0.9, else missing. Missing samples (ploidy byte bit 7, or layout-1 all
  * zero probabilities) are FM_GT_MISSING / NaN. Phased records fill rec->hap:
  * a slot holds the allele whose haplotype probability is >= 0.9, else it is
- * missing; haploid samples repeat their allele in both slots. Multi-allelic
+ * missing; haploid samples repeat their allele in both slots. Unphased
+ * records without a heterozygous hardcall are phase-unambiguous and also
+ * fill rec->hap (from the hardcalls; is_phased stays 0). Multi-allelic
  * variants (K > 2 alleles) are split into K-1 biallelic records, record j
  * counting ALTj. info.n_variants is the exact record count: layout 2 files
  * are scanned once at open (variant headers only, genotype blocks seeked
