@@ -124,7 +124,7 @@ static fm_status read_bytes(bgen *b, void *dst, size_t len, const char *what, fm
 static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint32_t le16(const uint8_t *p) { return (uint32_t)(p[0] | p[1] << 8); }
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
 static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   uint8_t t[4];
@@ -132,7 +132,7 @@ static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   if (st == FM_OK) *x = le32(t);
   return st;
 }
-static fm_status read_u16(bgen *b, uint32_t *x, const char *what, fm_err *err) {
+static fm_status read_u16(bgen *b, uint16_t *x, const char *what, fm_err *err) {
   uint8_t t[2];
   fm_status st = read_bytes(b, t, 2, what, err);
   if (st == FM_OK) *x = le16(t);
@@ -198,13 +198,13 @@ static fm_status read_variant_header(bgen *b, fm_err *err) {
   }
   static const char *const what[3] = {"a variant SNPID", "a variant RSID", "a variant chromosome"};
   for (size_t i = 0; i < 3; i++) {
-    uint32_t len;
+    uint16_t len;
     if ((st = read_u16(b, &len, what[i], err))) return st;
     if ((st = read_str(b, i, len, what[i], err))) return st;
   }
   if ((st = read_u32(b, &b->pos, "a variant position", err))) return st;
   if (b->layout == 2) {
-    uint32_t k;
+    uint16_t k;
     if ((st = read_u16(b, &k, "a variant allele count", err))) return st;
     b->k = k;
   } else {
@@ -861,7 +861,7 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
       goto fail;
     }
     for (uint32_t i = 0; i < ns; i++) {
-      uint32_t len;
+      uint16_t len;
       if ((st = read_u16(b, &len, "a sample identifier", err))) goto fail;
       if (b->off + len > start + lsi) {
         st = fm_err_set(err, FM_EFORMAT, "bgen %s: sample identifier %lu at byte offset %llu runs past the sample block",
