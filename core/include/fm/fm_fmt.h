@@ -52,7 +52,10 @@ typedef struct fm_gt_record {
   double *dosage;     /* (n_samples) ALT dosage in [0, 2], NaN missing; NULL when the
                          format stores hardcalls only (use hardcall) */
   int8_t *hap;        /* (2 n_samples) alleles per slot (0 REF, 1 ALT, FM_GT_MISSING),
-                         slot order as stored; NULL when the record is unphased */
+                         slot order as stored; NULL when the record is unphased,
+                         except that a reader may fill it for an unphased record
+                         without heterozygous calls (phase is then implied;
+                         is_phased stays 0) */
   int is_phased;      /* nonzero when hap holds phased alleles */
 } fm_gt_record;
 
