@@ -1,0 +1,231 @@
+/* fuzz_readers_text.c: libFuzzer target for the line-oriented readers
+ * (fm_fmt_text.h): Oxford GEN, HAPS, IMPUTE2 HAPS + LEGEND, EIGENSTRAT
+ * (text and packed .geno) and PLINK 1 legacy dosage.
+ *
+ * Input encoding:
+ *   byte 0      bits 0-2: (value % 6) picks the reader:
+ *                 0 gen       files: .sample, .gen
+ *                 1 haps      files: .sample, .haps
+ *                 2 haps+leg  files: .sample, .legend, .haps (chrom "22" when
+ *                             bit 3 is set, else NULL)
+ *                 3 eigen     files: .ind, .snp, .geno (as given: text, or
+ *                             packed when it starts with "GENO")
+ *                 4 packed    files: .ind, .snp, .geno records; the packed
+ *                             header record "GENO <n_ind> <n_snp> 0 0" is
+ *                             generated (n_ind, n_snp = the line counts of
+ *                             .ind and .snp, NUL-padded to the record length
+ *                             max(48, ceil(n_ind / 4))) and put before the
+ *                             given bytes
+ *                 5 dosage    files: .fam, .map, dosage; bits 4-5 = format
+ *                             0..3; bit 6 set: pass the .fam, bit 7 set:
+ *                             pass the .map (else NULL)
+ *   bytes 1..   the files in the order above, separated by the 4 bytes
+ *               "\n@@\n" (first occurrences split; the last file takes the
+ *               rest; absent files are empty).
+ * Each file is a memfd opened through /proc/self/fd/N (temp files when
+ * memfd_create is unavailable); every record (at most 10,000) is read, then
+ * the reader is closed.
+ *
+ * Invariants checked on every record (FUZZ_ASSERT): rec->n_samples equals
+ * info.n_samples; hardcalls in {0, 1, 2, FM_GT_MISSING}; dosages NaN or in
+ * [0, 2]; hap slots in {0, 1, FM_GT_MISSING}; a phased record has hap.
+ *
+ * Seeds (core/fuzz/corpus/fuzz_readers_text/): 3 samples x 3 variants in each
+ * format (dosage: formats 1, 2, 3 and inferred), with missing calls and a
+ * haploid HAPS call. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fuzz_util.h"
+#include "fm/fm_fmt_text.h"
+
+/* ---- shared by the fuzz_readers_* targets (kept in each file) ---------- */
+#define MAX_RECORDS 10000
+#define MAX_PARTS 4
+
+/* The input bytes as a file: a memfd (its /proc/self/fd/N path), or a temp
+ * file where memfd_create is unavailable. */
+typedef struct mem_file {
+  int fd;
+  char path[64];
+  char tmp[64]; /* nonempty when a temp file was used */
+} mem_file;
+
+static int mem_file_open(mem_file *f, const uint8_t *data, size_t n) {
+  f->tmp[0] = '\0';
+  f->fd = (int)syscall(SYS_memfd_create, "fuzz", 0u);
+  if (f->fd < 0) {
+    snprintf(f->tmp, sizeof f->tmp, "/tmp/fuzz_readers_XXXXXX");
+    f->fd = mkstemp(f->tmp);
+    if (f->fd < 0) return -1;
+    snprintf(f->path, sizeof f->path, "%s", f->tmp);
+  } else {
+    snprintf(f->path, sizeof f->path, "/proc/self/fd/%d", f->fd);
+  }
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(f->fd, data + off, n - off);
+    if (w <= 0) { close(f->fd); if (f->tmp[0]) unlink(f->tmp); return -1; }
+    off += (size_t)w;
+  }
+  return 0;
+}
+
+static void mem_file_close(mem_file *f) {
+  close(f->fd);
+  if (f->tmp[0]) unlink(f->tmp);
+}
+
+/* Split data at the first n_parts - 1 occurrences of SEP; the last part
+ * takes the rest (missing parts are empty). */
+static const char SEP[] = "\n@@\n";
+#define SEP_LEN (sizeof SEP - 1)
+
+static void split_parts(const uint8_t *data, size_t n, int n_parts, const uint8_t **part,
+                        size_t *len) {
+  for (int i = 0; i < n_parts; i++) {
+    if (i == n_parts - 1) { part[i] = data; len[i] = n; break; }
+    const uint8_t *hit = NULL;
+    for (size_t j = 0; j + SEP_LEN <= n; j++) {
+      if (memcmp(data + j, SEP, SEP_LEN) == 0) { hit = data + j; break; }
+    }
+    part[i] = data;
+    if (!hit) {
+      len[i] = n;
+      data += n;
+      n = 0;
+    } else {
+      len[i] = (size_t)(hit - data);
+      n -= len[i] + SEP_LEN;
+      data = hit + SEP_LEN;
+    }
+  }
+}
+
+/* Invariants of every record (fm_fmt.h). */
+static void check_record(const fm_reader *r, const fm_gt_record *rec) {
+  FUZZ_ASSERT(rec->n_samples == r->info.n_samples);
+  FUZZ_ASSERT(rec->n_samples >= 0);
+  FUZZ_ASSERT(rec->hardcall != NULL || rec->n_samples == 0);
+  for (int64_t i = 0; i < rec->n_samples; i++) {
+    int8_t h = rec->hardcall[i];
+    FUZZ_ASSERT(h == 0 || h == 1 || h == 2 || h == FM_GT_MISSING);
+    if (rec->dosage) {
+      double d = rec->dosage[i];
+      FUZZ_ASSERT(isnan(d) || (d >= 0.0 && d <= 2.0));
+    }
+    if (rec->hap) {
+      for (int s = 0; s < 2; s++) {
+        int8_t a = rec->hap[2 * i + s];
+        FUZZ_ASSERT(a == 0 || a == 1 || a == FM_GT_MISSING);
+      }
+    }
+  }
+  if (rec->is_phased) FUZZ_ASSERT(rec->hap != NULL);
+}
+
+/* FUZZ_READERS_VERBOSE=1 in the environment: print what each input did
+ * (open error, or the records read and how the reading ended). */
+static void verbose_report(fm_status st, const fm_err *err, int64_t n_records) {
+  static int verbose = -1;
+  if (verbose < 0) verbose = getenv("FUZZ_READERS_VERBOSE") != NULL;
+  if (!verbose) return;
+  if (n_records < 0)
+    fprintf(stderr, "open: %s: %s\n", fm_status_name(st), err->msg);
+  else
+    fprintf(stderr, "read %lld records, then %s%s%s\n", (long long)n_records, fm_status_name(st),
+            st == FM_FMT_END ? "" : ": ", st == FM_FMT_END ? "" : err->msg);
+}
+
+/* Read every record (at most MAX_RECORDS), checking each; close r. When
+ * info.n_variants is known, the records read plus n_skipped must equal it. */
+static void drain(fm_reader *r, int64_t n_skipped) {
+  FUZZ_ASSERT(r != NULL);
+  FUZZ_ASSERT(r->info.n_samples >= 0);
+  fm_gt_record rec;
+  fm_err err;
+  fm_status st = FM_OK;
+  int64_t n = 0;
+  for (; n < MAX_RECORDS; n++) {
+    memset(&rec, 0, sizeof rec);
+    st = fm_reader_next(r, &rec, &err);
+    if (st != FM_OK) break;
+    check_record(r, &rec);
+  }
+  if (r->info.n_variants >= 0 && st == FM_FMT_END) FUZZ_ASSERT(n + n_skipped == r->info.n_variants);
+  verbose_report(st, &err, n);
+  fm_reader_close(r);
+}
+
+static int64_t count_lines(const uint8_t *p, size_t n) {
+  int64_t c = 0;
+  for (size_t i = 0; i < n; i++) c += p[i] == '\n';
+  if (n > 0 && p[n - 1] != '\n') c++;
+  return c;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < 1) return 0;
+  unsigned kind = (data[0] & 7u) % 6u;
+  static const int n_parts_of[6] = {2, 2, 3, 3, 3, 3};
+  int n_parts = n_parts_of[kind];
+  const uint8_t *part[MAX_PARTS];
+  size_t len[MAX_PARTS];
+  split_parts(data + 1, size - 1, n_parts, part, len);
+
+  uint8_t *packed = NULL;
+  if (kind == 4) {
+    int64_t n_ind = count_lines(part[0], len[0]);
+    int64_t n_snp = count_lines(part[1], len[1]);
+    size_t rec = (size_t)((n_ind + 3) / 4);
+    if (rec < 48) rec = 48;
+    packed = calloc(1, rec + len[2]);
+    if (!packed) return 0;
+    char hdr[64];
+    int h = snprintf(hdr, sizeof hdr, "GENO %lld %lld 0 0", (long long)n_ind, (long long)n_snp);
+    memcpy(packed, hdr, (size_t)h < rec ? (size_t)h : rec);
+    if (len[2]) memcpy(packed + rec, part[2], len[2]);
+    part[2] = packed;
+    len[2] += rec;
+  }
+
+  mem_file f[MAX_PARTS];
+  int opened = 0;
+  for (; opened < n_parts; opened++)
+    if (mem_file_open(&f[opened], part[opened], len[opened]) != 0) goto done;
+
+  fm_reader *r = NULL;
+  fm_err err;
+  fm_status st;
+  switch (kind) {
+  case 0: st = fm_fmt_gen_open(f[1].path, f[0].path, &r, &err); break;
+  case 1: st = fm_fmt_haps_open(f[1].path, f[0].path, &r, &err); break;
+  case 2:
+    st = fm_fmt_haps_legend_open(f[2].path, f[1].path, f[0].path, (data[0] & 8) ? "22" : NULL,
+                                 &r, &err);
+    break;
+  case 3:
+  case 4: st = fm_fmt_eigenstrat_open(f[2].path, f[1].path, f[0].path, &r, &err); break;
+  default:
+    st = fm_fmt_dosage_open(f[2].path, (data[0] & 0x40) ? f[0].path : NULL,
+                            (data[0] & 0x80) ? f[1].path : NULL, (data[0] >> 4) & 3, &r, &err);
+    break;
+  }
+  if (st == FM_OK) {
+    FUZZ_ASSERT(r->info.n_variants >= -1);
+    drain(r, 0);
+  } else {
+    FUZZ_ASSERT(r == NULL);
+    verbose_report(st, &err, -1);
+  }
+done:
+  for (int i = 0; i < opened; i++) mem_file_close(&f[i]);
+  free(packed);
+  return 0;
+}

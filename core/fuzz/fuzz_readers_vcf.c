@@ -1,0 +1,183 @@
+/* fuzz_readers_vcf.c: libFuzzer target for the VCF/BCF reader (fm_fmt_vcf.h).
+ *
+ * Input encoding:
+ *   byte 0      mode, low 2 bits: 0 or 3 = read bytes 1.. as the file itself
+ *               (VCF text, or anything htslib detects); 1 = parse bytes 1.. as
+ *               VCF with htslib and write them as BCF first (records up to
+ *               the first one htslib rejects), then read the BCF; 2 = the same,
+ *               written as BGZF-compressed VCF.
+ *   bytes 1..   the VCF text
+ * Files are memfds opened through /proc/self/fd/N (temp files when
+ * memfd_create is unavailable). fm_fmt_vcf_open(path, NULL), every record (at
+ * most 10,000), fm_reader_close.
+ *
+ * Invariants checked on every record (FUZZ_ASSERT): rec->n_samples equals
+ * info.n_samples; hardcalls in {0, 1, 2, FM_GT_MISSING}; dosages NaN or in
+ * [0, 2]; hap slots in {0, 1, FM_GT_MISSING}; a phased record has hap.
+ *
+ * Seeds (core/fuzz/corpus/fuzz_readers_vcf/): tiny VCFs of 2-3 samples in
+ * each mode: phased/unphased GT, half-calls, haploid calls, multi-allelic
+ * records, DS with and without GT. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fuzz_util.h"
+#include "fm/fm_fmt_vcf.h"
+
+#include <htslib/hts.h>
+#include <htslib/vcf.h>
+
+/* ---- shared by the fuzz_readers_* targets (kept in each file) ---------- */
+#define MAX_RECORDS 10000
+
+/* The input bytes as a file: a memfd (its /proc/self/fd/N path), or a temp
+ * file where memfd_create is unavailable. */
+typedef struct mem_file {
+  int fd;
+  char path[64];
+  char tmp[64]; /* nonempty when a temp file was used */
+} mem_file;
+
+static int mem_file_open(mem_file *f, const uint8_t *data, size_t n) {
+  f->tmp[0] = '\0';
+  f->fd = (int)syscall(SYS_memfd_create, "fuzz", 0u);
+  if (f->fd < 0) {
+    snprintf(f->tmp, sizeof f->tmp, "/tmp/fuzz_readers_XXXXXX");
+    f->fd = mkstemp(f->tmp);
+    if (f->fd < 0) return -1;
+    snprintf(f->path, sizeof f->path, "%s", f->tmp);
+  } else {
+    snprintf(f->path, sizeof f->path, "/proc/self/fd/%d", f->fd);
+  }
+  size_t off = 0;
+  while (off < n) {
+    ssize_t w = write(f->fd, data + off, n - off);
+    if (w <= 0) { close(f->fd); if (f->tmp[0]) unlink(f->tmp); return -1; }
+    off += (size_t)w;
+  }
+  return 0;
+}
+
+static void mem_file_close(mem_file *f) {
+  close(f->fd);
+  if (f->tmp[0]) unlink(f->tmp);
+}
+
+/* Invariants of every record (fm_fmt.h). */
+static void check_record(const fm_reader *r, const fm_gt_record *rec) {
+  FUZZ_ASSERT(rec->n_samples == r->info.n_samples);
+  FUZZ_ASSERT(rec->n_samples >= 0);
+  FUZZ_ASSERT(rec->hardcall != NULL || rec->n_samples == 0);
+  for (int64_t i = 0; i < rec->n_samples; i++) {
+    int8_t h = rec->hardcall[i];
+    FUZZ_ASSERT(h == 0 || h == 1 || h == 2 || h == FM_GT_MISSING);
+    if (rec->dosage) {
+      double d = rec->dosage[i];
+      FUZZ_ASSERT(isnan(d) || (d >= 0.0 && d <= 2.0));
+    }
+    if (rec->hap) {
+      for (int s = 0; s < 2; s++) {
+        int8_t a = rec->hap[2 * i + s];
+        FUZZ_ASSERT(a == 0 || a == 1 || a == FM_GT_MISSING);
+      }
+    }
+  }
+  if (rec->is_phased) FUZZ_ASSERT(rec->hap != NULL);
+}
+
+/* FUZZ_READERS_VERBOSE=1 in the environment: print what each input did
+ * (open error, or the records read and how the reading ended). */
+static void verbose_report(fm_status st, const fm_err *err, int64_t n_records) {
+  static int verbose = -1;
+  if (verbose < 0) verbose = getenv("FUZZ_READERS_VERBOSE") != NULL;
+  if (!verbose) return;
+  if (n_records < 0)
+    fprintf(stderr, "open: %s: %s\n", fm_status_name(st), err->msg);
+  else
+    fprintf(stderr, "read %lld records, then %s%s%s\n", (long long)n_records, fm_status_name(st),
+            st == FM_FMT_END ? "" : ": ", st == FM_FMT_END ? "" : err->msg);
+}
+
+/* Read every record (at most MAX_RECORDS), checking each; close r. When
+ * info.n_variants is known, the records read plus n_skipped must equal it. */
+static void drain(fm_reader *r, int64_t n_skipped) {
+  FUZZ_ASSERT(r != NULL);
+  FUZZ_ASSERT(r->info.n_samples >= 0);
+  fm_gt_record rec;
+  fm_err err;
+  fm_status st = FM_OK;
+  int64_t n = 0;
+  for (; n < MAX_RECORDS; n++) {
+    memset(&rec, 0, sizeof rec);
+    st = fm_reader_next(r, &rec, &err);
+    if (st != FM_OK) break;
+    check_record(r, &rec);
+  }
+  if (r->info.n_variants >= 0 && st == FM_FMT_END) FUZZ_ASSERT(n + n_skipped == r->info.n_variants);
+  verbose_report(st, &err, n);
+  fm_reader_close(r);
+}
+
+/* Rewrite the VCF at in_path into out_path in mode "wb" (BCF) or "wz" (VCF.gz).
+ * Returns 0 when at least the header was written. */
+static int convert(const char *in_path, const char *out_path, const char *mode) {
+  htsFile *in = hts_open(in_path, "r");
+  if (!in) return -1;
+  bcf_hdr_t *hdr = bcf_hdr_read(in);
+  if (!hdr) { hts_close(in); return -1; }
+  int rc = -1;
+  htsFile *out = hts_open(out_path, mode);
+  if (out) {
+    if (bcf_hdr_write(out, hdr) == 0) {
+      rc = 0;
+      bcf1_t *b = bcf_init();
+      int n = 0;
+      while (b && n++ < MAX_RECORDS && bcf_read(in, hdr, b) == 0) {
+        if (b->errcode) break;
+        if (bcf_write(out, hdr, b) != 0) break;
+      }
+      bcf_destroy(b);
+    }
+    if (hts_close(out) != 0) rc = -1;
+  }
+  bcf_hdr_destroy(hdr);
+  hts_close(in);
+  return rc;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  hts_set_log_level(HTS_LOG_OFF);
+  if (size < 1) return 0;
+  unsigned mode = data[0] & 3u;
+  mem_file text;
+  if (mem_file_open(&text, data + 1, size - 1) != 0) return 0;
+  mem_file conv;
+  int have_conv = 0;
+  const char *path = text.path;
+  if (mode == 1 || mode == 2) {
+    if (mem_file_open(&conv, NULL, 0) != 0) { mem_file_close(&text); return 0; }
+    have_conv = 1;
+    if (convert(text.path, conv.path, mode == 1 ? "wb" : "wz") != 0) goto done;
+    path = conv.path;
+  }
+  fm_reader *r = NULL;
+  fm_err err;
+  fm_status st = fm_fmt_vcf_open(path, NULL, &r, &err);
+  if (st == FM_OK) {
+    FUZZ_ASSERT(r->info.n_variants == -1);
+    drain(r, 0);
+  } else {
+    FUZZ_ASSERT(r == NULL);
+    verbose_report(st, &err, -1);
+  }
+done:
+  if (have_conv) mem_file_close(&conv);
+  mem_file_close(&text);
+  return 0;
+}
