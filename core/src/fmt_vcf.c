@@ -114,6 +114,26 @@ static int read_rec(vcf_impl *v, fm_err *err) {
 
 /* Fetch GT and DS of v->rec once per htslib record. */
 static fm_status load_fields(vcf_impl *v, fm_err *err) {
+  /* htslib 1.16's bcf_get_format_values calls exit(1) on a FORMAT entry of
+   * any storage type other than int8/16/32 or float (e.g. a GT with no
+   * values, from a FORMAT column with empty keys "::GT", or a BCF type byte
+   * out of range): refuse the record before asking for GT or DS. Only the
+   * tags htslib would decode are checked (declared GT String, DS Float). */
+  int gt_id = bcf_hdr_id2int(v->hdr, BCF_DT_ID, "GT"), ds_id = bcf_hdr_id2int(v->hdr, BCF_DT_ID, "DS");
+  if (gt_id < 0 || !bcf_hdr_idinfo_exists(v->hdr, BCF_HL_FMT, gt_id) ||
+      bcf_hdr_id2type(v->hdr, BCF_HL_FMT, gt_id) != BCF_HT_STR)
+    gt_id = -1;
+  if (ds_id < 0 || !bcf_hdr_idinfo_exists(v->hdr, BCF_HL_FMT, ds_id) ||
+      bcf_hdr_id2type(v->hdr, BCF_HL_FMT, ds_id) != BCF_HT_REAL)
+    ds_id = -1;
+  for (int i = 0; i < (int)v->rec->n_fmt; i++) {
+    const bcf_fmt_t *f = &v->rec->d.fmt[i];
+    if (!f->p || f->id < 0 || (f->id != gt_id && f->id != ds_id)) continue;
+    if (f->type != BCF_BT_INT8 && f->type != BCF_BT_INT16 && f->type != BCF_BT_INT32 &&
+        f->type != BCF_BT_FLOAT)
+      return fm_err_set(err, FM_EFORMAT, "%s: malformed %s field at %s:%lld", v->path,
+                        f->id == gt_id ? "GT" : "DS", v->last_chrom, (long long)v->last_pos);
+  }
   v->n_gt = bcf_get_genotypes(v->hdr, v->rec, &v->gt, &v->n_gt_alloc);
   if (v->n_gt == -4) return fm_err_set(err, FM_ENOMEM, "%s: out of memory at %s:%lld", v->path, v->last_chrom, (long long)v->last_pos);
   if (v->n_gt >= 0 && v->n_gt % (v->n > 0 ? v->n : 1) != 0)

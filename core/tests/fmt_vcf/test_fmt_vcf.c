@@ -452,6 +452,28 @@ static void test_errors(void) {
   fm_reader_close(NULL);
 }
 
+/* Regression (fuzz_readers_vcf): a FORMAT column with empty keys ("::GT")
+ * leaves GT stored with a type htslib 1.16's bcf_get_format_values does not
+ * decode, and htslib called exit(1); the record is now FM_EFORMAT naming the
+ * file and GT, and the reader can be closed. */
+static void test_format_empty_keys(void) {
+  char p[512];
+  tmp_path(p, sizeof p, "emptykeys.vcf");
+  write_vcf(p, 0, "S1\tS2",
+            "22\t100\t.\tA\tC\t.\t.\t.\t::GT\t0|0\t1|0\n"
+            "22\t200\t.\tA\tC\t.\t.\t.\tGT\t1|1\t0|0\n");
+  fm_err err;
+  fm_reader *rd = NULL;
+  fm_status st = fm_fmt_vcf_open(p, NULL, &rd, &err);
+  CHECK(st == FM_OK);
+  if (st != FM_OK) return;
+  fm_gt_record rec;
+  st = fm_reader_next(rd, &rec, &err);
+  CHECK(st == FM_EFORMAT);
+  if (st == FM_EFORMAT) CHECK(strstr(err.msg, "emptykeys.vcf") && strstr(err.msg, "GT"));
+  fm_reader_close(rd);
+}
+
 /* ---- the 1kg fixture against plink2's .traw ---------------------------- */
 
 static char fixtures[1024];
@@ -723,7 +745,8 @@ static void rm_tmpdir(void) {
                          "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
                          "half.bcf.csi", "fmt.vcf", "fmt.bcf", "fmt.bcf.csi", "multi.vcf",
                          "multi.bcf", "multi.bcf.csi", "ds.vcf", "ds.bcf", "ds.bcf.csi",
-                         "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf", "sites.vcf", "one.vcf"};
+                         "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf", "sites.vcf", "one.vcf",
+                         "emptykeys.vcf"};
   char p[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     tmp_path(p, sizeof p, names[i]);
@@ -748,6 +771,7 @@ int main(void) {
   FM_RUN(test_dosage);
   FM_RUN(test_edges);
   FM_RUN(test_errors);
+  FM_RUN(test_format_empty_keys);
   FM_RUN(test_1kg_chr22);
   FM_RUN(test_1kg_dosage);
   rm_tmpdir();
