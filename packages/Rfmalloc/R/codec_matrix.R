@@ -56,6 +56,71 @@ setClass("fmalloc_codec_matrix", slots = c(
   )
 }
 
+#' Build a codec matrix over existing storage
+#'
+#' Wraps bytes already written in a codec's layout (for example by a
+#' genotype reader such as Rpgen's) as an [fmalloc_codec_matrix-class]
+#' object, without copying them.
+#'
+#' @param storage raw vector (an fmalloc raw vector, or an ordinary raw
+#'   vector) holding `ncol` columns of the codec back to back from byte 0:
+#'   `ceiling(nrow / 4)` bytes per column for `"bed2"` (PLINK 2-bit
+#'   hardcalls), `nrow` bytes per column for `"dos8"` (one-byte dosages).
+#'   It must hold at least `ncol` columns; extra bytes are ignored.
+#' @param codec `"bed2"` or `"dos8"`.
+#' @param nrow,ncol samples (rows) and variants (columns), whole numbers >= 0.
+#' @param dimnames `NULL` or a list of two entries, each `NULL` or a
+#'   character vector of length `nrow` / `ncol`.
+#' @param variants,samples `NULL` or data frames of variant (`ncol` rows) and
+#'   sample (`nrow` rows) metadata, returned by [fmalloc_variants()] and
+#'   [fmalloc_samples()].
+#' @return An `fmalloc_codec_matrix` (samples x variants) sharing `storage`.
+#' @section Errors: `fm_error_earg` when storage is not a raw vector, is
+#'   shorter than the columns need (the numbers are named), or when a
+#'   dimension, dimnames or metadata does not fit.
+#' @examples
+#' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+#' s <- create_fmalloc_vector("raw", 2, rt) # 2 columns of 4 samples
+#' X <- fmalloc_codec_matrix(s, "bed2", 4, 2)
+#' dim(X)
+#' cleanup_fmalloc(rt)
+#' @export
+fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
+                                 dimnames = NULL, variants = NULL, samples = NULL) {
+  codec <- match.arg(codec)
+  if (!is.raw(storage)) fm_abort("earg", "storage must be a raw vector, not ", fm_describe(storage))
+  for (a in c("nrow", "ncol")) {
+    v <- get(a)
+    if (!is.numeric(v) || length(v) != 1L || is.na(v) || v < 0 || v != floor(v))
+      fm_abort("earg", a, " must be a whole number >= 0")
+  }
+  nrow <- as.double(nrow)
+  ncol <- as.double(ncol)
+  col_bytes <- if (codec == "bed2") ceiling(nrow / 4) else nrow
+  need <- col_bytes * ncol
+  if (length(storage) < need) {
+    fm_abort("earg", "storage holds ", length(storage), " bytes, but ", ncol, " ", codec,
+             " columns of ", nrow, " rows need ", need)
+  }
+  if (!is.null(dimnames)) {
+    if (!is.list(dimnames) || length(dimnames) != 2L)
+      fm_abort("earg", "dimnames must be NULL or a list of length 2")
+    ext <- c(nrow, ncol)
+    for (k in 1:2) {
+      dn <- dimnames[[k]]
+      if (!is.null(dn) && length(dn) != ext[k])
+        fm_abort("earg", "dimnames[[", k, "]] has ", length(dn), " names for an extent of ", ext[k])
+      if (!is.null(dn)) dimnames[[k]] <- as.character(dn)
+    }
+  }
+  if (!is.null(variants) && (!is.data.frame(variants) || nrow(variants) != ncol))
+    fm_abort("earg", "variants must be NULL or a data frame of ", ncol, " rows")
+  if (!is.null(samples) && (!is.data.frame(samples) || nrow(samples) != nrow))
+    fm_abort("earg", "samples must be NULL or a data frame of ", nrow, " rows")
+  .new_codec_matrix(storage, codec, nrow, ncol, 0, col_bytes, dimnames = dimnames,
+                    variants = variants, samples = samples)
+}
+
 # The bytes behind a codec matrix: a raw vector, or for a mapped foreign file
 # an environment holding the file view. A view does not survive
 # serialization (external pointers never do), so after readRDS() the file is

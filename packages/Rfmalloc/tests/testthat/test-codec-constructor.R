@@ -1,0 +1,22 @@
+test_that("fmalloc_codec_matrix wraps bed2 and dos8 bytes and validates", {
+  rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  g <- matrix(c(0, 1, 2, NA, 2, 2, 0, 1, 1), 3, 3)
+  X <- fmalloc_bed(g, rt)
+  s <- X@storage
+  Y <- fmalloc_codec_matrix(s, "bed2", 3, 3, dimnames = list(letters[1:3], NULL),
+                            variants = data.frame(id = c("v1", "v2", "v3")))
+  expect_s4_class(Y, "fmalloc_codec_matrix")
+  expect_equal(dim(Y), c(3L, 3L))
+  expect_equal(unname(as.matrix(Y)), g)
+  expect_equal(rownames(Y), letters[1:3])
+  d <- matrix(c(0, 0.5, 2, 1.5), 2, 2)
+  D <- fmalloc_dosage(d, rt)
+  E <- fmalloc_codec_matrix(D@storage, "dos8", 2, 2)
+  expect_equal(unname(as.matrix(E)), unname(as.matrix(D)))
+  expect_error(fmalloc_codec_matrix(1:3, "bed2", 3, 3), class = "fm_error_earg")
+  expect_error(fmalloc_codec_matrix(s, "bed2", 3, 4), "need", class = "fm_error_earg")
+  expect_error(fmalloc_codec_matrix(s, "bed2", -1, 1), class = "fm_error_earg")
+  expect_error(fmalloc_codec_matrix(s, "bed2", 3, 3, dimnames = list("a", NULL)), class = "fm_error_earg")
+  expect_error(fmalloc_codec_matrix(s, "bed2", 3, 3, variants = data.frame(a = 1)), class = "fm_error_earg")
+})

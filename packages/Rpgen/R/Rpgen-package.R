@@ -1,0 +1,10 @@
+#' Rpgen: native genotype readers streaming into Rfmalloc codecs
+#'
+#' [rpgen_info()] describes a genotype file; [rpgen_read()] reads it once,
+#' natively (the C readers of the Rfmalloc core), into an out-of-core
+#' destination owned by an Rfmalloc runtime.
+#'
+#' @keywords internal
+#' @useDynLib Rpgen, .registration = TRUE
+#' @import methods
+"_PACKAGE"

@@ -1,0 +1,33 @@
+#' Errors raised by Rpgen
+#'
+#' Errors of the readers are R conditions of class
+#' `c("fm_error_<status>", "fm_error", "error", "condition")`, as in Rfmalloc
+#' (see `?Rfmalloc::fm_error`), whose message names the file and the record,
+#' line or byte offset: `fm_error_eio` (a file cannot be opened or read),
+#' `fm_error_eformat` (malformed or truncated bytes, wrong magic),
+#' `fm_error_emismatch` (companion files disagree), `fm_error_earg` (a bad
+#' argument), `fm_error_eunsupported` (valid but not handled). An interrupted
+#' read raises `fm_error_ecancelled`, an `interrupt` condition.
+#' @name rpgen_errors
+NULL
+
+# Signal an fm_error condition; called from C (r_rpgen.c) and from R code.
+.rpg_raise <- function(code, message) {
+  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
+  if (identical(code, "ecancelled")) {
+    cond <- structure(class = c("fm_error_ecancelled", "fm_error", "interrupt", "condition"),
+                      list(message = message, call = call))
+    signalCondition(cond)
+    invokeRestart("abort")
+  }
+  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
+                    list(message = message, call = call))
+  stop(cond)
+}
+
+rpg_abort <- function(code, ...) {
+  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
+  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
+                    list(message = paste0(...), call = call))
+  stop(cond)
+}

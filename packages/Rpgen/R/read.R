@@ -1,0 +1,327 @@
+# Format detection, companion files, and the two user-facing functions.
+
+.rpg_formats <- c("bed", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat", "dosage")
+
+.strip_ext <- function(path, ext) sub(paste0("\\.", ext, "$"), "", path, ignore.case = TRUE)
+
+.magic <- function(path) {
+  if (!file.exists(path) || dir.exists(path)) return(raw())
+  con <- file(path, "rb", raw = TRUE)
+  on.exit(close(con))
+  readBin(con, "raw", 16L)
+}
+
+# The format of path: the `format` argument, else the extension, else the
+# first bytes. A bare prefix with a .bed beside it is a PLINK 1 fileset.
+.rpg_detect <- function(path, format) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
+    rpg_abort("earg", "path must be one file name, not ", if (is.character(path)) "an empty or NA string" else typeof(path))
+  if (!is.null(format)) {
+    if (!is.character(format) || length(format) != 1L) rpg_abort("earg", "format must be NULL or a string")
+    f <- tolower(format)
+    if (f %in% c("bcf", "vcf.gz")) f <- "vcf"
+    if (f %in% c("geno", "ancestrymap", "packedancestrymap")) f <- "eigenstrat"
+    if (!f %in% .rpg_formats)
+      rpg_abort("earg", "format '", format, "' is not one of ", paste(.rpg_formats, collapse = ", "))
+    return(f)
+  }
+  p <- tolower(path)
+  rules <- list(bed = "\\.bed$", bgen = "\\.bgen$", vcf = "\\.(vcf|vcf\\.gz|vcf\\.bgz|bcf)$",
+                ped = "\\.ped$", tped = "\\.tped$", gen = "\\.gen(\\.gz)?$",
+                haps = "\\.haps(\\.gz)?$", eigenstrat = "\\.geno$")
+  for (f in names(rules)) if (grepl(rules[[f]], p)) return(f)
+  if (!file.exists(path) && file.exists(paste0(path, ".bed"))) return("bed")
+  m <- .magic(path)
+  if (length(m) >= 3 && m[1] == as.raw(0x6c) && m[2] == as.raw(0x1b)) return("bed")
+  if (length(m) >= 8 && identical(rawToChar(m[5:8]), "bgen")) return("bgen")
+  if (length(m) >= 3 && identical(rawToChar(m[1:3]), "BCF")) return("vcf")
+  if (length(m) >= 2 && m[1] == as.raw(0x1f) && m[2] == as.raw(0x8b)) return("vcf")
+  if (length(m) >= 6 && identical(rawToChar(m[1:6]), "##file")) return("vcf")
+  if (length(m) >= 4 && identical(rawToChar(m[1:4]), "GENO")) return("eigenstrat")
+  if (!file.exists(path)) rpg_abort("eio", "genotype file '", path, "' does not exist")
+  rpg_abort("eformat", "cannot tell the format of '", path, "' from its name or first bytes; give format = ")
+}
+
+.opt <- function(dots, name, default = NULL) if (!is.null(dots[[name]])) dots[[name]] else default
+
+.companion <- function(dots, name, prefix, ext, required = TRUE) {
+  p <- dots[[name]]
+  if (!is.null(p)) return(path.expand(p))
+  p <- paste0(prefix, ext)
+  if (file.exists(p) || required) p else NA_character_
+}
+
+# Open a core reader for path; returns list(xp, format, paths, sample_file).
+.rpg_open <- function(path, format, dots) {
+  f <- .rpg_detect(path, format)
+  path <- path.expand(path)
+  region <- NULL
+  counted <- .opt(dots, "counted_alleles")
+  if (!is.null(counted)) counted <- as.character(counted)
+  opt <- 0L
+  sample_file <- NA_character_
+  switch(f,
+    bed = {
+      prefix <- .strip_ext(path, "bed")
+      paths <- c(paste0(prefix, ".bed"), .companion(dots, "bim", prefix, ".bim"),
+                 .companion(dots, "fam", prefix, ".fam"))
+    },
+    ped = {
+      prefix <- .strip_ext(path, "ped")
+      paths <- c(path, .companion(dots, "map", prefix, ".map"))
+    },
+    tped = {
+      prefix <- .strip_ext(path, "tped")
+      paths <- c(path, .companion(dots, "tfam", prefix, ".tfam"))
+    },
+    bgen = {
+      prefix <- .strip_ext(path, "bgen")
+      paths <- path
+      sample_file <- .companion(dots, "sample", prefix, ".sample", required = FALSE)
+    },
+    vcf = {
+      paths <- path
+      region <- .opt(dots, "region")
+    },
+    gen = {
+      prefix <- sub("\\.gen(\\.gz)?$", "", path, ignore.case = TRUE)
+      paths <- c(path, .companion(dots, "sample", prefix, ".sample"))
+    },
+    haps = {
+      prefix <- sub("\\.haps(\\.gz)?$", "", path, ignore.case = TRUE)
+      legend <- .companion(dots, "legend", prefix, ".legend", required = FALSE)
+      if (!is.na(legend)) {
+        f <- "haps_legend"
+        region <- .opt(dots, "chrom")
+        paths <- c(path, legend, .companion(dots, "sample", prefix, ".sample"))
+      } else {
+        paths <- c(path, .companion(dots, "sample", prefix, ".sample"))
+      }
+    },
+    eigenstrat = {
+      prefix <- .strip_ext(path, "geno")
+      paths <- c(path, .companion(dots, "snp", prefix, ".snp"), .companion(dots, "ind", prefix, ".ind"))
+    },
+    dosage = {
+      paths <- c(path, .opt(dots, "fam", NA_character_), .opt(dots, "map", NA_character_))
+      opt <- as.integer(.opt(dots, "dosage_format", 0L))
+    }
+  )
+  if (!is.null(region)) region <- as.character(region)[1]
+  xp <- .Call(rpg_open, f, as.character(paths), region, counted, opt)
+  list(xp = xp, format = f, paths = paths, region = region, counted = counted, opt = opt,
+       sample_file = sample_file)
+}
+
+.rpg_reopen <- function(h) {
+  .Call(rpg_open, h$format, as.character(h$paths), h$region, h$counted, h$opt)
+}
+
+.rpg_sample_ids <- function(h, n) {
+  ids <- .Call(rpg_samples, h$xp)
+  if (!is.null(ids)) return(ids)
+  if (!is.na(h$sample_file) && file.exists(h$sample_file)) {
+    s <- utils::read.table(h$sample_file, skip = 2, header = FALSE, colClasses = "character",
+                           comment.char = "")
+    if (nrow(s) != n)
+      rpg_abort("emismatch", "sample file '", h$sample_file, "' lists ", nrow(s),
+                " samples, the genotype file has ", n)
+    return(s[[2]])
+  }
+  paste0("sample", seq_len(n))
+}
+
+.rpg_index <- function(idx, n, what, names = NULL) {
+  if (is.null(idx)) return(NULL)
+  if (is.logical(idx)) {
+    if (length(idx) != n || anyNA(idx))
+      rpg_abort("earg", what, " as a logical vector must have length ", n, " and no NA")
+    return(which(idx))
+  }
+  if (is.character(idx)) {
+    if (is.null(names)) rpg_abort("earg", what, " must be numeric indices here")
+    m <- match(idx, names)
+    if (anyNA(m)) rpg_abort("earg", what, " '", idx[is.na(m)][1], "' is not in the file")
+    return(m)
+  }
+  if (!is.numeric(idx) || anyNA(idx) || any(idx != floor(idx)) || any(idx < 1) || any(idx > n))
+    rpg_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed)")
+  as.double(idx)
+}
+
+#' Describe a genotype file
+#'
+#' Opens a genotype file with the native reader of its format and reports
+#' what is known before streaming.
+#'
+#' @param path the genotype file (see [rpgen_read()] for formats and
+#'   companion files), or a PLINK 1 prefix with a `.bed` beside it.
+#' @param format `NULL` (detect from the extension, then the first bytes) or
+#'   one of `"bed"`, `"ped"`, `"tped"`, `"bgen"`, `"vcf"` (also BCF),
+#'   `"gen"`, `"haps"`, `"eigenstrat"`, `"dosage"`.
+#' @param ... companion files and reader options, as for [rpgen_read()];
+#'   `count = TRUE` counts the records when the header does not tell
+#'   (one pass over the file).
+#' @return A list: `format` (the reader's name, e.g. `"bed"`, `"bcf"`,
+#'   `"eigenstrat-packed"`), `n_samples`, `n_variants` (records after the
+#'   split of multi-allelic sites; `NA` when unknown without a pass and
+#'   `count` is not `TRUE`), `phased` (some record read so far carries phase;
+#'   for VCF it is known only after reading), `has_dosage`.
+#' @section Errors: `fm_error_eio` (file missing or unreadable),
+#'   `fm_error_eformat` (wrong magic, malformed header), `fm_error_emismatch`
+#'   (companion files disagree), each naming the file.
+#' @section Source: the core readers `core/include/fm/fm_fmt_*.h`;
+#'   conventions in `docs/formats/conventions.md`.
+#' @export
+rpgen_info <- function(path, format = NULL, ...) {
+  dots <- list(...)
+  h <- .rpg_open(path, format, dots)
+  on.exit(.Call(rpg_close, h$xp))
+  info <- .Call(rpg_info, h$xp)
+  if (is.na(info$n_variants) && isTRUE(dots$count)) {
+    info$n_variants <- .Call(rpg_count, h$xp)
+  }
+  info
+}
+
+.dest_kinds <- c(hardcall = 1L, dosage = 2L, haplotype = 3L, dense = 4L)
+
+#' Read a genotype file into an Rfmalloc destination
+#'
+#' Reads a genotype file once, with the native reader of its format, and
+#' streams bounded blocks of records into storage allocated in an Rfmalloc
+#' runtime (through Rfmalloc's C API: one runtime, one owner). Nothing is
+#' converted through a temporary file.
+#'
+#' **Formats and companions** (found by prefix, or given in `...`):
+#' `.bed` (or a prefix) with `bim`, `fam`; `.ped` with `map`; `.tped` with
+#' `tfam`; `.bgen` (embedded samples, else `sample`, else `sample1...`);
+#' `.vcf`, `.vcf.gz`, `.bcf` (`region = "22"` reads one region through the
+#' index beside the file); `.gen` with `sample`; `.haps` with `sample`, or
+#' with `legend` (IMPUTE2 haps/legend, `chrom` names the chromosome);
+#' `.geno` (EIGENSTRAT text or packed) with `snp`, `ind`; `format = "dosage"`
+#' (PLINK 1 legacy dosage) with optional `fam`, `map`, `dosage_format`.
+#' For `.ped`/`.tped`, `counted_alleles` (one per variant, e.g. the ALT
+#' column of a `.bim`) selects the counted allele; without it the minor
+#' allele is counted (plink 1.9's rule).
+#'
+#' **Conventions** (identical in every reader; `docs/formats/conventions.md`):
+#' values count the ALT allele (A1 of a `.bed`); haploid calls are coded 0/2;
+#' heterozygous haploid calls and half-calls are missing hardcalls;
+#' multi-allelic sites are split into one biallelic record per ALT;
+#' probabilities give dosage `P(het) + 2 P(hom ALT)` as stored, hardcall the
+#' most probable genotype when its probability is >= 0.9, else missing.
+#'
+#' @inheritParams rpgen_info
+#' @param destination `"hardcall"` (2-bit PLINK codes, an
+#'   `fmalloc_codec_matrix` with codec `"bed2"`), `"dosage"` (1 byte per
+#'   value, codec `"dos8"`; the record's dosage when the format stores one,
+#'   else its hardcall), `"haplotype"` (1 bit per haplotype, phased records
+#'   only) or `"dense"` (a mapped double matrix; dosage when present, else
+#'   hardcall).
+#' @param runtime an Rfmalloc runtime ([Rfmalloc::open_fmalloc()]) that owns
+#'   the result's storage.
+#' @param samples `NULL` (all, in file order), or 1-based indices, sample
+#'   IDs or a logical vector; duplicates give duplicated rows.
+#' @param variants `NULL` (all records), or 1-based record indices (after
+#'   the split of multi-allelic sites) or a logical vector; in any order,
+#'   duplicates give duplicated columns.
+#' @param block_records records per block between interrupt polls and
+#'   progress updates (default 1024).
+#' @param ... companion files and reader options (see Details).
+#' @return For `"hardcall"` and `"dosage"`, an `fmalloc_codec_matrix`,
+#'   samples x variants, with dimnames (sample IDs, variant IDs), variant
+#'   metadata (`Rfmalloc::fmalloc_variants()`: data frame `chr`, `pos`, `id`,
+#'   `ref`, `alt`; `ref`/`alt` are the uncounted/counted alleles) and sample
+#'   metadata (`iid`). Missing calls read as `NA`.
+#'   For `"dense"`, a mapped double matrix (samples x variants; `NA`
+#'   missing) with attributes `variants` and `samples`.
+#'   For `"haplotype"`, an object of class
+#'   `c("rpgen_haplotypes", "fmalloc_haplotypes")`: loci x haplotypes
+#'   (sample `i` has haplotypes `2i - 1` and `2i`, in stored slot order),
+#'   `h[i, ]` gives alleles 0/1; `h$missing` is a second
+#'   `fmalloc_haplotypes` of the same shape whose bit is 1 where the slot is
+#'   missing (its allele bit is then 0); `h$variants`, `h$samples`.
+#' @section Errors: conditions of class `fm_error_<status>` (see
+#'   [rpgen_errors]) naming the file and the record, line or byte offset:
+#'   `fm_error_eio`, `fm_error_eformat`, `fm_error_emismatch` (also an
+#'   unphased record in a haplotype destination), `fm_error_earg` (bad
+#'   arguments), `fm_error_enospc` (the runtime is full).
+#' @section Memory and time: one pass over the file (two when the record
+#'   count is not in the header: a first, cheap pass counts records to size
+#'   the destination); memory is bounded by the reader's buffers plus the
+#'   mapped destination. Interruptible; a cli progress bar shows on long
+#'   reads.
+#' @export
+rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage", "haplotype", "dense"),
+                       runtime, samples = NULL, variants = NULL, block_records = NULL, ...) {
+  destination <- match.arg(destination)
+  if (missing(runtime) || !inherits(runtime, "fmalloc_runtime"))
+    rpg_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc())")
+  if (is.null(block_records)) block_records <- 1024
+  if (!is.numeric(block_records) || length(block_records) != 1L || is.na(block_records) || block_records < 1)
+    rpg_abort("earg", "block_records must be a number >= 1")
+  dots <- list(...)
+  h <- .rpg_open(path, format, dots)
+  on.exit(.Call(rpg_close, h$xp))
+  info <- .Call(rpg_info, h$xp)
+  n_s <- info$n_samples
+  n_in <- info$n_variants
+  if (is.na(n_in)) {
+    xp2 <- .rpg_reopen(h)
+    n_in <- .Call(rpg_count, xp2)
+    .Call(rpg_close, xp2)
+  }
+  ids <- .rpg_sample_ids(h, n_s)
+  si <- .rpg_index(samples, n_s, "samples", ids)
+  vi <- .rpg_index(variants, n_in, "variants")
+  n_out_s <- if (is.null(si)) n_s else length(si)
+  n_out_v <- if (is.null(vi)) n_in else length(vi)
+  kind <- .dest_kinds[[destination]]
+  bytes <- .Call(rpg_dest_bytes, kind, n_out_s, n_out_v)
+  if (destination == "dense") {
+    storage <- Rfmalloc::create_fmalloc_matrix("double", n_out_s, n_out_v, runtime)
+  } else {
+    dtype <- c(hardcall = 5L, dosage = 6L, haplotype = 7L)[[destination]]
+    storage <- .Call(rpg_alloc, runtime, dtype, max(1, bytes))
+  }
+  total <- if (is.null(vi)) n_in else length(unique(vi))
+  pb <- cli::cli_progress_bar(sprintf("Reading %s", basename(path)), total = max(1, n_in),
+                              clear = TRUE)
+  progress <- function(done, total) cli::cli_progress_update(id = pb, set = done, force = FALSE)
+  meta <- .Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
+                if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
+                n_in, as.double(block_records), progress)
+  cli::cli_progress_done(id = pb)
+  rows <- if (is.null(vi)) seq_len(n_in) else vi
+  vars <- data.frame(chr = meta$chr[rows], pos = meta$pos[rows], id = meta$id[rows],
+                     ref = meta$ref[rows], alt = meta$alt[rows], stringsAsFactors = FALSE)
+  s_ids <- if (is.null(si)) ids else ids[si]
+  smp <- data.frame(iid = s_ids, stringsAsFactors = FALSE)
+  src <- normalizePath(path, mustWork = FALSE)
+  switch(destination,
+    hardcall = , dosage = Rfmalloc::fmalloc_codec_matrix(
+      storage, if (destination == "hardcall") "bed2" else "dos8", n_out_s, n_out_v,
+      dimnames = list(s_ids, vars$id), variants = vars, samples = smp),
+    dense = {
+      dimnames(storage) <- list(s_ids, vars$id)
+      attr(storage, "variants") <- vars
+      attr(storage, "samples") <- smp
+      storage
+    },
+    haplotype = {
+      n_haps <- 2 * n_out_s
+      row_bytes <- ceiling(n_haps / 512) * 64
+      plane <- row_bytes * n_out_v
+      miss <- Rfmalloc::create_fmalloc_vector("raw", max(1, plane), runtime)
+      if (plane > 0) miss[seq_len(plane)] <- storage[plane + seq_len(plane)]
+      hn <- paste0(rep(s_ids, each = 2), c("_1", "_2"))
+      dn <- list(vars$id, hn)
+      m <- structure(list(storage = miss, n_loci = n_out_v, n_haps = n_haps, row_bytes = row_bytes,
+                          dimnames = dn), class = "fmalloc_haplotypes")
+      structure(list(storage = storage, n_loci = n_out_v, n_haps = n_haps, row_bytes = row_bytes,
+                     dimnames = dn, missing = m, variants = vars, samples = smp, source = src),
+                class = c("rpgen_haplotypes", "fmalloc_haplotypes"))
+    }
+  )
+}

@@ -1,0 +1,3 @@
+library(testthat)
+library(Rpgen)
+test_check("Rpgen")

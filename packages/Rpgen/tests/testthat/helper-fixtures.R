@@ -1,0 +1,52 @@
+# Fixtures live in ../shared/fixtures (env RFMALLOC_FIXTURES, set by the
+# Makefile); tests that need them skip, saying why, when they are absent.
+fixture_path <- function(...) {
+  root <- Sys.getenv("RFMALLOC_FIXTURES", "")
+  if (!nzchar(root)) {
+    root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
+  }
+  p <- file.path(root, ...)
+  if (!file.exists(p)) {
+    testthat::skip(sprintf("fixture %s not found: ../shared/fixtures is absent", file.path(...)))
+  }
+  normalizePath(p)
+}
+
+kg <- function(...) fixture_path("genotypes", "1kg_phase3_subset", ...)
+
+new_runtime <- function(env = parent.frame(), size_gb = 1) {
+  rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = size_gb, mode = "scratch")
+  withr_defer <- function() Rfmalloc::cleanup_fmalloc(rt)
+  do.call(on.exit, list(quote(withr_defer()), add = TRUE), envir = env)
+  assign("withr_defer", withr_defer, envir = env)
+  rt
+}
+
+# plink2's ALT-count .traw of chr22 as samples x variants (cached).
+traw_cache <- new.env()
+traw_chr22 <- function() {
+  if (is.null(traw_cache$G)) {
+    tr <- utils::read.delim(kg("text", "1kg_bi_chr22.traw"), check.names = FALSE,
+                            colClasses = c(rep("character", 2), "numeric", "numeric",
+                                           rep("character", 2)))
+    G <- t(as.matrix(tr[, -(1:6)]))
+    storage.mode(G) <- "double"
+    colnames(G) <- tr$SNP
+    rownames(G) <- sub("^[^_]*_", "", rownames(G))
+    traw_cache$G <- G
+    traw_cache$counted <- tr$COUNTED
+  }
+  traw_cache$G
+}
+
+# Every column of X whose ID the .traw lists equals the .traw's column;
+# returns how many columns matched.
+expect_matches_traw <- function(X, n_expected) {
+  G <- traw_chr22()
+  M <- Rfmalloc::as.matrix(X)
+  k <- colnames(M) %in% colnames(G)
+  testthat::expect_equal(sum(k), n_expected)
+  testthat::expect_equal(rownames(M), rownames(G))
+  testthat::expect_identical(M[, k, drop = FALSE], G[, colnames(M)[k], drop = FALSE])
+  invisible(sum(k))
+}
