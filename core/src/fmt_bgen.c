@@ -287,6 +287,11 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
   if (b->layout == 2 && (double)dlen > max_d)
     return VERR(FM_EFORMAT, "uncompressed length %llu exceeds the %.0f bytes %lu samples can need",
                 (unsigned long long)dlen, max_d, (unsigned long)b->n);
+  /* zlib inflates at most 1032:1: refuse a larger claim before allocating it
+   * (N and the uncompressed length come from the file) */
+  if (b->compression == 1 && (double)dlen > (double)clen * 1032.0 + 64)
+    return VERR(FM_EFORMAT, "zlib block of %llu bytes cannot inflate to %llu bytes",
+                (unsigned long long)clen, (unsigned long long)dlen);
   if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
     return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
   if (!grow((void **)&b->raw, &b->raw_cap, (size_t)dlen + 8, 1))
@@ -622,6 +627,11 @@ static fm_status decode_current(bgen *b, fm_err *err) {
   size_t len = 0;
   fm_status st = load_geno(b, &len, err);
   if (st != FM_OK) return st;
+  /* a layout-2 block whose sample count differs from the header's proves
+   * nothing: decode_layout2 refuses it before any per-sample buffer is used,
+   * so do not allocate N (from the header) first */
+  if (b->layout == 2 && (len < 10 + (size_t)b->n || le32(b->raw) != b->n))
+    return decode_layout2(b, b->raw, len, err);
   if ((st = ensure_samples(b, err))) return st;
   if (b->layout == 1) {
     if ((st = ensure_ec(b, err))) return st;

@@ -697,6 +697,54 @@ static void test_bits_and_ploidy(void) {
   unlink(path);
 }
 
+/* Regression (fuzz_readers_bgen): N comes from the header and is not backed
+ * by a sample block, so a 100-byte file can claim 4 billion samples. The
+ * per-sample buffers were allocated before the first block's own sample
+ * count was checked (tens of GB, or FM_ENOMEM), and a zlib block's claimed
+ * uncompressed length was allocated before inflating. Both are FM_EFORMAT
+ * now, without the allocation, and the reader goes on to the next variant. */
+static void test_huge_n_header(void) {
+  static const uint8_t dip[TN] = {2, 2, 2, 2};
+  buf g = {0};
+  geno_head(&g, dip, 8);
+  for (int i = 0; i < TN; i++) { put8(&g, 255); put8(&g, 0); }
+  uLongf cl = (uLongf)(g.n * 2 + 128);
+  uint8_t *c = malloc(cl);
+  if (!c) { free(g.p); CHECK(!"malloc"); return; }
+  compress(c, &cl, g.p, (uLong)g.n);
+  buf f = {0};
+  put32(&f, 20); put32(&f, 20); put32(&f, 2); put32(&f, 0xfffffff0u); put(&f, "bgen", 4);
+  put32(&f, 1u | (2u << 2)); /* zlib, layout 2, no sample block */
+  for (int v = 0; v < 2; v++) {
+    putstr16(&f, v ? "v2" : "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10 + (uint32_t)v);
+    put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+    put32(&f, (uint32_t)cl + 4);
+    put32(&f, v ? 0xffffff00u : (uint32_t)g.n); /* v2: 4 GB claimed from a few bytes */
+    put(&f, c, cl);
+  }
+  free(c);
+  free(g.p);
+  char path[600];
+  tmp_path(path, sizeof path, "huge_n.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  CHECK(r->info.n_samples == (int64_t)0xfffffff0u);
+  fm_gt_record rec;
+  fm_status st = fm_reader_next(r, &rec, &err);
+  CHECK(st == FM_EFORMAT);
+  CHECK(strstr(err.msg, "variant 1 (v1)") && strstr(err.msg, "ploidy bytes"));
+  st = fm_reader_next(r, &rec, &err);
+  CHECK(st == FM_EFORMAT);
+  CHECK(strstr(err.msg, "variant 2 (v2)") && strstr(err.msg, "cannot inflate"));
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+  unlink(path);
+}
+
 /* Every byte of the tiny files changed two ways: the reader never crashes
  * (ASan/valgrind), and every failure carries a message naming the file. */
 static void test_mutations(void) {
@@ -780,6 +828,7 @@ int main(void) {
   FM_RUN(test_truncated);
   FM_RUN(test_layout1_probabilities);
   FM_RUN(test_bits_and_ploidy);
+  FM_RUN(test_huge_n_header);
   FM_RUN(test_mutations);
   FM_RUN(test_fixture_v11);
   FM_RUN(test_fixture_8bit);
