@@ -34,11 +34,19 @@ typedef struct pgen_impl {
   uint8_t *rec;              /* record bytes */
   size_t rec_cap;
   uint8_t *cat;              /* (n_samples) main-track category 0..3 */
+  uint8_t lut4[256][4];      /* the 4 categories of a byte */
   uint8_t *ldref;            /* (n_samples) categories of the last non-LD record */
   int has_ldref;
   uint32_t *didx;            /* (n_samples) difflist sample ids */
   uint8_t *dval;             /* (n_samples) difflist values */
   int8_t *hardcall, *hap;
+  /* multi-allelic split state */
+  uint8_t *a1, *a2;          /* (n_samples) allele codes a1 <= a2, 255 missing */
+  uint8_t *ph;               /* (n_samples) 0 unphased/hom, 1 phased a1|a2, 2 phased a2|a1 */
+  int split_k, split_j, split_all_phased;
+  char *alts[256];
+  int64_t split_pos;
+  const char *split_id;
   /* .pvar */
   fm_plink_lines pvar;
   int bim_style, pending;    /* pending: buf holds the first record line */
@@ -118,19 +126,34 @@ fail:
   return st;
 }
 
-/* Count the record lines of a .pvar (lines not starting with '#'). */
-static fm_status count_pvar(const char *path, int64_t *n_out, fm_err *err) {
+/* Count the record lines of a .pvar (lines not starting with '#') and the
+ * biallelic records they split into (one per ALT allele). */
+static fm_status count_pvar(const char *path, int64_t *n_out, int64_t *n_rec_out, fm_err *err) {
   fm_plink_lines L;
-  *n_out = 0;
+  *n_out = *n_rec_out = 0;
   fm_status st = fm_plink_lines_open(&L, path, err);
   if (st != FM_OK) return st;
-  int rc;
-  int64_t n = 0;
-  while ((rc = fm_plink_lines_next(&L, err)) == 1)
-    if (L.buf[0] != '#') n++;
+  int rc, c_alt = 4;
+  int64_t n = 0, n_rec = 0;
+  char *tok[PVAR_MAX_TOK];
+  while ((rc = fm_plink_lines_next(&L, err)) == 1) {
+    if (L.buf[0] == '#') {
+      if (L.buf[1] == '#') continue;
+      const int64_t nt = fm_plink_split(L.buf, tok, PVAR_MAX_TOK);
+      for (int k = 0; k < nt && k < PVAR_MAX_TOK; k++)
+        if (strcmp(tok[k], "ALT") == 0) c_alt = k;
+      continue;
+    }
+    n++;
+    n_rec++;
+    const int64_t nt = fm_plink_split(L.buf, tok, PVAR_MAX_TOK);
+    if (nt > c_alt)
+      for (const char *c = tok[c_alt]; *c; c++) n_rec += *c == ',';
+  }
   fm_plink_lines_close(&L);
   if (rc < 0) return (fm_status)-rc;
   *n_out = n;
+  *n_rec_out = n_rec;
   return FM_OK;
 }
 
@@ -240,8 +263,10 @@ static int parse_difflist(pgen_impl *p, const uint8_t **pp, const uint8_t *end, 
   return 0;
 }
 
-static void unpack2(uint8_t *cat, const uint8_t *src, int64_t n) {
-  for (int64_t i = 0; i < n; i++) cat[i] = (uint8_t)((src[i >> 2] >> (2 * (i & 3))) & 3u);
+static void unpack2(const pgen_impl *p, uint8_t *cat, const uint8_t *src, int64_t n) {
+  const int64_t n4 = n >> 2;
+  for (int64_t j = 0; j < n4; j++) memcpy(cat + 4 * j, p->lut4[src[j]], 4);
+  for (int64_t i = 4 * n4; i < n; i++) cat[i] = (uint8_t)((src[i >> 2] >> (2 * (i & 3))) & 3u);
 }
 
 static fm_status bad_record(pgen_impl *p, int64_t v, int vt, const char *what, fm_err *err) {
@@ -261,7 +286,7 @@ static fm_status decode_main(pgen_impl *p, int64_t v, int vt, const uint8_t **pp
   case 0: {
     const size_t nb = (size_t)((n + 3) / 4);
     if ((size_t)(end - q) < nb) return bad_record(p, v, vt, "the 2-bit array is truncated", err);
-    unpack2(p->cat, q, n);
+    unpack2(p, p->cat, q, n);
     q += nb;
     break;
   }
@@ -310,10 +335,8 @@ static fm_status decode_main(pgen_impl *p, int64_t v, int vt, const uint8_t **pp
 
 /* Phase track: fills p->hap; returns 1 when every het is phased, 0 when
  * some are not, -1 when malformed. */
-static int decode_phase(pgen_impl *p, const uint8_t *q, const uint8_t *end) {
+static int decode_phase(pgen_impl *p, int64_t het, const uint8_t *q, const uint8_t *end) {
   const int64_t n = p->n_samples;
-  int64_t het = 0;
-  for (int64_t i = 0; i < n; i++) het += p->cat[i] == 1;
   if (het == 0) return 1;
   const size_t first = (size_t)(1 + het / 8);
   if ((size_t)(end - q) < first) return -1;
@@ -350,12 +373,187 @@ static int decode_phase(pgen_impl *p, const uint8_t *q, const uint8_t *end) {
   return all;
 }
 
-static void fill_hap_homs(pgen_impl *p) {
-  static const int8_t a[4] = {0, 0, 1, FM_GT_MISSING};
-  for (int64_t i = 0; i < p->n_samples; i++) {
-    p->hap[2 * i] = a[p->cat[i]];
-    p->hap[2 * i + 1] = p->cat[i] == 1 ? 1 : a[p->cat[i]];
+/* Phase track over the hets (a1 != a2, both known) of a multi-allelic
+ * record: fills p->ph; returns 1 when every het is phased, 0 when some are
+ * not, -1 when malformed. */
+static int decode_phase_multi(pgen_impl *p, const uint8_t *q, const uint8_t *end) {
+  const int64_t n = p->n_samples;
+  int64_t het = 0;
+  memset(p->ph, 0, (size_t)n);
+  for (int64_t i = 0; i < n; i++) het += p->a1[i] != 255 && p->a1[i] != p->a2[i];
+  if (het == 0) return 1;
+  const size_t first = (size_t)(1 + het / 8);
+  if ((size_t)(end - q) < first) return -1;
+  const int explicit_present = q[0] & 1;
+  const uint8_t *info = q;
+  int64_t info_bit = 1, present_bit = 1;
+  if (explicit_present) {
+    int64_t n_present = 0;
+    for (int64_t h = 0; h < het; h++) n_present += (q[(h + 1) >> 3] >> ((h + 1) & 7)) & 1u;
+    if ((size_t)(end - q) < first + (size_t)((n_present + 7) / 8)) return -1;
+    info = q + first;
+    info_bit = 0;
   }
+  int all = 1;
+  for (int64_t i = 0; i < n; i++) {
+    if (p->a1[i] == 255 || p->a1[i] == p->a2[i]) continue;
+    int present = 1;
+    if (explicit_present) {
+      present = (q[present_bit >> 3] >> (present_bit & 7)) & 1u;
+      present_bit++;
+    }
+    if (!present) {
+      all = 0;
+      continue;
+    }
+    p->ph[i] = (uint8_t)(1 + ((info[info_bit >> 3] >> (info_bit & 7)) & 1u));
+    info_bit++;
+  }
+  return all;
+}
+
+/* Members of a track-1 patch set: format 0 = bit array over the samples in
+ * main-track category c, 1 = list of sample ids (difflist without values).
+ * Writes the ids to p->didx; returns the count or -1. */
+static int64_t patch_set(pgen_impl *p, int fmt, int c, const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *q = *pp;
+  int64_t m = 0;
+  if (fmt == 15) return 0;
+  if (fmt == 0) {
+    int64_t nc = 0;
+    for (int64_t i = 0; i < p->n_samples; i++) nc += p->cat[i] == c;
+    const size_t nb = (size_t)((nc + 7) / 8);
+    if ((size_t)(end - q) < nb) return -1;
+    int64_t t = 0;
+    for (int64_t i = 0; i < p->n_samples; i++) {
+      if (p->cat[i] != c) continue;
+      if ((q[t >> 3] >> (t & 7)) & 1u) p->didx[m++] = (uint32_t)i;
+      t++;
+    }
+    *pp = q + nb;
+    return m;
+  }
+  if (fmt == 1) {
+    uint32_t len;
+    if (parse_difflist(p, &q, end, 0, &len) != 0) return -1;
+    for (uint32_t k = 0; k < len; k++)
+      if (p->cat[p->didx[k]] != c) return -1;
+    *pp = q;
+    return len;
+  }
+  return -1;
+}
+
+static unsigned get_bits(const uint8_t *b, int64_t bit, int width) {
+  unsigned v = 0;
+  for (int k = 0; k < width; k++) v |= ((b[(bit + k) >> 3] >> ((bit + k) & 7)) & 1u) << k;
+  return v;
+}
+
+/* Track 1 of a record with n_alleles alleles (REF included): patches the
+ * allele codes in p->a1/a2 set from the main track. */
+static int decode_track1(pgen_impl *p, int n_alleles, const uint8_t **pp, const uint8_t *end) {
+  const uint8_t *q = *pp;
+  if (q >= end) return -1;
+  const int f01 = q[0] & 15, f10 = q[0] >> 4;
+  q++;
+  int64_t m = patch_set(p, f01, 1, &q, end);
+  if (m < 0) return -1;
+  if (n_alleles > 3 && m > 0) {
+    const int w = n_alleles == 4 ? 1 : n_alleles <= 6 ? 2 : n_alleles <= 18 ? 4 : 8;
+    const size_t nb = (size_t)((m * w + 7) / 8);
+    if ((size_t)(end - q) < nb) return -1;
+    for (int64_t e = 0; e < m; e++) {
+      const unsigned x = get_bits(q, e * w, w) + 2;
+      if ((int)x >= n_alleles) return -1;
+      p->a2[p->didx[e]] = (uint8_t)x;
+    }
+    q += nb;
+  } else {
+    for (int64_t e = 0; e < m; e++) p->a2[p->didx[e]] = 2;
+  }
+  m = patch_set(p, f10, 2, &q, end);
+  if (m < 0) return -1;
+  if (m > 0) {
+    if (n_alleles == 3) {
+      const size_t nb = (size_t)((m + 7) / 8);
+      if ((size_t)(end - q) < nb) return -1;
+      for (int64_t e = 0; e < m; e++) {
+        const unsigned b = get_bits(q, e, 1);
+        p->a1[p->didx[e]] = (uint8_t)(b ? 2 : 1);
+        p->a2[p->didx[e]] = 2;
+      }
+      q += nb;
+    } else {
+      const int w = n_alleles <= 5 ? 2 : n_alleles <= 17 ? 4 : 8;
+      const size_t nb = (size_t)((2 * m * w + 7) / 8);
+      if ((size_t)(end - q) < nb) return -1;
+      for (int64_t e = 0; e < m; e++) {
+        const unsigned x = get_bits(q, 2 * e * w, w) + 1, y = get_bits(q, (2 * e + 1) * w, w) + 1;
+        if ((int)y >= n_alleles || x > y) return -1;
+        p->a1[p->didx[e]] = (uint8_t)x;
+        p->a2[p->didx[e]] = (uint8_t)y;
+      }
+      q += nb;
+    }
+  }
+  *pp = q;
+  return 0;
+}
+
+/* Fill the record for split allele j (1-based ALT index). */
+static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
+  const int j = p->split_j;
+  int has_het = 0, all = 1;
+  for (int64_t i = 0; i < p->n_samples; i++) {
+    const uint8_t x = p->a1[i], y = p->a2[i];
+    if (x == 255) {
+      p->hardcall[i] = FM_GT_MISSING;
+      p->hap[2 * i] = p->hap[2 * i + 1] = FM_GT_MISSING;
+      continue;
+    }
+    const int8_t cx = x == j, cy = y == j;
+    p->hardcall[i] = (int8_t)(cx + cy);
+    if (cx != cy) {
+      has_het = 1;
+      if (!p->ph[i]) all = 0;
+    }
+    p->hap[2 * i] = p->ph[i] == 2 ? cy : cx;
+    p->hap[2 * i + 1] = p->ph[i] == 2 ? cx : cy;
+  }
+  rec->n_samples = p->n_samples;
+  rec->chrom = p->tok[p->c_chrom];
+  rec->pos = p->split_pos;
+  rec->id = p->split_id;
+  rec->ref = p->tok[p->c_ref];
+  rec->alt = p->alts[j - 1];
+  rec->hardcall = p->hardcall;
+  rec->dosage = NULL;
+  rec->hap = (all || !has_het) ? p->hap : NULL;
+  rec->is_phased = has_het && all && p->split_all_phased;
+  if (rec->is_phased) r->info.is_phased = 1;
+  p->split_j++;
+  if (p->split_j > p->split_k) {
+    p->split_k = 0;
+    p->next++;
+  }
+}
+
+/* Hardcalls and unphased hap slots (het as 0,1) from the categories in one
+ * pass; returns the number of hets. */
+static int64_t fill_calls(pgen_impl *p) {
+  static const int8_t hc[4] = {0, 1, 2, FM_GT_MISSING};
+  static const int8_t a[4][2] = {{0, 0}, {0, 1}, {1, 1}, {FM_GT_MISSING, FM_GT_MISSING}};
+  int64_t het = 0;
+  const uint8_t *cat = p->cat;
+  int8_t *hcall = p->hardcall, *hap = p->hap;
+  for (int64_t i = 0; i < p->n_samples; i++) {
+    const uint8_t c = cat[i];
+    hcall[i] = hc[c];
+    memcpy(hap + 2 * i, a[c], 2);
+    het += c == 1;
+  }
+  return het;
 }
 
 static fm_status read_bytes(pgen_impl *p, int64_t v, uint64_t off, size_t nb, fm_err *err) {
@@ -381,6 +579,10 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (p->next >= p->n_variants) return FM_FMT_END;
   const int64_t v = p->next;
   fm_status st;
+  if (p->split_k) {
+    emit_split(r, p, rec);
+    return FM_OK;
+  }
   /* .pvar line */
   if (!p->pending) {
     const int rc = fm_plink_lines_next(&p->pvar, err);
@@ -406,47 +608,77 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
                       p->pvar_path, (ll)p->pvar.line_no, spos);
   const char *id = p->c_id >= 0 ? p->tok[p->c_id] : ".";
   const char *alt = p->tok[p->c_alt];
-  if (strchr(alt, ','))
+  int n_alt = 1;
+  for (const char *c = alt; *c; c++) n_alt += *c == ',';
+  if (n_alt > 1 && (n_alt > 254 || p->mode != 0x10))
     return fm_err_set(err, FM_EUNSUPPORTED,
-                      "'%s' variant %lld ('%s'): multi-allelic ALT '%s' is not supported yet",
-                      p->pgen_path, (ll)v + 1, id, alt);
+                      "'%s' variant %lld ('%s'): ALT '%s' with %d alleles is not supported",
+                      p->pgen_path, (ll)v + 1, id, alt, n_alt);
   /* genotypes */
-  int vt = 0, phased = 0, hap_filled = 0;
+  int vt = 0, phased = 0, hap_filled = 0, has_het = 0;
   if (p->mode == 0x02) {
     const size_t nb = (size_t)((p->n_samples + 3) / 4);
     p->pos = p->fixed_off + (uint64_t)v * nb;
     if ((st = read_bytes(p, v, p->pos, nb, err)) != FM_OK) return st;
-    unpack2(p->cat, p->rec, p->n_samples);
+    unpack2(p, p->cat, p->rec, p->n_samples);
   } else {
     if (v % PGEN_BLOCK == 0) p->pos = p->block_off[v / PGEN_BLOCK];
     vt = p->vrtype[v];
-    if (vt & 0xe8)
+    if (vt & 0xe0)
       return fm_err_set(err, FM_EUNSUPPORTED,
-                        "'%s' variant %lld ('%s'): record type 0x%02x (%s) is not supported yet",
-                        p->pgen_path, (ll)v + 1, id, vt,
-                        (vt & 8) ? "multi-allelic hardcalls" : "dosage track");
+                        "'%s' variant %lld ('%s'): record type 0x%02x (dosage track) is not "
+                        "supported yet",
+                        p->pgen_path, (ll)v + 1, id, vt);
+    if ((vt & 8) && n_alt < 2)
+      return bad_record(p, v, vt, "multi-allelic track but the .pvar lists one ALT", err);
     const size_t nb = p->vrlen[v];
     if ((st = read_bytes(p, v, p->pos, nb, err)) != FM_OK) return st;
     const uint8_t *q = p->rec, *end = p->rec + nb;
     if ((st = decode_main(p, v, vt, &q, end, err)) != FM_OK) return st;
+    if (n_alt > 1) {
+      static const uint8_t c1[4] = {0, 0, 1, 255}, c2[4] = {0, 1, 1, 255};
+      for (int64_t i = 0; i < p->n_samples; i++) {
+        p->a1[i] = c1[p->cat[i]];
+        p->a2[i] = c2[p->cat[i]];
+      }
+      if ((vt & 8) && decode_track1(p, n_alt + 1, &q, end) != 0)
+        return bad_record(p, v, vt, "malformed multi-allelic track", err);
+      int all = 1;
+      if (vt & 0x10) {
+        all = decode_phase_multi(p, q, end);
+        if (all < 0) return bad_record(p, v, vt, "the phase track is truncated", err);
+      } else {
+        memset(p->ph, 0, (size_t)p->n_samples);
+      }
+      p->pos += nb;
+      /* split the ALT list in place; the tokens live until the next line */
+      char *a = p->tok[p->c_alt];
+      for (int k = 0; k < n_alt; k++) {
+        p->alts[k] = a;
+        a = strchr(a, ',');
+        if (a) *a++ = '\0';
+      }
+      p->split_k = n_alt;
+      p->split_j = 1;
+      p->split_all_phased = (vt & 0x10) && all;
+      p->split_pos = pos > 0 ? pos : 0;
+      p->split_id = id;
+      emit_split(r, p, rec);
+      return FM_OK;
+    }
+    const int64_t het = fill_calls(p);
     if (vt & 0x10) {
-      fill_hap_homs(p);
-      const int rc = decode_phase(p, q, end);
+      const int rc = decode_phase(p, het, q, end);
       if (rc < 0) return bad_record(p, v, vt, "the phase track is truncated", err);
       phased = rc;
-      hap_filled = rc;
     }
+    has_het = het > 0;
+    hap_filled = !has_het || phased;
     p->pos += nb;
   }
-  static const int8_t hc[4] = {0, 1, 2, FM_GT_MISSING};
-  int has_het = 0;
-  for (int64_t i = 0; i < p->n_samples; i++) {
-    p->hardcall[i] = hc[p->cat[i]];
-    has_het |= p->cat[i] == 1;
-  }
-  if (!hap_filled && !has_het) {
-    fill_hap_homs(p);
-    hap_filled = 1;
+  if (p->mode == 0x02) {
+    has_het = fill_calls(p) > 0;
+    hap_filled = !has_het;
   }
   rec->n_samples = p->n_samples;
   rec->chrom = p->tok[p->c_chrom];
@@ -481,6 +713,9 @@ static void pgen_close(fm_reader *r) {
   free(p->dval);
   free(p->hardcall);
   free(p->hap);
+  free(p->a1);
+  free(p->a2);
+  free(p->ph);
   free(p);
   r->impl = NULL;
 }
@@ -638,7 +873,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
       goto fail;
     }
   }
-  int64_t n_ids = 0, n_pvar = 0;
+  int64_t n_ids = 0, n_pvar = 0, n_rec = 0;
   if ((st = read_psam(p->psam_path, &r->sample_ids, &n_ids, err)) != FM_OK) goto fail;
   if (n_ids != p->n_samples) {
     fm_plink_free_ids(r->sample_ids, n_ids);
@@ -647,12 +882,13 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
                     p->psam_path, (ll)n_ids, p->pgen_path, (ll)p->n_samples);
     goto fail;
   }
-  if ((st = count_pvar(p->pvar_path, &n_pvar, err)) != FM_OK) goto fail;
+  if ((st = count_pvar(p->pvar_path, &n_pvar, &n_rec, err)) != FM_OK) goto fail;
   if (n_pvar != p->n_variants) {
     st = fm_err_set(err, FM_EMISMATCH, "'%s' lists %lld variants but '%s' has %lld",
                     p->pvar_path, (ll)n_pvar, p->pgen_path, (ll)p->n_variants);
     goto fail;
   }
+  r->info.n_variants = n_rec; /* records after splitting multi-allelic variants */
   if ((st = pvar_start(p, err)) != FM_OK) goto fail;
   const size_t ns = (size_t)(p->n_samples > 0 ? p->n_samples : 1);
   p->cat = malloc(ns);
@@ -661,7 +897,14 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   p->dval = malloc(ns);
   p->hardcall = malloc(ns);
   p->hap = malloc(2 * ns);
-  if (!p->cat || !p->ldref || !p->didx || !p->dval || !p->hardcall || !p->hap) goto oom;
+  p->a1 = malloc(ns);
+  p->a2 = malloc(ns);
+  p->ph = malloc(ns);
+  for (int x = 0; x < 256; x++)
+    for (int k = 0; k < 4; k++) p->lut4[x][k] = (uint8_t)((x >> (2 * k)) & 3);
+  if (!p->cat || !p->ldref || !p->didx || !p->dval || !p->hardcall || !p->hap || !p->a1 ||
+      !p->a2 || !p->ph)
+    goto oom;
   *out = r;
   return FM_OK;
 oom:

@@ -3,7 +3,8 @@
  * Byte layout and what is supported: docs/formats/pgen.md. Source: the PGEN
  * specification (plink-ng's pgen_spec); oracle core/tests/fmt_pgen/ (every
  * record of the 1000 Genomes fixture equals the .bed decode of the same
- * genotypes; chr22 phase equals the .haps export).
+ * genotypes; chr22 phase equals the .haps export; the split multi-allelic
+ * records of 1kg.pgen equal plink2's VCF export).
  *
  * Records come out in file order, one per variant: hardcall = ALT count
  * (main-track category 0/1/2, category 3 -> FM_GT_MISSING); dosage is NULL.
@@ -18,12 +19,19 @@
  *    some unphased heterozygous calls is unphased (hap NULL), as in the VCF
  *    reader. A record without heterozygous calls gets hap filled (phase
  *    implied, is_phased 0), as fm_fmt.h allows.
- *  - Not yet read: multi-allelic hardcalls (bit 3) and dosage tracks
- *    (bits 5-7) -> fm_reader_next returns FM_EUNSUPPORTED naming the
- *    variant and its record type. A .pvar ALT with several alleles is
- *    refused the same way.
+ *  - Multi-allelic variants (.pvar ALT "A1,A2,..", record-type bit 3 for
+ *    track 1) are split per fm_fmt.h into one record per ALT, in ALT order,
+ *    each counting copies of its ALT, with hap slots when every het
+ *    (ALTx/ALTy included) is phased; info.n_variants counts split records.
+ *    Allele counts come from the .pvar (those in the .pgen header are
+ *    skipped). Mode 0x02 with several ALTs -> FM_EUNSUPPORTED.
+ *  - Not yet read: dosage tracks (bits 5-7) -> fm_reader_next returns
+ *    FM_EUNSUPPORTED naming the variant and its record type.
  * sample_ids are the .psam IIDs. The .pvar is read line by line alongside
  * the .pgen; memory is O(n_samples) plus 5 bytes per variant of header.
+ * fm_reader_next also returns FM_EFORMAT for a malformed record (difflist,
+ * track 1, phase track, LD record without a reference), naming the file,
+ * the 1-based variant, its record type and byte offset.
  * Errors name the file and the variant or byte offset.
  * Ownership: fm_reader_close frees everything. One reader per thread. */
 #ifndef FM_FMT_PGEN_H
@@ -41,7 +49,7 @@
  *         header or record index inconsistent with the file size or
  *         truncated, naming the file and byte offset; malformed .pvar/.psam
  *         lines naming file and line); FM_EMISMATCH (.pvar/.psam counts
- *         differ from the .pgen header); FM_EUNSUPPORTED (storage mode other
+ *         differ from the .pgen header's variant / sample counts); FM_EUNSUPPORTED (storage mode other
  *         than 0x02 / 0x10); FM_EARG (NULL pgen_path or out); FM_ENOMEM.
  * Owns:   *out owned (fm_reader_close); paths are copied. */
 FM_NODISCARD fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path,
