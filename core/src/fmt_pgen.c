@@ -5,6 +5,7 @@
 #include "fm/fm_fmt_pgen.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,6 +41,8 @@ typedef struct pgen_impl {
   uint32_t *didx;            /* (n_samples) difflist sample ids */
   uint8_t *dval;             /* (n_samples) difflist values */
   int8_t *hardcall, *hap;
+  double *dosage;            /* (n_samples) when info.has_dosage */
+  int has_dosage;
   /* multi-allelic split state */
   uint8_t *a1, *a2;          /* (n_samples) allele codes a1 <= a2, 255 missing */
   uint8_t *ph;               /* (n_samples) 0 unphased/hom, 1 phased a1|a2, 2 phased a2|a1 */
@@ -335,20 +338,24 @@ static fm_status decode_main(pgen_impl *p, int64_t v, int vt, const uint8_t **pp
 
 /* Phase track: fills p->hap; returns 1 when every het is phased, 0 when
  * some are not, -1 when malformed. */
-static int decode_phase(pgen_impl *p, int64_t het, const uint8_t *q, const uint8_t *end) {
+static int decode_phase(pgen_impl *p, int64_t het, const uint8_t *q, const uint8_t *end,
+                        size_t *used) {
   const int64_t n = p->n_samples;
+  *used = 0;
   if (het == 0) return 1;
   const size_t first = (size_t)(1 + het / 8);
   if ((size_t)(end - q) < first) return -1;
   const int explicit_present = q[0] & 1;
   const uint8_t *info = q;
   int64_t info_bit = 1, present_bit = 1;
+  *used = first;
   if (explicit_present) {
     int64_t n_present = 0;
     for (int64_t h = 0; h < het; h++) n_present += (q[(h + 1) >> 3] >> ((h + 1) & 7)) & 1u;
     if ((size_t)(end - q) < first + (size_t)((n_present + 7) / 8)) return -1;
     info = q + first;
     info_bit = 0;
+    *used = first + (size_t)((n_present + 7) / 8);
   }
   int all = 1;
   int64_t h = 0;
@@ -529,6 +536,11 @@ static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
   rec->alt = p->alts[j - 1];
   rec->hardcall = p->hardcall;
   rec->dosage = NULL;
+  if (p->has_dosage) {
+    for (int64_t i = 0; i < p->n_samples; i++)
+      p->dosage[i] = p->hardcall[i] < 0 ? NAN : (double)p->hardcall[i];
+    rec->dosage = p->dosage;
+  }
   rec->hap = (all || !has_het) ? p->hap : NULL;
   rec->is_phased = has_het && all && p->split_all_phased;
   if (rec->is_phased) r->info.is_phased = 1;
@@ -537,6 +549,39 @@ static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
     p->split_k = 0;
     p->next++;
   }
+}
+
+/* Dosage tracks 3-4 (record-type bits 5-6) at q: p->dosage from the listed
+ * values (16-bit, 16384 = one ALT copy, 65535 missing), the hardcall for
+ * samples without one. Returns 0 or -1 when truncated. */
+static int decode_dosage(pgen_impl *p, int vt, const uint8_t *q, const uint8_t *end) {
+  const int64_t n = p->n_samples;
+  static const double hd[4] = {0.0, 1.0, 2.0, NAN};
+  for (int64_t i = 0; i < n; i++) p->dosage[i] = hd[p->cat[i]];
+  const int mode = (vt >> 5) & 3;
+  if (mode == 0) return 0;
+  int64_t m = 0;
+  if (mode == 1) { /* list of sample ids */
+    uint32_t len;
+    if (parse_difflist(p, &q, end, 0, &len) != 0) return -1;
+    m = len;
+  } else if (mode == 3) { /* bit array */
+    const size_t nb = (size_t)((n + 7) / 8);
+    if ((size_t)(end - q) < nb) return -1;
+    for (int64_t i = 0; i < n; i++)
+      if ((q[i >> 3] >> (i & 7)) & 1u) p->didx[m++] = (uint32_t)i;
+    q += nb;
+  } else { /* every sample */
+    for (int64_t i = 0; i < n; i++) p->didx[i] = (uint32_t)i;
+    m = n;
+  }
+  if ((uint64_t)(end - q) < 2 * (uint64_t)m) return -1;
+  for (int64_t k = 0; k < m; k++) {
+    const unsigned v = (unsigned)q[2 * k] | ((unsigned)q[2 * k + 1] << 8);
+    if (v != 65535 && v > 32768) return -1;
+    p->dosage[p->didx[k]] = v == 65535 ? NAN : v / 16384.0;
+  }
+  return 0;
 }
 
 /* Hardcalls and unphased hap slots (het as 0,1) from the categories in one
@@ -624,10 +669,15 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   } else {
     if (v % PGEN_BLOCK == 0) p->pos = p->block_off[v / PGEN_BLOCK];
     vt = p->vrtype[v];
-    if (vt & 0xe0)
+    if ((vt & 0xe0) && n_alt > 1)
       return fm_err_set(err, FM_EUNSUPPORTED,
-                        "'%s' variant %lld ('%s'): record type 0x%02x (dosage track) is not "
-                        "supported yet",
+                        "'%s' variant %lld ('%s'): record type 0x%02x (multi-allelic dosage) is "
+                        "not supported yet",
+                        p->pgen_path, (ll)v + 1, id, vt);
+    if ((vt & 0x80) && !(vt & 0x60))
+      return fm_err_set(err, FM_EUNSUPPORTED,
+                        "'%s' variant %lld ('%s'): record type 0x%02x (phased dosage without "
+                        "unphased dosage) is not supported yet",
                         p->pgen_path, (ll)v + 1, id, vt);
     if ((vt & 8) && n_alt < 2)
       return bad_record(p, v, vt, "multi-allelic track but the .pvar lists one ALT", err);
@@ -668,10 +718,16 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     }
     const int64_t het = fill_calls(p);
     if (vt & 0x10) {
-      const int rc = decode_phase(p, het, q, end);
+      size_t used = 0;
+      const int rc = decode_phase(p, het, q, end, &used);
       if (rc < 0) return bad_record(p, v, vt, "the phase track is truncated", err);
       phased = rc;
+      q += used;
     }
+    /* phased-dosage tracks (bit 7) come last and are not needed for the
+     * dosage: they are skipped with the rest of the record */
+    if (p->has_dosage && decode_dosage(p, vt, q, end) != 0)
+      return bad_record(p, v, vt, "malformed dosage track", err);
     has_het = het > 0;
     hap_filled = !has_het || phased;
     p->pos += nb;
@@ -687,7 +743,7 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   rec->ref = p->tok[p->c_ref];
   rec->alt = alt;
   rec->hardcall = p->hardcall;
-  rec->dosage = NULL;
+  rec->dosage = p->has_dosage ? p->dosage : NULL;
   rec->hap = hap_filled ? p->hap : NULL;
   rec->is_phased = phased && has_het;
   if (rec->is_phased) r->info.is_phased = 1;
@@ -713,6 +769,7 @@ static void pgen_close(fm_reader *r) {
   free(p->dval);
   free(p->hardcall);
   free(p->hap);
+  free(p->dosage);
   free(p->a1);
   free(p->a2);
   free(p->ph);
@@ -791,8 +848,10 @@ static fm_status read_index(pgen_impl *p, uint8_t hb, fm_err *err) {
       goto done;
     }
   }
-  for (int64_t v = 0; v < nv; v++)
+  for (int64_t v = 0; v < nv; v++) {
     if (p->vrtype[v] & 0x10) p->has_ldref |= 2; /* some record carries phase */
+    if (p->vrtype[v] & 0x60) p->has_dosage = 1;
+  }
 done:
   free(tmp);
   return st;
@@ -858,6 +917,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   if (p->mode == 0x10) {
     if ((st = read_index(p, h[11], err)) != FM_OK) goto fail;
     r->info.is_phased = (p->has_ldref & 2) != 0;
+    r->info.has_dosage = p->has_dosage;
     p->has_ldref = 0;
   } else {
     const uint64_t data = (uint64_t)p->n_variants * (uint64_t)((p->n_samples + 3) / 4);
@@ -898,6 +958,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   p->hardcall = malloc(ns);
   p->hap = malloc(2 * ns);
   p->a1 = malloc(ns);
+  if (p->has_dosage && !(p->dosage = malloc(ns * sizeof *p->dosage))) goto oom;
   p->a2 = malloc(ns);
   p->ph = malloc(ns);
   for (int x = 0; x < 256; x++)

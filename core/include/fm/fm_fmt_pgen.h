@@ -4,10 +4,14 @@
  * specification (plink-ng's pgen_spec); oracle core/tests/fmt_pgen/ (every
  * record of the 1000 Genomes fixture equals the .bed decode of the same
  * genotypes; chr22 phase equals the .haps export; the split multi-allelic
- * records of 1kg.pgen equal plink2's VCF export).
+ * records of 1kg.pgen equal plink2's VCF export; the dosage fixture equals
+ * plink2's DS export).
  *
  * Records come out in file order, one per variant: hardcall = ALT count
- * (main-track category 0/1/2, category 3 -> FM_GT_MISSING); dosage is NULL.
+ * (main-track category 0/1/2, category 3 -> FM_GT_MISSING). dosage is NULL
+ * unless some record type has dosage bits 5-6 (info.has_dosage); then every
+ * record's dosage is filled: the stored 16-bit value / 16384 (65535 -> NaN)
+ * where the record lists one, else the hardcall (missing -> NaN).
  *  - Storage modes: 0x10 (variable-width, what plink2 writes) and 0x02
  *    (fixed-width unphased hardcalls). Other modes -> FM_EUNSUPPORTED naming
  *    the file and the mode byte.
@@ -25,8 +29,10 @@
  *    (ALTx/ALTy included) is phased; info.n_variants counts split records.
  *    Allele counts come from the .pvar (those in the .pgen header are
  *    skipped). Mode 0x02 with several ALTs -> FM_EUNSUPPORTED.
- *  - Not yet read: dosage tracks (bits 5-7) -> fm_reader_next returns
- *    FM_EUNSUPPORTED naming the variant and its record type.
+ *  - Phased dosages (bit 7) are skipped (the unphased dosage track holds
+ *    the dosage). Not read: multi-allelic records with dosage tracks, and
+ *    bit 7 without bits 5-6 -> fm_reader_next returns FM_EUNSUPPORTED
+ *    naming the variant and its record type.
  * sample_ids are the .psam IIDs. The .pvar is read line by line alongside
  * the .pgen; memory is O(n_samples) plus 5 bytes per variant of header.
  * fm_reader_next also returns FM_EFORMAT for a malformed record (difflist,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "fm/fm_fmt_pgen.h"
 #include "fm_test.h"
@@ -316,15 +317,16 @@ static void test_tiny_records(void) {
   write_file(pg, g, sizeof g);
   CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EUNSUPPORTED);
   CHECK(strstr(err.msg, "trunc.pgen") && strstr(err.msg, "0x03"));
-  /* unsupported record type (dosage bit) names the variant and type */
+  /* unsupported record type (phased dosage without dosage) names the
+   * variant and type */
   memcpy(g, f, sizeof f);
-  g[21] = 0x24;
+  g[21] = 0x84;
   write_file(pg, g, sizeof g);
   CHECK_OK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err), &err);
   if (r) {
     CHECK_OK(fm_reader_next(r, &rec, &err), &err);
     CHECK(fm_reader_next(r, &rec, &err) == FM_EUNSUPPORTED);
-    CHECK(strstr(err.msg, "variant 2") && strstr(err.msg, "0x24"));
+    CHECK(strstr(err.msg, "variant 2") && strstr(err.msg, "0x84"));
     fm_reader_close(r);
     r = NULL;
   }
@@ -398,6 +400,69 @@ static void test_multiallelic_split(void) {
   fm_reader_close(r);
 }
 
+/* 1kg_p1_chr22.pgen (5 samples, 10,376 variants) stores dosages (record-type
+ * bits 5-6 as bit array, difflist-free full track) and phased dosages
+ * (bit 7, skipped): hardcalls, dosages and phased slots must equal plink2's
+ * own DS export 1kg_p1_chr22.plink2_DS.vcf.gz (GT:DS, DS printed to 3
+ * decimals or fewer; a missing GT may carry a dosage). */
+static void test_dosage_equals_ds_vcf(void) {
+  char pg[4300], vcf[4300];
+  fx_path(pg, sizeof pg, "../1kg_phase1_chr22_dosage/1kg_p1_chr22.pgen");
+  fx_path(vcf, sizeof vcf, "../1kg_phase1_chr22_dosage/1kg_p1_chr22.plink2_DS.vcf.gz");
+  if (!have_fx || access(pg, R_OK) != 0 || access(vcf, R_OK) != 0) {
+    printf("SKIP: test_dosage_equals_ds_vcf (fixtures not found)\n");
+    return;
+  }
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err), &err);
+  if (!r) return;
+  CHECK(r->info.has_dosage && r->info.n_variants == 10376 && r->info.n_samples == 5);
+  gzFile g = gzopen(vcf, "r");
+  CHECK(g != NULL);
+  char line[8192];
+  fm_gt_record rec;
+  fm_status st;
+  int64_t v = 0, bad_hc = 0, bad_ds = 0, bad_hap = 0, n_frac = 0, n_hap = 0;
+  while (g && (st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+    char *t = NULL;
+    do {
+      t = gzgets(g, line, sizeof line);
+    } while (t && line[0] == '#');
+    if (!t) {
+      bad_hc++;
+      break;
+    }
+    char *save = NULL;
+    t = strtok_r(line, "\t\n", &save);
+    for (int k = 0; t && k < 9; k++) t = strtok_r(NULL, "\t\n", &save);
+    CHECK(rec.dosage != NULL);
+    for (int64_t i = 0; t && rec.dosage && i < rec.n_samples; i++, t = strtok_r(NULL, "\t\n", &save)) {
+      const int x = t[0] == '.' ? -1 : t[0] - '0', y = t[2] == '.' ? -1 : t[2] - '0';
+      bad_hc += rec.hardcall[i] != ((x < 0 || y < 0) ? FM_GT_MISSING : x + y);
+      const char *c = strchr(t, ':');
+      const double ds = (c && c[1] != '.') ? atof(c + 1) : NAN, d = rec.dosage[i];
+      bad_ds += isnan(ds) != isnan(d) || (!isnan(d) && fabs(d - ds) > 1e-3);
+      n_frac += !isnan(d) && d != floor(d);
+      if (rec.hap && x >= 0 && y >= 0 && t[1] == '|') {
+        n_hap++;
+        bad_hap += rec.hap[2 * i] != x || rec.hap[2 * i + 1] != y;
+      }
+    }
+    v++;
+  }
+  CHECK(st == FM_FMT_END);
+  if (st != FM_FMT_END) fprintf(stderr, "%s\n", err.msg);
+  CHECK(v == 10376);
+  CHECK(bad_hc == 0 && bad_ds == 0 && bad_hap == 0);
+  CHECK(n_frac > 1000 && n_hap > 1000);
+  if (bad_hc || bad_ds || bad_hap)
+    fprintf(stderr, "dosage pgen vs DS vcf: %lld hardcall, %lld dosage, %lld hap mismatches\n",
+            (long long)bad_hc, (long long)bad_ds, (long long)bad_hap);
+  if (g) gzclose(g);
+  fm_reader_close(r);
+}
+
 int main(void) {
   have_fx = find_fixtures();
   snprintf(tmp_dir, sizeof tmp_dir, "/tmp/fm_test_pgen_XXXXXX");
@@ -409,6 +474,7 @@ int main(void) {
   FM_RUN(test_fixed_width);
   FM_RUN(test_tiny_records);
   FM_RUN(test_multiallelic_split);
+  FM_RUN(test_dosage_equals_ds_vcf);
   const char *names[] = {"fw.pgen", "fw.pvar", "tiny.pgen", "tiny.pvar", "tiny.psam",
                          "trunc.pgen", "trunc.pvar", "trunc.psam"};
   char p[512];
