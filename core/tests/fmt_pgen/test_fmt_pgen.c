@@ -463,6 +463,49 @@ static void test_dosage_equals_ds_vcf(void) {
   fm_reader_close(r);
 }
 
+/* ceu_exon_bi.pgen (90 samples, 1,346 variants, 7% missing, unphased) uses
+ * 4-bit record types and 1-byte record lengths: every record must equal the
+ * .bed decode of ceu_exon_bi.bed. */
+static void test_ceu_exon_equals_bed(void) {
+  char pg[4300], bed[4300];
+  fx_path(pg, sizeof pg, "../ceu_exon/ceu_exon_bi.pgen");
+  fx_path(bed, sizeof bed, "../ceu_exon/ceu_exon_bi.bed");
+  if (!have_fx || access(pg, R_OK) != 0 || access(bed, R_OK) != 0) {
+    printf("SKIP: test_ceu_exon_equals_bed (fixtures not found)\n");
+    return;
+  }
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err), &err);
+  if (!r) return;
+  FILE *fb = fopen(bed, "rb");
+  CHECK(fb != NULL);
+  const int64_t n = r->info.n_samples, cb = (n + 3) / 4;
+  uint8_t *col = malloc((size_t)cb);
+  fm_gt_record rec;
+  fm_status st = FM_OK;
+  int64_t v = 0, bad = 0, n_miss = 0;
+  if (fb) fseek(fb, 3, SEEK_SET);
+  while (fb && (st = fm_reader_next(r, &rec, &err)) == FM_OK) {
+    if (fread(col, 1, (size_t)cb, fb) != (size_t)cb) {
+      bad++;
+      break;
+    }
+    for (int64_t i = 0; i < n; i++) {
+      bad += rec.hardcall[i] != bed_val[(col[i >> 2] >> (2 * (i & 3))) & 3];
+      n_miss += rec.hardcall[i] == FM_GT_MISSING;
+    }
+    v++;
+  }
+  CHECK(st == FM_FMT_END);
+  CHECK(v == 1346 && v == r->info.n_variants);
+  CHECK(bad == 0);
+  CHECK(n_miss > 5000);
+  free(col);
+  if (fb) fclose(fb);
+  fm_reader_close(r);
+}
+
 int main(void) {
   have_fx = find_fixtures();
   snprintf(tmp_dir, sizeof tmp_dir, "/tmp/fm_test_pgen_XXXXXX");
@@ -475,6 +518,7 @@ int main(void) {
   FM_RUN(test_tiny_records);
   FM_RUN(test_multiallelic_split);
   FM_RUN(test_dosage_equals_ds_vcf);
+  FM_RUN(test_ceu_exon_equals_bed);
   const char *names[] = {"fw.pgen", "fw.pvar", "tiny.pgen", "tiny.pvar", "tiny.psam",
                          "trunc.pgen", "trunc.pvar", "trunc.psam"};
   char p[512];
