@@ -602,17 +602,17 @@ static int64_t fill_calls(pgen_impl *p) {
 }
 
 static fm_status read_bytes(pgen_impl *p, int64_t v, uint64_t off, size_t nb, fm_err *err) {
+  if (off + nb > p->file_bytes)
+    return fm_err_set(err, FM_EFORMAT,
+                      "'%s' is truncated: variant %lld needs bytes %llu..%llu but the file has "
+                      "%llu bytes",
+                      p->pgen_path, (ll)v + 1, (ull)off, (ull)(off + nb), (ull)p->file_bytes);
   if (nb > p->rec_cap) {
     uint8_t *t = realloc(p->rec, nb);
     if (!t) return fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", p->pgen_path);
     p->rec = t;
     p->rec_cap = nb;
   }
-  if (off + nb > p->file_bytes)
-    return fm_err_set(err, FM_EFORMAT,
-                      "'%s' is truncated: variant %lld needs bytes %llu..%llu but the file has "
-                      "%llu bytes",
-                      p->pgen_path, (ll)v + 1, (ull)off, (ull)(off + nb), (ull)p->file_bytes);
   if (fseeko(p->f, (off_t)off, SEEK_SET) != 0 || fread(p->rec, 1, nb, p->f) != nb)
     return fm_err_set(err, FM_EIO, "'%s': cannot read variant %lld at byte offset %llu",
                       p->pgen_path, (ll)v + 1, (ull)off);
@@ -800,6 +800,14 @@ static fm_status read_index(pgen_impl *p, uint8_t hb, fm_err *err) {
   const int ac_bytes = (hb >> 4) & 3;
   const int prov = hb >> 6;
   const int64_t n_blocks = (nv + PGEN_BLOCK - 1) / PGEN_BLOCK;
+  /* the index must fit in the file before anything is sized from it */
+  const uint64_t need = 12 + 8 * (uint64_t)n_blocks +
+                        (uint64_t)nv * (uint64_t)len_bytes + (uint64_t)nv * (uint64_t)vt_bits / 8;
+  if (need > p->file_bytes)
+    return fm_err_set(err, FM_EFORMAT,
+                      "'%s' is truncated: the record index of %lld variants at byte offset 12 "
+                      "runs to offset %llu but the file has %llu bytes",
+                      p->pgen_path, (ll)nv, (ull)need, (ull)p->file_bytes);
   p->block_off = malloc((size_t)(n_blocks > 0 ? n_blocks : 1) * sizeof *p->block_off);
   p->vrtype = malloc((size_t)(nv > 0 ? nv : 1));
   p->vrlen = malloc((size_t)(nv > 0 ? nv : 1) * sizeof *p->vrlen);

@@ -300,12 +300,19 @@ static void test_tiny_records(void) {
   memset(&err, 0, sizeof err);
   CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EFORMAT);
   CHECK(r == NULL && strstr(err.msg, "trunc.pgen") && strstr(err.msg, "26"));
+  uint8_t g[sizeof f];
   /* truncated header */
   write_file(pg, f, 16);
   CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EFORMAT);
   CHECK(strstr(err.msg, "trunc.pgen") && strstr(err.msg, "offset 12"));
+  /* a header claiming 2^32 - 1 variants: refused from the file size, before
+   * anything is allocated from the count */
+  memcpy(g, f, sizeof f);
+  g[3] = g[4] = g[5] = g[6] = 0xff;
+  write_file(pg, g, sizeof g);
+  CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "trunc.pgen") && strstr(err.msg, "4294967295"));
   /* wrong magic */
-  uint8_t g[sizeof f];
   memcpy(g, f, sizeof f);
   g[1] = 0x1c;
   write_file(pg, g, sizeof g);
