@@ -29,6 +29,7 @@ typedef struct pgen_impl {
   uint32_t *vrlen;           /* (n_variants) record bytes */
   uint64_t *block_off;       /* (n_blocks) */
   uint64_t pos;              /* byte offset of record `next` */
+  uint64_t fpos;             /* stdio position after the last read (UINT64_MAX unknown) */
   /* mode 0x02 */
   uint64_t fixed_off;
   /* buffers */
@@ -613,9 +614,14 @@ static fm_status read_bytes(pgen_impl *p, int64_t v, uint64_t off, size_t nb, fm
     p->rec = t;
     p->rec_cap = nb;
   }
-  if (fseeko(p->f, (off_t)off, SEEK_SET) != 0 || fread(p->rec, 1, nb, p->f) != nb)
+  /* sequential records need no seek (a seek drops stdio's buffer) */
+  if ((off != p->fpos && fseeko(p->f, (off_t)off, SEEK_SET) != 0) ||
+      fread(p->rec, 1, nb, p->f) != nb) {
+    p->fpos = UINT64_MAX;
     return fm_err_set(err, FM_EIO, "'%s': cannot read variant %lld at byte offset %llu",
                       p->pgen_path, (ll)v + 1, (ull)off);
+  }
+  p->fpos = off + nb;
   return FM_OK;
 }
 
@@ -880,6 +886,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   r->ops = &pgen_ops;
   r->impl = p;
   r->info.format = "pgen";
+  p->fpos = UINT64_MAX;
   p->pgen_path = dup_str(pgen_path);
   p->pvar_path = pvar_path ? dup_str(pvar_path) : fm_plink_swap_ext(pgen_path, ".pgen", ".pvar");
   p->psam_path = psam_path ? dup_str(psam_path) : fm_plink_swap_ext(pgen_path, ".pgen", ".psam");
