@@ -37,7 +37,6 @@
 #' @slot samples data frame of sample metadata (or `NULL`).
 #' @slot source character: where the bytes live.
 #' @name fmalloc_codec_matrix-class
-#' @aliases fmalloc_codec_matrix
 #' @exportClass fmalloc_codec_matrix
 setClass("fmalloc_codec_matrix", slots = c(
   storage = "ANY", spec = "numeric", cols = "ANY", dimnames = "list",
