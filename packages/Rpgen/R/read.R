@@ -1,6 +1,6 @@
 # Format detection, companion files, and the two user-facing functions.
 
-.rpg_formats <- c("bed", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat", "dosage")
+.rpg_formats <- c("bed", "pgen", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat", "dosage")
 
 .strip_ext <- function(path, ext) sub(paste0("\\.", ext, "$"), "", path, ignore.case = TRUE)
 
@@ -26,13 +26,16 @@
     return(f)
   }
   p <- tolower(path)
-  rules <- list(bed = "\\.bed$", bgen = "\\.bgen$", vcf = "\\.(vcf|vcf\\.gz|vcf\\.bgz|bcf)$",
+  rules <- list(bed = "\\.bed$", pgen = "\\.pgen$", bgen = "\\.bgen$", vcf = "\\.(vcf|vcf\\.gz|vcf\\.bgz|bcf)$",
                 ped = "\\.ped$", tped = "\\.tped$", gen = "\\.gen(\\.gz)?$",
                 haps = "\\.haps(\\.gz)?$", eigenstrat = "\\.geno$")
   for (f in names(rules)) if (grepl(rules[[f]], p)) return(f)
   if (!file.exists(path) && file.exists(paste0(path, ".bed"))) return("bed")
+  if (!file.exists(path) && file.exists(paste0(path, ".pgen"))) return("pgen")
   m <- .magic(path)
-  if (length(m) >= 3 && m[1] == as.raw(0x6c) && m[2] == as.raw(0x1b)) return("bed")
+  if (length(m) >= 3 && m[1] == as.raw(0x6c) && m[2] == as.raw(0x1b)) {
+    return(if (m[3] == as.raw(0x01)) "bed" else "pgen")
+  }
   if (length(m) >= 8 && identical(rawToChar(m[5:8]), "bgen")) return("bgen")
   if (length(m) >= 3 && identical(rawToChar(m[1:3]), "BCF")) return("vcf")
   if (length(m) >= 2 && m[1] == as.raw(0x1f) && m[2] == as.raw(0x8b)) return("vcf")
@@ -65,6 +68,11 @@
       prefix <- .strip_ext(path, "bed")
       paths <- c(paste0(prefix, ".bed"), .companion(dots, "bim", prefix, ".bim"),
                  .companion(dots, "fam", prefix, ".fam"))
+    },
+    pgen = {
+      prefix <- .strip_ext(path, "pgen")
+      paths <- c(paste0(prefix, ".pgen"), .companion(dots, "pvar", prefix, ".pvar"),
+                 .companion(dots, "psam", prefix, ".psam"))
     },
     ped = {
       prefix <- .strip_ext(path, "ped")
@@ -155,9 +163,9 @@
 #' what is known before streaming.
 #'
 #' @param path the genotype file (see [rpgen_read()] for formats and
-#'   companion files), or a PLINK 1 prefix with a `.bed` beside it.
+#'   companion files), or a PLINK prefix with a `.bed` or `.pgen` beside it.
 #' @param format `NULL` (detect from the extension, then the first bytes) or
-#'   one of `"bed"`, `"ped"`, `"tped"`, `"bgen"`, `"vcf"` (also BCF),
+#'   one of `"bed"`, `"pgen"`, `"ped"`, `"tped"`, `"bgen"`, `"vcf"` (also BCF),
 #'   `"gen"`, `"haps"`, `"eigenstrat"`, `"dosage"`.
 #' @param ... companion files and reader options, as for [rpgen_read()];
 #'   `count = TRUE` counts the records when the header does not tell
@@ -194,7 +202,9 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' converted through a temporary file.
 #'
 #' **Formats and companions** (found by prefix, or given in `...`):
-#' `.bed` (or a prefix) with `bim`, `fam`; `.ped` with `map`; `.tped` with
+#' `.bed` (or a prefix) with `bim`, `fam`; `.pgen` (or a prefix) with `pvar`,
+#' `psam` (PLINK 2: hardcalls, phase, dosages, multi-allelic records split);
+#' `.ped` with `map`; `.tped` with
 #' `tfam`; `.bgen` (embedded samples, else `sample`, else `sample1...`);
 #' `.vcf`, `.vcf.gz`, `.bcf` (`region = "22"` reads one region through the
 #' index beside the file); `.gen` with `sample`; `.haps` with `sample`, or

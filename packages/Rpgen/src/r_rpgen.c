@@ -17,6 +17,7 @@
 #include "fm/fm_base.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_fmt_bgen.h"
+#include "fm/fm_fmt_pgen.h"
 #include "fm/fm_fmt_plink.h"
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
@@ -133,6 +134,8 @@ SEXP rpg_open(SEXP s_format, SEXP paths, SEXP s_region, SEXP counted, SEXP s_opt
     st = fm_fmt_ped_open(opt_str(paths, 0), opt_str(paths, 1), cnt, n_cnt, &r, &err);
   } else if (!strcmp(f, "tped")) {
     st = fm_fmt_tped_open(opt_str(paths, 0), opt_str(paths, 1), cnt, n_cnt, &r, &err);
+  } else if (!strcmp(f, "pgen")) {
+    st = fm_fmt_pgen_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2), &r, &err);
   } else if (!strcmp(f, "bgen")) {
     st = fm_fmt_bgen_open(opt_str(paths, 0), &r, &err);
   } else if (!strcmp(f, "vcf")) {

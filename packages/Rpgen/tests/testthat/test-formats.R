@@ -18,6 +18,18 @@ test_that("bed (restricted to chr22 via variants) matches the .traw", {
                list(format = "bed", n_samples = 1126, n_variants = nrow(bim)))
 })
 
+test_that("PGEN (restricted to chr22 via variants) matches the .traw", {
+  rt <- new_runtime()
+  pvar <- utils::read.table(kg("1kg_bi.pvar"), colClasses = "character", comment.char = "#")
+  chr22 <- which(pvar$V1 == "22")
+  X <- rpgen_read(kg("1kg_bi.pgen"), runtime = rt, variants = chr22)
+  expect_matches_traw(X, 1097)
+  # a bare prefix with only a .pgen beside it (1kg has no .bed)
+  expect_equal(rpgen_info(sub("\\.pgen$", "", kg("1kg.pgen")))$format, "pgen")
+  H <- rpgen_read(kg("1kg_bi.pgen"), destination = "haplotype", runtime = rt, variants = chr22[1:50])
+  expect_equal(dim(H), c(50L, 2L * 1126L))
+})
+
 test_that("VCF.gz and BCF chr22 records match the .traw", {
   rt <- new_runtime()
   for (f in c("1kg.vcf.gz", "1kg.bcf")) {
