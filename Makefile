@@ -66,9 +66,10 @@ demo: setup install
 bench: setup install
 	@$(RENV) Rscript bench/run.R
 
-check: setup sync
+# Packages are checked in PKGS order against build/rlib (Rpgen needs Rfmalloc).
+check: setup install
 	@mkdir -p build/check
-	@for p in $(PKGS); do (cd build/check && R CMD build ../../$$p && \
+	@for p in $(PKGS); do (cd build/check && $(RENV) R CMD build ../../$$p && \
 	  $(RENV) _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual $$(basename $$p)_*.tar.gz) || exit 1; done
 
 clean:
