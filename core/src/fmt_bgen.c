@@ -292,6 +292,11 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
   if (b->compression == 1 && (double)dlen > (double)clen * 1032.0 + 64)
     return VERR(FM_EFORMAT, "zlib block of %llu bytes cannot inflate to %llu bytes",
                 (unsigned long long)clen, (unsigned long long)dlen);
+  /* zstd: each block yields at most 128 KiB and costs at least 4 bytes
+   * (3-byte header + 1 RLE byte) */
+  if (b->compression == 2 && (double)dlen > ((double)clen / 4.0 + 1.0) * 131072.0)
+    return VERR(FM_EFORMAT, "zstd block of %llu bytes cannot decompress to %llu bytes",
+                (unsigned long long)clen, (unsigned long long)dlen);
   if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
     return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
   if (!grow((void **)&b->raw, &b->raw_cap, (size_t)dlen + 8, 1))

@@ -745,6 +745,43 @@ static void test_huge_n_header(void) {
   unlink(path);
 }
 
+/* Regression (fuzz_readers_bgen): the same for a zstd block claiming 4 GB. */
+static void test_huge_zstd_claim(void) {
+  static const uint8_t dip[TN] = {2, 2, 2, 2};
+  buf g = {0};
+  geno_head(&g, dip, 8);
+  for (int i = 0; i < TN; i++) { put8(&g, 255); put8(&g, 0); }
+  size_t cap = ZSTD_compressBound(g.n);
+  uint8_t *c = malloc(cap);
+  if (!c) { free(g.p); CHECK(!"malloc"); return; }
+  size_t cl = ZSTD_compress(c, cap, g.p, g.n, 3);
+  CHECK(!ZSTD_isError(cl));
+  buf f = {0};
+  put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, 0xfffffff0u); put(&f, "bgen", 4);
+  put32(&f, 2u | (2u << 2)); /* zstd, layout 2, no sample block, N as above */
+  putstr16(&f, "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10);
+  put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+  put32(&f, (uint32_t)cl + 4);
+  put32(&f, 0xffffff00u);
+  put(&f, c, cl);
+  free(c);
+  free(g.p);
+  char path[600];
+  tmp_path(path, sizeof path, "huge_zstd.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  fm_gt_record rec;
+  CHECK(fm_reader_next(r, &rec, &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "variant 1 (v1)") && strstr(err.msg, "cannot decompress"));
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+  unlink(path);
+}
+
 /* Every byte of the tiny files changed two ways: the reader never crashes
  * (ASan/valgrind), and every failure carries a message naming the file. */
 static void test_mutations(void) {
@@ -829,6 +866,7 @@ int main(void) {
   FM_RUN(test_layout1_probabilities);
   FM_RUN(test_bits_and_ploidy);
   FM_RUN(test_huge_n_header);
+  FM_RUN(test_huge_zstd_claim);
   FM_RUN(test_mutations);
   FM_RUN(test_fixture_v11);
   FM_RUN(test_fixture_8bit);
