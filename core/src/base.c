@@ -26,7 +26,7 @@ void fm_err_clear(fm_err *err) {
 const char *fm_status_name(fm_status code) {
   static const char *const names[FM_STATUS_COUNT] = {
       "ok",    "enomem",  "eio",    "eformat", "emismatch", "edegenerate", "earg",
-      "eunsupported", "ecancelled", "enospc", "ebusy", "eclosed", "einternal"};
+      "eunsupported", "ecancelled", "enospc", "ebusy", "eclosed", "einternal", "eend"};
   if ((int)code < 0 || (int)code >= FM_STATUS_COUNT) return "einternal";
   return names[code];
 }

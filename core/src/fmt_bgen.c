@@ -494,8 +494,7 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
   uint64_t need_bits = 0;
   for (uint32_t i = 0; i < n; i++) {
     unsigned z = ploidy[i] & 63;
-    /* FM_EFORMAT, not FM_EUNSUPPORTED: that code is FM_FMT_END, which from
-     * fm_reader_next means a clean end of file (fm_fmt.h) */
+    /* beyond diploid: refused as malformed for this reader, naming the sample */
     if (z > 2)
       return VERR(FM_EFORMAT, "sample %lu has ploidy %u (only 0, 1 and 2 are read)",
                   (unsigned long)i + 1, z);

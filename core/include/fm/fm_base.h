@@ -34,10 +34,11 @@ typedef enum fm_status {
   FM_ENOSPC = 9,       /* the size cap, disk or file-size limit is reached */
   FM_EBUSY = 10,       /* another process holds the file lock */
   FM_ECLOSED = 11,     /* the runtime was closed */
-  FM_EINTERNAL = 12    /* a bug: an internal invariant failed */
+  FM_EINTERNAL = 12,   /* a bug: an internal invariant failed */
+  FM_EEND = 13         /* not an error: a stream (a reader's records) has ended */
 } fm_status;
 
-#define FM_STATUS_COUNT 13
+#define FM_STATUS_COUNT 14
 
 typedef struct fm_err {
   fm_status code;

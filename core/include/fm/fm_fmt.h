@@ -71,8 +71,9 @@ typedef struct fm_fmt_info {
 typedef struct fm_reader fm_reader;
 
 /* The operations of one format. `next` fills *rec with the next record and
- * returns FM_OK, or returns FM_EUNSUPPORTED at the end of the file (no
- * record); errors name the file and the record, line or byte offset. */
+ * returns FM_OK, or returns FM_FMT_END at the end of the file (no record);
+ * errors, FM_EUNSUPPORTED for a record this reader cannot decode among them,
+ * name the file and the record, line or byte offset. */
 typedef struct fm_reader_ops {
   fm_status (*next)(fm_reader *r, fm_gt_record *rec, fm_err *err);
   void (*close)(fm_reader *r);
@@ -85,7 +86,7 @@ struct fm_reader {
   void *impl;          /* owned by the format */
 };
 
-#define FM_FMT_END FM_EUNSUPPORTED
+#define FM_FMT_END FM_EEND
 
 /* Each format's open function (fm_fmt_<format>_open in fm_fmt_<format>.h)
  * mallocs the fm_reader, fills ops, info, sample_ids (malloc'd array of

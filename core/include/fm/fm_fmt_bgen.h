@@ -12,7 +12,7 @@
  *    the external .sample file;
  *  - layout 1: three uint16 probabilities / 32768 per sample, diploid;
  *  - layout 2: probabilities of B = 1..32 bits, phased or unphased, ploidy 0,
- *    1 or 2 per sample (missing bit honoured); ploidy > 2 is FM_EUNSUPPORTED
+ *    1 or 2 per sample (missing bit honoured); ploidy > 2 is FM_EFORMAT
  *    naming the variant and sample.
  *
  * Conventions (fm_fmt.h): the counted allele is the second allele (ALT; files
