@@ -104,21 +104,41 @@ static char *dup_str(const char *s) {
   return d;
 }
 
-fm_status fm_plink_read_fam(const char *path, char ***ids_out, int64_t *n_out, fm_err *err) {
+fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, int64_t *n_out,
+                                fm_err *err) {
   fm_plink_lines L;
   char **ids = NULL;
   int64_t n = 0, cap = 0;
-  int rc;
+  int rc, iid_col = 1, first = 1;
+  char *tok[64];
   *ids_out = NULL;
   *n_out = 0;
   fm_status st = fm_plink_lines_open(&L, path, err);
   if (st != FM_OK) return st;
   while ((rc = fm_plink_lines_next(&L, err)) == 1) {
-    char *tok[7];
-    const int64_t nt = fm_plink_split(L.buf, tok, 7);
-    if (nt != 6) {
+    if (is_psam && L.buf[0] == '#' && L.buf[1] == '#') continue;
+    const int64_t nt = fm_plink_split(L.buf, tok, 64);
+    if (is_psam && first && tok[0][0] == '#') { /* header: find the IID column */
+      first = 0;
+      iid_col = -1;
+      for (int64_t k = 0; k < nt && k < 64; k++)
+        if (strcmp(tok[k] + (k == 0), "IID") == 0) iid_col = (int)k;
+      if (iid_col < 0) {
+        st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld: the header names no IID column", path,
+                        (ll)L.line_no);
+        goto fail;
+      }
+      continue;
+    }
+    first = 0;
+    if (!is_psam && nt != 6) {
       st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; a .fam line has 6",
                       path, (ll)L.line_no, (ll)nt);
+      goto fail;
+    }
+    if (nt <= iid_col) {
+      st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; the IID is field %d",
+                      path, (ll)L.line_no, (ll)nt, iid_col + 1);
       goto fail;
     }
     if (n == cap) {
@@ -127,7 +147,7 @@ fm_status fm_plink_read_fam(const char *path, char ***ids_out, int64_t *n_out, f
       if (!t) goto oom;
       ids = t;
     }
-    if (!(ids[n] = dup_str(tok[1]))) goto oom;
+    if (!(ids[n] = dup_str(tok[iid_col]))) goto oom;
     n++;
   }
   if (rc < 0) {
@@ -302,7 +322,7 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
   b->bim_path = bim_path ? dup_str(bim_path) : fm_plink_swap_ext(bed_path, ".bed", ".bim");
   b->fam_path = fam_path ? dup_str(fam_path) : fm_plink_swap_ext(bed_path, ".bed", ".fam");
   if (!b->bed_path || !b->bim_path || !b->fam_path) goto oom;
-  if ((st = fm_plink_read_fam(b->fam_path, &r->sample_ids, &b->n_samples, err)) != FM_OK)
+  if ((st = fm_plink_read_samples(b->fam_path, 0, &r->sample_ids, &b->n_samples, err)) != FM_OK)
     goto fail;
   r->info.n_samples = b->n_samples;
   if ((st = fm_plink_count_lines(b->bim_path, &b->n_variants, err)) != FM_OK) goto fail;

@@ -73,63 +73,6 @@ static uint64_t rd_le(const uint8_t *p, int n) {
 
 /* ---- .psam / .pvar ------------------------------------------------------ */
 
-static fm_status read_psam(const char *path, char ***ids_out, int64_t *n_out, fm_err *err) {
-  fm_plink_lines L;
-  char **ids = NULL;
-  int64_t n = 0, cap = 0;
-  int rc, iid_col = 1, first = 1;
-  char *tok[64];
-  *ids_out = NULL;
-  *n_out = 0;
-  fm_status st = fm_plink_lines_open(&L, path, err);
-  if (st != FM_OK) return st;
-  while ((rc = fm_plink_lines_next(&L, err)) == 1) {
-    if (L.buf[0] == '#' && L.buf[1] == '#') continue;
-    const int64_t nt = fm_plink_split(L.buf, tok, 64);
-    if (first && tok[0][0] == '#') {
-      first = 0;
-      iid_col = -1;
-      for (int64_t k = 0; k < nt && k < 64; k++)
-        if (strcmp(tok[k] + (k == 0), "IID") == 0) iid_col = (int)k;
-      if (iid_col < 0) {
-        st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld: the header names no IID column", path,
-                        (ll)L.line_no);
-        goto fail;
-      }
-      continue;
-    }
-    first = 0;
-    if (nt <= iid_col) {
-      st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; the IID is field %d",
-                      path, (ll)L.line_no, (ll)nt, iid_col + 1);
-      goto fail;
-    }
-    if (n == cap) {
-      cap = cap ? 2 * cap : 256;
-      char **t = realloc(ids, (size_t)cap * sizeof *t);
-      if (!t) goto oom;
-      ids = t;
-    }
-    if (!(ids[n] = dup_str(tok[iid_col]))) goto oom;
-    n++;
-  }
-  if (rc < 0) {
-    st = (fm_status)-rc;
-    goto fail;
-  }
-  fm_plink_lines_close(&L);
-  if (!ids && !(ids = malloc(sizeof *ids))) return fm_err_set(err, FM_ENOMEM, "out of memory");
-  *ids_out = ids;
-  *n_out = n;
-  return FM_OK;
-oom:
-  st = fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", path);
-fail:
-  fm_plink_free_ids(ids, n);
-  fm_plink_lines_close(&L);
-  return st;
-}
-
 /* Count the record lines of a .pvar (lines not starting with '#') and the
  * biallelic records they split into (one per ALT allele). */
 static fm_status count_pvar(const char *path, int64_t *n_out, int64_t *n_rec_out, fm_err *err) {
@@ -949,7 +892,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
     }
   }
   int64_t n_ids = 0, n_pvar = 0, n_rec = 0;
-  if ((st = read_psam(p->psam_path, &r->sample_ids, &n_ids, err)) != FM_OK) goto fail;
+  if ((st = fm_plink_read_samples(p->psam_path, 1, &r->sample_ids, &n_ids, err)) != FM_OK) goto fail;
   if (n_ids != p->n_samples) {
     fm_plink_free_ids(r->sample_ids, n_ids);
     r->sample_ids = NULL;

@@ -32,9 +32,12 @@ int64_t fm_plink_split(char *line, char **tok, int64_t max_tok);
 /* Count the non-blank lines of path. */
 fm_status fm_plink_count_lines(const char *path, int64_t *n_out, fm_err *err);
 
-/* Read a .fam/.tfam (6 fields a line): *ids_out = malloc'd array of
+/* Read the sample IIDs of a .fam/.tfam (is_psam 0: 6 fields a line, IID
+ * second) or a .psam (is_psam 1: "##" lines skipped, a "#FID"/"#IID" header
+ * names the IID column, else the .fam layout): *ids_out = malloc'd array of
  * malloc'd IIDs. */
-fm_status fm_plink_read_fam(const char *path, char ***ids_out, int64_t *n_out, fm_err *err);
+fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, int64_t *n_out,
+                                fm_err *err);
 void fm_plink_free_ids(char **ids, int64_t n);
 
 /* path with its suffix `from` replaced by `to` (or to appended); malloc'd. */
