@@ -130,9 +130,14 @@ static fm_status dos_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
       continue;
     }
     if (k == 1) {
-      double v = q[0], rd = floor(v + 0.5);
+      /* Within 0.1 of an integer, measured as plink2 measures it: in PGEN's
+       * 1/16384 units (0.1 -> 1638). In doubles 1.1 - 1 > 0.1, which made
+       * 1.1 and 1.9 missing while 0.9 and 0.1 were called (found on the
+       * dosage fixture against plink2 --import-dosage, 2026-11-30). */
+      double v = q[0];
+      long u = lround(v * 16384.0), ur = (u + 8192) / 16384;
       d->dosage[i] = v;
-      d->hardcall[i] = fabs(v - rd) <= 0.1 ? (int8_t)rd : FM_GT_MISSING;
+      d->hardcall[i] = labs(u - ur * 16384) <= 1638 ? (int8_t)ur : FM_GT_MISSING;
       continue;
     }
     /* q = P(A1A1), P(A1A2)[, P(A2A2)]; A1 is counted */
