@@ -118,7 +118,8 @@ fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, 
   while ((rc = fm_plink_lines_next(&L, err)) == 1) {
     if (is_psam && L.buf[0] == '#' && L.buf[1] == '#') continue;
     const int64_t nt = fm_plink_split(L.buf, tok, 64);
-    if (is_psam && first && tok[0][0] == '#') { /* header: find the IID column */
+    /* nt == 0 (a line of NUL and blanks) leaves tok[0] unset */
+    if (is_psam && first && nt > 0 && tok[0][0] == '#') { /* header: find the IID column */
       first = 0;
       iid_col = -1;
       for (int64_t k = 0; k < nt && k < 64; k++)

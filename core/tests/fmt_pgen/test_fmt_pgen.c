@@ -513,6 +513,23 @@ static void test_ceu_exon_equals_bed(void) {
   fm_reader_close(r);
 }
 
+/* Inputs found by fuzz_readers_pgen. */
+static void test_fuzz_regressions(void) {
+  char pg[512], pv[512], ps[512];
+  tmp_path(pg, sizeof pg, "fz.pgen");
+  tmp_path(pv, sizeof pv, "fz.pvar");
+  tmp_path(ps, sizeof ps, "fz.psam");
+  const uint8_t hdr[12] = {0x6c, 0x1b, 0x02, 0, 0, 0, 0, 1, 0, 0, 0, 0}; /* 0 variants, 1 sample */
+  write_file(pg, hdr, sizeof hdr);
+  write_text(pv, "#CHROM\tPOS\tID\tREF\tALT\n");
+  /* a .psam line with no fields (a NUL byte) read its first token unset */
+  write_file(ps, "\0\n", 2);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK(fm_fmt_pgen_open(pg, pv, ps, &r, &err) == FM_EFORMAT);
+  CHECK(r == NULL && strstr(err.msg, "fz.psam") && strstr(err.msg, "line 1"));
+}
+
 int main(void) {
   have_fx = find_fixtures();
   snprintf(tmp_dir, sizeof tmp_dir, "/tmp/fm_test_pgen_XXXXXX");
@@ -526,8 +543,9 @@ int main(void) {
   FM_RUN(test_multiallelic_split);
   FM_RUN(test_dosage_equals_ds_vcf);
   FM_RUN(test_ceu_exon_equals_bed);
+  FM_RUN(test_fuzz_regressions);
   const char *names[] = {"fw.pgen", "fw.pvar", "tiny.pgen", "tiny.pvar", "tiny.psam",
-                         "trunc.pgen", "trunc.pvar", "trunc.psam"};
+                         "trunc.pgen", "trunc.pvar", "trunc.psam", "fz.pgen", "fz.pvar", "fz.psam"};
   char p[512];
   for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
     tmp_path(p, sizeof p, names[k]);
