@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fm/fm_codec_bed2.h"
 #include "fmt_plink_impl.h"
 
 typedef long long ll;
@@ -39,6 +40,14 @@ typedef struct pgen_impl {
   uint8_t lut4[256][4];      /* the 4 categories of a byte */
   uint8_t *ldref;            /* (n_samples) categories of the last non-LD record */
   int has_ldref;
+  /* hardcall-only reads (fm_reader.is_hardcall_only, latched at the first
+   * record) keep the main track packed, 2 bits per sample as stored, and
+   * skip the phase and dosage tracks of biallelic records */
+  int packed, started;
+  uint8_t *pk;               /* (ceil(n_samples / 4)) main-track categories, packed */
+  uint8_t *pk_ldref;         /* (ceil(n_samples / 4)) packed categories of the last non-LD record */
+  uint8_t *bed2;             /* (ceil(n_samples / 4)) the record's bed2 codes */
+  uint16_t spread[256];      /* 8 bits -> 8 2-bit fields, 0b11 where the bit is set */
   uint32_t *didx;            /* (n_samples) difflist sample ids */
   uint8_t *dval;             /* (n_samples) difflist values */
   int8_t *hardcall, *hap;
@@ -274,6 +283,74 @@ static fm_status decode_main(pgen_impl *p, int64_t v, int vt, const uint8_t **pp
       if (p->cat[i] != 1 && p->cat[i] != 3) p->cat[i] = (uint8_t)(2 - p->cat[i]);
   if (t != 2 && t != 3) {
     memcpy(p->ldref, p->cat, (size_t)n);
+    p->has_ldref = 1;
+  }
+  *pp = q;
+  return FM_OK;
+}
+
+/* decode_main for packed categories (p->pk, PGEN codes 0..3 per 2 bits):
+ * the same checks, the same errors. */
+static fm_status decode_main_packed(pgen_impl *p, int64_t v, int vt, const uint8_t **pp,
+                                    const uint8_t *end, fm_err *err) {
+  const int64_t n = p->n_samples;
+  const size_t nb = (size_t)((n + 3) / 4);
+  uint8_t *pk = p->pk;
+  const uint8_t *q = *pp;
+  uint32_t len = 0;
+  const int t = vt & 7;
+  switch (t) {
+  case 0:
+    if ((size_t)(end - q) < nb) return bad_record(p, v, vt, "the 2-bit array is truncated", err);
+    memcpy(pk, q, nb);
+    q += nb;
+    break;
+  case 1: {
+    const size_t nb1 = (size_t)((n + 7) / 8);
+    if ((size_t)(end - q) < nb1 + 1) return bad_record(p, v, vt, "the 1-bit array is truncated", err);
+    const int c = q[0];
+    const unsigned lo = (unsigned)c >> 2, hi = lo + ((unsigned)c & 3u);
+    if ((c & 3) == 0 || hi > 3) return bad_record(p, v, vt, "bad 1-bit category byte", err);
+    q++;
+    /* each bit picks hi (set) or lo (clear) for its sample's 2-bit field */
+    const unsigned lo16 = lo * 0x5555u, x16 = (lo ^ hi) * 0x5555u;
+    for (size_t j = 0; j < nb1; j++) {
+      const unsigned w = lo16 ^ (p->spread[q[j]] & x16);
+      pk[2 * j] = (uint8_t)w;
+      if (2 * j + 1 < nb) pk[2 * j + 1] = (uint8_t)(w >> 8);
+    }
+    q += nb1;
+    if (parse_difflist(p, &q, end, 1, &len) != 0)
+      return bad_record(p, v, vt, "malformed difflist", err);
+    break;
+  }
+  case 2:
+  case 3:
+    if (!p->has_ldref || v % PGEN_BLOCK == 0)
+      return bad_record(p, v, vt, "LD-compressed record without a previous non-LD record", err);
+    memcpy(pk, p->pk_ldref, nb);
+    if (parse_difflist(p, &q, end, 1, &len) != 0)
+      return bad_record(p, v, vt, "malformed difflist", err);
+    break;
+  case 4:
+  case 6:
+  case 7:
+    memset(pk, (t - 4) * 0x55, nb);
+    if (parse_difflist(p, &q, end, 1, &len) != 0)
+      return bad_record(p, v, vt, "malformed difflist", err);
+    break;
+  default:
+    return bad_record(p, v, vt, "record type 5 is reserved", err);
+  }
+  for (uint32_t k = 0; k < len; k++) {
+    const uint32_t i = p->didx[k];
+    const unsigned sh = 2 * (i & 3u);
+    pk[i >> 2] = (uint8_t)((pk[i >> 2] & ~(3u << sh)) | (unsigned)p->dval[k] << sh);
+  }
+  if (t == 3) /* swap hom REF and hom ALT: 0b00 <-> 0b10 where the low bit is 0 */
+    for (size_t j = 0; j < nb; j++) pk[j] ^= (uint8_t)((~pk[j] & 0x55u) << 1);
+  if (t != 2 && t != 3) {
+    memcpy(p->pk_ldref, pk, nb);
     p->has_ldref = 1;
   }
   *pp = q;
@@ -568,6 +645,25 @@ static fm_status read_bytes(pgen_impl *p, int64_t v, uint64_t off, size_t nb, fm
   return FM_OK;
 }
 
+/* Complete a hardcall-only biallelic record whose bed2 codes are in p->bed2. */
+static fm_status finish_packed(fm_reader *r, pgen_impl *p, fm_gt_record *rec, long long pos,
+                               const char *id, const char *alt) {
+  rec->n_samples = p->n_samples;
+  rec->chrom = p->tok[p->c_chrom];
+  rec->pos = pos > 0 ? pos : 0;
+  rec->id = id;
+  rec->ref = p->tok[p->c_ref];
+  rec->alt = alt;
+  rec->hardcall = NULL;
+  rec->dosage = NULL;
+  rec->hap = NULL;
+  rec->is_phased = 0;
+  rec->bed2 = p->bed2;
+  (void)r;
+  p->next++;
+  return FM_OK;
+}
+
 static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   pgen_impl *p = r->impl;
   if (p->next >= p->n_variants) return FM_FMT_END;
@@ -576,6 +672,10 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (p->split_k) {
     emit_split(r, p, rec);
     return FM_OK;
+  }
+  if (!p->started) {
+    p->started = 1;
+    p->packed = r->is_hardcall_only;
   }
   /* .pvar line */
   if (!p->pending) {
@@ -614,6 +714,10 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     const size_t nb = (size_t)((p->n_samples + 3) / 4);
     p->pos = p->fixed_off + (uint64_t)v * nb;
     if ((st = read_bytes(p, v, p->pos, nb, err)) != FM_OK) return st;
+    if (p->packed) {
+      for (size_t j = 0; j < nb; j++) p->bed2[j] = fm_codec_bed2_of_count2[p->rec[j]];
+      return finish_packed(r, p, rec, pos, id, alt);
+    }
     unpack2(p, p->cat, p->rec, p->n_samples);
   } else {
     if (v % PGEN_BLOCK == 0) p->pos = p->block_off[v / PGEN_BLOCK];
@@ -633,7 +737,18 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     const size_t nb = p->vrlen[v];
     if ((st = read_bytes(p, v, p->pos, nb, err)) != FM_OK) return st;
     const uint8_t *q = p->rec, *end = p->rec + nb;
-    if ((st = decode_main(p, v, vt, &q, end, err)) != FM_OK) return st;
+    if (p->packed) {
+      if ((st = decode_main_packed(p, v, vt, &q, end, err)) != FM_OK) return st;
+      if (n_alt == 1) {
+        p->pos += nb; /* the phase and dosage tracks are not needed */
+        const size_t nbp = (size_t)((p->n_samples + 3) / 4);
+        for (size_t j = 0; j < nbp; j++) p->bed2[j] = fm_codec_bed2_of_count2[p->pk[j]];
+        return finish_packed(r, p, rec, pos, id, alt);
+      }
+      unpack2(p, p->cat, p->pk, p->n_samples);
+    } else if ((st = decode_main(p, v, vt, &q, end, err)) != FM_OK) {
+      return st;
+    }
     if (n_alt > 1) {
       static const uint8_t c1[4] = {0, 0, 1, 255}, c2[4] = {0, 1, 1, 255};
       for (int64_t i = 0; i < p->n_samples; i++) {
@@ -714,6 +829,9 @@ static void pgen_close(fm_reader *r) {
   free(p->rec);
   free(p->cat);
   free(p->ldref);
+  free(p->pk);
+  free(p->pk_ldref);
+  free(p->bed2);
   free(p->didx);
   free(p->dval);
   free(p->hardcall);
@@ -911,6 +1029,9 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   const size_t ns = (size_t)(p->n_samples > 0 ? p->n_samples : 1);
   p->cat = malloc(ns);
   p->ldref = malloc(ns);
+  p->pk = malloc((ns + 3) / 4);
+  p->pk_ldref = malloc((ns + 3) / 4);
+  p->bed2 = malloc((ns + 3) / 4);
   p->didx = malloc(ns * sizeof *p->didx);
   p->dval = malloc(ns);
   p->hardcall = malloc(ns);
@@ -919,10 +1040,18 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   if (p->has_dosage && !(p->dosage = malloc(ns * sizeof *p->dosage))) goto oom;
   p->a2 = malloc(ns);
   p->ph = malloc(ns);
+  p->rec_cap = 1; /* a 0-byte record still reads from a non-NULL buffer */
+  p->rec = malloc(p->rec_cap);
   for (int x = 0; x < 256; x++)
     for (int k = 0; k < 4; k++) p->lut4[x][k] = (uint8_t)((x >> (2 * k)) & 3);
+  for (unsigned x = 0; x < 256; x++) {
+    unsigned w = 0;
+    for (int k = 0; k < 8; k++) w |= ((x >> k) & 1u) * (3u << (2 * k));
+    p->spread[x] = (uint16_t)w;
+  }
+  if (!p->pk || !p->pk_ldref || !p->bed2) goto oom;
   if (!p->cat || !p->ldref || !p->didx || !p->dval || !p->hardcall || !p->hap || !p->a1 ||
-      !p->a2 || !p->ph)
+      !p->a2 || !p->ph || !p->rec)
     goto oom;
   *out = r;
   return FM_OK;

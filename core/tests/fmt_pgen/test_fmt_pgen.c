@@ -528,6 +528,19 @@ static void test_fuzz_regressions(void) {
   fm_reader *r = NULL;
   CHECK(fm_fmt_pgen_open(pg, pv, ps, &r, &err) == FM_EFORMAT);
   CHECK(r == NULL && strstr(err.msg, "fz.psam") && strstr(err.msg, "line 1"));
+  /* a 0-byte first record (nothing read yet) is truncated, not a NULL base */
+  write_text(ps, "#IID\ns1\n");
+  write_text(pv, "#CHROM\tPOS\tID\tREF\tALT\n1\t10\ta\tA\tC\n");
+  const uint8_t zero[12 + 8 + 1 + 1] = {0x6c, 0x1b, 0x10, 1, 0, 0, 0, 1, 0, 0, 0, 0x04,
+                                        22, 0, 0, 0, 0, 0, 0, 0, 0x00, 0};
+  write_file(pg, zero, sizeof zero);
+  CHECK_OK(fm_fmt_pgen_open(pg, pv, ps, &r, &err), &err);
+  if (r) {
+    fm_gt_record rec;
+    CHECK(fm_reader_next(r, &rec, &err) == FM_EFORMAT);
+    CHECK(strstr(err.msg, "fz.pgen") && strstr(err.msg, "variant 1"));
+    fm_reader_close(r);
+  }
 }
 
 int main(void) {
