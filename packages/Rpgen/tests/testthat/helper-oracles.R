@@ -109,7 +109,7 @@ run_plink2 <- function(args, out) {
 # integer allele indices, NA for '.', a2 NA for a haploid call) and phased
 # (records x samples, TRUE for '|').
 vcf_gt_text <- function(path, chrom = NULL) {
-  con <- gzcon(file(path, "rb"))
+  con <- gzfile(path, "r")  # gzfile reads every BGZF member (gzcon stops after the first)
   on.exit(close(con))
   samples <- NULL
   keep <- character()
