@@ -9,6 +9,20 @@
 #include <math.h>
 #include <string.h>
 
+/* count 0 -> 0b11, 1 -> 0b10, 2 -> 0b00, 3 (missing) -> 0b01, per 2-bit field */
+#define C2(c) ((c) == 0 ? 3u : (c) == 1 ? 2u : (c) == 2 ? 0u : 1u)
+#define E1(x) (C2((x) & 3u) | C2(((x) >> 2) & 3u) << 2 | C2(((x) >> 4) & 3u) << 4 | \
+               C2(((x) >> 6) & 3u) << 6)
+#define E4(x) E1(x), E1((x) + 1u), E1((x) + 2u), E1((x) + 3u)
+#define E16(x) E4(x), E4((x) + 4u), E4((x) + 8u), E4((x) + 12u)
+#define E64(x) E16(x), E16((x) + 16u), E16((x) + 32u), E16((x) + 48u)
+const uint8_t fm_codec_bed2_of_count2[256] = {E64(0u), E64(64u), E64(128u), E64(192u)};
+#undef C2
+#undef E1
+#undef E4
+#undef E16
+#undef E64
+
 int64_t fm_codec_bed2_col_bytes(int64_t n_samples) {
   return n_samples <= 0 ? 0 : n_samples / 4 + (n_samples % 4 != 0);
 }

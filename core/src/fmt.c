@@ -5,6 +5,7 @@
 
 fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (!r || !r->ops || !rec) return fm_err_set(err, FM_EARG, "fm_reader_next: reader and record must not be NULL");
+  rec->bed2 = NULL;
   return r->ops->next(r, rec, err);
 }
 

@@ -280,6 +280,21 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (b->col_bytes > 0 && fread(b->col, 1, (size_t)b->col_bytes, b->bed) != (size_t)b->col_bytes)
     return fm_err_set(err, FM_EIO, "'%s': cannot read variant %lld at byte offset %lld",
                       b->bed_path, (ll)b->next + 1, off);
+  rec->n_samples = b->n_samples;
+  rec->chrom = b->tok[0];
+  rec->id = b->tok[1];
+  rec->pos = pos > 0 ? pos : 0;
+  rec->alt = b->tok[4];
+  rec->ref = b->tok[5];
+  rec->dosage = NULL;
+  rec->hap = NULL;
+  rec->is_phased = 0;
+  b->next++;
+  if (r->is_hardcall_only) { /* the column is already bed2 */
+    rec->hardcall = NULL;
+    rec->bed2 = b->col;
+    return FM_OK;
+  }
   /* whole bytes through a 256 x 4 table, then the tail by bit arithmetic */
   static const int8_t val[4] = {2, FM_GT_MISSING, 1, 0};
   int8_t(*lut)[4] = b->lut;
@@ -288,17 +303,7 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   for (int64_t j = 0; j < n4; j++) memcpy(b->hardcall + 4 * j, lut[c[j]], 4);
   for (int64_t i = 4 * n4; i < b->n_samples; i++)
     b->hardcall[i] = val[(c[i >> 2] >> (2 * (i & 3))) & 3u];
-  rec->n_samples = b->n_samples;
-  rec->chrom = b->tok[0];
-  rec->id = b->tok[1];
-  rec->pos = pos > 0 ? pos : 0;
-  rec->alt = b->tok[4];
-  rec->ref = b->tok[5];
   rec->hardcall = b->hardcall;
-  rec->dosage = NULL;
-  rec->hap = NULL;
-  rec->is_phased = 0;
-  b->next++;
   return FM_OK;
 }
 

@@ -96,14 +96,46 @@ static const char *var_name(const fm_gt_record *rec) {
   return rec->id && rec->id[0] ? rec->id : "(no id)";
 }
 
-/* bed2 code of an ALT count: 2 -> 0b00, missing -> 0b01, 1 -> 0b10, 0 -> 0b11. */
-static inline unsigned bed2_code(int8_t g) {
-  switch (g) {
-    case 0: return 3u;
-    case 1: return 2u;
-    case 2: return 0u;
-    default: return 1u;
+/* bed2 code of an ALT count, indexed by the count's low 2 bits (missing,
+ * -1, has 3): 0 -> 0b11, 1 -> 0b10, 2 -> 0b00, missing -> 0b01. */
+static const uint8_t bed2_of_count[4] = {3u, 2u, 0u, 1u};
+
+/* Column of bed2 codes from a record: its packed bed2 when the reader gave
+ * one, else its int8 hardcalls; sample order from si (NULL = all). The pad
+ * bits of the last byte are written 0. */
+static void put_bed2(uint8_t *out, int64_t cb, int64_t n, const int64_t *si,
+                     const fm_gt_record *rec) {
+  const uint8_t *pk = rec->bed2;
+  const int8_t *hc = rec->hardcall;
+  if (!si && pk) {
+    memcpy(out, pk, (size_t)cb);
+  } else if (!si) { /* four counts per step: their low 2 bits packed, then one lookup */
+    const int64_t n4 = n >> 2;
+    for (int64_t b = 0; b < n4; b++) {
+      const uint8_t *q = (const uint8_t *)hc + 4 * b;
+      out[b] = fm_codec_bed2_of_count2[(q[0] & 3u) | (q[1] & 3u) << 2 | (q[2] & 3u) << 4 |
+                                       (q[3] & 3u) << 6];
+    }
+    if (n4 < cb) {
+      unsigned byte = 0;
+      for (int64_t i = 4 * n4; i < n; i++)
+        byte |= (unsigned)bed2_of_count[(uint8_t)hc[i] & 3u] << (2 * (i & 3));
+      out[n4] = (uint8_t)byte;
+    }
+  } else {
+    int64_t i = 0;
+    for (int64_t b = 0; b < cb; b++) {
+      unsigned byte = 0;
+      for (int k = 0; k < 4 && i < n; k++, i++) {
+        const int64_t s = si[i];
+        const unsigned c = pk ? (pk[s >> 2] >> (2 * (s & 3))) & 3u
+                              : bed2_of_count[(uint8_t)hc[s] & 3u];
+        byte |= c << (2 * k);
+      }
+      out[b] = (uint8_t)byte;
+    }
   }
+  if (n & 3) out[cb - 1] &= (uint8_t)((1u << (2 * (n & 3))) - 1u);
 }
 
 static fm_status put_one(const fm_dest *d, int64_t col, const fm_gt_record *rec, fm_err *err) {
@@ -113,18 +145,9 @@ static fm_status put_one(const fm_dest *d, int64_t col, const fm_gt_record *rec,
   (void)col_bytes(d->kind, n, &cb); /* validated by check_dest */
   switch (d->kind) {
     case FM_DEST_HARDCALL: {
-      if (!rec->hardcall && n > 0)
+      if (!rec->hardcall && !rec->bed2 && n > 0)
         return fm_err_set(err, FM_EARG, "variant '%s' carries no hardcalls", var_name(rec));
-      uint8_t *out = d->data + col * cb;
-      int64_t i = 0;
-      for (int64_t b = 0; b < cb; b++) {
-        unsigned byte = 0;
-        for (int k = 0; k < 4 && i < n; k++, i++) {
-          const int64_t s = si ? si[i] : i;
-          byte |= bed2_code(rec->hardcall[s]) << (2 * k);
-        }
-        out[b] = (uint8_t)byte;
-      }
+      if (n > 0) put_bed2(d->data + col * cb, cb, n, si, rec);
       return FM_OK;
     }
     case FM_DEST_DOSAGE: {
@@ -235,6 +258,7 @@ fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_i
   if ((st = check_dest(d, err)) != FM_OK) return st;
   if ((st = check_samples(d, r->info.n_samples, err)) != FM_OK) return st;
   if (block_records <= 0) block_records = 1024;
+  if (d->kind == FM_DEST_HARDCALL) r->is_hardcall_only = 1;
   const int64_t m = d->n_out_variants, n_known = r->info.n_variants;
   int64_t last = m - 1; /* largest input index needed */
   if (variant_index) {

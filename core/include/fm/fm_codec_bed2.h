@@ -18,6 +18,12 @@
 /* Bytes per variant column: ceil(n_samples / 4). */
 int64_t fm_codec_bed2_col_bytes(int64_t n_samples);
 
+/* bed2 byte of four packed ALT counts: field k (bits 2k..2k+1) of the index
+ * holds 0, 1, 2 or 3 = missing (PGEN's hardcall encoding; also the low 2
+ * bits of an int8 count with FM_GT_MISSING = -1); the entry holds the four
+ * bed2 codes in the same fields. */
+extern const uint8_t fm_codec_bed2_of_count2[256];
+
 /* The decode table of one column with its affine transform folded in:
  * lut_out[code] = (value(code) - center) * scale for the three observed codes
  * and fill for code 0b01 (missing). Identity: center 0, scale 1, fill NAN.

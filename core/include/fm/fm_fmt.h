@@ -57,6 +57,10 @@ typedef struct fm_gt_record {
                          without heterozygous calls (phase is then implied;
                          is_phased stays 0) */
   int is_phased;      /* nonzero when hap holds phased alleles */
+  const uint8_t *bed2;/* optional (ceil(n_samples / 4) bytes): the hardcalls already packed
+                         as bed2 codes (docs/formats/bed.md; sample i in bits 2(i%4) of byte
+                         i/4, pad bits unspecified), for a reader whose storage is 2-bit;
+                         NULL otherwise. When hardcall is also set, the two agree. */
 } fm_gt_record;
 
 /* What a reader knows before streaming. */
@@ -82,6 +86,12 @@ typedef struct fm_reader_ops {
 struct fm_reader {
   const fm_reader_ops *ops;
   fm_fmt_info info;
+  /* Set by the consumer before the first record when it reads hardcalls
+   * only (fm_fmt_stream does for a hardcall destination). A reader may then
+   * fill bed2 instead of hardcall, leave dosage and hap NULL and is_phased 0,
+   * and skip the tracks that hold them (their damage then goes unreported).
+   * Readers that ignore it fill records as usual. */
+  int is_hardcall_only;
   char **sample_ids;   /* owned: n_samples strings (IID) */
   void *impl;          /* owned by the format */
 };
@@ -93,6 +103,8 @@ struct fm_reader {
  * malloc'd strings) and impl. fm_reader_close calls ops->close, which frees
  * impl (and whatever it owns) only, then frees sample_ids and the reader. */
 FM_NODISCARD fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err);
+/* (fm_reader_next clears rec->bed2 before asking the format, so a format
+ * sets it only for records that have it.) */
 void fm_reader_close(fm_reader *r); /* safe on NULL */
 
 /* ---- destinations ----------------------------------------------------- */
@@ -122,7 +134,7 @@ FM_NODISCARD fm_status fm_dest_bytes(fm_dest_kind kind, int64_t n_out_samples,
 
 /* Write record rec as output column `col`. Dosage destinations use
  * rec->dosage when present, else the hardcall; hardcall destinations use
- * rec->hardcall; haplotype destinations need rec->hap (FM_EMISMATCH naming
+ * rec->bed2 when present, else rec->hardcall; haplotype destinations need rec->hap (FM_EMISMATCH naming
  * the variant when the record is unphased). */
 FM_NODISCARD fm_status fm_dest_put(const fm_dest *d, int64_t col, const fm_gt_record *rec,
                                    fm_err *err);
@@ -133,7 +145,8 @@ FM_NODISCARD fm_status fm_dest_put(const fm_dest *d, int64_t col, const fm_gt_re
  * requests it. Records are consumed in file order; cancel is polled every
  * block_records records and progress is reported in records.
  * Variant metadata of the written columns is reported through on_variant
- * (may be NULL), called once per input record that is selected. */
+ * (may be NULL), called once per input record that is selected. For a
+ * hardcall destination it sets r->is_hardcall_only. */
 typedef void (*fm_variant_fn)(void *ud, int64_t in_index, const fm_gt_record *rec);
 
 FM_NODISCARD fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_index,

@@ -215,7 +215,7 @@ static void test_haplotype(void) { run_kind(FM_DEST_HAPLOTYPE, 1, 0); }
 static void test_bed2_codes(void) {
   /* exact code mapping: 2 -> 00, missing -> 01, 1 -> 10, 0 -> 11 */
   int8_t hc[5] = {2, FM_GT_MISSING, 1, 0, 1};
-  fm_gt_record rec = {5, "1", 1, "x", "A", "C", hc, NULL, NULL, 0};
+  fm_gt_record rec = {5, "1", 1, "x", "A", "C", hc, NULL, NULL, 0, NULL};
   uint8_t out[2] = {0xff, 0xff};
   fm_dest d = {FM_DEST_HARDCALL, out, 5, 1, NULL};
   fm_err err;
@@ -232,6 +232,48 @@ static void test_bed2_codes(void) {
   ds[1] = 2.5;
   CHECK(fm_dest_put(&dd, 0, &rec, &err) == FM_EFORMAT);
   CHECK(strstr(err.msg, "'x'") != NULL);
+}
+
+/* Hardcall columns from int8 counts and from a reader's packed bed2 (pad
+ * bits set to garbage) equal a bit-by-bit reference, for every n % 4, with
+ * and without a sample subset; the destination's pad bits are 0. */
+static void test_bed2_packed(void) {
+  enum { MAXN = 23 };
+  static const unsigned code[3] = {3u, 2u, 0u};
+  uint64_t st = 7;
+  fm_err err;
+  for (int64_t n = 1; n <= MAXN; n++) {
+    int8_t hc[MAXN];
+    uint8_t pk[(MAXN + 3) / 4], want[(MAXN + 3) / 4], got[(MAXN + 3) / 4];
+    int64_t si[MAXN];
+    const int64_t cb = (n + 3) / 4;
+    memset(pk, 0xff, sizeof pk);
+    for (int64_t i = 0; i < n; i++) {
+      st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+      const int g = (int)((st >> 33) % 4);
+      hc[i] = g == 3 ? FM_GT_MISSING : (int8_t)g;
+      pk[i / 4] = (uint8_t)((pk[i / 4] & ~(3u << (2 * (i % 4)))) |
+                            (g == 3 ? 1u : code[g]) << (2 * (i % 4)));
+      si[i] = (int64_t)((st >> 40) % (uint64_t)n); /* duplicates likely */
+    }
+    for (int sub = 0; sub < 2; sub++) {
+      memset(want, 0, sizeof want);
+      for (int64_t i = 0; i < n; i++) {
+        const int8_t g = hc[sub ? si[i] : i];
+        want[i / 4] |= (uint8_t)((g < 0 ? 1u : code[g]) << (2 * (i % 4)));
+      }
+      for (int form = 0; form < 2; form++) {
+        fm_gt_record rec = {n, "1", 1, "x", "A", "C", form ? NULL : hc, NULL, NULL, 0,
+                            form ? pk : NULL};
+        fm_dest d = {FM_DEST_HARDCALL, got, n, 1, sub ? si : NULL};
+        memset(got, 0xaa, sizeof got);
+        CHECK_OK(fm_dest_put(&d, 0, &rec, &err), &err);
+        CHECK(memcmp(got, want, (size_t)cb) == 0);
+      }
+    }
+  }
+  CHECK(fm_codec_bed2_of_count2[0] == 0xff && fm_codec_bed2_of_count2[0xff] == 0x55);
+  CHECK(fm_codec_bed2_of_count2[0x1b] == (0x3 << 6 | 0x2 << 4 | 0x0 << 2 | 0x1)); /* 0,1,2,miss */
 }
 
 static void test_errors(void) {
@@ -330,6 +372,7 @@ static void test_cancel_progress(void) {
 int main(void) {
   FM_RUN(test_bytes);
   FM_RUN(test_bed2_codes);
+  FM_RUN(test_bed2_packed);
   FM_RUN(test_hardcall);
   FM_RUN(test_dosage_from_hardcall);
   FM_RUN(test_dosage);

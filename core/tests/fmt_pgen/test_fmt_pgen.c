@@ -15,6 +15,7 @@
 
 #include "fm/fm_fmt_pgen.h"
 #include "fm_test.h"
+#include "fm_test_fmt.h"
 
 static char fx_dir[4096];
 static int have_fx;
@@ -514,6 +515,40 @@ static void test_ceu_exon_equals_bed(void) {
 }
 
 /* Inputs found by fuzz_readers_pgen. */
+/* Hardcall-only reads (packed main track, phase and dosage tracks
+ * skipped) equal full reads on every PGEN fixture and the tiny file, which
+ * hold record types 0, 1, 2, 3, 4, 6 and multi-allelic records. */
+static fm_status open_pgen_ud(void *ud, fm_reader **out, fm_err *err) {
+  return fm_fmt_pgen_open((const char *)ud, NULL, NULL, out, err);
+}
+
+static fm_status open_fixed_width_ud(void *ud, fm_reader **out, fm_err *err) {
+  char pg[512], pv[512], fam[4300];
+  (void)ud;
+  tmp_path(pg, sizeof pg, "fw.pgen");
+  tmp_path(pv, sizeof pv, "fw.pvar");
+  fx_path(fam, sizeof fam, "1kg_bi.fam");
+  return fm_fmt_pgen_open(pg, pv, fam, out, err);
+}
+
+static void test_hardcall_only(void) {
+  char pg[4400];
+  tmp_path(pg, sizeof pg, "tiny.pgen"); /* written by test_tiny_records */
+  CHECK(fm_test_check_hardcall_only(open_pgen_ud, pg) == 3);
+  if (!have_fx) {
+    printf("SKIP: test_hardcall_only on fixtures (fixtures not found)\n");
+    return;
+  }
+  static const char *const rel[] = {"1kg.pgen", "1kg_bi.pgen", "../ceu_exon/ceu_exon.pgen",
+                                    "../ceu_exon/ceu_exon_bi.pgen",
+                                    "../1kg_phase1_chr22_dosage/1kg_p1_chr22.pgen"};
+  for (size_t k = 0; k < sizeof rel / sizeof rel[0]; k++) {
+    fx_path(pg, sizeof pg, rel[k]);
+    CHECK(fm_test_check_hardcall_only(open_pgen_ud, pg) > 1000);
+  }
+  CHECK(fm_test_check_hardcall_only(open_fixed_width_ud, NULL) == 300); /* mode 0x02 */
+}
+
 static void test_fuzz_regressions(void) {
   char pg[512], pv[512], ps[512];
   tmp_path(pg, sizeof pg, "fz.pgen");
@@ -556,6 +591,7 @@ int main(void) {
   FM_RUN(test_multiallelic_split);
   FM_RUN(test_dosage_equals_ds_vcf);
   FM_RUN(test_ceu_exon_equals_bed);
+  FM_RUN(test_hardcall_only);
   FM_RUN(test_fuzz_regressions);
   const char *names[] = {"fw.pgen", "fw.pvar", "tiny.pgen", "tiny.pvar", "tiny.psam",
                          "trunc.pgen", "trunc.pvar", "trunc.psam", "fz.pgen", "fz.pvar", "fz.psam"};

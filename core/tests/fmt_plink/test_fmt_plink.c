@@ -11,6 +11,7 @@
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_fmt_plink.h"
 #include "fm_test.h"
+#include "fm_test_fmt.h"
 
 /* ---- fixtures -------------------------------------------------------- */
 
@@ -237,6 +238,25 @@ static void test_bed_fixture_stream(void) {
   }
   free(buf);
   free(vars);
+}
+
+/* A hardcall-only read hands the .bed columns over as bed2: equal to the
+ * full read, on the genome-wide fixture and the hapmap file (chr 23,
+ * missing calls, n % 4 != 0 checked by the sample subset). */
+static fm_status open_bed_ud(void *ud, fm_reader **out, fm_err *err) {
+  return fm_fmt_bed_open((const char *)ud, NULL, NULL, out, err);
+}
+
+static void test_bed_hardcall_only(void) {
+  if (!have_fx) {
+    printf("SKIP: test_bed_hardcall_only (fixtures not found)\n");
+    return;
+  }
+  char bed[4300];
+  fx_path(bed, sizeof bed, "1kg_bi.bed");
+  CHECK(fm_test_check_hardcall_only(open_bed_ud, bed) == 25161);
+  fx_path(bed, sizeof bed, "../ceu_exon/ceu_exon_bi.bed");
+  CHECK(fm_test_check_hardcall_only(open_bed_ud, bed) > 1000);
 }
 
 static const char *const *counted_list(void) { return (const char *const *)T.counted; }
@@ -555,6 +575,7 @@ int main(void) {
   FM_RUN(test_tped_small);
   FM_RUN(test_bed_fixture);
   FM_RUN(test_bed_fixture_stream);
+  FM_RUN(test_bed_hardcall_only);
   FM_RUN(test_ped_fixture);
   FM_RUN(test_tped_fixture);
   if (have_fx) free_traw();
