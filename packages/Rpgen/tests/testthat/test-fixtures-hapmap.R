@@ -3,6 +3,22 @@
 # calls). The oracle is plink2's own ALT (= .bim column 5) count table,
 # computed here in a tempdir.
 
+test_that("hapmap BED: chromosome 23 comes through as written, with positions and alleles", {
+  rt <- new_runtime()
+  pre <- sub("\\.bed$", "", gt_fixture("hapmap_snprelate", "plinkhapmap.bed"))
+  bim <- utils::read.table(paste0(pre, ".bim"), colClasses = "character")
+  X <- rpgen_read(paste0(pre, ".bed"), runtime = rt)
+  expect_equal(dim(X), c(60L, 5000L))
+  v <- Rfmalloc::fmalloc_variants(X)
+  expect_identical(v$chr, bim$V1)
+  expect_identical(v$id, bim$V2)
+  expect_identical(v$pos, as.numeric(bim$V4))
+  expect_equal(sum(v$chr == "23"), 203)
+  expect_equal(sum(is.na(Rfmalloc::as.matrix(X))), 1009)
+  expect_equal(rpgen_info(paste0(pre, ".bed"))[c("format", "n_samples", "n_variants")],
+               list(format = "bed", n_samples = 60, n_variants = 5000))
+})
+
 test_that("hapmap BED with chromosome 23 equals plink2 --export Av, with chr metadata", {
   rt <- new_runtime()
   pre <- sub("\\.bed$", "", gt_fixture("hapmap_snprelate", "plinkhapmap.bed"))

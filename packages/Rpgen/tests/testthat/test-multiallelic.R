@@ -5,9 +5,10 @@
 # multi-allelic variant counts that allele, so one plink2 run per j gives
 # plink2's own ALT-j counts of every site with at least j ALTs.
 
-# plink2's ALT-j count tables of the multi-allelic sites of <prefix>.pgen,
-# and the same records from our PGEN, VCF.gz and BCF readers.
-check_split_vs_plink2 <- function(prefix, pvar, vcf, bcf, n_sites, n_records) {
+# The split records of the multi-allelic sites of <prefix>.pgen from our
+# PGEN, VCF.gz and BCF readers, which must agree; returns the PGEN's
+# (samples x split records of multi-allelic sites, in file order).
+read_split_records <- function(prefix, pvar, vcf, bcf, n_sites, n_records) {
   rt <- new_runtime()
   sp <- split_plan(read_pvar(pvar))
   multi <- which(sp$k > 1)
@@ -26,7 +27,14 @@ check_split_vs_plink2 <- function(prefix, pvar, vcf, bcf, n_sites, n_records) {
   # the VCF and BCF readers split exactly as the PGEN reader does
   expect_same_calls(ours[[2]], ours[[1]], paste(basename(vcf), "vs PGEN, split records"))
   expect_same_calls(ours[[3]], ours[[1]], paste(basename(bcf), "vs PGEN, split records"))
-  M <- ours[[1]]
+  ours[[1]]
+}
+
+# plink2's ALT-j count tables of the same sites equal M, cell by cell.
+expect_split_equals_plink2 <- function(M, prefix, pvar) {
+  plink2_or_skip()
+  sp <- split_plan(read_pvar(pvar))
+  multi <- which(sp$k > 1)
   td <- tempfile("split")
   dir.create(td)
   on.exit(unlink(td, recursive = TRUE), add = TRUE)
@@ -43,13 +51,11 @@ check_split_vs_plink2 <- function(prefix, pvar, vcf, bcf, n_sites, n_records) {
     cols <- match(as.integer(rownames(s)), multi)
     expect_same_calls(M[, cols, drop = FALSE], t$G, sprintf("%s ALT %d vs plink2", basename(prefix), j))
   }
-  M
 }
 
 test_that("1kg.pgen/VCF/BCF split records equal plink2's ALT-j counts (516 sites, 2-4 ALTs)", {
-  plink2_or_skip()
-  M <- check_split_vs_plink2(sub("\\.pgen$", "", kg("1kg.pgen")), kg("1kg.pvar"),
-                             kg("1kg.vcf.gz"), kg("1kg.bcf"), 516, 1057)
+  prefix <- sub("\\.pgen$", "", kg("1kg.pgen"))
+  M <- read_split_records(prefix, kg("1kg.pvar"), kg("1kg.vcf.gz"), kg("1kg.bcf"), 516, 1057)
   # ALT/ALT heterozygotes (1/2) count 1 in both split records
   sp <- split_plan(read_pvar(kg("1kg.pvar")))
   multi <- sp[sp$k > 1, ]
@@ -59,15 +65,16 @@ test_that("1kg.pgen/VCF/BCF split records equal plink2's ALT-j counts (516 sites
   # every call places at most 2 copies over a site's split records
   tot <- rowsum(t(M), multi$site)
   expect_true(all(tot <= 2))
+  expect_split_equals_plink2(M, prefix, kg("1kg.pvar"))
 })
 
 test_that("ceu_exon.pgen/VCF/BCF split records equal plink2's, missing calls missing in every record", {
-  plink2_or_skip()
   ceu <- function(...) gt_fixture("ceu_exon", ...)
-  M <- check_split_vs_plink2(sub("\\.pgen$", "", ceu("ceu_exon.pgen")), ceu("ceu_exon.pvar"),
-                             ceu("ceu_exon.vcf.gz"), ceu("ceu_exon.bcf"), 2, 4)
+  prefix <- sub("\\.pgen$", "", ceu("ceu_exon.pgen"))
+  M <- read_split_records(prefix, ceu("ceu_exon.pvar"), ceu("ceu_exon.vcf.gz"), ceu("ceu_exon.bcf"), 2, 4)
   expect_true(anyNA(M))
   # a missing call is missing in each split record of its site
   expect_identical(is.na(M[, 1]), is.na(M[, 2]))
   expect_identical(is.na(M[, 3]), is.na(M[, 4]))
+  expect_split_equals_plink2(M, prefix, ceu("ceu_exon.pvar"))
 })
