@@ -7,7 +7,8 @@
 #' `fm_error_eformat` (malformed or truncated bytes, wrong magic),
 #' `fm_error_emismatch` (companion files disagree), `fm_error_earg` (a bad
 #' argument), `fm_error_eunsupported` (valid but not handled). An interrupted
-#' read raises `fm_error_ecancelled`, an `interrupt` condition.
+#' read signals R's own `interrupt` condition once the reader has stopped and
+#' released its state (see "Progress and interrupts" in [rpgen_read()]).
 #' @name rpgen_errors
 NULL
 

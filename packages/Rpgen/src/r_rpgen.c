@@ -11,6 +11,7 @@
 #include <Rfmalloc.h>
 
 #include <math.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -53,36 +54,89 @@ static void rpg_raise(const fm_err *err) {
 
 /* ---- interrupts and progress -------------------------------------------- */
 
-static void check_interrupt(void *unused) {
+/* The core calls back into R between blocks (fm_ctl): the cancel callback
+ * polls R_CheckUserInterrupt and the progress callback runs an R function (a
+ * cli progress bar). Both run under R_UnwindProtect, with the caller's
+ * condition handlers in place, so an interrupt, an error in the progress
+ * function, or a restart invoked by a handler reaches R as it would from R
+ * code. Such a jump must not cross core frames: the unwind cleanup longjmps
+ * back into the callback (the cpp11 pattern), which records the jump and
+ * makes the core stop at its next cancel poll; the core frees its state and
+ * returns FM_ECANCELLED, and the glue then continues the jump
+ * (R_ContinueUnwind). The reader lives in an external pointer that
+ * rpgen_read() closes on exit; storage is an R object the collector frees. */
+typedef struct glue_ctl {
+  SEXP progress;  /* R function(done, total), or R_NilValue; protected by the caller */
+  SEXP token;     /* R_MakeUnwindCont(), protected by the caller */
+  int jumped;     /* an R jump is pending in token */
+  double done, total;
+  jmp_buf *jb;    /* where the unwind cleanup returns to while R code runs */
+} glue_ctl;
+
+static SEXP do_check_interrupt(void *unused) {
   (void)unused;
   R_CheckUserInterrupt();
+  return R_NilValue;
 }
 
-/* Nonzero when the user interrupted: R_ToplevelExec returns FALSE when the
- * interrupt longjmp'd out of check_interrupt, and never longjmps past us. */
-static int cancel_cb(void *ud) {
-  (void)ud;
-  return R_ToplevelExec(check_interrupt, NULL) == FALSE;
-}
-
-typedef struct progress_ud {
-  SEXP fun; /* R function(done, total), or R_NilValue */
-  double done, total;
-} progress_ud;
-
-static void call_progress(void *p) {
-  progress_ud *u = p;
-  SEXP call = PROTECT(Rf_lang3(u->fun, Rf_ScalarReal(u->done), Rf_ScalarReal(u->total)));
+static SEXP do_progress(void *p) {
+  glue_ctl *g = p;
+  SEXP done = PROTECT(Rf_ScalarReal(g->done));
+  SEXP total = PROTECT(Rf_ScalarReal(g->total));
+  SEXP call = PROTECT(Rf_lang3(g->progress, done, total));
   Rf_eval(call, R_GlobalEnv);
-  UNPROTECT(1);
+  UNPROTECT(3);
+  return R_NilValue;
+}
+
+static void unwind_to_callback(void *p, Rboolean jump) {
+  glue_ctl *g = p;
+  if (jump && g->jb) longjmp(*g->jb, 1);
+}
+
+/* Run fun(g) under R_UnwindProtect; a jump out of it is caught here and left
+ * pending in g->token. Once a jump is pending no more R code runs. */
+static void run_protected(glue_ctl *g, SEXP (*fun)(void *)) {
+  jmp_buf jb;
+  if (g->jumped) return;
+  g->jb = &jb;
+  if (setjmp(jb)) {
+    g->jb = NULL;
+    g->jumped = 1;
+    return;
+  }
+  R_UnwindProtect(fun, g, unwind_to_callback, g, g->token);
+  g->jb = NULL;
+}
+
+/* Nonzero when an R jump is pending (interrupt, error, restart). */
+static int cancel_cb(void *ud) {
+  glue_ctl *g = ud;
+  run_protected(g, do_check_interrupt);
+  return g->jumped;
 }
 
 static void progress_cb(void *ud, double done, double total) {
-  progress_ud *u = ud;
-  if (!u || u->fun == R_NilValue) return;
-  u->done = done;
-  u->total = total;
-  (void)R_ToplevelExec(call_progress, u); /* a failing progress bar never stops a read */
+  glue_ctl *g = ud;
+  if (g->progress == R_NilValue) return;
+  g->done = done;
+  g->total = total;
+  run_protected(g, do_progress);
+}
+
+static fm_ctl glue_ctl_init(glue_ctl *g, SEXP progress, SEXP token) {
+  memset(g, 0, sizeof *g);
+  g->progress = Rf_isFunction(progress) ? progress : R_NilValue;
+  g->token = token;
+  fm_ctl ctl = {cancel_cb, progress_cb, g};
+  return ctl;
+}
+
+/* After the core returned: continue a pending R jump, else raise a core
+ * error (st != FM_OK). */
+static void glue_finish(glue_ctl *g, fm_status st, const fm_err *err) {
+  if (g->jumped) R_ContinueUnwind(g->token);
+  if (st != FM_OK) rpg_raise(err);
 }
 
 /* ---- readers ------------------------------------------------------------ */
@@ -195,33 +249,83 @@ SEXP rpg_samples(SEXP xp) {
   return out;
 }
 
-/* Count the records left in the reader (consumes it), polling interrupts. */
-SEXP rpg_count(SEXP xp) {
+/* One pass over the records left in the reader (it is consumed), polling
+ * interrupts and reporting progress (done records, total NA) every 4096
+ * records: the number of records, and with want_ids their IDs (the ID of
+ * every record after the split of multi-allelic sites, "." when the format
+ * has none), read with the reader's own parser so that they equal the IDs a
+ * read reports. n_hint (NA when unknown) sizes the ID vector. Returns
+ * list(n = <double>, ids = <character or NULL>). BGEN counts by seeking over
+ * genotype blocks when no IDs are asked for. */
+SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
   fm_reader *r = get_reader(xp);
+  const int want_ids = Rf_asLogical(s_want_ids) == TRUE;
+  const double hint = Rf_asReal(s_n_hint);
+  int nprot = 0;
   fm_err err;
   fm_err_clear(&err);
-  fm_status st;
+  fm_status st = FM_OK;
+  SEXP token = PROTECT(R_MakeUnwindCont());
+  nprot++;
+  glue_ctl g;
+  fm_ctl ctl = glue_ctl_init(&g, progress, token);
+  const double na = NA_REAL;
   double n = 0;
-  fm_ctl ctl = {cancel_cb, NULL, NULL};
-  if (!strcmp(r->info.format, "bgen")) {
+  SEXP ids = R_NilValue;
+  PROTECT_INDEX ids_ix;
+  PROTECT_WITH_INDEX(ids, &ids_ix);
+  nprot++;
+  if (!want_ids && r->info.format && !strcmp(r->info.format, "bgen")) {
     int64_t got = 0;
     st = fm_fmt_bgen_skip(r, INT64_MAX, &got, &err);
-    if (st == FM_FMT_END || st == FM_OK) return Rf_ScalarReal((double)got);
-    rpg_raise(&err);
-  }
-  fm_gt_record rec;
-  memset(&rec, 0, sizeof rec);
-  for (;;) {
-    st = fm_reader_next(r, &rec, &err);
-    if (st == FM_FMT_END) break;
-    if (st != FM_OK) rpg_raise(&err);
-    n++;
-    if (((int64_t)n & 4095) == 0 && fm_ctl_cancelled(&ctl)) {
-      fm_err_set(&err, FM_ECANCELLED, "counting records was interrupted after %.0f records", n);
-      rpg_raise(&err);
+    n = (double)got;
+    if (st == FM_FMT_END) st = FM_OK;
+  } else {
+    R_xlen_t cap = 0;
+    if (want_ids) {
+      cap = (!ISNAN(hint) && hint >= 0 && hint < (double)R_XLEN_T_MAX) ? (R_xlen_t)hint : 1024;
+      if (cap < 1) cap = 1;
+      REPROTECT(ids = Rf_allocVector(STRSXP, cap), ids_ix);
+    }
+    fm_gt_record rec;
+    memset(&rec, 0, sizeof rec);
+    for (;;) {
+      if (((int64_t)n & 4095) == 0) {
+        if (fm_ctl_cancelled(&ctl)) {
+          st = fm_err_set(&err, FM_ECANCELLED, "scanning records was interrupted after %.0f records", n);
+          break;
+        }
+        fm_ctl_progress(&ctl, n, na);
+      }
+      st = fm_reader_next(r, &rec, &err);
+      if (st == FM_FMT_END) {
+        st = FM_OK;
+        break;
+      }
+      if (st != FM_OK) break;
+      if (want_ids) {
+        if ((R_xlen_t)n >= cap) {
+          R_xlen_t ncap = cap < R_XLEN_T_MAX / 2 ? 2 * cap : R_XLEN_T_MAX;
+          SEXP grown = PROTECT(Rf_allocVector(STRSXP, ncap));
+          for (R_xlen_t i = 0; i < cap; i++) SET_STRING_ELT(grown, i, STRING_ELT(ids, i));
+          REPROTECT(ids = grown, ids_ix);
+          UNPROTECT(1);
+          cap = ncap;
+        }
+        SET_STRING_ELT(ids, (R_xlen_t)n, Rf_mkChar(rec.id && rec.id[0] ? rec.id : "."));
+      }
+      n++;
     }
   }
-  return Rf_ScalarReal(n);
+  glue_finish(&g, st, &err);
+  if (want_ids && Rf_xlength(ids) != (R_xlen_t)n) REPROTECT(ids = Rf_xlengthgets(ids, (R_xlen_t)n), ids_ix);
+  const char *nm[] = {"n", "ids", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
+  nprot++;
+  SET_VECTOR_ELT(out, 0, Rf_ScalarReal(n));
+  SET_VECTOR_ELT(out, 1, ids);
+  UNPROTECT(nprot);
+  return out;
 }
 
 typedef struct meta_ud {
@@ -304,11 +408,12 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
     SET_STRING_ELT(m.alt, i, NA_STRING);
     REAL(m.pos)[i] = NA_REAL;
   }
-  progress_ud pu = {progress, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &pu};
+  SEXP token = PROTECT(R_MakeUnwindCont());
+  glue_ctl g;
+  fm_ctl ctl = glue_ctl_init(&g, progress, token);
   int64_t block = (int64_t)Rf_asReal(s_block);
   fm_status st = fm_fmt_stream(r, &d, vi, block, on_variant, &m, &ctl, &err);
-  if (st != FM_OK) rpg_raise(&err);
+  glue_finish(&g, st, &err);
   const char *nm[] = {"chr", "pos", "id", "ref", "alt", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
   SET_VECTOR_ELT(out, 0, m.chr);
@@ -316,7 +421,7 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   SET_VECTOR_ELT(out, 2, m.id);
   SET_VECTOR_ELT(out, 3, m.ref);
   SET_VECTOR_ELT(out, 4, m.alt);
-  UNPROTECT(6);
+  UNPROTECT(7);
   return out;
 }
 
@@ -325,7 +430,7 @@ static const R_CallMethodDef call_methods[] = {
     {"rpg_close", (DL_FUNC)&rpg_close, 1},
     {"rpg_info", (DL_FUNC)&rpg_info, 1},
     {"rpg_samples", (DL_FUNC)&rpg_samples, 1},
-    {"rpg_count", (DL_FUNC)&rpg_count, 1},
+    {"rpg_scan", (DL_FUNC)&rpg_scan, 4},
     {"rpg_dest_bytes", (DL_FUNC)&rpg_dest_bytes, 3},
     {"rpg_alloc", (DL_FUNC)&rpg_alloc, 3},
     {"rpg_stream", (DL_FUNC)&rpg_stream, 10},
