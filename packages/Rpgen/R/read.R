@@ -139,21 +139,53 @@
   paste0("sample", seq_len(n))
 }
 
-.rpg_index <- function(idx, n, what, names = NULL) {
+# One pass over a second reader of the same file (the handle's own reader
+# stays at the first record): the record count and, with want_ids, the ID of
+# every record (after the split of multi-allelic sites), as the read reports
+# them. Interruptible, with a cli spinner on long passes.
+.rpg_scan <- function(h, want_ids, n_hint, label) {
+  xp <- .rpg_reopen(h)
+  on.exit(.Call(rpg_close, xp))
+  pb <- cli::cli_progress_bar(sprintf("Scanning %s", label), total = NA, clear = TRUE)
+  progress <- function(done, total) cli::cli_progress_update(id = pb, set = done)
+  res <- .Call(rpg_scan, xp, want_ids, as.double(n_hint), progress)
+  cli::cli_progress_done(id = pb)
+  res
+}
+
+# Positions of the requested IDs in ids: every position of each ID, in file
+# order, requests in their order (so duplicated requests repeat). NA, "" and
+# "." never name a record.
+.rpg_match_ids <- function(req, ids, what, file) {
+  bad <- is.na(req) | req %in% c("", ".")
+  if (any(bad))
+    rpg_abort("earg", what, " IDs must not be NA, empty or '.' (the missing-ID mark, ",
+              "which names no record); select such ", what, " by index")
+  uq <- unique(req)
+  k <- match(ids, uq)
+  hit <- which(!is.na(k))
+  found <- unique(k[hit])
+  if (length(found) < length(uq)) {
+    miss <- uq[setdiff(seq_along(uq), found)[1]]
+    rpg_abort("earg", what, " ID '", miss, "' is not in '", file, "' (",
+              length(ids), " ", what, " there)")
+  }
+  at <- split(hit, factor(k[hit], levels = seq_along(uq)))
+  as.double(unlist(at[match(req, uq)], use.names = FALSE))
+}
+
+.rpg_index <- function(idx, n, what, ids = NULL, file = NULL) {
   if (is.null(idx)) return(NULL)
+  if (is.factor(idx)) idx <- as.character(idx)
   if (is.logical(idx)) {
     if (length(idx) != n || anyNA(idx))
       rpg_abort("earg", what, " as a logical vector must have length ", n, " and no NA")
-    return(which(idx))
+    return(as.double(which(idx)))
   }
-  if (is.character(idx)) {
-    if (is.null(names)) rpg_abort("earg", what, " must be numeric indices here")
-    m <- match(idx, names)
-    if (anyNA(m)) rpg_abort("earg", what, " '", idx[is.na(m)][1], "' is not in the file")
-    return(m)
-  }
+  if (is.character(idx)) return(.rpg_match_ids(idx, ids, what, file))
   if (!is.numeric(idx) || anyNA(idx) || any(idx != floor(idx)) || any(idx < 1) || any(idx > n))
-    rpg_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed)")
+    rpg_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed), ",
+              "IDs or a logical vector")
   as.double(idx)
 }
 
@@ -187,7 +219,7 @@ rpgen_info <- function(path, format = NULL, ...) {
   on.exit(.Call(rpg_close, h$xp))
   info <- .Call(rpg_info, h$xp)
   if (is.na(info$n_variants) && isTRUE(dots$count)) {
-    info$n_variants <- .Call(rpg_count, h$xp)
+    info$n_variants <- .rpg_scan(h, FALSE, NA, basename(path))$n
   }
   info
 }
@@ -232,10 +264,22 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' @param runtime an Rfmalloc runtime ([Rfmalloc::open_fmalloc()]) that owns
 #'   the result's storage.
 #' @param samples `NULL` (all, in file order), or 1-based indices, sample
-#'   IDs or a logical vector; duplicates give duplicated rows.
+#'   IDs (the IIDs the result's row names show, in every format) or a
+#'   logical vector; in any order, duplicates give duplicated rows. IDs
+#'   follow the rules of `variants`.
 #' @param variants `NULL` (all records), or 1-based record indices (after
-#'   the split of multi-allelic sites) or a logical vector; in any order,
-#'   duplicates give duplicated columns.
+#'   the split of multi-allelic sites), variant IDs, or a logical vector; in
+#'   any order, duplicates give duplicated columns. IDs are those the
+#'   result's column names show: the companion's ID column (`.bim`, `.pvar`,
+#'   `.map`, `.snp`, `.legend`) or the record's own (VCF/BCF, where `.` is
+#'   replaced by `CHROM:POS:REF:ALT`; BGEN rsid; GEN/HAPS column 2). An ID
+#'   held by several records selects **all of them, in file order** (the
+#'   records split from one multi-allelic site share its ID, so
+#'   `variants = "rs1"` returns one column per ALT allele); an ID that no
+#'   record holds is an `fm_error_earg` naming it and the file; `NA`, `""`
+#'   and `"."` (no ID) are refused: select such records by index. Selecting
+#'   by ID costs one extra pass over the file to learn the IDs (it replaces
+#'   the counting pass of formats whose header does not give the count).
 #' @param block_records records per block between interrupt polls and
 #'   progress updates (default 1024).
 #' @param ... companion files and reader options (see Details).
@@ -258,10 +302,19 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   unphased record in a haplotype destination), `fm_error_earg` (bad
 #'   arguments), `fm_error_enospc` (the runtime is full).
 #' @section Memory and time: one pass over the file (two when the record
-#'   count is not in the header: a first, cheap pass counts records to size
-#'   the destination); memory is bounded by the reader's buffers plus the
-#'   mapped destination. Interruptible; a cli progress bar shows on long
-#'   reads.
+#'   count is not in the header, or `variants` are IDs: a first pass counts
+#'   the records, or collects their IDs, to size the destination); memory is
+#'   bounded by the reader's buffers plus the mapped destination.
+#' @section Progress and interrupts: a cli progress bar (shown after
+#'   `getOption("cli.progress_show_after")` seconds) is updated once per
+#'   block of `block_records` records, and the reader polls for a user
+#'   interrupt once per block. The progress bar's R code runs with the
+#'   caller's condition handlers. An interrupt, or an error or restart
+#'   raised from a handler during the read, stops the reader at the end of
+#'   the current block; the reader is then closed and the partly written
+#'   destination becomes garbage (its runtime space is freed by the next
+#'   garbage collection), and the condition reaches the caller as from any R
+#'   code: an interrupt is R's `interrupt` condition.
 #' @export
 rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage", "haplotype", "dense"),
                        runtime, samples = NULL, variants = NULL, block_records = NULL, ...) {
@@ -277,14 +330,17 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   info <- .Call(rpg_info, h$xp)
   n_s <- info$n_samples
   n_in <- info$n_variants
-  if (is.na(n_in)) {
-    xp2 <- .rpg_reopen(h)
-    n_in <- .Call(rpg_count, xp2)
-    .Call(rpg_close, xp2)
+  var_ids <- NULL
+  if (is.na(n_in) || is.character(variants) || is.factor(variants)) {
+    sc <- .rpg_scan(h, is.character(variants) || is.factor(variants), n_in, basename(path))
+    if (!is.na(n_in) && sc$n != n_in)
+      rpg_abort("emismatch", "'", path, "' has ", sc$n, " records but its reader announced ", n_in)
+    n_in <- sc$n
+    var_ids <- sc$ids
   }
   ids <- .rpg_sample_ids(h, n_s)
-  si <- .rpg_index(samples, n_s, "samples", ids)
-  vi <- .rpg_index(variants, n_in, "variants")
+  si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])
+  vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
   n_out_s <- if (is.null(si)) n_s else length(si)
   n_out_v <- if (is.null(vi)) n_in else length(vi)
   kind <- .dest_kinds[[destination]]
@@ -295,10 +351,9 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     dtype <- c(hardcall = 5L, dosage = 6L, haplotype = 7L)[[destination]]
     storage <- .Call(rpg_alloc, runtime, dtype, max(1, bytes))
   }
-  total <- if (is.null(vi)) n_in else length(unique(vi))
   pb <- cli::cli_progress_bar(sprintf("Reading %s", basename(path)), total = max(1, n_in),
                               clear = TRUE)
-  progress <- function(done, total) cli::cli_progress_update(id = pb, set = done, force = FALSE)
+  progress <- function(done, total) cli::cli_progress_update(id = pb, set = done, total = total)
   meta <- .Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
                 if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
                 n_in, as.double(block_records), progress)

@@ -70,3 +70,111 @@ test_that("bad input gives classed errors naming the file", {
   expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = "rt"), class = "fm_error_earg")
   expect_error(rpgen_read(file.path(d, "x.unknown"), runtime = rt), class = "fm_error_eio")
 })
+
+# Selecting by ID equals selecting by index: the IDs of records v (as the
+# index read names its columns) select the same columns, and the row names of
+# samples s the same rows, with the same metadata. Returns the index read.
+expect_select_by_id <- function(rt, path, v, s, ...) {
+  A <- rpgen_read(path, runtime = rt, variants = v, samples = s, ...)
+  expect_equal(dim(A), c(length(s), length(v)))
+  B <- rpgen_read(path, runtime = rt, variants = colnames(A), samples = rownames(A), ...)
+  expect_identical(Rfmalloc::as.matrix(B), Rfmalloc::as.matrix(A))
+  expect_identical(Rfmalloc::fmalloc_variants(B), Rfmalloc::fmalloc_variants(A))
+  expect_identical(Rfmalloc::fmalloc_samples(B), Rfmalloc::fmalloc_samples(A))
+  invisible(A)
+}
+
+test_that("variants and samples by ID select what the same indices select (bed, pgen, bgen)", {
+  rt <- new_runtime()
+  bim <- utils::read.table(kg("1kg_bi.bim"), colClasses = "character")
+  fam <- utils::read.table(kg("1kg_bi.fam"), colClasses = "character")
+  v <- c(25161, 7, 12000, 7, 1)
+  s <- c(1126, 2, 2, 600)
+  A <- expect_select_by_id(rt, kg("1kg_bi.bed"), v, s)
+  expect_identical(colnames(A), bim$V2[v])
+  expect_identical(rownames(A), fam$V2[s])
+  P <- expect_select_by_id(rt, kg("1kg_bi.pgen"), v, s)
+  expect_identical(Rfmalloc::as.matrix(P), Rfmalloc::as.matrix(A))
+  G <- expect_select_by_id(rt, kg("1kg_bi.8bit.bgen"), v, s)
+  expect_identical(colnames(G), bim$V2[v])
+  # BGEN v1.1 without a sample block: sample IDs from the .sample beside it
+  G11 <- expect_select_by_id(rt, kg("text", "1kg_bi_chr22.v11.bgen"), c(1097, 3, 3), s)
+  expect_identical(Rfmalloc::as.matrix(G11), traw_chr22()[s, c(1097, 3, 3)])
+  # a logical vector and a factor of IDs select the same records
+  keep <- seq_len(nrow(bim)) %in% v
+  L <- rpgen_read(kg("1kg_bi.bed"), runtime = rt, variants = keep)
+  expect_identical(colnames(L), bim$V2[sort(unique(v))])
+  Fc <- rpgen_read(kg("1kg_bi.bed"), runtime = rt, variants = factor(bim$V2[v]), samples = s)
+  expect_identical(Rfmalloc::as.matrix(Fc), Rfmalloc::as.matrix(A))
+})
+
+test_that("variants and samples by ID: VCF, BCF and the text formats", {
+  rt <- new_runtime()
+  G <- traw_chr22()
+  s <- c(1126, 2, 2, 600)
+  for (f in c("1kg.vcf.gz", "1kg.bcf")) {
+    X <- expect_select_by_id(rt, kg(f), c(50, 2, 50), s, region = "22")
+    expect_true(all(grepl("^22:", colnames(X)) | grepl("^rs", colnames(X))))
+  }
+  v <- c(1097, 10, 500, 10)
+  for (f in c("1kg_bi_chr22.gen", "1kg_bi_chr22.haps")) {
+    X <- expect_select_by_id(rt, kg("text", f), v, s)
+    expect_identical(colnames(X), colnames(G)[v], label = f)
+    expect_identical(Rfmalloc::as.matrix(X), G[s, v], label = f)
+  }
+  # the EIGENSTRAT fixture holds 1010 of the 1097 variants
+  X <- expect_select_by_id(rt, kg("text", "1kg_bi_chr22.geno"), c(1010, 10, 500, 10), s)
+  expect_identical(Rfmalloc::as.matrix(X), G[s, colnames(X)])
+  X <- expect_select_by_id(rt, kg("text", "1kg_bi_chr22_hl.haps"), v, s, chrom = "22")
+  expect_identical(unname(Rfmalloc::as.matrix(X)), unname(G[s, v]))
+  cnt <- traw_cache$counted
+  for (f in c("1kg_bi_chr22.ped", "1kg_bi_chr22.tped")) {
+    X <- expect_select_by_id(rt, kg("text", f), v, s, counted_alleles = cnt)
+    expect_identical(Rfmalloc::as.matrix(X), G[s, v], label = f)
+  }
+  dos <- fixture_path("genotypes", "1kg_phase1_chr22_dosage")
+  X <- expect_select_by_id(rt, file.path(dos, "1kg_p1_chr22.dosage"), c(3, 1, 3), c(5, 1, 1),
+                           format = "dosage", fam = file.path(dos, "1kg_p1_chr22.fam"),
+                           map = file.path(dos, "1kg_p1_chr22.dosage.map"))
+  expect_identical(colnames(X), c("rs114143073", "rs7410291", "rs114143073"))
+})
+
+test_that("an ID shared by the records split from a multi-allelic site selects all of them", {
+  rt <- new_runtime()
+  site <- "22:22085620:CA:CAA" # CA > CAA,CAAA,C: three records after the split
+  for (f in c("1kg.pgen", "1kg.bcf")) {
+    args <- if (f == "1kg.bcf") list(region = "22") else list()
+    X <- do.call(rpgen_read, c(list(kg(f), runtime = rt, variants = c(site, site)), args))
+    v <- Rfmalloc::fmalloc_variants(X)
+    expect_equal(ncol(X), 6L, label = f)
+    expect_equal(v$id, rep(site, 6))
+    expect_equal(v$alt, rep(c("CAA", "CAAA", "C"), 2), label = f)
+    M <- Rfmalloc::as.matrix(X)
+    expect_identical(M[, 1:3], M[, 4:6])
+    # each allele is counted in its own record: a sample carries at most 2 copies in total
+    expect_true(all(rowSums(M[, 1:3], na.rm = TRUE) <= 2))
+  }
+  # the same records by index
+  pv <- utils::read.table(kg("1kg.pvar"), colClasses = "character", comment.char = "#")
+  n_alt <- lengths(strsplit(pv$V5, ","))
+  first <- sum(n_alt[seq_len(match(site, pv$V3) - 1)]) + 1
+  Y <- rpgen_read(kg("1kg.pgen"), runtime = rt, variants = first + 0:2)
+  X <- rpgen_read(kg("1kg.pgen"), runtime = rt, variants = site)
+  expect_identical(Rfmalloc::as.matrix(X), Rfmalloc::as.matrix(Y))
+})
+
+test_that("unknown, missing and empty IDs are errors naming the ID and the file", {
+  rt <- new_runtime()
+  bim <- utils::read.table(kg("1kg_bi.bim"), colClasses = "character")
+  expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = rt, variants = c(bim$V2[1], "rsNOPE", "rsNO2")),
+               "variants ID 'rsNOPE' is not in '.*1kg_bi\\.bed' \\(25161 variants there\\)",
+               class = "fm_error_earg")
+  expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = rt, samples = c("HG00096", "NOBODY")),
+               "samples ID 'NOBODY' is not in '.*1kg_bi\\.bed' \\(1126 samples there\\)",
+               class = "fm_error_earg")
+  expect_error(rpgen_read(kg("1kg.bcf"), runtime = rt, region = "22", variants = "rs_absent"),
+               "'rs_absent' is not in '.*1kg\\.bcf'", class = "fm_error_earg")
+  for (bad in list(".", "", NA_character_))
+    expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = rt, variants = c(bim$V2[1], bad)),
+                 "must not be NA, empty or '\\.'", class = "fm_error_earg")
+})
