@@ -3,7 +3,7 @@
 # Debian packages through apt, CRAN packages through install.packages().
 set -euo pipefail
 
-apt_pkgs=(cmake make gcc pkg-config libblas-dev liblapack-dev zlib1g-dev libzstd-dev libhts-dev
+apt_pkgs=(cmake make gcc pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev
           r-base-dev plink2
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind)
 missing=()

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fm/fm_fmt_bgen.h"
 #include "fm_test.h"
+#include "fm_test_fmt.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -843,6 +844,92 @@ static void test_stream(void) {
   }
 }
 
+/* Hardcall-only reads (byte-width loops, no dosages) equal full reads: on
+ * random two-allele blocks of 8, 16 and odd widths, phased or not, with
+ * ploidies 0, 1, 2 and the missing bit, values near the 0.9 threshold; and
+ * on every BGEN fixture. An oversum is refused alike in both modes. */
+static fm_status open_bgen_ud(void *ud, fm_reader **out, fm_err *err) {
+  return fm_fmt_bgen_open((const char *)ud, out, err);
+}
+
+static uint64_t near_threshold(uint64_t *st, uint64_t maxv) {
+  const uint64_t t = (uint64_t)(0.9 * (double)maxv), u = fm_test_rng_next(st);
+  switch (u % 5) {
+    case 0: return 0;
+    case 1: return maxv;
+    case 2: return t + (u >> 8) % 3 - 1; /* t - 1, t, t + 1 */
+    default: return (u >> 8) % (maxv + 1);
+  }
+}
+
+static void test_hardcall_only(void) {
+  enum { NV = 240 };
+  static const unsigned widths[4] = {8, 16, 3, 12};
+  static const uint8_t ploidies[6] = {2, 2, 1, 0, 0x82, 0x81};
+  uint64_t st = 42;
+  buf blk[NV];
+  for (int v = 0; v < NV; v++) {
+    const unsigned nb = widths[v % 4], phased = (v / 4) % 2;
+    const uint64_t maxv = (UINT64_C(1) << nb) - 1;
+    uint8_t pl[TN];
+    for (int i = 0; i < TN; i++) pl[i] = ploidies[fm_test_rng_next(&st) % 6];
+    memset(&blk[v], 0, sizeof blk[v]);
+    geno_head(&blk[v], pl, nb);
+    blk[v].p[8 + TN] = (uint8_t)phased;
+    bits w = {&blk[v], 0, 0};
+    for (int i = 0; i < TN; i++) {
+      const unsigned z = pl[i] & 63u;
+      if (phased || z == 1) {
+        for (unsigned h = 0; h < z; h++) putbits(&w, near_threshold(&st, maxv), (int)nb);
+      } else if (z == 2) {
+        const uint64_t x0 = near_threshold(&st, maxv), x1 = near_threshold(&st, maxv - x0);
+        putbits(&w, x0, (int)nb);
+        putbits(&w, x1 > maxv - x0 ? maxv - x0 : x1, (int)nb);
+      }
+    }
+    flushbits(&w);
+  }
+  buf f = {0};
+  blocks_file(&f, blk, NV);
+  char path[1200];
+  tmp_path(path, sizeof path, "hc_only.bgen");
+  write_file(path, f.p, f.n);
+  CHECK(fm_test_check_hardcall_only(open_bgen_ud, path) == NV);
+  /* sample 3 of variant 2 (8-bit, unphased) sums past 1 */
+  free(blk[1].p);
+  memset(&blk[1], 0, sizeof blk[1]);
+  static const uint8_t dip[TN] = {2, 2, 2, 2};
+  geno_head(&blk[1], dip, 8);
+  for (int i = 0; i < TN; i++) { put8(&blk[1], i == 2 ? 200 : 255); put8(&blk[1], i == 2 ? 100 : 0); }
+  f.n = 0;
+  blocks_file(&f, blk, NV);
+  write_file(path, f.p, f.n);
+  for (int hc_only = 0; hc_only < 2; hc_only++) {
+    fm_err err = {0};
+    fm_reader *r = NULL;
+    CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+    if (!r) continue;
+    uint8_t out[NV * 2];
+    fm_dest d = {hc_only ? FM_DEST_HARDCALL : FM_DEST_DOSAGE, out, TN, NV, NULL};
+    CHECK(fm_fmt_stream(r, &d, NULL, 0, NULL, NULL, NULL, &err) == FM_EFORMAT);
+    CHECK(strstr(err.msg, "sample 3") && strstr(err.msg, "variant 2 (v2)"));
+    fm_reader_close(r);
+  }
+  for (int v = 0; v < NV; v++) free(blk[v].p);
+  free(f.p);
+  unlink(path);
+  if (!have_fixtures) return;
+  static const char *const rel[] = {
+      "1kg_bi.8bit.bgen", "1kg_bi.16bit.bgen", "1kg_bi.16bit.zstd.bgen",
+      "1kg_bi.phased.8bit.bgen", "text/1kg_bi_chr22.v11.bgen", "../ceu_exon/ceu_exon_bi.8bit.bgen",
+      "../ceu_exon/ceu_exon_bi.16bit.bgen", "../1kg_phase1_chr22_dosage/1kg_p1_chr22.8bit.bgen",
+      "../1kg_phase1_chr22_dosage/1kg_p1_chr22.16bit.zstd.bgen"};
+  for (size_t k = 0; k < sizeof rel / sizeof rel[0]; k++) {
+    snprintf(path, sizeof path, "%s/%s", fixdir, rel[k]);
+    CHECK(fm_test_check_hardcall_only(open_bgen_ud, path) > 1000);
+  }
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/fm_bgen_XXXXXX", t && t[0] ? t : "/tmp");
@@ -874,6 +961,7 @@ int main(void) {
   FM_RUN(test_fixture_zstd);
   FM_RUN(test_fixture_phased);
   FM_RUN(test_stream);
+  FM_RUN(test_hardcall_only);
   FM_RUN(test_fixture_full_decode);
   free_traw();
   free(bedx);
