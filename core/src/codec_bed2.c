@@ -7,6 +7,7 @@
 #include "fm/fm_codec_bed2.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* count 0 -> 0b11, 1 -> 0b10, 2 -> 0b00, 3 (missing) -> 0b01, per 2-bit field */
@@ -176,12 +177,26 @@ fm_status fm_codec_bed2_check_file(const uint8_t *bytes, uint64_t n_bytes, int64
                         "'%s' has mode byte 0x%02x; expected 0x01 (variant-major)", name,
                         (unsigned)bytes[2]);
   }
-  if (n_bytes != (uint64_t)need)
+  if (n_bytes != (uint64_t)need) {
+    /* Name where the file and the expected layout part: a truncated file
+     * ends inside (or right before) its first incomplete variant. */
+    char where[96];
+    if (n_bytes > (uint64_t)need)
+      snprintf(where, sizeof where, "the bytes from offset %lld on belong to no variant",
+               (long long)need);
+    else if (n_bytes < FM_BED2_MAGIC_BYTES || cb == 0)
+      snprintf(where, sizeof where, "the file ends at byte offset %llu, in the 3-byte header",
+               (unsigned long long)n_bytes);
+    else
+      snprintf(where, sizeof where, "the file ends at byte offset %llu, in variant %lld (1-based)",
+               (unsigned long long)n_bytes,
+               (long long)((n_bytes - FM_BED2_MAGIC_BYTES) / (uint64_t)cb) + 1);
     return fm_err_set(err, FM_EFORMAT,
                       "'%s' has %llu bytes but %lld samples x %lld variants need 3 + %lld * %lld "
-                      "= %lld bytes",
+                      "= %lld bytes: %s",
                       name, (unsigned long long)n_bytes, (long long)n_samples,
                       (long long)n_variants, (long long)n_variants, (long long)cb,
-                      (long long)need);
+                      (long long)need, where);
+  }
   return FM_OK;
 }

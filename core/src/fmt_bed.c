@@ -5,6 +5,7 @@
 #include "fmt_plink_impl.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -347,8 +348,15 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
   uint8_t magic[3] = {0, 0, 0};
   const size_t got = fread(magic, 1, 3, b->bed);
   if ((st = fm_codec_bed2_check_file(got == 3 ? magic : NULL, got == 3 ? (uint64_t)sb.st_size : got,
-                                     b->n_samples, b->n_variants, b->bed_path, err)) != FM_OK)
+                                     b->n_samples, b->n_variants, b->bed_path, err)) != FM_OK) {
+    /* a size that disagrees with the companions: say where N and M come from */
+    if (got == 3 && magic[0] == 0x6c && magic[1] == 0x1b && magic[2] == 0x01 && err) {
+      const size_t len = strlen(err->msg);
+      snprintf(err->msg + len, sizeof err->msg - len, " (%lld samples in '%s', %lld variants in '%s')",
+               (long long)b->n_samples, b->fam_path, (long long)b->n_variants, b->bim_path);
+    }
     goto fail;
+  }
   b->col_bytes = fm_codec_bed2_col_bytes(b->n_samples);
   b->col = malloc((size_t)(b->col_bytes > 0 ? b->col_bytes : 1));
   b->hardcall = malloc((size_t)(b->n_samples > 0 ? b->n_samples : 1));

@@ -65,11 +65,13 @@ void fm_codec_bed2_col_counts(const uint8_t *data, int64_t n_samples, int64_t co
 
 /* Check a .bed image: magic, variant-major mode byte, and exact size
  * 3 + n_variants * ceil(n_samples / 4). `what` names the file in messages.
- * Errors: FM_EFORMAT naming the file, the expected and actual size, N and M;
- *         a sample-major mode byte is named as such; a wrong magic names the
- *         two bytes found. FM_EARG for negative N or M. Example:
- *         "'x.bed' has 1234 bytes but 1126 samples x 25161 variants need
- *          3 + 25161 * 282 = 7095405 bytes". what may be NULL. */
+ * Errors: FM_EFORMAT naming the file, the expected and actual size, N and M,
+ *         and the byte offset where file and layout part (a short file names
+ *         its first incomplete variant); a sample-major mode byte is named as
+ *         such; a wrong magic names the two bytes found. FM_EARG for negative
+ *         N or M. Example: "'x.bed' has 1234 bytes but 1126 samples x 25161
+ *         variants need 3 + 25161 * 282 = 7095405 bytes: the file ends at
+ *         byte offset 1234, in variant 5 (1-based)". what may be NULL. */
 FM_NODISCARD fm_status fm_codec_bed2_check_file(const uint8_t *bytes, uint64_t n_bytes,
                                                 int64_t n_samples, int64_t n_variants,
                                                 const char *what, fm_err *err);

@@ -263,13 +263,19 @@ static void test_check_file(void) {
 
   CHECK(fm_codec_bed2_check_file(b, size - 1, n, m, "x.bed", &err) == FM_EFORMAT);
   CHECK(strcmp(err.msg, "'x.bed' has 848 bytes but 1126 samples x 3 variants need 3 + 3 * 282 = "
-                        "849 bytes") == 0);
+                        "849 bytes: the file ends at byte offset 848, in variant 3 (1-based)") == 0);
+  CHECK(fm_codec_bed2_check_file(b, size - 282, n, m, "x.bed", &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "ends at byte offset 567, in variant 3 (1-based)") != NULL);
   CHECK(fm_codec_bed2_check_file(b, size + 1, n, m, "x.bed", &err) == FM_EFORMAT);
   CHECK(strstr(err.msg, "has 850 bytes") != NULL);
+  CHECK(strstr(err.msg, "the bytes from offset 849 on belong to no variant") != NULL);
+  CHECK(fm_codec_bed2_check_file(NULL, 2, n, m, "x.bed", &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "ends at byte offset 2, in the 3-byte header") != NULL);
 
   CHECK(fm_codec_bed2_check_file(b, 1234, 1126, 25161, "x.bed", &err) == FM_EFORMAT);
   CHECK(strcmp(err.msg, "'x.bed' has 1234 bytes but 1126 samples x 25161 variants need 3 + "
-                        "25161 * 282 = 7095405 bytes") == 0);
+                        "25161 * 282 = 7095405 bytes: the file ends at byte offset 1234, in "
+                        "variant 5 (1-based)") == 0);
 
   b[2] = 0x00;
   CHECK(fm_codec_bed2_check_file(b, size, n, m, "x.bed", &err) == FM_EFORMAT);

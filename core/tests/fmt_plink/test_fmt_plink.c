@@ -413,6 +413,9 @@ static void test_bed_small(void) {
   CHECK(fm_fmt_bed_open(tmp_path("t.bed"), tmp_path("a.bim"), tmp_path("a.fam"), &r, &err) ==
         FM_EFORMAT);
   CHECK(r == NULL && strstr(err.msg, "t.bed") && strstr(err.msg, "8 bytes"));
+  CHECK(strstr(err.msg, "ends at byte offset 8, in variant 3 (1-based)") != NULL);
+  CHECK(strstr(err.msg, "(5 samples in '") && strstr(err.msg, "a.fam', 3 variants in '") &&
+        strstr(err.msg, "a.bim')"));
   /* shorter than the magic */
   write_file("t2.bed", bed, 2);
   CHECK(fm_fmt_bed_open(tmp_path("t2.bed"), tmp_path("a.bim"), tmp_path("a.fam"), &r, &err) ==
@@ -438,6 +441,14 @@ static void test_bed_small(void) {
   CHECK(fm_fmt_bed_open(tmp_path("a.bed"), tmp_path("a.bim"), tmp_path("b.fam"), &r, &err) ==
         FM_EFORMAT);
   CHECK(strstr(err.msg, "9 samples") && strstr(err.msg, "3 variants"));
+  CHECK(strstr(err.msg, "ends at byte offset 9, in variant 3 (1-based)") &&
+        strstr(err.msg, "b.fam'"));
+  /* .bim with one line fewer: the .bed is too large */
+  write_text("e.bim", "1\trs1\t0\t100\tA\tG\n1\trs2\t0\t200\tC\tT\n");
+  CHECK(fm_fmt_bed_open(tmp_path("a.bed"), tmp_path("e.bim"), tmp_path("a.fam"), &r, &err) ==
+        FM_EFORMAT);
+  CHECK(strstr(err.msg, "the bytes from offset 7 on belong to no variant") &&
+        strstr(err.msg, "2 variants in '") && strstr(err.msg, "e.bim')"));
   /* bad .fam line */
   write_text("c.fam", "a a 0 0 0 -9\nb b 0 0\n");
   CHECK(fm_fmt_bed_open(tmp_path("a.bed"), tmp_path("a.bim"), tmp_path("c.fam"), &r, &err) ==
