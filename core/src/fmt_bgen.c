@@ -46,6 +46,7 @@ typedef struct bgen {
   int direct;            /* the record buffers were filled by the decoder (k == 2, layout 2) */
   int hc_only;           /* fm_reader.is_hardcall_only, latched at the first record: no
                             dosages, no haplotype slots */
+  int all_diploid;       /* every ploidy byte of the current block is 2 (no missing bit) */
   /* decompressors, created at the first block that needs them; zlib
    * blocks go through libdeflate (whole-buffer, about twice zlib's speed,
    * same zlib-format checks including the Adler-32) */
@@ -409,6 +410,18 @@ static uint64_t threshold_int(uint64_t maxv, double inv) {
 static inline fm_status hardcalls_bytes(bgen *b, const uint8_t *ploidy, const uint8_t *p,
                                         unsigned w, uint64_t maxv, uint64_t thr, fm_err *err) {
   int8_t *hc = b->hardcall;
+  if (b->all_diploid) { /* branch-free: at most one of the three reaches thr > maxv / 2 */
+    unsigned over = 0;
+    for (uint32_t i = 0; i < b->n; i++, p += 2 * w) {
+      const uint32_t x0 = w == 1 ? p[0] : le16(p), x1 = w == 1 ? p[1] : le16(p + 2);
+      const uint32_t sum = x0 + x1, x2 = (uint32_t)maxv - sum;
+      const int c0 = x0 >= thr, c1 = x1 >= thr, c2 = x2 >= thr;
+      over |= sum > maxv;
+      hc[i] = (int8_t)(c1 + 2 * c2 - !(c0 | c1 | c2));
+    }
+    if (!over) return FM_OK;
+    p -= (size_t)2 * w * b->n; /* the loop below names the sample */
+  }
   for (uint32_t i = 0; i < b->n; i++) {
     const unsigned pl = ploidy[i];
     if (pl == 2) {
@@ -524,14 +537,16 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
   uint64_t need_bits = 0;
   int summed = 0; /* need_bits is final */
   if (k == 2) { /* one value per allele copy, phased or not: nb x the sum of ploidies */
-    unsigned over = 0;
+    unsigned over = 0, not2 = 0;
     for (uint32_t i = 0; i < n; i++) {
       const unsigned z = ploidy[i] & 63u;
       over |= z > 2;
+      not2 |= ploidy[i] ^ 2u;
       need_bits += z;
     }
     summed = !over; /* else the loop below names the first bad sample */
     need_bits = summed ? need_bits * nb : 0;
+    b->all_diploid = !not2;
   }
   for (uint32_t i = 0; !summed && i < n; i++) {
     unsigned z = ploidy[i] & 63;

@@ -845,8 +845,9 @@ static void test_stream(void) {
 }
 
 /* Hardcall-only reads (byte-width loops, no dosages) equal full reads: on
- * random two-allele blocks of 8, 16 and odd widths, phased or not, with
- * ploidies 0, 1, 2 and the missing bit, values near the 0.9 threshold; and
+ * random two-allele blocks of 8, 16 and odd widths, phased or not, all
+ * diploid or with ploidies 0, 1, 2 and the missing bit, values near the 0.9
+ * threshold; and
  * on every BGEN fixture. An oversum is refused alike in both modes. */
 static fm_status open_bgen_ud(void *ud, fm_reader **out, fm_err *err) {
   return fm_fmt_bgen_open((const char *)ud, out, err);
@@ -872,7 +873,7 @@ static void test_hardcall_only(void) {
     const unsigned nb = widths[v % 4], phased = (v / 4) % 2;
     const uint64_t maxv = (UINT64_C(1) << nb) - 1;
     uint8_t pl[TN];
-    for (int i = 0; i < TN; i++) pl[i] = ploidies[fm_test_rng_next(&st) % 6];
+    for (int i = 0; i < TN; i++) pl[i] = v % 3 ? ploidies[fm_test_rng_next(&st) % 6] : 2;
     memset(&blk[v], 0, sizeof blk[v]);
     geno_head(&blk[v], pl, nb);
     blk[v].p[8 + TN] = (uint8_t)phased;
