@@ -1014,13 +1014,15 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   if (n_ids != p->n_samples) {
     fm_plink_free_ids(r->sample_ids, n_ids);
     r->sample_ids = NULL;
-    st = fm_err_set(err, FM_EMISMATCH, "'%s' lists %lld samples but '%s' has %lld",
+    st = fm_err_set(err, FM_EMISMATCH,
+                    "'%s' lists %lld samples but the header of '%s' says %lld (byte offset 7)",
                     p->psam_path, (ll)n_ids, p->pgen_path, (ll)p->n_samples);
     goto fail;
   }
   if ((st = count_pvar(p->pvar_path, &n_pvar, &n_rec, err)) != FM_OK) goto fail;
   if (n_pvar != p->n_variants) {
-    st = fm_err_set(err, FM_EMISMATCH, "'%s' lists %lld variants but '%s' has %lld",
+    st = fm_err_set(err, FM_EMISMATCH,
+                    "'%s' lists %lld variants but the header of '%s' says %lld (byte offset 3)",
                     p->pvar_path, (ll)n_pvar, p->pgen_path, (ll)p->n_variants);
     goto fail;
   }

@@ -343,6 +343,15 @@ static void test_tiny_records(void) {
   write_text(ps, "#IID\ns1\n");
   CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EMISMATCH);
   CHECK(r == NULL);
+  CHECK(strstr(err.msg, ".psam' lists 1 samples but the header of '") &&
+        strstr(err.msg, "trunc.pgen' says") && strstr(err.msg, "(byte offset 7)"));
+  /* variant count mismatch */
+  write_text(ps, "#FID\tIID\nf s1\nf s2\nf s3\nf s4\nf s5\nf s6\nf s7\nf s8\n");
+  write_text(pv, "#CHROM\tPOS\tID\tREF\tALT\n1\t10\ta\tA\tC\n1\t20\tb\tG\tT\n");
+  CHECK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err) == FM_EMISMATCH);
+  CHECK(r == NULL);
+  CHECK(strstr(err.msg, ".pvar' lists 2 variants but the header of '") &&
+        strstr(err.msg, "trunc.pgen' says 3 (byte offset 3)"));
 }
 
 /* 1kg.pgen has 516 multi-allelic variants (3 to 5 alleles; main-track
