@@ -283,6 +283,30 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
 
 static const fm_reader_ops vr_ops = {vr_next, vr_close};
 
+/* The first bytes of path, as hex and then as text when printable, for a
+ * wrong-magic message ("23 23 6e 6f 74 76 \"##notv\""); 0 when the file
+ * cannot be read. A VCF starts with "##fileformat=VCF", a BCF with "BCF\2",
+ * either possibly inside BGZF (1f 8b). */
+static int first_bytes_hex(const char *path, char *out, size_t n_out) {
+  unsigned char b[6];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  const size_t got = fread(b, 1, sizeof b, f);
+  const int failed = ferror(f); /* e.g. a directory */
+  fclose(f);
+  if (failed) return 0;
+  size_t k = 0;
+  int text = got > 0;
+  out[0] = '\0';
+  if (got == 0) snprintf(out, n_out, "the file is empty");
+  for (size_t i = 0; i < got && k < n_out; i++) {
+    k += (size_t)snprintf(out + k, n_out - k, i ? " %02x" : "%02x", (unsigned)b[i]);
+    if (b[i] < 0x20 || b[i] > 0x7e) text = 0;
+  }
+  if (text && k < n_out) snprintf(out + k, n_out - k, " \"%.*s\"", (int)got, (const char *)b);
+  return 1;
+}
+
 fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out, fm_err *err) {
   fm_reader *r = NULL;
   vcf_impl *v = NULL;
@@ -305,12 +329,20 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   }
   v->fp = hts_open(path, "r");
   if (!v->fp) {
-    st = fm_err_set(err, FM_EIO, "%s: cannot open the file", path);
+    /* htslib also refuses a readable file whose first bytes it cannot place */
+    char magic[48];
+    if (!first_bytes_hex(path, magic, sizeof magic)) {
+      st = fm_err_set(err, FM_EIO, "%s: cannot open the file", path);
+      goto fail;
+    }
+    st = fm_err_set(err, FM_EFORMAT, "%s: not a VCF or BCF file (byte offset 0: %s)", path, magic);
     goto fail;
   }
   const htsFormat *fmt = hts_get_format(v->fp);
   if (fmt->category != variant_data || (fmt->format != vcf && fmt->format != bcf)) {
-    st = fm_err_set(err, FM_EFORMAT, "%s: not a VCF or BCF file", path);
+    char magic[48];
+    if (!first_bytes_hex(path, magic, sizeof magic)) snprintf(magic, sizeof magic, "unreadable");
+    st = fm_err_set(err, FM_EFORMAT, "%s: not a VCF or BCF file (byte offset 0: %s)", path, magic);
     goto fail;
   }
   v->is_bcf = fmt->format == bcf;

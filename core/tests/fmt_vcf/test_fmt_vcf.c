@@ -429,6 +429,18 @@ static void test_errors(void) {
     fclose(f);
   }
   CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EFORMAT && rd == NULL);
+  CHECK(strstr(err.msg, "notvcf.txt: not a VCF or BCF file (byte offset 0: 68 65 6c 6c 6f 20 "
+                        "\"hello \")") != NULL);
+  /* binary bytes that htslib cannot place: a format error too, not an I/O error */
+  tmp_path(p, sizeof p, "zeros.bcf");
+  f = fopen(p, "wb");
+  if (f) {
+    static const unsigned char z[64] = {0x00, 0x00, 0x00, 0x04, 0x00, 0xff};
+    fwrite(z, 1, sizeof z, f);
+    fclose(f);
+  }
+  CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EFORMAT && rd == NULL);
+  CHECK(strstr(err.msg, "zeros.bcf: not a VCF or BCF file (byte offset 0: 00 00 00 04 00 ff)") != NULL);
   /* a region needs an index */
   tmp_path(p, sizeof p, "plain.vcf");
   write_vcf(p, 0, "S1", "22\t100\t.\tA\tG\t.\t.\t.\tGT\t0/1\n");
