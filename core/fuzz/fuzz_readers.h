@@ -50,15 +50,27 @@ static void mem_file_close(mem_file *f) {
   if (f->tmp[0]) unlink(f->tmp);
 }
 
+/* ALT count of sample i from the record's bed2 codes (docs/formats/bed.md). */
+static int8_t bed2_count(const fm_gt_record *rec, int64_t i) {
+  static const int8_t val[4] = {2, FM_GT_MISSING, 1, 0};
+  return val[(rec->bed2[i >> 2] >> (2 * (i & 3))) & 3u];
+}
+
+/* ALT count of sample i: the hardcall, else the bed2 code. */
+static int8_t rec_count(const fm_gt_record *rec, int64_t i) {
+  return rec->hardcall ? rec->hardcall[i] : bed2_count(rec, i);
+}
+
 /* Invariants of every record (fm_fmt.h); hardcalls_only for readers that
  * yield neither dosages nor phase (fm_fmt_plink.h). */
 static void check_record(const fm_reader *r, const fm_gt_record *rec, int hardcalls_only) {
   FUZZ_ASSERT(rec->n_samples == r->info.n_samples);
   FUZZ_ASSERT(rec->n_samples >= 0);
-  FUZZ_ASSERT(rec->hardcall != NULL || rec->n_samples == 0);
+  FUZZ_ASSERT(rec->hardcall != NULL || rec->bed2 != NULL || rec->n_samples == 0);
   for (int64_t i = 0; i < rec->n_samples; i++) {
-    int8_t h = rec->hardcall[i];
+    int8_t h = rec_count(rec, i);
     FUZZ_ASSERT(h == 0 || h == 1 || h == 2 || h == FM_GT_MISSING);
+    if (rec->hardcall && rec->bed2) FUZZ_ASSERT(bed2_count(rec, i) == h);
     if (rec->dosage) {
       double d = rec->dosage[i];
       FUZZ_ASSERT(isnan(d) || (d >= 0.0 && d <= 2.0));
@@ -108,6 +120,43 @@ static void drain(fm_reader *r, int64_t n_skipped, int hardcalls_only) {
   if (r->info.n_variants >= 0 && st == FM_FMT_END) FUZZ_ASSERT(n + n_skipped == r->info.n_variants);
   verbose_report(st, &err, n);
   fm_reader_close(r);
+}
+
+static int same_str(const char *a, const char *b) {
+  return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
+}
+
+/* Read the same file through full (read as usual) and packed (opened the
+ * same way, fm_reader.is_hardcall_only set here) in lockstep, checking each
+ * record, then close both. The two give the same records and ALT counts
+ * (hardcall or bed2). packed may skip the tracks that hold phase and
+ * dosage, so it may read on where full fails, never the reverse. */
+static void drain_hardcall_only(fm_reader *full, fm_reader *packed, int hardcalls_only) {
+  FUZZ_ASSERT(full != NULL && packed != NULL);
+  FUZZ_ASSERT(full->info.n_samples == packed->info.n_samples);
+  FUZZ_ASSERT(full->info.n_variants == packed->info.n_variants);
+  packed->is_hardcall_only = 1;
+  fm_gt_record a, b;
+  fm_err ea, eb;
+  fm_status sa = FM_OK, sb = FM_OK;
+  int64_t n = 0;
+  for (; n < MAX_RECORDS; n++) {
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    sa = fm_reader_next(full, &a, &ea);
+    sb = fm_reader_next(packed, &b, &eb);
+    if (sa == FM_OK || sa == FM_FMT_END) FUZZ_ASSERT(sb == sa);
+    if (sa != FM_OK || sb != FM_OK) break;
+    check_record(full, &a, hardcalls_only);
+    check_record(packed, &b, hardcalls_only);
+    FUZZ_ASSERT(a.pos == b.pos && same_str(a.chrom, b.chrom) && same_str(a.id, b.id) &&
+                same_str(a.ref, b.ref) && same_str(a.alt, b.alt));
+    for (int64_t i = 0; i < a.n_samples; i++) FUZZ_ASSERT(rec_count(&a, i) == rec_count(&b, i));
+  }
+  if (full->info.n_variants >= 0 && sa == FM_FMT_END) FUZZ_ASSERT(n == full->info.n_variants);
+  verbose_report(sa, &ea, n);
+  fm_reader_close(full);
+  fm_reader_close(packed);
 }
 
 #endif

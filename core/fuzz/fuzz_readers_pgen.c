@@ -9,7 +9,12 @@
  *               .pvar's record lines (those not starting with '#') are
  *               repeated in order until there are M of them (the header's
  *               variant count, bytes 3..6), after its '#' lines; M > 4096 or
- *               no record line skips the input. Other bits are ignored.
+ *               no record line skips the input. Bit 2 set: the fileset is
+ *               also opened a second time with fm_reader.is_hardcall_only
+ *               set (the packed main-track path) and both are read in
+ *               lockstep: same records and ALT counts (hardcall or bed2), the
+ *               hardcall-only read failing no earlier. Other bits are
+ *               ignored.
  *   bytes 1..   the files .psam, .pvar, .pgen (binary, last), separated by
  *               the 4 bytes "\n@@\n" (the first occurrences split; the last
  *               file takes the rest; absent files are empty).
@@ -18,9 +23,10 @@
  * record (at most 10,000) is read, then the reader is closed.
  *
  * Invariants checked on every record (FUZZ_ASSERT): rec->n_samples equals
- * info.n_samples; hardcalls in {0, 1, 2, FM_GT_MISSING}; dosages NaN or in
- * [0, 2]; hap slots in {0, 1, FM_GT_MISSING}; a phased record has hap; the
- * records read to the end equal info.n_variants (split records counted).
+ * info.n_samples; hardcalls in {0, 1, 2, FM_GT_MISSING} (bed2 codes agree
+ * with them where a record has both); dosages NaN or in [0, 2]; hap slots in
+ * {0, 1, FM_GT_MISSING}; a phased record has hap; the records read to the
+ * end equal info.n_variants (split records counted).
  *
  * Seeds (core/fuzz/corpus/fuzz_readers_pgen/): plink2 v2.00a3.5 --make-pgen
  * of tiny VCFs written for them (12 samples unless said): unphased
@@ -30,8 +36,9 @@
  * phased, genotypes 2/6 and 1/.), 300 samples (generated .psam: 2-byte
  * difflist ids and record lengths, types 1 and 2, a dosage list),
  * .bim/.fam-style companions, a repeated .pvar; and a hand-written storage
- * mode 0x02 file with provisional-REF bits. The 65,536-variant block
- * boundary is out of reach of the 4 KiB inputs. */
+ * mode 0x02 file with provisional-REF bits; hc_only_* are five of these
+ * with flag bit 2. The 65,536-variant block boundary is out of reach of
+ * the 4 KiB inputs. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -165,7 +172,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const fm_status st = fm_fmt_pgen_open(f[2].path, f[1].path, f[0].path, &r, &err);
   if (st == FM_OK) {
     FUZZ_ASSERT(r->info.n_variants >= 0);
-    drain(r, 0, 0);
+    fm_reader *hc = NULL;
+    if (data[0] & 4) {
+      FUZZ_ASSERT(fm_fmt_pgen_open(f[2].path, f[1].path, f[0].path, &hc, &err) == FM_OK);
+      drain_hardcall_only(r, hc, 0);
+    } else {
+      drain(r, 0, 0);
+    }
   } else {
     FUZZ_ASSERT(r == NULL);
     verbose_report(st, &err, -1);
