@@ -66,7 +66,7 @@ static fm_status eig_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
       fm_status st = fm_text_lines_peek(&e->geno, &p, &avail, err);
       if (st != FM_OK) return st;
       if (e->k != e->n_snp_header)
-        return fm_err_set(err, FM_EMISMATCH, "%s has %lld SNP lines but the header of %s says %lld SNPs",
+        return fm_err_set(err, FM_EMISMATCH, "%s ends after %lld SNP lines but the header of %s (byte offset 0) says %lld SNPs",
                           e->snp.path, (long long)e->k, e->geno.path, (long long)e->n_snp_header);
       if (avail > 0)
         return fm_err_set(err, FM_EFORMAT, "%s: unexpected bytes after the last record (record %lld)",
@@ -161,7 +161,7 @@ static fm_status open_packed(eig_impl *e, fm_err *err) {
                       "%s: expected a packed header \"GENO <n_ind> <n_snp> <ind hash> <snp hash>\" in the first record",
                       e->geno.path);
   if (nind != e->n)
-    return fm_err_set(err, FM_EMISMATCH, "%s: the header says %lld individuals but %s lists %lld",
+    return fm_err_set(err, FM_EMISMATCH, "%s: the header (byte offset 0) says %lld individuals but %s lists %lld",
                       e->geno.path, (long long)nind, "the .ind file", (long long)e->n);
   uint64_t need = ((uint64_t)nind * 2 + 7) / 8;
   e->rlen = need < PACKED_MIN_RECORD ? PACKED_MIN_RECORD : (size_t)need;

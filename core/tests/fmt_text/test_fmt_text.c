@@ -517,6 +517,24 @@ static void test_eigenstrat_small_and_bad(void) {
     CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
     fm_reader_close(r);
   }
+  /* a packed header counting more SNPs than the .snp lists */
+  {
+    const char *p4 = tmp("p4.geno");
+    r = NULL;
+    CHECK_OK(fm_fmt_eigenstrat_open(geno, snp, ind, &r, &err), &err);
+    if (r) {
+      CHECK(write_packed(r, p4, 4) == 3);
+      fm_reader_close(r);
+    }
+    r = NULL;
+    CHECK_OK(fm_fmt_eigenstrat_open(p4, snp, ind, &r, &err), &err);
+    if (r) {
+      for (int k = 0; k < 3; k++) CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+      expect_read_error(r, FM_EMISMATCH, "e.snp ends after 3 SNP lines",
+                        "p4.geno (byte offset 0) says 4 SNPs");
+      fm_reader_close(r);
+    }
+  }
   CHECK(truncate(packed, 48 * 4 - 10) == 0);
   r = NULL;
   CHECK_OK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err), &err);
@@ -528,7 +546,8 @@ static void test_eigenstrat_small_and_bad(void) {
   /* packed header disagreeing with .ind */
   write_file(packed, "GENO       7       3 0 0                         ");
   CHECK(fm_fmt_eigenstrat_open(packed, snp, ind, &r, &err) == FM_EMISMATCH && r == NULL);
-  CHECK(strstr(err.msg, "7 individuals") != NULL);
+  CHECK(strstr(err.msg, "p.geno: the header (byte offset 0) says 7 individuals but the .ind file "
+                        "lists 5") != NULL);
   /* text: bad code, short line, fewer .geno lines than .snp */
   write_file(geno, "01292\n22320\n90000\n");
   r = NULL;
