@@ -175,7 +175,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fm_reader *hc = NULL;
     if (data[0] & 4) {
       FUZZ_ASSERT(fm_fmt_pgen_open(f[2].path, f[1].path, f[0].path, &hc, &err) == FM_OK);
-      drain_hardcall_only(r, hc, 0);
+      drain_hardcall_only(r, hc, 0, 0);
     } else {
       drain(r, 0, 0);
     }
