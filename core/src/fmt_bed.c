@@ -310,6 +310,15 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
 
 static const fm_reader_ops bed_ops = {bed_next, bed_close};
 
+/* path without its directory when it is the directory of ref (a companion
+ * beside the .bed), so that a message naming both fits in fm_err. */
+static const char *beside(const char *path, const char *ref) {
+  const char *slash = strrchr(ref, '/');
+  if (!slash) return path;
+  const size_t n = (size_t)(slash - ref) + 1;
+  return strncmp(path, ref, n) == 0 && !strchr(path + n, '/') ? path + n : path;
+}
+
 fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char *fam_path,
                           fm_reader **out, fm_err *err) {
   fm_status st;
@@ -353,7 +362,8 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
     if (got == 3 && magic[0] == 0x6c && magic[1] == 0x1b && magic[2] == 0x01 && err) {
       const size_t len = strlen(err->msg);
       snprintf(err->msg + len, sizeof err->msg - len, " (%lld samples in '%s', %lld variants in '%s')",
-               (long long)b->n_samples, b->fam_path, (long long)b->n_variants, b->bim_path);
+               (long long)b->n_samples, beside(b->fam_path, b->bed_path), (long long)b->n_variants,
+               beside(b->bim_path, b->bed_path));
     }
     goto fail;
   }

@@ -414,8 +414,7 @@ static void test_bed_small(void) {
         FM_EFORMAT);
   CHECK(r == NULL && strstr(err.msg, "t.bed") && strstr(err.msg, "8 bytes"));
   CHECK(strstr(err.msg, "ends at byte offset 8, in variant 3 (1-based)") != NULL);
-  CHECK(strstr(err.msg, "(5 samples in '") && strstr(err.msg, "a.fam', 3 variants in '") &&
-        strstr(err.msg, "a.bim')"));
+  CHECK(strstr(err.msg, "(5 samples in 'a.fam', 3 variants in 'a.bim')") != NULL);
   /* shorter than the magic */
   write_file("t2.bed", bed, 2);
   CHECK(fm_fmt_bed_open(tmp_path("t2.bed"), tmp_path("a.bim"), tmp_path("a.fam"), &r, &err) ==
@@ -448,7 +447,7 @@ static void test_bed_small(void) {
   CHECK(fm_fmt_bed_open(tmp_path("a.bed"), tmp_path("e.bim"), tmp_path("a.fam"), &r, &err) ==
         FM_EFORMAT);
   CHECK(strstr(err.msg, "the bytes from offset 7 on belong to no variant") &&
-        strstr(err.msg, "2 variants in '") && strstr(err.msg, "e.bim')"));
+        strstr(err.msg, "2 variants in 'e.bim')"));
   /* bad .fam line */
   write_text("c.fam", "a a 0 0 0 -9\nb b 0 0\n");
   CHECK(fm_fmt_bed_open(tmp_path("a.bed"), tmp_path("a.bim"), tmp_path("c.fam"), &r, &err) ==
