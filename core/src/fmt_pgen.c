@@ -914,7 +914,9 @@ static fm_status read_index(pgen_impl *p, uint8_t hb, fm_err *err) {
       goto done;
     }
     off += nb;
-    if (p->block_off[b] < off || p->block_off[b] + sum > p->file_bytes) {
+    /* no block_off + sum: a block offset near 2^64 wraps it into the file */
+    if (p->block_off[b] < off || p->block_off[b] > p->file_bytes ||
+        sum > p->file_bytes - p->block_off[b]) {
       st = fm_err_set(err, FM_EFORMAT,
                       "'%s': variant block %lld (variants %lld..%lld) spans bytes %llu..%llu but "
                       "the header ends at %llu and the file has %llu bytes",

@@ -584,7 +584,16 @@ static void test_fuzz_regressions(void) {
     CHECK(fm_reader_next(r, &rec, &err) == FM_EFORMAT);
     CHECK(strstr(err.msg, "fz.pgen") && strstr(err.msg, "variant 1"));
     fm_reader_close(r);
+    r = NULL;
   }
+  /* a block offset of 2^64 - 16 with 32 bytes of records wrapped past the
+   * file-size check (then a failed seek, FM_EIO) */
+  uint8_t wrap[12 + 8 + 1 + 1 + 1] = {0x6c, 0x1b, 0x10, 1, 0, 0, 0, 1, 0, 0, 0, 0x04};
+  for (int k = 0; k < 8; k++) wrap[12 + k] = k ? 0xff : 0xf0;
+  wrap[21] = 0x20; /* record length */
+  write_file(pg, wrap, sizeof wrap);
+  CHECK(fm_fmt_pgen_open(pg, pv, ps, &r, &err) == FM_EFORMAT);
+  CHECK(r == NULL && strstr(err.msg, "fz.pgen") && strstr(err.msg, "variant block 1"));
 }
 
 int main(void) {
