@@ -165,16 +165,17 @@ fm_status fm_codec_bed2_check_file(const uint8_t *bytes, uint64_t n_bytes, int64
     if (!bytes) return fm_err_set(err, FM_EARG, "'%s': bytes must not be NULL", name);
     if (bytes[0] != 0x6c || bytes[1] != 0x1b)
       return fm_err_set(err, FM_EFORMAT,
-                        "'%s' does not start with the .bed magic 0x6c 0x1b (found 0x%02x 0x%02x)",
+                        "'%s' does not start with the .bed magic 0x6c 0x1b (found 0x%02x 0x%02x at "
+                        "byte offset 0)",
                         name, (unsigned)bytes[0], (unsigned)bytes[1]);
     if (bytes[2] == 0x00)
       return fm_err_set(err, FM_EFORMAT,
-                        "'%s' is sample-major (mode byte 0x00); only variant-major .bed files "
-                        "are supported",
+                        "'%s' is sample-major (mode byte 0x00 at byte offset 2); only "
+                        "variant-major .bed files are supported",
                         name);
     if (bytes[2] != 0x01)
       return fm_err_set(err, FM_EFORMAT,
-                        "'%s' has mode byte 0x%02x; expected 0x01 (variant-major)", name,
+                        "'%s' has mode byte 0x%02x at byte offset 2; expected 0x01 (variant-major)", name,
                         (unsigned)bytes[2]);
   }
   if (n_bytes != (uint64_t)need) {

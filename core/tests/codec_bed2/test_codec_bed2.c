@@ -279,17 +279,17 @@ static void test_check_file(void) {
 
   b[2] = 0x00;
   CHECK(fm_codec_bed2_check_file(b, size, n, m, "x.bed", &err) == FM_EFORMAT);
-  CHECK(strcmp(err.msg, "'x.bed' is sample-major (mode byte 0x00); only variant-major .bed "
-                        "files are supported") == 0);
+  CHECK(strcmp(err.msg, "'x.bed' is sample-major (mode byte 0x00 at byte offset 2); only "
+                        "variant-major .bed files are supported") == 0);
   b[2] = 0x07;
   CHECK(fm_codec_bed2_check_file(b, size, n, m, "x.bed", &err) == FM_EFORMAT);
-  CHECK(strstr(err.msg, "0x07") != NULL);
+  CHECK(strstr(err.msg, "mode byte 0x07 at byte offset 2") != NULL);
   b[2] = 0x01;
 
   b[0] = 'P';
   b[1] = 'K';
   CHECK(fm_codec_bed2_check_file(b, size, n, m, "x.bed", &err) == FM_EFORMAT);
-  CHECK(strstr(err.msg, "0x50 0x4b") != NULL && strstr(err.msg, "'x.bed'") != NULL);
+  CHECK(strstr(err.msg, "(found 0x50 0x4b at byte offset 0)") != NULL && strstr(err.msg, "'x.bed'") != NULL);
   b[0] = 0x6c;
   b[1] = 0x1b;
 
