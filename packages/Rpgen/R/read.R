@@ -129,14 +129,30 @@
   ids <- .Call(rpg_samples, h$xp)
   if (!is.null(ids)) return(ids)
   if (!is.na(h$sample_file) && file.exists(h$sample_file)) {
-    s <- utils::read.table(h$sample_file, skip = 2, header = FALSE, colClasses = "character",
-                           comment.char = "")
-    if (nrow(s) != n)
-      rpg_abort("emismatch", "sample file '", h$sample_file, "' lists ", nrow(s),
-                " samples, the genotype file has ", n)
-    return(s[[2]])
+    return(.rpg_read_sample_file(h$sample_file, n, h$paths[1]))
   }
   paste0("sample", seq_len(n))
+}
+
+# The ID_2 column of an Oxford .sample file (two header lines), for a BGEN
+# file without a sample block whose header (byte offset 12) says n samples.
+.rpg_read_sample_file <- function(path, n, bgen) {
+  lines <- readLines(path, warn = FALSE)
+  if (length(lines) < 2L)
+    rpg_abort("eformat", "sample file '", path, "' ends after line ", length(lines),
+              ": expected two header lines")
+  at <- which(nzchar(trimws(lines)))
+  at <- at[at > 2L]
+  fields <- strsplit(trimws(lines[at]), "[ \t]+")
+  short <- which(lengths(fields) < 2L)
+  if (length(short))
+    rpg_abort("eformat", "sample file '", path, "' line ", at[short[1]],
+              ": expected ID_1 ID_2 ..., found ", lengths(fields)[short[1]], " field")
+  if (length(at) != n)
+    rpg_abort("emismatch", "sample file '", path, "' lists ", length(at), " samples",
+              if (length(at)) paste0(" (lines 3 to ", max(at), ")"),
+              " but the header of '", bgen, "' says ", n, " (byte offset 12)")
+  vapply(fields, `[[`, "", 2L)
 }
 
 # One pass over a second reader of the same file (the handle's own reader
