@@ -122,7 +122,7 @@ static void drain(fm_reader *r, int64_t n_skipped, int hardcalls_only) {
   fm_reader_close(r);
 }
 
-static int same_str(const char *a, const char *b) {
+static inline int same_str(const char *a, const char *b) {
   return (a == NULL && b == NULL) || (a && b && strcmp(a, b) == 0);
 }
 
@@ -132,8 +132,8 @@ static int same_str(const char *a, const char *b) {
  * (hardcall or bed2). packed may skip the tracks that hold phase and
  * dosage, so it may read on where full fails, never the reverse. n_skipped
  * records were skipped on each before. */
-static void drain_hardcall_only(fm_reader *full, fm_reader *packed, int64_t n_skipped,
-                                int hardcalls_only) {
+static inline void drain_hardcall_only(fm_reader *full, fm_reader *packed,
+                                       int64_t n_skipped, int hardcalls_only) {
   FUZZ_ASSERT(full != NULL && packed != NULL);
   FUZZ_ASSERT(full->info.n_samples == packed->info.n_samples);
   FUZZ_ASSERT(full->info.n_variants == packed->info.n_variants);
