@@ -1,10 +1,22 @@
-/* fmt_vcf.c: VCF/BCF reader over htslib (fm_fmt_vcf.h, docs/formats/vcf.md). */
+/* fmt_vcf.c: VCF/BCF reader over htslib (fm_fmt_vcf.h, docs/formats/vcf.md).
+ *
+ * Text lines whose FORMAT is exactly GT skip htslib's sample parser (most of
+ * a read's time): the GT columns are parsed here into htslib's own GT
+ * encoding, and htslib parses only the first eight columns, so the checks
+ * of those columns and every rule downstream are the same. A GT column
+ * outside the plain grammar (alleles of digits or '.', '/' or '|' between,
+ * ploidy 1 or 2) sends the whole line through htslib, as do FORMAT other
+ * than GT and BCF. BGZF input is inflated on one htslib worker thread. */
 #include "fm/fm_fmt_vcf.h"
 
+#include <htslib/bgzf.h>
+#include <htslib/hfile.h>
 #include <htslib/hts.h>
+#include <htslib/kseq.h>
 #include <htslib/tbx.h>
 #include <htslib/vcf.h>
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +32,24 @@ typedef struct vcf_impl {
   tbx_t *tbx;          /* owned: tabix index of a VCF.gz when a region is read */
   hts_itr_t *itr;      /* owned: region iterator, NULL for a whole-file read */
   int itr_empty;       /* the region names no contig of the index: no records */
-  kstring_t line;      /* owned: text line of a tabix read */
+  kstring_t line;      /* owned: the current text line (VCF; BCF reads need none) */
+  char *chunk;         /* owned: (CHUNK_BYTES) decompressed text of a whole-file read */
+  size_t chunk_len, chunk_pos;
+  int chunk_eof;
+  int gt_fast;         /* GT declared as a FORMAT String and samples present: text lines
+                          with FORMAT "GT" may take the fast parser */
+  int is_fast;         /* v->gt and v->ploidy of the current record came from the fast parser */
+  int is_simple;       /* ... and every call is diploid with alleles 0 or 1, both known: the
+                          parser then also left its hardcalls (and hap slots) in place */
+  int simple_phased;   /* ... and every such call is phased */
+  int is_gt_filled;    /* ... and v->gt, v->ploidy hold it (else only its hardcalls do) */
+  const char *gt_text, *gt_end; /* its GT columns in v->line (intact after htslib's parse
+                                   of the first eight columns) */
+  int hc_only;         /* fm_reader.is_hardcall_only, latched at the first record: the
+                          parser leaves hap slots alone and out->hap is NULL */
+  int started;
+  int64_t n_hap1;      /* ... and this many calls are haploid and known */
+  int64_t n_hap_chrom; /* hap_chrom flags set on hap_rid */
   int64_t n;           /* samples */
   /* the record being split: its ALTs are emitted one at a time */
   int has_rec;         /* rec holds a record with ALTs left to emit */
@@ -62,6 +91,7 @@ static void vr_close(fm_reader *r) {
   if (v->hdr) bcf_hdr_destroy(v->hdr);
   if (v->fp) hts_close(v->fp);
   free(v->line.s);
+  free(v->chunk);
   free(v->gt);
   free(v->ds);
   free(v->hardcall);
@@ -75,23 +105,272 @@ static void vr_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-/* Read the next htslib record into v->rec: 0 ok, 1 end, -1 error (err set). */
-static int read_rec(vcf_impl *v, fm_err *err) {
+static int ensure_gt(vcf_impl *v, size_t n_values) {
+  if (n_values <= (size_t)(v->n_gt_alloc > 0 ? v->n_gt_alloc : 0)) return 1;
+  int32_t *g = realloc(v->gt, n_values * sizeof *g);
+  if (!g) return 0;
+  v->gt = g;
+  v->n_gt_alloc = (int)n_values;
+  return 1;
+}
+
+/* One column "a|b" or "a/b" of alleles 0 or 1 at p, then a tab (not last)
+ * or the end (last): its sum into hc, its alleles into hap (may be NULL),
+ * *phased cleared for '/'. Returns 0 for any other column. */
+static inline int simple_column(const char *p, const char *end, int last, int8_t *hc,
+                                int8_t *hap, unsigned *phased) {
+  if (end - p < 3) return 0;
+  const unsigned a = (unsigned)(unsigned char)p[0] - '0', b = (unsigned)(unsigned char)p[2] - '0';
+  if (a > 1 || b > 1 || (p[1] != '|' && p[1] != '/')) return 0;
+  if (last ? end - p != 3 : end - p < 4 || p[3] != '\t') return 0;
+  *phased &= p[1] == '|';
+  *hc = (int8_t)(a + b);
+  if (hap) hap[0] = (int8_t)a, hap[1] = (int8_t)b;
+  return 1;
+}
+
+/* The common line: every GT column "a|b" or "a/b" with alleles 0 or 1, a
+ * tab between columns. Writes only the hardcalls (sums) and, unless
+ * hardcall-only, the hap slots; v->gt is left unfilled (is_gt_filled 0) for
+ * parse_gt_columns to fill when a rule needs it. Returns 1 for such a line,
+ * else 0 (nothing it wrote is used). */
+static int parse_gt_simple(vcf_impl *v, const char *p, const char *end) {
+  const int64_t n = v->n;
+  int8_t *hap = v->hc_only ? NULL : v->hap;
+  unsigned phased = 1;
+  int64_t s = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* Two columns per step as the bytes a sep b \t a sep b \t of one 64-bit
+   * word, alleles in bit 0 of bytes 0, 2, 4, 6: one compare when both
+   * separators are '|' (or both '/'), column by column otherwise. */
+  const uint64_t mask = UINT64_C(0xfffefffefffefffe), bits = UINT64_C(0x0001000100010001);
+  const uint64_t both_phased = UINT64_C(0x09307c3009307c30), both_unphased = UINT64_C(0x09302f3009302f30);
+  uint64_t seps = UINT64_C(0x4000); /* bit 6 of byte 1: set in '|' (0x7c), clear in '/' (0x2f) */
+  int64_t n_pairs = n > 2 ? (n - 1) / 2 : 0; /* the last column has no tab after it */
+  if (n_pairs > (end - p) / 8) n_pairs = (end - p) / 8;
+  for (; s < 2 * n_pairs; s += 2, p += 8) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    const uint64_t m = w & mask;
+    if (m != both_phased && m != both_unphased) {
+      if (!simple_column(p, end, 0, v->hardcall + s, hap ? hap + 2 * s : NULL, &phased) ||
+          !simple_column(p + 4, end, 0, v->hardcall + s + 1, hap ? hap + 2 * s + 2 : NULL, &phased))
+        return 0;
+      continue;
+    }
+    seps &= m;
+    const uint64_t u = w & bits, t = u + (u >> 16); /* sums in bytes 0 and 4 */
+    const uint16_t hc2 = (uint16_t)((t & 0xffu) | (t >> 24 & 0xff00u));
+    memcpy(v->hardcall + s, &hc2, 2);
+    if (hap) {
+      const uint32_t h = (uint32_t)((u & 1u) | (u >> 8 & 0x100u) | (u >> 16 & 0x10000u) |
+                                    (u >> 24 & 0x1000000u));
+      memcpy(hap + 2 * s, &h, 4);
+    }
+  }
+  phased &= (unsigned)(seps >> 14) & 1u;
+#endif
+  for (; s < n; s++, p += 4)
+    if (!simple_column(p, end, s + 1 == n, v->hardcall + s, hap ? hap + 2 * s : NULL, &phased))
+      return 0;
+  v->is_simple = 1;
+  v->simple_phased = (int)phased;
+  v->n_hap1 = 0;
+  v->is_gt_filled = 0;
+  return 1;
+}
+
+/* The GT columns [p, end) of a line whose FORMAT is GT, into v->gt (2 values
+ * per sample) as htslib encodes them: allele a -> (a + 1) << 1, '.' -> 0,
+ * each ORed with 1 when '|' precedes it; a haploid call is padded with
+ * bcf_int32_vector_end. Also v->ploidy, n_hap1, is_simple, simple_phased,
+ * and, for the calls of alleles 0 and 1, hardcall (their sum) and the hap
+ * slots (as vr_next would set them for a biallelic record of a contig
+ * where no sample is haploid). Returns 1, or 0 for any column outside that
+ * grammar (then htslib reads the line). */
+static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
+  int32_t *g = v->gt;
+  const int64_t n = v->n;
+  const int with_hap = !v->hc_only;
+  int64_t n_other = 0, n_hap1 = 0;
+  unsigned big = 0;    /* some allele index is 2 or more */
+  unsigned phased = 1; /* every diploid call so far is phased */
+  int64_t s = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* Two columns per step while both are "a|b" or "a/b" with alleles 0 or 1
+   * and a tab after each: bytes a sep b \t a sep b \t of one 64-bit word. */
+  for (; s + 2 < n && end - p >= 8; s += 2, p += 8, g += 4) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+    const unsigned x = (unsigned)(w >> 8) & 0xffu, y = (unsigned)(w >> 40) & 0xffu;
+    if ((w & UINT64_C(0xfffe00fefffe00fe)) != UINT64_C(0x0930003009300030) ||
+        (x != '|' && x != '/') || (y != '|' && y != '/'))
+      break;
+    const unsigned a0 = (unsigned)w & 1u, b0 = (unsigned)(w >> 16) & 1u;
+    const unsigned a1 = (unsigned)(w >> 32) & 1u, b1 = (unsigned)(w >> 48) & 1u;
+    g[0] = (int32_t)((a0 + 1) << 1);
+    g[1] = (int32_t)((b0 + 1) << 1 | (x == '|'));
+    g[2] = (int32_t)((a1 + 1) << 1);
+    g[3] = (int32_t)((b1 + 1) << 1 | (y == '|'));
+    phased &= (x == '|') & (y == '|');
+    v->ploidy[s] = v->ploidy[s + 1] = 2;
+    v->hardcall[s] = (int8_t)(a0 + b0);
+    v->hardcall[s + 1] = (int8_t)(a1 + b1);
+    if (with_hap) {
+      const uint32_t h = a0 | b0 << 8 | a1 << 16 | b1 << 24;
+      memcpy(v->hap + 2 * s, &h, 4);
+    }
+  }
+#endif
+  for (; s < n; s++, g += 2) {
+    /* the common column: one-digit alleles, "a|b" or "a/b", then a tab or the end */
+    if (end - p >= 3) {
+      const unsigned d0 = (unsigned)(unsigned char)p[0] - '0', d1 = (unsigned)(unsigned char)p[2] - '0';
+      const char sep = p[1];
+      const int last = s + 1 == n;
+      if (d0 < 10 && d1 < 10 && (sep == '|' || sep == '/') &&
+          (last ? end - p == 3 : end - p > 3 && p[3] == '\t')) {
+        g[0] = (int32_t)(d0 + 1) << 1;
+        g[1] = (int32_t)((d1 + 1) << 1 | (sep == '|'));
+        big |= (d0 | d1) > 1;
+        phased &= sep == '|';
+        v->ploidy[s] = 2;
+        v->hardcall[s] = (int8_t)(d0 + d1);
+        v->hap[2 * s] = (int8_t)d0;
+        v->hap[2 * s + 1] = (int8_t)d1;
+        p += last ? 3 : 4;
+        continue;
+      }
+    }
+    int k = 0, known = 0;
+    int32_t phase = 0;
+    for (;;) {
+      int32_t a;
+      if (p < end && *p == '.') {
+        a = 0;
+        p++;
+      } else {
+        int digits = 0;
+        a = 0;
+        while (p < end && *p >= '0' && *p <= '9' && digits < 6) a = 10 * a + (*p++ - '0'), digits++;
+        if (digits == 0 || (p < end && *p >= '0' && *p <= '9')) return 0;
+        big |= a > 1;
+        known++;
+        a = (a + 1) << 1;
+      }
+      if (k == 2) return 0; /* ploidy above 2: htslib's general path */
+      g[k++] = a | phase;
+      if (p < end && (*p == '/' || *p == '|')) {
+        phase = *p++ == '|';
+        continue;
+      }
+      break;
+    }
+    if (k == 1) g[1] = bcf_int32_vector_end;
+    v->ploidy[s] = (uint8_t)k;
+    n_other += k != 2 || known != 2;
+    n_hap1 += k == 1 && known == 1;
+    if (k == 2 && known == 2) { /* alleles >= 2 make the record not simple */
+      phased &= (unsigned)g[1] & 1u;
+      v->hap[2 * s] = (int8_t)((g[0] >> 1) - 1);
+      v->hap[2 * s + 1] = (int8_t)((g[1] >> 1) - 1);
+      v->hardcall[s] = (int8_t)(v->hap[2 * s] + v->hap[2 * s + 1]);
+    }
+    if (s + 1 < n) {
+      if (p >= end || *p != '\t') return 0;
+      p++;
+    }
+  }
+  v->is_simple = n_other == 0 && !big;
+  v->simple_phased = (int)phased;
+  v->n_hap1 = n_hap1;
+  v->is_gt_filled = 1;
+  return p == end;
+}
+
+/* Whole-file text reads take the text in 1 MiB pieces and split lines
+ * with memchr (hts_getline's bgzf_getline moves one byte at a time). */
+#define CHUNK_BYTES ((size_t)1 << 20)
+
+/* Next text line into v->line, as hts_getline(KS_SEP_LINE) gives it (no
+ * "\n" or "\r\n"; a last line without one counts): its length, -1 at the
+ * end, < -1 on a read error. */
+static int next_line(vcf_impl *v) {
+  if (v->itr) return tbx_itr_next(v->fp, v->tbx, v->itr, &v->line);
+  v->line.l = 0;
+  int have = 0;
+  for (;;) {
+    if (v->chunk_pos == v->chunk_len) {
+      if (v->chunk_eof) break;
+      const ssize_t got = v->fp->format.compression == no_compression
+                              ? hread(v->fp->fp.hfile, v->chunk, CHUNK_BYTES)
+                              : bgzf_read(v->fp->fp.bgzf, v->chunk, CHUNK_BYTES);
+      if (got < 0) return -2;
+      v->chunk_len = (size_t)got;
+      v->chunk_pos = 0;
+      if (got == 0) {
+        v->chunk_eof = 1;
+        break;
+      }
+    }
+    const char *a = v->chunk + v->chunk_pos;
+    const size_t left = v->chunk_len - v->chunk_pos;
+    const char *nl = memchr(a, '\n', left);
+    const size_t take = nl ? (size_t)(nl - a) : left;
+    if (kputsn(a, take, &v->line) < 0) return -2;
+    have = 1;
+    v->chunk_pos += take + (nl != NULL);
+    if (nl) break;
+  }
+  if (!have) return -1;
+  if (v->line.l > 0 && v->line.s[v->line.l - 1] == '\r') v->line.s[--v->line.l] = '\0';
+  if (v->line.l > INT_MAX) return -2;
+  return (int)v->line.l;
+}
+
+/* Parse the text line in v->line: through the fast GT parser when it
+ * applies (only the first eight columns then go to htslib), else htslib's
+ * whole-line parser. count_only: GT is not needed, never parse it. */
+static int parse_line(vcf_impl *v, int count_only) {
+  char *s = v->line.s, *end = s + v->line.l, *q = s;
+  v->is_fast = 0;
+  if (v->gt_fast || count_only) {
+    for (int tabs = 0; q && tabs < 8; tabs++) {
+      q = memchr(q, '\t', (size_t)(end - q));
+      if (q) q++;
+    }
+    /* q: start of FORMAT, or NULL for a line of 8 columns or fewer */
+    if (q) {
+      const int is_gt = end - q >= 3 && q[0] == 'G' && q[1] == 'T' && q[2] == '\t';
+      if (count_only || (is_gt && ensure_gt(v, 2 * (size_t)v->n) &&
+                         (parse_gt_simple(v, q + 3, end) || parse_gt_columns(v, q + 3, end)))) {
+        v->gt_text = q + 3;
+        v->gt_end = end;
+        q[-1] = '\0';
+        v->line.l = (size_t)(q - 1 - s);
+        v->is_fast = !count_only;
+      }
+    }
+  }
+  return vcf_parse1(&v->line, v->hdr, v->rec) < 0 ? -2 : 0;
+}
+
+/* Read the next htslib record into v->rec: 0 ok, 1 end, -1 error (err set).
+ * count_only: only the allele count of the record is needed. */
+static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
   int ret;
   if (v->itr_empty) return 1;
-  if (!v->itr) {
-    ret = bcf_read(v->fp, v->hdr, v->rec);
-  } else if (v->is_bcf) {
-    ret = bcf_itr_next(v->fp, v->itr, v->rec);
+  if (v->is_bcf) {
+    ret = v->itr ? bcf_itr_next(v->fp, v->itr, v->rec) : bcf_read(v->fp, v->hdr, v->rec);
   } else {
-    ret = tbx_itr_next(v->fp, v->tbx, v->itr, &v->line);
-    if (ret >= 0) ret = vcf_parse1(&v->line, v->hdr, v->rec) < 0 ? -2 : 0;
+    ret = next_line(v);
+    if (ret >= 0) ret = parse_line(v, count_only);
   }
   if (ret == -1) return 1;
   /* Undefined contigs and tags are added to the header by htslib with a
    * warning; every other error code marks a record we cannot trust. */
   int bad = ret < -1 || (v->rec->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) != 0;
-  if (!bad && bcf_unpack(v->rec, BCF_UN_STR | BCF_UN_FMT) < 0) bad = 1;
+  if (!bad && bcf_unpack(v->rec, count_only ? BCF_UN_STR : BCF_UN_STR | BCF_UN_FMT) < 0) bad = 1;
   if (!bad && v->rec->n_allele < 1) bad = 1;
   if (bad) {
     const char *c = (ret >= -1 && v->rec->rid >= 0 && v->rec->rid < v->hdr->n[BCF_DT_CTG])
@@ -112,8 +391,22 @@ static int read_rec(vcf_impl *v, fm_err *err) {
   return 0;
 }
 
+static fm_status set_ploidy(vcf_impl *v);
+
 /* Fetch GT and DS of v->rec once per htslib record. */
 static fm_status load_fields(vcf_impl *v, fm_err *err) {
+  if (v->is_fast) { /* GT from the fast parser; no DS (FORMAT is GT alone) */
+    v->n_gt = (int)(2 * v->n);
+    v->n_ds = -1;
+    fm_status st = set_ploidy(v);
+    /* the sums left by parse_gt_simple serve a biallelic record of a contig
+     * without haploid samples; any other rule reads v->gt */
+    if (!v->is_gt_filled && (v->rec->n_allele != 2 || v->n_hap_chrom > 0) &&
+        !parse_gt_columns(v, v->gt_text, v->gt_end))
+      return fm_err_set(err, FM_EINTERNAL, "%s: GT columns at %s:%lld parsed once but not twice",
+                        v->path, v->last_chrom, (long long)v->last_pos);
+    return st;
+  }
   /* htslib 1.16's bcf_get_format_values calls exit(1) on a FORMAT entry of
    * any storage type other than int8/16/32 or float (e.g. a GT with no
    * values, from a FORMAT column with empty keys "::GT", or a BCF type byte
@@ -142,19 +435,28 @@ static fm_status load_fields(vcf_impl *v, fm_err *err) {
   v->n_ds = bcf_get_format_float(v->hdr, v->rec, "DS", &v->ds, &v->n_ds_alloc);
   if (v->n_ds == -4) return fm_err_set(err, FM_ENOMEM, "%s: out of memory at %s:%lld", v->path, v->last_chrom, (long long)v->last_pos);
   if (v->n_ds >= 0 && (v->n == 0 || v->n_ds % v->n != 0)) v->n_ds = -1;
+  return set_ploidy(v);
+}
+
+/* Ploidy of each call and the haploid-on-this-contig flags, from the whole
+ * record before any split record is emitted. */
+static fm_status set_ploidy(vcf_impl *v) {
   if (v->hap_rid != v->rec->rid) {
     memset(v->hap_chrom, 0, (size_t)v->n);
     v->hap_rid = v->rec->rid;
+    v->n_hap_chrom = 0;
   }
-  /* Ploidy of each call, and the haploid-on-this-contig flags, are set from
-   * the whole record before any split record is emitted. */
   int per = v->n_gt > 0 && v->n > 0 ? v->n_gt / (int)v->n : 0;
+  if (v->is_fast && v->n_hap1 == 0) return FM_OK; /* ploidy set by the parser */
   for (int64_t s = 0; s < v->n; s++) {
     int k = 0;
     const int32_t *g = per ? v->gt + s * per : NULL;
     while (k < per && g[k] != bcf_int32_vector_end) k++;
     v->ploidy[s] = (uint8_t)(k > 255 ? 255 : k);
-    if (k == 1 && !bcf_gt_is_missing(g[0])) v->hap_chrom[s] = 1;
+    if (k == 1 && !bcf_gt_is_missing(g[0]) && !v->hap_chrom[s]) {
+      v->hap_chrom[s] = 1;
+      v->n_hap_chrom++;
+    }
   }
   return FM_OK;
 }
@@ -185,8 +487,12 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
   memset(out, 0, sizeof *out);
   out->n_samples = v->n;
   if (!v->has_rec) {
+    if (!v->started) {
+      v->started = 1;
+      v->hc_only = r->is_hardcall_only;
+    }
     for (;;) {
-      int rc = read_rec(v, err);
+      int rc = read_rec(v, err, 0);
       if (rc < 0) return err ? err->code : FM_EFORMAT;
       if (rc > 0) return FM_FMT_END;
       /* A record with no ALT ('.') has nothing to count: skipped. */
@@ -202,7 +508,11 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
   const int n_allele = v->rec->n_allele;
   const int per = v->n_gt > 0 && v->n > 0 ? v->n_gt / (int)v->n : 0;
   int all_phased = per > 0;
-  for (int64_t s = 0; s < v->n; s++) {
+  /* Every call diploid, known, 0 or 1, and no sample haploid on this
+   * contig: the rules below reduce to the sums the parser left in place. */
+  const int simple = v->is_fast && v->is_simple && n_allele == 2 && v->n_hap_chrom == 0;
+  if (simple) all_phased = v->simple_phased;
+  for (int64_t s = 0; !simple && s < v->n; s++) {
     const int32_t *g = per ? v->gt + s * per : NULL;
     const int k = per ? v->ploidy[s] : 0;
     int8_t hc = FM_GT_MISSING, h0 = FM_GT_MISSING, h1 = FM_GT_MISSING;
@@ -239,6 +549,7 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
   }
   out->hardcall = v->hardcall;
   out->is_phased = all_phased && v->n > 0;
+  if (v->hc_only) out->is_phased = 0;
   out->hap = out->is_phased ? v->hap : NULL;
   if (out->is_phased) r->info.is_phased = 1;
   /* DS: Number=A (one per ALT) or one value for a biallelic record. */
@@ -357,6 +668,18 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
     goto fail;
   }
   v->n = bcf_hdr_nsamples(v->hdr);
+  const int gt_id = bcf_hdr_id2int(v->hdr, BCF_DT_ID, "GT");
+  v->gt_fast = !v->is_bcf && v->n > 0 && gt_id >= 0 &&
+               bcf_hdr_idinfo_exists(v->hdr, BCF_HL_FMT, gt_id) &&
+               bcf_hdr_id2type(v->hdr, BCF_HL_FMT, gt_id) == BCF_HT_STR;
+  /* A whole-file BGZF read inflates blocks on a worker thread while this
+   * one parses (plink2 and bcftools do the same); a region read seeks, and
+   * keeps to one thread. Failing to start the thread only costs speed. */
+  if (!region && fmt->compression == bgzf) (void)hts_set_threads(v->fp, 1);
+  if (!region && !v->is_bcf && !(v->chunk = malloc(CHUNK_BYTES))) {
+    st = fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);
+    goto fail;
+  }
   if (region) {
     if (v->is_bcf) {
       v->idx = bcf_index_load(path);

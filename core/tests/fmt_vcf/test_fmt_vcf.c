@@ -6,6 +6,7 @@
 #include "fm/fm_fmt_vcf.h"
 
 #include "fm_test.h"
+#include "fm_test_fmt.h"
 
 #include <htslib/hts.h>
 #include <htslib/hts_log.h>
@@ -752,6 +753,139 @@ static void test_1kg_dosage(void) {
   traw_free(&t);
 }
 
+/* ---- the fast GT parser against htslib's ------------------------------------ */
+
+/* Every record of two readers agrees: metadata, hardcalls, phase, hap
+ * slots, dosages; both end alike (status). Returns the records compared. */
+static int64_t same_records(fm_reader *a, fm_reader *b) {
+  fm_gt_record ra, rb;
+  fm_err ea, eb;
+  memset(&ea, 0, sizeof ea);
+  memset(&eb, 0, sizeof eb);
+  int64_t k = 0, bad = 0;
+  for (;; k++) {
+    const fm_status sa = fm_reader_next(a, &ra, &ea), sb = fm_reader_next(b, &rb, &eb);
+    CHECK(sa == sb);
+    if (sa != FM_OK || sb != FM_OK) break;
+    const int64_t n = ra.n_samples;
+    int same = n == rb.n_samples && !strcmp(ra.chrom, rb.chrom) && ra.pos == rb.pos &&
+               !strcmp(ra.id, rb.id) && !strcmp(ra.ref, rb.ref) && !strcmp(ra.alt, rb.alt) &&
+               ra.is_phased == rb.is_phased && !ra.hap == !rb.hap && !ra.dosage == !rb.dosage &&
+               !memcmp(ra.hardcall, rb.hardcall, (size_t)n);
+    if (same && ra.hap) same = !memcmp(ra.hap, rb.hap, 2 * (size_t)n);
+    for (int64_t i = 0; same && ra.dosage && i < n; i++)
+      same = ra.dosage[i] == rb.dosage[i] || (isnan(ra.dosage[i]) && isnan(rb.dosage[i]));
+    if (!same && bad++ < 3) fprintf(stderr, "record %lld (%s:%lld) differs\n", (long long)k, ra.chrom, (long long)ra.pos);
+  }
+  CHECK(bad == 0);
+  fm_reader_close(a);
+  fm_reader_close(b);
+  return k;
+}
+
+static int64_t same_files(const char *vcf, const char *other) {
+  fm_reader *a = NULL, *b = NULL;
+  fm_err err;
+  CHECK_OK(fm_fmt_vcf_open(vcf, NULL, &a, &err), &err);
+  CHECK_OK(fm_fmt_vcf_open(other, NULL, &b, &err), &err);
+  if (!a || !b) {
+    fm_reader_close(a);
+    fm_reader_close(b);
+    return -1;
+  }
+  return same_records(a, b);
+}
+
+static fm_status open_vcf_ud(void *ud, fm_reader **out, fm_err *err) {
+  return fm_fmt_vcf_open((const char *)ud, NULL, out, err);
+}
+
+/* Text lines with FORMAT GT take the fast parser; htslib reads the BCF made
+ * from the same text, so the two must agree record by record. The columns
+ * cover the fast grammar and its edges (one-digit and longer alleles,
+ * '.', haploid, half-calls, mixed separators inside and outside the
+ * two-column steps, 2 and 5 alleles, a 3-allele record of 0/1 calls only,
+ * chrX males, a het call of a haploid sample) and columns outside it
+ * (ploidy 3, trailing bytes, empty allele, leading separator), which fall
+ * back to htslib line by line. Then the fixtures' VCF against their BCF (written
+ * by bcftools), and hardcall-only reads against full ones. */
+static void test_fast_parser(void) {
+  static const char *const body =
+      "22\t100\ta\tA\tG\t.\t.\t.\tGT\t0|0\t0|1\t1|0\t1|1\t0|1\n"
+      "22\t110\tb\tA\tG\t.\t.\t.\tGT\t0/0\t0/1\t1/1\t1/0\t0/0\n"
+      "22\t120\tc\tA\tG\t.\t.\t.\tGT\t0|0\t0/1\t1|1\t1/0\t0|1\n"
+      "22\t130\td\tA\tG,T\t.\t.\t.\tGT\t0|2\t2|1\t1|1\t2/2\t0|0\n"
+      "22\t140\te\tA\tG\t.\t.\t.\tGT\t.|.\t./.\t.\t0|.\t.|1\n"
+      "22\t160\t.\tA\tC,G,T,AA\t.\t.\t.\tGT\t4|3\t0|4\t00|1\t2/0\t1|0\n"
+      "22\t165\tr\tA\tG,T\t.\t.\t.\tGT\t0|1\t1|1\t0|0\t1|0\t0|1\n"
+      "22\t170\th\tA\tG\t.\t.\t.\tGT\t0|1|1\t0|1\t0|1\t0|1\t0|1\n"
+      "22\t175\ti\tA\tG\t.\t.\t.\tGT\t3|1\t0|1\t1|1\t0|0\t0|1\n"
+      "22\t190\tk\tA\tG\t.\t.\t.\tGT\t0|1\t0|1\t0|1\t0|1\t0|1\n"
+      "22\t195\tq\tA\tG\t.\t.\t.\tGT\t0/1\t0/0\t1/0\t1/1\t0|1\n"
+      "22\t196\ts\tA\tG\t.\t.\t.\tGT\t0|1\t0/0\t1|0\t1|1\t0|1\n"
+      "X\t150\tf\tA\tG\t.\t.\t.\tGT\t0\t1\t0|1\t1|1\t.\n"
+      "X\t180\tj\tA\tG\t.\t.\t.\tGT\t0|1\t0|1\t0|1\t0|1\t1\n"
+      "X\t200\tl\tA\tG\t.\t.\t.\tGT\t0|1\t1|1\t0|0\t0|1\t1|0\n"
+      "X\t210\tm\tA\tG\t.\t.\t.\tGT\t1\t0|1\t0\t0|1\t1|1\n"
+      "X\t220\tn\tA\tG\t.\t.\t.\tGT\t0|1\t0|1\t1|0\t1|1\t0|0\n"
+      "X\t230\to\tA\tG,C\t.\t.\t.\tGT\t0|1\t2|1\t1|0\t1|1\t0|0\n"
+      "X\t240\tp\tA\tG\t.\t.\t.\tGT\t0/1\t0/1\t1/0\t1/1\t0/0\n";
+  char vcf[512], bcf[512];
+  tmp_path(vcf, sizeof vcf, "fast.vcf");
+  tmp_path(bcf, sizeof bcf, "fast.bcf");
+  write_vcf(vcf, 0, "s1\ts2\ts3\ts4\ts5", body);
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  CHECK(same_files(vcf, bcf) == 25);
+  CHECK(fm_test_check_hardcall_only(open_vcf_ud, vcf) == 25);
+  /* columns the fast grammar refuses and htslib reads (or refuses) alike */
+  static const char *const odd[] = {"0|1x", "0|", "|0", "0||1", "0|1\t", "1234567|0"};
+  for (size_t k = 0; k < sizeof odd / sizeof odd[0]; k++) {
+    char line[256];
+    snprintf(line, sizeof line, "22\t100\ta\tA\tG\t.\t.\t.\tGT\t0|0\t%s\n22\t200\tb\tA\tG\t.\t.\t.\tGT\t0|1\t1|1\n", odd[k]);
+    write_vcf(vcf, 0, "s1\ts2", line);
+    fm_reader *a = NULL;
+    fm_err err;
+    CHECK_OK(fm_fmt_vcf_open(vcf, NULL, &a, &err), &err);
+    /* the reference: htslib's own parse of the same text */
+    htsFile *f = hts_open(vcf, "r");
+    bcf_hdr_t *h = f ? bcf_hdr_read(f) : NULL;
+    bcf1_t *b = bcf_init();
+    const int ok = h && bcf_read(f, h, b) == 0 &&
+                   !(b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF));
+    fm_gt_record rec;
+    const fm_status st = a ? fm_reader_next(a, &rec, &err) : FM_EINTERNAL;
+    CHECK((st == FM_OK) == ok);
+    if (ok && st == FM_OK) {
+      int32_t *gt = NULL;
+      int ngt = 0;
+      const int got = bcf_get_genotypes(h, b, &gt, &ngt);
+      CHECK(got >= 2 && rec.hardcall[0] == 0);
+      free(gt);
+    }
+    bcf_destroy(b);
+    if (h) bcf_hdr_destroy(h);
+    if (f) hts_close(f);
+    fm_reader_close(a);
+  }
+  remove(vcf);
+  remove(bcf);
+  char fvcf[1200], fbcf[1200], csi[600];
+  snprintf(csi, sizeof csi, "%.500s.csi", bcf);
+  remove(csi);
+  if (!find_fixtures()) {
+    printf("SKIP: test_fast_parser on fixtures (fixtures not found)\n");
+    return;
+  }
+  static const char *const sets[][2] = {{"1kg_phase3_subset/1kg.vcf.gz", "1kg_phase3_subset/1kg.bcf"},
+                                        {"ceu_exon/ceu_exon.vcf.gz", "ceu_exon/ceu_exon.bcf"}};
+  for (size_t k = 0; k < 2; k++) {
+    snprintf(fvcf, sizeof fvcf, "%.1100s/genotypes/%s", fixtures, sets[k][0]);
+    snprintf(fbcf, sizeof fbcf, "%.1100s/genotypes/%s", fixtures, sets[k][1]);
+    CHECK(same_files(fvcf, fbcf) > 1000);
+    CHECK(fm_test_check_hardcall_only(open_vcf_ud, fvcf) > 1000);
+  }
+}
+
 static void rm_tmpdir(void) {
   const char *names[] = {"chrx.vcf", "chrx.bcf", "chrx.bcf.csi", "chrx.vcf.gz", "chrx.vcf.gz.tbi",
                          "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
@@ -786,6 +920,7 @@ int main(void) {
   FM_RUN(test_format_empty_keys);
   FM_RUN(test_1kg_chr22);
   FM_RUN(test_1kg_dosage);
+  FM_RUN(test_fast_parser);
   rm_tmpdir();
   FM_TEST_END();
 }
