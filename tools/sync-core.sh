@@ -12,11 +12,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 src="$pkg/src"
 mkdir -p "$src/fm"
 status=0
+headers_changed=0
 sync_one() { # from to
   if [ $check -eq 1 ]; then
     cmp -s "$1" "$2" || { echo "drift: $2 differs from $1"; status=1; }
-  else
-    cmp -s "$1" "$2" 2>/dev/null || cp "$1" "$2"
+  elif ! cmp -s "$1" "$2" 2>/dev/null; then
+    cp "$1" "$2"
+    case $2 in *.h) headers_changed=1 ;; esac
   fi
 }
 while read -r name; do
@@ -28,4 +30,7 @@ done < "$pkg/core-modules"
 for f in "$top"/core/include/fm/*.h; do
   sync_one "$f" "$src/fm/$(basename "$f")"
 done
+# R's make tracks no header dependencies: objects built against an older
+# header (a struct that grew a field) would link into a crashing package.
+if [ $headers_changed -eq 1 ]; then rm -f "$src"/*.o "$src"/*.so; fi
 exit $status
