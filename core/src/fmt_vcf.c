@@ -594,6 +594,29 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
 
 static const fm_reader_ops vr_ops = {vr_next, vr_close};
 
+fm_status fm_fmt_vcf_count(fm_reader *r, int64_t *n_records_out, const fm_ctl *ctl, fm_err *err) {
+  if (n_records_out) *n_records_out = 0;
+  if (!r || r->ops != &vr_ops || !n_records_out)
+    return fm_err_set(err, FM_EARG, "fm_fmt_vcf_count: r must be a VCF/BCF reader and n_records_out not NULL");
+  vcf_impl *v = r->impl;
+  int64_t n = 0;
+  if (v->has_rec) { /* split records of the current site not yet returned */
+    n = v->rec->n_allele - v->next_alt;
+    v->has_rec = 0;
+  }
+  for (int64_t sites = 1;; sites++) {
+    if ((sites & 4095) == 0 && fm_ctl_cancelled(ctl))
+      return fm_err_set(err, FM_ECANCELLED, "%s: counting records was cancelled after %lld",
+                        v->path, (long long)n);
+    const int rc = read_rec(v, err, 1);
+    if (rc < 0) return err ? err->code : FM_EFORMAT;
+    if (rc > 0) break;
+    if (v->rec->n_allele >= 2) n += v->rec->n_allele - 1;
+  }
+  *n_records_out = n;
+  return FM_OK;
+}
+
 /* The first bytes of path, as hex and then as text when printable, for a
  * wrong-magic message ("23 23 6e 6f 74 76 \"##notv\""); 0 when the file
  * cannot be read. A VCF starts with "##fileformat=VCF", a BCF with "BCF\2",

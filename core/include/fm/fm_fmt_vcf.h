@@ -44,4 +44,16 @@
 FM_NODISCARD fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
                                        fm_err *err);
 
+/* Count the records r has left (after the split of multi-allelic sites:
+ * n_allele - 1 per site with an ALT), consuming r. Genotype columns are not
+ * parsed (htslib reads only the first eight columns of a text line), so
+ * this costs a fraction of reading; its result equals the number of records
+ * fm_reader_next would return when every record reads.
+ * Errors: FM_EARG if r is not a VCF/BCF reader or n_records_out is NULL;
+ *   FM_EFORMAT for a malformed record, named as fm_reader_next names it;
+ *   FM_ECANCELLED when ctl (may be NULL; polled every 4096 records) asks.
+ * Owns:   borrows r (left at its end) and ctl; writes *n_records_out. */
+FM_NODISCARD fm_status fm_fmt_vcf_count(fm_reader *r, int64_t *n_records_out, const fm_ctl *ctl,
+                                        fm_err *err);
+
 #endif

@@ -836,6 +836,17 @@ static void test_fast_parser(void) {
   write_vcf(vcf, 0, "s1\ts2\ts3\ts4\ts5", body);
   CHECK(convert(vcf, bcf, "wb") == 0);
   CHECK(same_files(vcf, bcf) == 25);
+  for (int k = 0; k < 2; k++) { /* the count without genotypes, from the start and mid-site */
+    fm_reader *r = NULL;
+    fm_err err;
+    int64_t n = -1;
+    CHECK_OK(fm_fmt_vcf_open(k ? bcf : vcf, NULL, &r, &err), &err);
+    fm_gt_record rec;
+    for (int j = 0; r && j < 4; j++) CHECK_OK(fm_reader_next(r, &rec, &err), &err); /* d's 2nd ALT next */
+    if (r) CHECK_OK(fm_fmt_vcf_count(r, &n, NULL, &err), &err);
+    CHECK(n == 21);
+    fm_reader_close(r);
+  }
   CHECK(fm_test_check_hardcall_only(open_vcf_ud, vcf) == 25);
   /* columns the fast grammar refuses and htslib reads (or refuses) alike */
   static const char *const odd[] = {"0|1x", "0|", "|0", "0||1", "0|1\t", "1234567|0"};

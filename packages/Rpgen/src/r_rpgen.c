@@ -255,8 +255,9 @@ SEXP rpg_samples(SEXP xp) {
  * every record after the split of multi-allelic sites, "." when the format
  * has none), read with the reader's own parser so that they equal the IDs a
  * read reports. n_hint (NA when unknown) sizes the ID vector. Returns
- * list(n = <double>, ids = <character or NULL>). BGEN counts by seeking over
- * genotype blocks when no IDs are asked for. */
+ * list(n = <double>, ids = <character or NULL>). When no IDs are asked for,
+ * BGEN counts by seeking over genotype blocks and VCF/BCF from the sites'
+ * allele counts, without parsing genotypes. */
 SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
   fm_reader *r = get_reader(xp);
   const int want_ids = Rf_asLogical(s_want_ids) == TRUE;
@@ -280,6 +281,11 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
     st = fm_fmt_bgen_skip(r, INT64_MAX, &got, &err);
     n = (double)got;
     if (st == FM_FMT_END) st = FM_OK;
+  } else if (!want_ids && r->info.format &&
+             (!strcmp(r->info.format, "vcf") || !strcmp(r->info.format, "bcf"))) {
+    int64_t got = 0; /* sites' allele counts only: no genotype parsing */
+    st = fm_fmt_vcf_count(r, &got, &ctl, &err);
+    n = (double)got;
   } else {
     R_xlen_t cap = 0;
     if (want_ids) {
