@@ -617,6 +617,36 @@ fm_status fm_fmt_vcf_count(fm_reader *r, int64_t *n_records_out, const fm_ctl *c
   return FM_OK;
 }
 
+/* Where a header htslib refused lies, for its message: a text VCF's
+ * leading '#' lines ("lines 1 to 4, where the file ends" when no record
+ * follows, e.g. a file cut inside its header); a BCF's header text, which
+ * starts at byte 9 of the decompressed stream. */
+static void header_extent(const char *path, int is_bcf, char *out, size_t n_out) {
+  if (is_bcf) {
+    snprintf(out, n_out, "its text at decompressed byte offset 9");
+    return;
+  }
+  htsFile *fp = hts_open(path, "r");
+  kstring_t line = {0, 0, NULL};
+  long long n = 0;
+  int at_end = 1;
+  if (fp) {
+    while (hts_getline(fp, KS_SEP_LINE, &line) >= 0) {
+      if (line.l == 0 || line.s[0] != '#') {
+        at_end = 0;
+        break;
+      }
+      n++;
+    }
+    hts_close(fp);
+  }
+  free(line.s);
+  if (!fp || n == 0)
+    snprintf(out, n_out, "line 1");
+  else
+    snprintf(out, n_out, "lines 1 to %lld%s", n, at_end ? ", where the file ends" : "");
+}
+
 /* The first bytes of path, as hex and then as text when printable, for a
  * wrong-magic message ("23 23 6e 6f 74 76 \"##notv\""); 0 when the file
  * cannot be read. A VCF starts with "##fileformat=VCF", a BCF with "BCF\2",
@@ -682,7 +712,10 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   v->is_bcf = fmt->format == bcf;
   v->hdr = bcf_hdr_read(v->fp);
   if (!v->hdr) {
-    st = fm_err_set(err, FM_EFORMAT, "%s: cannot read the VCF/BCF header", path);
+    char where[96];
+    header_extent(path, v->is_bcf, where, sizeof where);
+    st = fm_err_set(err, FM_EFORMAT, "%s: cannot read the %s header (%s)", path,
+                    v->is_bcf ? "BCF" : "VCF", where);
     goto fail;
   }
   v->rec = bcf_init();

@@ -442,6 +442,16 @@ static void test_errors(void) {
   }
   CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EFORMAT && rd == NULL);
   CHECK(strstr(err.msg, "zeros.bcf: not a VCF or BCF file (byte offset 0: 00 00 00 04 00 ff)") != NULL);
+  /* a header cut inside its #CHROM line names the header's lines */
+  tmp_path(p, sizeof p, "cuthdr.vcf");
+  f = fopen(p, "w");
+  if (f) {
+    fputs("##fileformat=VCFv4.2\n##contig=<ID=1>\n#CHROM\tPOS\tI", f);
+    fclose(f);
+  }
+  CHECK(fm_fmt_vcf_open(p, NULL, &rd, &err) == FM_EFORMAT && rd == NULL);
+  CHECK(strstr(err.msg, "cuthdr.vcf: cannot read the VCF header (lines 1 to 3, where the file "
+                        "ends)") != NULL);
   /* a region needs an index */
   tmp_path(p, sizeof p, "plain.vcf");
   write_vcf(p, 0, "S1", "22\t100\t.\tA\tG\t.\t.\t.\tGT\t0/1\n");
