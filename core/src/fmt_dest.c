@@ -1,6 +1,7 @@
 /* fmt_dest.c: destinations of genotype records and the stream driver
  * (fm_fmt.h). Layouts: docs/formats/{bed,dos8,hap1}.md and
  * docs/formats/conventions.md. */
+#define _DEFAULT_SOURCE /* madvise, sysconf */
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
@@ -10,6 +11,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 typedef long long ll;
 
@@ -247,6 +250,22 @@ static int pair_cmp(const void *a, const void *b) {
   return (x->col > y->col) - (x->col < y->col);
 }
 
+/* Drop the whole pages of d->data in [*done, upto) bytes from memory; the
+ * file mapping keeps their contents (dirty pages go to the page cache, not
+ * away). *done advances to the last page boundary dropped. A failing
+ * madvise only leaves the pages resident. */
+static void release_written(const fm_dest *d, uint64_t *done, uint64_t upto) {
+#if defined(MADV_DONTNEED)
+  const long p = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = p > 0 ? (uintptr_t)p : 4096;
+  const uintptr_t base = (uintptr_t)d->data;
+  const uintptr_t a = (base + *done + page - 1) / page * page, b = (base + upto) / page * page;
+  if (b > a && madvise((void *)a, (size_t)(b - a), MADV_DONTNEED) == 0) *done = b - base;
+#else
+  (void)d, (void)done, (void)upto;
+#endif
+}
+
 fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_index,
                         int64_t block_records, fm_variant_fn on_variant, void *on_variant_ud,
                         const fm_ctl *ctl, fm_err *err) {
@@ -286,8 +305,14 @@ fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_i
   }
   int64_t p = 0; /* next pair */
   const double total = (double)(last + 1);
+  /* columns are written in order without variant_index: release as we go */
+  int64_t cb = 0;
+  const int release = d->is_file_mapped && !variant_index && d->kind != FM_DEST_HAPLOTYPE &&
+                      col_bytes(d->kind, d->n_out_samples, &cb);
+  uint64_t released = 0;
   for (int64_t k = 0; k <= last || (!variant_index && n_known < 0 && k == m); k++) {
     if (k % block_records == 0) {
+      if (release) release_written(d, &released, (uint64_t)k * (uint64_t)cb);
       if (fm_ctl_cancelled(ctl)) {
         st = fm_err_set(err, FM_ECANCELLED, "reading was cancelled after %lld records", (ll)k);
         goto fail;

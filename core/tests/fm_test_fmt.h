@@ -55,7 +55,7 @@ static int64_t fm_test_check_hardcall_only(fm_test_open_fn open_fn, void *ud) {
   for (int sub = 0; sub < 2; sub++) {
     const int64_t ns = sub ? n + 1 : n, cbs = (ns + 3) / 4;
     uint8_t *got = malloc((size_t)(m * cbs + 1));
-    fm_dest d = {FM_DEST_HARDCALL, got, ns, m, sub ? rev : NULL};
+    fm_dest d = {FM_DEST_HARDCALL, got, ns, m, sub ? rev : NULL, 0};
     r = NULL;
     CHECK_OK(open_fn(ud, &r, &err), &err);
     if (r) {

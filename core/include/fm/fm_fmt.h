@@ -126,6 +126,11 @@ typedef struct fm_dest {
   int64_t n_out_variants;
   const int64_t *sample_index; /* borrowed: (n_out_samples) 0-based input samples,
                                   duplicates allowed; NULL = all in order */
+  int is_file_mapped;          /* data lies in a MAP_SHARED file mapping (an Rfmalloc
+                                  runtime): a stream in file order may drop the pages it
+                                  has written from memory (the file keeps them), so
+                                  resident memory does not grow with the output. 0 for
+                                  heap memory, whose dropped pages would read as zeros. */
 } fm_dest;
 
 /* Bytes the destination needs for n_out_samples x n_out_variants. */
@@ -146,7 +151,9 @@ FM_NODISCARD fm_status fm_dest_put(const fm_dest *d, int64_t col, const fm_gt_re
  * block_records records and progress is reported in records.
  * Variant metadata of the written columns is reported through on_variant
  * (may be NULL), called once per input record that is selected. For a
- * hardcall destination it sets r->is_hardcall_only. */
+ * hardcall destination it sets r->is_hardcall_only. Without variant_index,
+ * a file-mapped hardcall, dosage or dense destination has its written whole
+ * pages dropped from memory (madvise) at each block. */
 typedef void (*fm_variant_fn)(void *ud, int64_t in_index, const fm_gt_record *rec);
 
 FM_NODISCARD fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_index,

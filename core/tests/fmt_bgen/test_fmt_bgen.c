@@ -155,7 +155,7 @@ static void check_fixture(const char *rel, double quant, int genome_wide, int ex
     CHECK_OK(fm_dest_bytes(FM_DEST_HAPLOTYPE, N_SAMPLES, N_CHR22, &nbytes, &err), &err);
     hapd = calloc(nbytes ? nbytes : 1, 1);
   }
-  fm_dest hd = {FM_DEST_HAPLOTYPE, hapd, N_SAMPLES, N_CHR22, NULL};
+  fm_dest hd = {FM_DEST_HAPLOTYPE, hapd, N_SAMPLES, N_CHR22, NULL, 0};
   for (int v = 0; v < N_CHR22; v++) {
     memset(&rec, 0, sizeof rec);
     st = fm_reader_next(r, &rec, &err);
@@ -835,7 +835,7 @@ static void test_stream(void) {
   if (r) {
     static const int64_t vi[4] = {1096, 0, 500, 0}, si[4] = {5, 0, 5, 1125};
     double out[16];
-    fm_dest d = {FM_DEST_DENSE, (uint8_t *)out, 4, 4, si};
+    fm_dest d = {FM_DEST_DENSE, (uint8_t *)out, 4, 4, si, 0};
     CHECK_OK(fm_fmt_stream(r, &d, vi, 0, NULL, NULL, NULL, &err), &err);
     for (int c = 0; c < 4; c++)
       for (int i = 0; i < 4; i++)
@@ -911,7 +911,7 @@ static void test_hardcall_only(void) {
     CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
     if (!r) continue;
     uint8_t out[NV * 2];
-    fm_dest d = {hc_only ? FM_DEST_HARDCALL : FM_DEST_DOSAGE, out, TN, NV, NULL};
+    fm_dest d = {hc_only ? FM_DEST_HARDCALL : FM_DEST_DOSAGE, out, TN, NV, NULL, 0};
     CHECK(fm_fmt_stream(r, &d, NULL, 0, NULL, NULL, NULL, &err) == FM_EFORMAT);
     CHECK(strstr(err.msg, "sample 3") && strstr(err.msg, "variant 2 (v2)"));
     fm_reader_close(r);

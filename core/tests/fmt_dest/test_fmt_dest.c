@@ -1,9 +1,12 @@
 /* Destinations and fm_fmt_stream (fm_fmt.h) on an in-memory mock reader:
  * every destination is decoded back with the codec functions and compared
  * with the records, under sample and variant subsets with duplicates. */
+#define _DEFAULT_SOURCE /* mkstemp, ftruncate */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
@@ -180,7 +183,7 @@ static void run_kind(fm_dest_kind kind, int phased, int with_dosage) {
   uint8_t *buf = malloc(nb);
   memset(buf, 0xAB, nb);
   fm_reader *r = mock_open(phased, with_dosage, 42 + (uint64_t)kind);
-  fm_dest d = {kind, buf, n_out_s, n_out_v, samples};
+  fm_dest d = {kind, buf, n_out_s, n_out_v, samples, 0};
   seen sn = {0, {0}};
   CHECK_OK(fm_fmt_stream(r, &d, vars, 2, on_var, &sn, NULL, &err), &err);
   mock *m = r->impl;
@@ -196,7 +199,7 @@ static void run_kind(fm_dest_kind kind, int phased, int with_dosage) {
   buf = malloc(nb);
   memset(buf, 0xCD, nb);
   r = mock_open(phased, with_dosage, 7);
-  fm_dest d2 = {kind, buf, NS, NV, NULL};
+  fm_dest d2 = {kind, buf, NS, NV, NULL, 0};
   CHECK_OK(fm_fmt_stream(r, &d2, NULL, 0, NULL, NULL, NULL, &err), &err);
   for (int64_t j = 0; j < NV; j++) check_col(&d2, r->impl, j, j);
   fm_reader_close(r);
@@ -217,7 +220,7 @@ static void test_bed2_codes(void) {
   int8_t hc[5] = {2, FM_GT_MISSING, 1, 0, 1};
   fm_gt_record rec = {5, "1", 1, "x", "A", "C", hc, NULL, NULL, 0, NULL};
   uint8_t out[2] = {0xff, 0xff};
-  fm_dest d = {FM_DEST_HARDCALL, out, 5, 1, NULL};
+  fm_dest d = {FM_DEST_HARDCALL, out, 5, 1, NULL, 0};
   fm_err err;
   CHECK_OK(fm_dest_put(&d, 0, &rec, &err), &err);
   CHECK(out[0] == (0x0 | 0x1 << 2 | 0x2 << 4 | 0x3 << 6));
@@ -226,7 +229,7 @@ static void test_bed2_codes(void) {
   double ds[5] = {0.0, 1.0 / 127 * 0.49, 1.0, NAN, 2.0};
   rec.dosage = ds;
   uint8_t q[5];
-  fm_dest dd = {FM_DEST_DOSAGE, q, 5, 1, NULL};
+  fm_dest dd = {FM_DEST_DOSAGE, q, 5, 1, NULL, 0};
   CHECK_OK(fm_dest_put(&dd, 0, &rec, &err), &err);
   CHECK(q[0] == 0 && q[1] == 0 && q[2] == 127 && q[3] == 255 && q[4] == 254);
   ds[1] = 2.5;
@@ -265,7 +268,7 @@ static void test_bed2_packed(void) {
       for (int form = 0; form < 2; form++) {
         fm_gt_record rec = {n, "1", 1, "x", "A", "C", form ? NULL : hc, NULL, NULL, 0,
                             form ? pk : NULL};
-        fm_dest d = {FM_DEST_HARDCALL, got, n, 1, sub ? si : NULL};
+        fm_dest d = {FM_DEST_HARDCALL, got, n, 1, sub ? si : NULL, 0};
         memset(got, 0xaa, sizeof got);
         CHECK_OK(fm_dest_put(&d, 0, &rec, &err), &err);
         CHECK(memcmp(got, want, (size_t)cb) == 0);
@@ -276,11 +279,74 @@ static void test_bed2_packed(void) {
   CHECK(fm_codec_bed2_of_count2[0x1b] == (0x3 << 6 | 0x2 << 4 | 0x0 << 2 | 0x1)); /* 0,1,2,miss */
 }
 
+/* A reader over an in-memory (m, n) array of ALT counts. */
+typedef struct vec_reader {
+  const int8_t *hc;
+  int64_t n, m, next;
+} vec_reader;
+
+static fm_status vec_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
+  (void)err;
+  vec_reader *v = r->impl;
+  if (v->next >= v->m) return FM_FMT_END;
+  memset(rec, 0, sizeof *rec);
+  rec->n_samples = v->n;
+  rec->chrom = rec->id = rec->ref = rec->alt = "x";
+  rec->hardcall = (int8_t *)(v->hc + v->next++ * v->n);
+  return FM_OK;
+}
+
+static void vec_close(fm_reader *r) { free(r->impl); }
+static const fm_reader_ops vec_ops = {vec_next, vec_close};
+
+/* A destination in a shared file mapping, released page by page as the
+ * stream goes (tiny blocks, columns of 2 KiB so whole pages fall behind),
+ * holds what a heap destination holds. */
+static void test_file_mapped_release(void) {
+  enum { N = 8000, M = 40 };
+  const int64_t cb = (N + 3) / 4;
+  static int8_t hc[M][N];
+  for (int v = 0; v < M; v++)
+    for (int i = 0; i < N; i++) hc[v][i] = (int8_t)((v * 7 + i * 13) % 4 - 1 + (i % 5 == 0));
+  char path[] = "/tmp/fm_dest_map_XXXXXX";
+  const int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  if (fd < 0) return;
+  CHECK(ftruncate(fd, (off_t)(M * cb + 100)) == 0);
+  uint8_t *map = mmap(NULL, (size_t)(M * cb + 100), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  CHECK(map != MAP_FAILED);
+  uint8_t *heap = malloc((size_t)(M * cb));
+  for (int is_mapped = 0; map != MAP_FAILED && is_mapped < 2; is_mapped++) {
+    fm_reader *r = calloc(1, sizeof *r);
+    vec_reader *vr = calloc(1, sizeof *vr);
+    r->ops = &vec_ops;
+    r->impl = vr;
+    r->info.format = "vec";
+    r->info.n_samples = N;
+    r->info.n_variants = M;
+    vr->hc = &hc[0][0];
+    vr->n = N;
+    vr->m = M;
+    /* offset 100: the columns do not start on a page boundary */
+    fm_dest d = {FM_DEST_HARDCALL, is_mapped ? map + 100 : heap, N, M, NULL, is_mapped};
+    fm_err err;
+    CHECK_OK(fm_fmt_stream(r, &d, NULL, 3, NULL, NULL, NULL, &err), &err);
+    fm_reader_close(r);
+  }
+  if (map != MAP_FAILED) {
+    CHECK(memcmp(map + 100, heap, (size_t)(M * cb)) == 0);
+    munmap(map, (size_t)(M * cb + 100));
+  }
+  free(heap);
+  close(fd);
+  unlink(path);
+}
+
 static void test_errors(void) {
   fm_err err;
   uint8_t buf[4096];
   fm_reader *r = mock_open(0, 0, 1);
-  fm_dest d = {FM_DEST_HAPLOTYPE, buf, NS, 1, NULL};
+  fm_dest d = {FM_DEST_HAPLOTYPE, buf, NS, 1, NULL, 0};
   int64_t v0 = 3;
   CHECK(fm_fmt_stream(r, &d, &v0, 0, NULL, NULL, NULL, &err) == FM_EMISMATCH);
   CHECK(strstr(err.msg, "v3") != NULL);
@@ -288,14 +354,14 @@ static void test_errors(void) {
 
   r = mock_open(0, 0, 1);
   int64_t bad_v = NV;
-  fm_dest h = {FM_DEST_HARDCALL, buf, NS, 1, NULL};
+  fm_dest h = {FM_DEST_HARDCALL, buf, NS, 1, NULL, 0};
   CHECK(fm_fmt_stream(r, &h, &bad_v, 0, NULL, NULL, NULL, &err) == FM_EARG);
   int64_t bad_s[2] = {0, NS};
-  fm_dest hs = {FM_DEST_HARDCALL, buf, 2, 1, bad_s};
+  fm_dest hs = {FM_DEST_HARDCALL, buf, 2, 1, bad_s, 0};
   CHECK(fm_fmt_stream(r, &hs, &v0, 0, NULL, NULL, NULL, &err) == FM_EARG);
-  fm_dest wrong_n = {FM_DEST_HARDCALL, buf, NS - 1, 1, NULL};
+  fm_dest wrong_n = {FM_DEST_HARDCALL, buf, NS - 1, 1, NULL, 0};
   CHECK(fm_fmt_stream(r, &wrong_n, &v0, 0, NULL, NULL, NULL, &err) == FM_EMISMATCH);
-  fm_dest wrong_m = {FM_DEST_HARDCALL, buf, NS, NV - 1, NULL};
+  fm_dest wrong_m = {FM_DEST_HARDCALL, buf, NS, NV - 1, NULL, 0};
   CHECK(fm_fmt_stream(r, &wrong_m, NULL, 0, NULL, NULL, NULL, &err) == FM_EMISMATCH);
   fm_gt_record rec;
   memset(&rec, 0, sizeof rec);
@@ -308,12 +374,12 @@ static void test_errors(void) {
   /* unknown length: more records than columns is an error */
   r = mock_open(0, 0, 1);
   r->info.n_variants = -1;
-  fm_dest few = {FM_DEST_HARDCALL, buf, NS, NV - 2, NULL};
+  fm_dest few = {FM_DEST_HARDCALL, buf, NS, NV - 2, NULL, 0};
   CHECK(fm_fmt_stream(r, &few, NULL, 0, NULL, NULL, NULL, &err) == FM_EMISMATCH);
   fm_reader_close(r);
   r = mock_open(0, 0, 1);
   r->info.n_variants = -1;
-  fm_dest exact = {FM_DEST_HARDCALL, buf, NS, NV, NULL};
+  fm_dest exact = {FM_DEST_HARDCALL, buf, NS, NV, NULL, 0};
   CHECK_OK(fm_fmt_stream(r, &exact, NULL, 0, NULL, NULL, NULL, &err), &err);
   fm_reader_close(r);
   /* index beyond the end of a file of unknown length */
@@ -329,7 +395,7 @@ static void test_stops_early(void) {
   uint8_t buf[64];
   fm_reader *r = mock_open(0, 0, 3);
   int64_t vi[2] = {3, 1};
-  fm_dest d = {FM_DEST_HARDCALL, buf, NS, 2, NULL};
+  fm_dest d = {FM_DEST_HARDCALL, buf, NS, 2, NULL, 0};
   CHECK_OK(fm_fmt_stream(r, &d, vi, 0, NULL, NULL, NULL, &err), &err);
   CHECK(((mock *)r->impl)->n_next_calls == 4);
   fm_reader_close(r);
@@ -356,7 +422,7 @@ static void test_cancel_progress(void) {
   cancel_state c = {0, 3, 0, 0};
   fm_ctl ctl = {cancel_cb, progress_cb, &c};
   fm_reader *r = mock_open(0, 0, 3);
-  fm_dest d = {FM_DEST_HARDCALL, buf, NS, NV, NULL};
+  fm_dest d = {FM_DEST_HARDCALL, buf, NS, NV, NULL, 0};
   CHECK(fm_fmt_stream(r, &d, NULL, 2, NULL, NULL, &ctl, &err) == FM_ECANCELLED);
   CHECK(c.polls == 3);
   CHECK(((mock *)r->impl)->n_next_calls == 4); /* polled at 0, 2, 4 */
@@ -373,6 +439,7 @@ int main(void) {
   FM_RUN(test_bytes);
   FM_RUN(test_bed2_codes);
   FM_RUN(test_bed2_packed);
+  FM_RUN(test_file_mapped_release);
   FM_RUN(test_hardcall);
   FM_RUN(test_dosage_from_hardcall);
   FM_RUN(test_dosage);

@@ -225,7 +225,7 @@ static void test_bed_fixture_stream(void) {
   fm_err err;
   CHECK_OK(fm_fmt_bed_open(bed, NULL, NULL, &r, &err), &err);
   if (r) {
-    fm_dest d = {FM_DEST_DENSE, (uint8_t *)buf, no, mo, samples};
+    fm_dest d = {FM_DEST_DENSE, (uint8_t *)buf, no, mo, samples, 0};
     id_check c = {first, 0, 0};
     CHECK_OK(fm_fmt_stream(r, &d, vars, 1000, on_bed_variant, &c, NULL, &err), &err);
     CHECK(c.n_calls == T.n_var && c.bad == 0);
@@ -343,7 +343,7 @@ static void test_tped_fixture(void) {
   const int64_t vars[MO] = {400, 5, 0, 5, 300, 2};
   const int64_t cb = fm_codec_bed2_col_bytes(NO);
   uint8_t buf[MO * 2];
-  fm_dest d = {FM_DEST_HARDCALL, buf, NO, MO, samples};
+  fm_dest d = {FM_DEST_HARDCALL, buf, NO, MO, samples, 0};
   CHECK_OK(fm_fmt_stream(r, &d, vars, 64, NULL, NULL, NULL, &err), &err);
   double lut[4], out[NO];
   fm_codec_bed2_lut(0, 1, -1, lut);

@@ -381,6 +381,7 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   memset(&d, 0, sizeof d);
   d.kind = (fm_dest_kind)Rf_asInteger(s_kind);
   d.data = data;
+  d.is_file_mapped = 1; /* runtime storage is a shared file mapping: written pages may go */
   d.n_out_samples = (int64_t)Rf_asReal(s_n_out_samples);
   d.n_out_variants = (int64_t)Rf_asReal(s_n_out_variants);
   int64_t *si = NULL, *vi = NULL;
