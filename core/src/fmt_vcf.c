@@ -294,7 +294,7 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
 
 /* Next text line into v->line, as hts_getline(KS_SEP_LINE) gives it (no
  * "\n" or "\r\n"; a last line without one counts): its length, -1 at the
- * end, < -1 on a read error. */
+ * end, -3 when compressed input cannot be read, -2 on another error. */
 static int next_line(vcf_impl *v) {
   if (v->itr) return tbx_itr_next(v->fp, v->tbx, v->itr, &v->line);
   v->line.l = 0;
@@ -305,10 +305,13 @@ static int next_line(vcf_impl *v) {
       const ssize_t got = v->fp->format.compression == no_compression
                               ? hread(v->fp->fp.hfile, v->chunk, CHUNK_BYTES)
                               : bgzf_read(v->fp->fp.bgzf, v->chunk, CHUNK_BYTES);
-      if (got < 0) return -2;
+      if (got < 0) return v->fp->format.compression != no_compression ? -3 : -2;
       v->chunk_len = (size_t)got;
       v->chunk_pos = 0;
       if (got == 0) {
+        /* htslib's threaded BGZF reader reports a truncated or corrupt block
+         * as the end of the data, with errcode set: an error, not the end */
+        if (v->fp->format.compression != no_compression && v->fp->fp.bgzf->errcode) return -3;
         v->chunk_eof = 1;
         break;
       }
@@ -372,6 +375,17 @@ static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
   int bad = ret < -1 || (v->rec->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF)) != 0;
   if (!bad && bcf_unpack(v->rec, count_only ? BCF_UN_STR : BCF_UN_STR | BCF_UN_FMT) < 0) bad = 1;
   if (!bad && v->rec->n_allele < 1) bad = 1;
+  if (bad && ret == -3) {
+    if (v->last_pos > 0)
+      fm_err_set(err, FM_EFORMAT,
+                 "%s: the compressed data after record %s:%lld cannot be read (a truncated or "
+                 "corrupt BGZF block)", v->path, v->last_chrom, (long long)v->last_pos);
+    else
+      fm_err_set(err, FM_EFORMAT,
+                 "%s: the compressed data before the first record cannot be read (a truncated or "
+                 "corrupt BGZF block)", v->path);
+    return -1;
+  }
   if (bad) {
     const char *c = (ret >= -1 && v->rec->rid >= 0 && v->rec->rid < v->hdr->n[BCF_DT_CTG])
                         ? bcf_hdr_id2name(v->hdr, v->rec->rid)
