@@ -63,8 +63,13 @@ test: setup core-test core-asan core-valgrind r-test
 demo: setup install
 	@$(RENV) Rscript tools/demo.R
 
+# bench/run.R (foundation), bench/readers.R (readers against plink2);
+# BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
+# generates about 2.3 GB under build/bench/rss once).
 bench: setup install
 	@$(RENV) Rscript bench/run.R
+	@$(RENV) Rscript bench/readers.R
+	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 
 # Packages are checked in PKGS order against build/rlib (Rpgen needs Rfmalloc).
 check: setup install

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 apt_pkgs=(cmake make gcc pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev
-          r-base-dev plink2
+          r-base-dev plink2 python3 tabix time
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind)
 missing=()
 for p in "${apt_pkgs[@]}"; do
