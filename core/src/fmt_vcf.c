@@ -365,6 +365,8 @@ static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
   if (v->itr_empty) return 1;
   if (v->is_bcf) {
     ret = v->itr ? bcf_itr_next(v->fp, v->itr, v->rec) : bcf_read(v->fp, v->hdr, v->rec);
+    /* a BGZF read error (the threaded reader ends a truncated file early) */
+    if (ret < 0 && v->fp->fp.bgzf && v->fp->fp.bgzf->errcode) ret = -3;
   } else {
     ret = next_line(v);
     if (ret >= 0) ret = parse_line(v, count_only);

@@ -499,6 +499,9 @@ static void test_truncated_bgzf(void) {
   write_vcf(p, 0, "S1\tS2\tS3\tS4\tS5\tS6\tS7\tS8", body);
   free(body);
   CHECK(convert(p, q, "wz") == 0);
+  char bcf[512], cut[512];
+  tmp_path(bcf, sizeof bcf, "big.bcf");
+  CHECK(convert(p, bcf, "wb") == 0);
   struct stat sb;
   CHECK(stat(q, &sb) == 0 && sb.st_size > 3 * 65536 / 4);
   CHECK(truncate(q, sb.st_size / 2) == 0);
@@ -523,6 +526,32 @@ static void test_truncated_bgzf(void) {
     CHECK(strstr(err.msg, "big.vcf.gz") != NULL);
     fm_reader_close(rd);
   }
+  /* BCF cut at ten places: never a clean end with fewer records, and the
+   * read error is named as such */
+  FILE *in = fopen(bcf, "rb");
+  CHECK(in != NULL && stat(bcf, &sb) == 0);
+  unsigned char *bytes = in ? malloc((size_t)sb.st_size) : NULL;
+  if (bytes && fread(bytes, 1, (size_t)sb.st_size, in) == (size_t)sb.st_size) {
+    tmp_path(cut, sizeof cut, "cut.bcf");
+    for (int c = 1; c <= 10; c++) {
+      FILE *out = fopen(cut, "wb");
+      if (!out) break;
+      fwrite(bytes, 1, (size_t)(sb.st_size * c / 11), out);
+      fclose(out);
+      rd = NULL;
+      if (fm_fmt_vcf_open(cut, NULL, &rd, &err) != FM_OK) continue; /* cut inside the header */
+      fm_gt_record rec;
+      fm_status st;
+      int64_t got = 0;
+      while ((st = fm_reader_next(rd, &rec, &err)) == FM_OK) got++;
+      CHECK(st == FM_EFORMAT && got < N_REC &&
+            strstr(err.msg, "cut.bcf: the compressed data after record 22:") &&
+            strstr(err.msg, "(a truncated or corrupt BGZF block)"));
+      fm_reader_close(rd);
+    }
+  }
+  free(bytes);
+  if (in) fclose(in);
 }
 
 /* Regression (fuzz_readers_vcf): a FORMAT column with empty keys ("::GT")
