@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 typedef struct vcf_impl {
   char *path;          /* owned copy, for messages */
@@ -768,6 +769,23 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
       v->itr = tbx_itr_querys(v->tbx, region);
     }
     if (!v->itr) v->itr_empty = 1;
+    /* An index over a longer file (this one truncated, or the index stale)
+     * lists chunks past the end, which would read as no records. */
+    struct stat sb;
+    if (v->itr && stat(path, &sb) == 0) {
+      for (int i = 0; i < v->itr->n_off; i++) {
+        const unsigned long long beg = v->itr->off[i].u >> 16, end = v->itr->off[i].v >> 16;
+        /* a chunk may end exactly at the end of a file without the EOF block */
+        if (beg >= (unsigned long long)sb.st_size || end > (unsigned long long)sb.st_size) {
+          st = fm_err_set(err, FM_EFORMAT,
+                          "%s: the index puts region '%s' at byte offset %llu but the file has %lld "
+                          "bytes (truncated, or the index is not this file's)",
+                          path, region, beg >= (unsigned long long)sb.st_size ? beg : end,
+                          (long long)sb.st_size);
+          goto fail;
+        }
+      }
+    }
   }
   size_t n = (size_t)(v->n > 0 ? v->n : 1);
   v->hardcall = malloc(n);

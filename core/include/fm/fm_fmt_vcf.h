@@ -34,8 +34,9 @@
  * Errors: FM_EARG if path or out is NULL, or a region is given and the file
  *   has no index (or is not BGZF/BCF); FM_EIO if the file cannot be opened;
  *   FM_EFORMAT if it is not VCF/BCF (the message shows the bytes at offset
- *   0) or its header is malformed (naming its lines, or for BCF its offset);
- *   FM_ENOMEM.
+ *   0) or its header is malformed (naming its lines, or for BCF its offset),
+ *   or the index puts the region past the end of the file (truncated, or a
+ *   stale index; naming the byte offset); FM_ENOMEM.
  *   fm_reader_next returns FM_EFORMAT naming the file and the record
  *   (CHROM:POS, or the last good record) on a malformed record, and
  *   FM_FMT_END after the last record.

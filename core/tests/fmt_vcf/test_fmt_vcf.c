@@ -526,6 +526,12 @@ static void test_truncated_bgzf(void) {
     CHECK(strstr(err.msg, "big.vcf.gz") != NULL);
     fm_reader_close(rd);
   }
+  /* a region read through the index of the uncut file: its chunks lie past
+   * the end, which must not read as an empty region */
+  rd = NULL;
+  CHECK(fm_fmt_vcf_open(q, "22:20000-21000", &rd, &err) == FM_EFORMAT && rd == NULL);
+  CHECK(strstr(err.msg, "big.vcf.gz: the index puts region '22:20000-21000' at byte offset ") &&
+        strstr(err.msg, "(truncated, or the index is not this file's)"));
   /* BCF cut at ten places: never a clean end with fewer records, and the
    * read error is named as such */
   FILE *in = fopen(bcf, "rb");
