@@ -367,9 +367,15 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     dtype <- c(hardcall = 5L, dosage = 6L, haplotype = 7L)[[destination]]
     storage <- .Call(rpg_alloc, runtime, dtype, max(1, bytes))
   }
+  # auto_terminate = FALSE: the bar lives until cli_progress_done(), so an
+  # update at current == total does not end it and make the next update an
+  # error; a total of 0 (an empty read) would make cli divide by zero. Errors
+  # of this function reach the caller (see "Progress and interrupts").
   pb <- cli::cli_progress_bar(sprintf("Reading %s", basename(path)), total = max(1, n_in),
-                              clear = TRUE)
-  progress <- function(done, total) cli::cli_progress_update(id = pb, set = done, total = total)
+                              clear = TRUE, auto_terminate = FALSE)
+  progress <- function(done, total) {
+    cli::cli_progress_update(id = pb, set = done, total = max(1, total))
+  }
   meta <- .Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
                 if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
                 n_in, as.double(block_records), progress)

@@ -282,6 +282,11 @@ test_that("VCF, VCF.gz and BCF: truncated records and wrong magic", {
   expect_bad(rpgen_read(v, runtime = rt), "eformat", "t\\.vcf: .*record after 1:200")
   d <- tiny_dir()
   v <- file.path(d, "t.vcf")
+  cut_mid_line(v, 4) # the #CHROM line
+  expect_bad(rpgen_read(v, runtime = rt), "eformat",
+             "t\\.vcf: cannot read the VCF header \\(lines 1 to 4, where the file ends\\)")
+  d <- tiny_dir()
+  v <- file.path(d, "t.vcf")
   x <- readLines(v)
   writeLines(c("##notvcf", x[-1]), v)
   expect_bad(rpgen_read(v, runtime = rt), "eformat",
@@ -291,8 +296,22 @@ test_that("VCF, VCF.gz and BCF: truncated records and wrong magic", {
     dir.create(d)
     p <- copy_fixture(d, fixture_path("genotypes", "ceu_exon", f))
     cut_bytes(p, file.size(p) %/% 2)
-    expect_bad(rpgen_read(p, runtime = rt), "eformat",
-               paste0(gsub(".", "\\.", f, fixed = TRUE), ": .*record after [0-9XYMT]+:[0-9]+"))
+    for (ids in c(FALSE, TRUE)) # the counting pass (sites only) and the ID pass
+      expect_bad(rpgen_read(p, runtime = rt, variants = if (ids) "rs1320571"), "eformat",
+                 paste0(gsub(".", "\\.", f, fixed = TRUE),
+                        ": the compressed data after record [0-9XYMT]+:[0-9]+ cannot be read ",
+                        "\\(a truncated or corrupt BGZF block\\)"))
+    # a region read through the index of the whole file: chr12 lies past the cut
+    idx <- paste0(f, if (f == "ceu_exon.bcf") ".csi" else ".tbi")
+    file.copy(fixture_path("genotypes", "ceu_exon", idx), d)
+    expect_bad(rpgen_read(p, runtime = rt, region = "12"), "eformat",
+               paste0(gsub(".", "\\.", f, fixed = TRUE), ": the index puts region '12' at byte ",
+                      "offset [0-9]+ but the file has [0-9]+ bytes \\(truncated"))
+    # a region before the cut reads as from the whole file
+    expect_identical(
+      Rfmalloc::as.matrix(rpgen_read(p, runtime = rt, region = "1:1-2000000")),
+      Rfmalloc::as.matrix(rpgen_read(fixture_path("genotypes", "ceu_exon", f), runtime = rt,
+                                     region = "1:1-2000000")))
     # the BGZF magic of the first block destroyed
     p2 <- file.path(d, paste0("magic_", f))
     file.copy(fixture_path("genotypes", "ceu_exon", f), p2)

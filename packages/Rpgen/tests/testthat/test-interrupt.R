@@ -115,3 +115,15 @@ test_that("an error raised by a progress handler reaches the caller after cleanu
   expect_equal(runtime_use(rt), before)
   expect_equal(dim(rpgen_read(f, runtime = rt)), c(90L, 1346L))
 })
+
+test_that("an empty read completes with its progress bar shown (0 of 0 records)", {
+  rt <- new_runtime()
+  vcf <- fixture_path("genotypes", "ceu_exon", "ceu_exon.vcf.gz")
+  # a contig absent from the index: no records; the bar is updated at 0 of 0
+  # and at the end, which must not end it early and fail the next update
+  r <- with_every_tick(collect_updates(rpgen_read(vcf, runtime = rt, region = "nochr")))
+  expect_equal(dim(r$value), c(90L, 0L))
+  expect_true(length(r$updates) >= 1)
+  r <- with_every_tick(collect_updates(rpgen_read(vcf, runtime = rt, variants = integer())))
+  expect_equal(dim(r$value), c(90L, 0L))
+})
