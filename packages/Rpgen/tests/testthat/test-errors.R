@@ -334,6 +334,16 @@ test_that("GEN, HAPS and HAPS/LEGEND: truncated lines and companions that disagr
     expect_bad(rpgen_read(file.path(d, f), runtime = rt), "eformat",
                paste0(sub(".", "\\.", f, fixed = TRUE), " line 1: expected .*4 samples"))
   }
+  # gzip input cut inside the data or its trailer
+  d <- tiny_dir()
+  con <- gzfile(file.path(d, "t.gen.gz"), "w")
+  writeLines(readLines(file.path(d, "t.gen")), con)
+  close(con)
+  gz <- file.path(d, "t.gen.gz")
+  expect_identical(Rfmalloc::as.matrix(rpgen_read(gz, runtime = rt)), tiny_gt)
+  cut_bytes(gz, file.size(gz) - 4)
+  expect_bad(rpgen_read(gz, runtime = rt), "eformat",
+             "cannot read .*t\\.gen\\.gz after line 4: unexpected end of file")
   d <- tiny_dir()
   cut_mid_line(file.path(d, "l.haps"), 3)
   expect_bad(rpgen_read(file.path(d, "l.haps"), runtime = rt), "eformat",
