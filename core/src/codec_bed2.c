@@ -24,6 +24,19 @@ const uint8_t fm_codec_bed2_of_count2[256] = {E64(0u), E64(64u), E64(128u), E64(
 #undef E16
 #undef E64
 
+void fm_codec_bed2_from_count2(const uint8_t *src, int64_t n_bytes, uint8_t *dst) {
+  const uint64_t lo = UINT64_C(0x5555555555555555);
+  int64_t j = 0;
+  for (; j + 8 <= n_bytes; j += 8) {
+    uint64_t x;
+    memcpy(&x, src + j, 8); /* byte order does not matter: fields never cross bytes */
+    const uint64_t h = (x >> 1) & lo, l = x & lo;
+    x = (~h & lo) << 1 | (~(h ^ l) & lo);
+    memcpy(dst + j, &x, 8);
+  }
+  for (; j < n_bytes; j++) dst[j] = fm_codec_bed2_of_count2[src[j]];
+}
+
 int64_t fm_codec_bed2_col_bytes(int64_t n_samples) {
   return n_samples <= 0 ? 0 : n_samples / 4 + (n_samples % 4 != 0);
 }

@@ -63,6 +63,22 @@ fm_status fm_plink_lines_rewind(fm_plink_lines *L, fm_err *err) {
 /* Blank bytes: space, tab, CR, LF (and NUL, which ends the line). */
 static const uint8_t blank[256] = {[0] = 1, [' '] = 1, ['\t'] = 1, ['\r'] = 1, ['\n'] = 1};
 
+int fm_plink_parse_int(const char *tok, long long *out) {
+  long long v = 0;
+  int k = 0;
+  for (; k < 18 && tok[k] >= '0' && tok[k] <= '9'; k++) v = 10 * v + (tok[k] - '0');
+  if (k > 0 && tok[k] == '\0') { /* 18 digits cannot overflow */
+    *out = v;
+    return 1;
+  }
+  char *e = NULL;
+  errno = 0;
+  v = strtoll(tok, &e, 10);
+  if (errno || *e || e == tok) return 0;
+  *out = v;
+  return 1;
+}
+
 int64_t fm_plink_split(char *line, char **tok, int64_t max_tok) {
   int64_t n = 0;
   unsigned char *p = (unsigned char *)line;
@@ -271,10 +287,8 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (nt != 6)
     return fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; a .bim line has 6",
                       b->bim_path, (ll)b->bim.line_no, (ll)nt);
-  char *end = NULL;
-  errno = 0;
-  const long long pos = strtoll(b->tok[3], &end, 10);
-  if (errno || *end || end == b->tok[3])
+  long long pos = 0;
+  if (!fm_plink_parse_int(b->tok[3], &pos))
     return fm_err_set(err, FM_EFORMAT, "'%s' line %lld: position '%s' is not an integer",
                       b->bim_path, (ll)b->bim.line_no, b->tok[3]);
   const long long off = 3 + (long long)b->next * b->col_bytes;

@@ -694,10 +694,8 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     return fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; %d expected",
                       p->pvar_path, (ll)p->pvar.line_no, (ll)nt, p->n_cols);
   const char *spos = p->tok[p->c_pos];
-  char *e = NULL;
-  errno = 0;
-  const long long pos = strtoll(spos, &e, 10);
-  if (errno || *e || e == spos)
+  long long pos = 0;
+  if (!fm_plink_parse_int(spos, &pos))
     return fm_err_set(err, FM_EFORMAT, "'%s' line %lld: position '%s' is not an integer",
                       p->pvar_path, (ll)p->pvar.line_no, spos);
   const char *id = p->c_id >= 0 ? p->tok[p->c_id] : ".";
@@ -715,7 +713,7 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     p->pos = p->fixed_off + (uint64_t)v * nb;
     if ((st = read_bytes(p, v, p->pos, nb, err)) != FM_OK) return st;
     if (p->packed) {
-      for (size_t j = 0; j < nb; j++) p->bed2[j] = fm_codec_bed2_of_count2[p->rec[j]];
+      fm_codec_bed2_from_count2(p->rec, (int64_t)nb, p->bed2);
       return finish_packed(r, p, rec, pos, id, alt);
     }
     unpack2(p, p->cat, p->rec, p->n_samples);
@@ -742,7 +740,7 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
       if (n_alt == 1) {
         p->pos += nb; /* the phase and dosage tracks are not needed */
         const size_t nbp = (size_t)((p->n_samples + 3) / 4);
-        for (size_t j = 0; j < nbp; j++) p->bed2[j] = fm_codec_bed2_of_count2[p->pk[j]];
+        fm_codec_bed2_from_count2(p->pk, (int64_t)nbp, p->bed2);
         return finish_packed(r, p, rec, pos, id, alt);
       }
       unpack2(p, p->cat, p->pk, p->n_samples);

@@ -29,6 +29,10 @@ fm_status fm_plink_lines_rewind(fm_plink_lines *L, fm_err *err);
  * number of tokens in the line (may exceed max_tok; the rest are not stored). */
 int64_t fm_plink_split(char *line, char **tok, int64_t max_tok);
 
+/* A whole token as a base-10 integer, as strtoll reads it (sign, range):
+ * 1 and *out, or 0 when the token is not one. Plain digits skip strtoll. */
+int fm_plink_parse_int(const char *tok, long long *out);
+
 /* Count the non-blank lines of path. */
 fm_status fm_plink_count_lines(const char *path, int64_t *n_out, fm_err *err);
 

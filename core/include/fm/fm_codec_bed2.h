@@ -24,6 +24,12 @@ int64_t fm_codec_bed2_col_bytes(int64_t n_samples);
  * bed2 codes in the same fields. */
 extern const uint8_t fm_codec_bed2_of_count2[256];
 
+/* The same translation over n_bytes bytes, 8 per step by bit arithmetic
+ * (a field (h, l) becomes (!h, !(h ^ l))); src and dst may be equal.
+ * Shape:  src and dst have n_bytes bytes (4 fields each).
+ * Owns:   borrows src; writes only dst. Reentrant. */
+void fm_codec_bed2_from_count2(const uint8_t *src, int64_t n_bytes, uint8_t *dst);
+
 /* The decode table of one column with its affine transform folded in:
  * lut_out[code] = (value(code) - center) * scale for the three observed codes
  * and fill for code 0b01 (missing). Identity: center 0, scale 1, fill NAN.

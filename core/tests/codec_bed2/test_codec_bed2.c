@@ -251,6 +251,24 @@ static void test_encode_rejects(void) {
   CHECK_OK(fm_codec_bed2_encode(NULL, 0, 0, 0, NULL, &err), &err);
 }
 
+/* The 8-bytes-per-step translation from packed counts equals the table on
+ * every byte value, at every length (the tail goes byte by byte), in place. */
+static void test_from_count2(void) {
+  uint8_t src[300], dst[300], want[300];
+  for (int i = 0; i < 300; i++) src[i] = (uint8_t)((i * 37 + 11) & 0xff);
+  for (int i = 0; i < 256; i++) src[i] = (uint8_t)i;
+  for (int64_t n = 0; n <= 300; n += n < 20 ? 1 : 37) {
+    for (int64_t j = 0; j < n; j++) want[j] = fm_codec_bed2_of_count2[src[j]];
+    fm_codec_bed2_from_count2(src, n, dst);
+    CHECK(n == 0 || memcmp(dst, want, (size_t)n) == 0);
+    memcpy(dst, src, (size_t)n);
+    fm_codec_bed2_from_count2(dst, n, dst);
+    CHECK(n == 0 || memcmp(dst, want, (size_t)n) == 0);
+  }
+  /* counts 0, 1, 2, missing -> 0b11, 0b10, 0b00, 0b01 */
+  CHECK(fm_codec_bed2_of_count2[0xe4] == (0x1 << 6 | 0x0 << 4 | 0x2 << 2 | 0x3));
+}
+
 static void test_check_file(void) {
   fm_err err;
   const int64_t n = 1126, m = 3, cb = 282;
@@ -310,5 +328,6 @@ int main(void) {
   FM_RUN(test_affine_fusion);
   FM_RUN(test_encode_rejects);
   FM_RUN(test_check_file);
+  FM_RUN(test_from_count2);
   FM_TEST_END();
 }
