@@ -337,17 +337,38 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
 typedef struct meta_ud {
   SEXP chr, pos, id, ref, alt; /* length n_in, protected by the caller */
   int64_t n_in;
+  /* CHARSXPs made once and reused (each is held by a vector above): the
+   * chromosome of the previous record, one-letter alleles (most SNVs) */
+  SEXP last_chr;
+  char last_chr_s[64];
+  SEXP allele1[128];
 } meta_ud;
+
+static SEXP allele_char(meta_ud *m, const char *a) {
+  const unsigned char c = (unsigned char)a[0];
+  if (c == 0 || c >= 128 || a[1] != '\0') return Rf_mkChar(a);
+  if (!m->allele1[c]) m->allele1[c] = Rf_mkChar(a);
+  return m->allele1[c];
+}
 
 static void on_variant(void *ud, int64_t in_index, const fm_gt_record *rec) {
   meta_ud *m = ud;
   if (in_index < 0 || in_index >= m->n_in) return;
   R_xlen_t i = (R_xlen_t)in_index;
-  SET_STRING_ELT(m->chr, i, Rf_mkChar(rec->chrom ? rec->chrom : "."));
+  const char *chr = rec->chrom ? rec->chrom : ".";
+  if (strlen(chr) >= sizeof m->last_chr_s) {
+    SET_STRING_ELT(m->chr, i, Rf_mkChar(chr));
+  } else {
+    if (!m->last_chr || strcmp(chr, m->last_chr_s) != 0) {
+      m->last_chr = Rf_mkChar(chr);
+      memcpy(m->last_chr_s, chr, strlen(chr) + 1);
+    }
+    SET_STRING_ELT(m->chr, i, m->last_chr);
+  }
   REAL(m->pos)[i] = (double)rec->pos;
   SET_STRING_ELT(m->id, i, Rf_mkChar(rec->id ? rec->id : "."));
-  SET_STRING_ELT(m->ref, i, Rf_mkChar(rec->ref ? rec->ref : "."));
-  SET_STRING_ELT(m->alt, i, Rf_mkChar(rec->alt ? rec->alt : "."));
+  SET_STRING_ELT(m->ref, i, allele_char(m, rec->ref ? rec->ref : "."));
+  SET_STRING_ELT(m->alt, i, allele_char(m, rec->alt ? rec->alt : "."));
 }
 
 /* Bytes a destination needs. */
@@ -402,6 +423,7 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   if (fm_dest_bytes(d.kind, d.n_out_samples, d.n_out_variants, &need, &err) != FM_OK) rpg_raise(&err);
   if ((double)need > n_bytes) Rf_error("destination storage holds %.0f bytes, %.0f needed", n_bytes, (double)need);
   meta_ud m;
+  memset(&m, 0, sizeof m);
   m.n_in = (int64_t)Rf_asReal(s_n_in);
   m.chr = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)m.n_in));
   m.pos = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)m.n_in));
