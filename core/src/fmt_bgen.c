@@ -47,6 +47,8 @@ typedef struct bgen {
   int hc_only;           /* fm_reader.is_hardcall_only, latched at the first record: no
                             dosages, no haplotype slots */
   int all_diploid;       /* every ploidy byte of the current block is 2 (no missing bit) */
+  int has_bed2;          /* the current block's hardcalls are in bed2 (hardcall-only) */
+  uint8_t *bed2;         /* (ceil(n / 4)) bed2 codes of an all-diploid 8/16-bit block */
   /* decompressors, created at the first block that needs them; zlib
    * blocks go through libdeflate (whole-buffer, about twice zlib's speed,
    * same zlib-format checks including the Adler-32) */
@@ -129,6 +131,16 @@ static uint32_t le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static inline uint64_t le64(const uint8_t *p) {
+  uint64_t w;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  memcpy(&w, p, 8);
+#else
+  w = 0;
+  for (int i = 7; i >= 0; i--) w = (w << 8) | p[i];
+#endif
+  return w;
+}
 
 static fm_status read_u32(bgen *b, uint32_t *x, const char *what, fm_err *err) {
   uint8_t t[4];
@@ -404,12 +416,72 @@ static uint64_t threshold_int(uint64_t maxv, double inv) {
   return t;
 }
 
+/* The 2-bit codes of the samples whose values x0 = P(REF/REF) and
+ * x1 = P(REF/ALT) sit in alternate lanes of x (lanes of `bits` bits, every
+ * other lane a sample's x0; `one` has a 1 at the bottom of each x0 lane):
+ * x >= thr is the carry out of x + t (t = 2^bits - thr), a sum over maxv
+ * the carry out of x0 + x1 + o (o = 2^(bits+1) - 1 - maxv), ORed into
+ * *over. At most one of x0, x1, x2 = maxv - x0 - x1 reaches thr > maxv / 2:
+ * code 0b11 for x0, 0b10 for x1, 0b00 for x2, 0b01 (missing) for none. */
+static inline uint64_t lane_codes(uint64_t x, unsigned bits, uint64_t one, uint64_t maxv,
+                                  uint64_t t, uint64_t o, uint64_t *over) {
+  const uint64_t vmask = one * ((UINT64_C(1) << bits) - 1), hit = one << bits;
+  const uint64_t x0 = x & vmask, x1 = (x >> bits) & vmask, sum = x0 + x1;
+  *over |= (sum + o) & (one << (bits + 1));
+  const uint64_t x2 = (one * maxv - sum) & vmask;
+  const uint64_t c0 = ((x0 + t) & hit) >> bits, c1 = ((x1 + t) & hit) >> bits;
+  const uint64_t c2 = ((x2 + t) & hit) >> bits;
+  return 3 * c0 + 2 * c1 + (one & ~(c0 | c1 | c2));
+}
+
+/* bed2 codes of an all-diploid unphased block of w-byte probabilities (w
+ * 1 or 2), four samples a step: 8-bit values in 16-bit lanes (one word),
+ * 16-bit values in 32-bit lanes (two words). Returns 0 when some sum
+ * exceeds maxv (nothing written is used then). */
+static int bed2_lanes(const uint8_t *p, uint32_t n, unsigned w, uint64_t maxv, uint64_t thr,
+                      uint8_t *out) {
+  uint64_t over = 0;
+  uint32_t i = 0;
+  uint8_t *q = out;
+  if (w == 1) {
+    const uint64_t one = UINT64_C(0x0001000100010001);
+    const uint64_t t = one * (256 - thr), o = one * (511 - maxv);
+    for (; i + 4 <= n; i += 4, p += 8, q++) {
+      const uint64_t c = lane_codes(le64(p), 8, one, maxv, t, o, &over);
+      *q = (uint8_t)((c & 3u) | (c >> 14 & 0xcu) | (c >> 28 & 0x30u) | (c >> 42 & 0xc0u));
+    }
+  } else {
+    const uint64_t one = UINT64_C(0x0000000100000001);
+    const uint64_t t = one * (65536 - thr), o = one * (131071 - maxv);
+    for (; i + 4 <= n; i += 4, p += 16, q++) {
+      const uint64_t c = lane_codes(le64(p), 16, one, maxv, t, o, &over);
+      const uint64_t d = lane_codes(le64(p + 8), 16, one, maxv, t, o, &over);
+      *q = (uint8_t)((c & 3u) | (c >> 30 & 0xcu) | (d & 3u) << 4 | (d >> 26 & 0xc0u));
+    }
+  }
+  if (i < n) { /* the last 1..3 samples */
+    unsigned byte = 0;
+    for (unsigned k = 0; i < n; i++, k++, p += 2 * w) {
+      const uint64_t x0 = w == 1 ? p[0] : le16(p), x1 = w == 1 ? p[1] : le16(p + 2);
+      over |= x0 + x1 > maxv;
+      const uint64_t x2 = maxv - x0 - x1;
+      byte |= (x0 >= thr ? 3u : x1 >= thr ? 2u : x2 >= thr ? 0u : 1u) << (2 * k);
+    }
+    *q = (uint8_t)byte;
+  }
+  return over == 0;
+}
+
 /* Hardcalls of an unphased two-allele block whose probabilities take w
  * whole bytes (8 or 16 bits): the rule of decode_bi_direct without the
  * dosages. Inlined with w constant, so each width gets its own loop. */
 static inline fm_status hardcalls_bytes(bgen *b, const uint8_t *ploidy, const uint8_t *p,
                                         unsigned w, uint64_t maxv, uint64_t thr, fm_err *err) {
   int8_t *hc = b->hardcall;
+  if (b->all_diploid && bed2_lanes(p, b->n, w, maxv, thr, b->bed2)) {
+    b->has_bed2 = 1;
+    return FM_OK;
+  }
   if (b->all_diploid) { /* branch-free: at most one of the three reaches thr > maxv / 2 */
     unsigned over = 0;
     for (uint32_t i = 0; i < b->n; i++, p += 2 * w) {
@@ -454,6 +526,7 @@ static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t 
   int8_t *hc = b->hardcall, *hap = b->hap;
   double *dos = b->dosage;
   uint64_t bp = 0;
+  b->has_bed2 = 0;
   if (!b->is_phased_var && b->hc_only && (nb == 8 || nb == 16))
     return nb == 8 ? hardcalls_bytes(b, ploidy, p, 1, maxv, thr, err)
                    : hardcalls_bytes(b, ploidy, p, 2, maxv, thr, err);
@@ -538,7 +611,15 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
   int summed = 0; /* need_bits is final */
   if (k == 2) { /* one value per allele copy, phased or not: nb x the sum of ploidies */
     unsigned over = 0, not2 = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    uint32_t i = 0;
+    /* all diploid (the usual block): 8 ploidy bytes of 2 per compare */
+    for (; i + 8 <= n; i += 8) {
+      uint64_t x;
+      memcpy(&x, ploidy + i, 8);
+      if (x != UINT64_C(0x0202020202020202)) break;
+      need_bits += 16;
+    }
+    for (; i < n; i++) {
       const unsigned z = ploidy[i] & 63u;
       over |= z > 2;
       not2 |= ploidy[i] ^ 2u;
@@ -675,9 +756,13 @@ static fm_status ensure_samples(bgen *b, fm_err *err) {
   b->dosage = malloc(n * sizeof(double));
   b->hap = malloc(2 * n);
   b->hardcall = malloc(n);
-  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap) {
+  b->bed2 = malloc((n + 3) / 4);
+  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap ||
+      !b->bed2) {
     free(b->miss), free(b->hapl), free(b->best), free(b->hapa), free(b->dosage), free(b->hap), free(b->hardcall);
+    free(b->bed2);
     b->miss = b->hapl = NULL, b->best = b->hapa = NULL, b->dosage = NULL, b->hap = NULL, b->hardcall = NULL;
+    b->bed2 = NULL;
     return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu samples", b->path, (unsigned long)b->n);
   }
   return FM_OK;
@@ -726,6 +811,10 @@ static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
   rec->alt = str_at(b, 3 + (size_t)j);
   rec->hardcall = b->hardcall;
   if (b->hc_only) {
+    if (b->direct && b->has_bed2) {
+      rec->hardcall = NULL;
+      rec->bed2 = b->bed2;
+    }
     rec->dosage = NULL;
     rec->hap = NULL;
     rec->is_phased = 0;
@@ -827,6 +916,7 @@ static void bgen_close(fm_reader *r) {
   free(b->ec);
   free(b->q);
   free(b->hardcall);
+  free(b->bed2);
   free(b->dosage);
   free(b->hap);
   free(b);
