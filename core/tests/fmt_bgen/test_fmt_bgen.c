@@ -863,8 +863,56 @@ static uint64_t near_threshold(uint64_t *st, uint64_t maxv) {
   }
 }
 
+/* An uncompressed layout-2 file of n samples and n_var two-allele
+ * variants, 8- and 16-bit in turn, unphased; two blocks in three all
+ * diploid (the four-sample lane path and its 1..3-sample tail), the rest
+ * with ploidies 0, 1, 2 and the missing bit; values near the threshold. */
+static void lanes_file(const char *path, uint32_t n, int n_var, uint64_t seed) {
+  static const uint8_t ploidies[6] = {2, 2, 1, 0, 0x82, 0x81};
+  buf f = {0};
+  put32(&f, 20); put32(&f, 20); put32(&f, (uint32_t)n_var); put32(&f, n); put(&f, "bgen", 4);
+  put32(&f, 2u << 2);
+  for (int v = 0; v < n_var; v++) {
+    const unsigned nb = v % 2 ? 16 : 8;
+    const uint64_t maxv = (UINT64_C(1) << nb) - 1;
+    buf g = {0};
+    uint8_t *pl = malloc(n);
+    for (uint32_t i = 0; i < n; i++) pl[i] = v % 3 ? ploidies[fm_test_rng_next(&seed) % 6] : 2;
+    put32(&g, n); put16(&g, 2); put8(&g, 0); put8(&g, 2);
+    put(&g, pl, n);
+    put8(&g, 0); put8(&g, nb);
+    for (uint32_t i = 0; i < n; i++) {
+      const unsigned z = pl[i] & 63u;
+      const uint64_t x0 = near_threshold(&seed, maxv), x1 = near_threshold(&seed, maxv - x0);
+      if (z >= 1) put(&g, (const uint8_t[]){(uint8_t)x0, (uint8_t)(x0 >> 8)}, nb / 8);
+      if (z == 2) {
+        const uint64_t y = x1 > maxv - x0 ? maxv - x0 : x1;
+        put(&g, (const uint8_t[]){(uint8_t)y, (uint8_t)(y >> 8)}, nb / 8);
+      }
+    }
+    char id[16];
+    snprintf(id, sizeof id, "v%d", v + 1);
+    putstr16(&f, id); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, (uint32_t)v + 1);
+    put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+    put32(&f, (uint32_t)g.n);
+    put(&f, g.p, g.n);
+    free(g.p);
+    free(pl);
+  }
+  write_file(path, f.p, f.n);
+  free(f.p);
+}
+
 static void test_hardcall_only(void) {
   enum { NV = 240 };
+  char lp[1200];
+  tmp_path(lp, sizeof lp, "lanes.bgen");
+  static const uint32_t ns[8] = {1, 2, 3, 5, 6, 7, 9, 11};
+  for (int k = 0; k < 8; k++) {
+    lanes_file(lp, ns[k], 60, 100 + (uint64_t)k);
+    CHECK(fm_test_check_hardcall_only(open_bgen_ud, lp) == 60);
+  }
+  unlink(lp);
   static const unsigned widths[4] = {8, 16, 3, 12};
   static const uint8_t ploidies[6] = {2, 2, 1, 0, 0x82, 0x81};
   uint64_t st = 42;
