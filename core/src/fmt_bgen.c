@@ -3,6 +3,7 @@
 #define _FILE_OFFSET_BITS 64
 #define _POSIX_C_SOURCE 200809L
 #include "fm/fm_fmt_bgen.h"
+#include "fmt_bgen_ahead.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,6 +16,7 @@
 #include <zstd.h>
 
 #define HC_THRESHOLD 0.9
+#define AHEAD_MIN_BYTES ((uint64_t)1 << 20) /* smaller files are read in one thread */
 
 typedef struct bgen {
   FILE *f;
@@ -54,6 +56,10 @@ typedef struct bgen {
    * same zlib-format checks including the Adler-32) */
   struct libdeflate_decompressor *zs;
   ZSTD_DCtx *zd;
+  /* compressed files of AHEAD_MIN_BYTES or more: blocks decompressed ahead
+   * on a worker thread (fmt_bgen_ahead.h), started at the first block */
+  bgen_ahead *ahead;
+  int ahead_tried;
   /* buffers */
   uint8_t *comp;
   size_t comp_cap;
@@ -315,6 +321,18 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
                 (unsigned long long)clen, (unsigned long long)dlen);
   if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
     return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
+  if (b->compression != 0 && b->layout == 2) {
+    if (!b->ahead_tried && b->file_size >= AHEAD_MIN_BYTES) {
+      b->ahead_tried = 1;
+      b->ahead = bgen_ahead_start(fileno(b->f), b->off + clen, b->file_size, b->m - b->v, b->n,
+                                  b->compression);
+    }
+    if (bgen_ahead_take(b->ahead, b->off, clen, dlen, &b->raw, &b->raw_cap)) {
+      b->off += clen; /* the worker read and decompressed it */
+      *len_out = (size_t)dlen;
+      return FM_OK;
+    }
+  }
   if (!grow((void **)&b->raw, &b->raw_cap, (size_t)dlen + 8, 1))
     return VERR(FM_ENOMEM, "cannot allocate %llu bytes", (unsigned long long)dlen);
   if (b->compression == 0) {
@@ -900,6 +918,7 @@ fm_status fm_fmt_bgen_skip(fm_reader *r, int64_t n_records, int64_t *n_skipped_o
 static void bgen_close(fm_reader *r) {
   bgen *b = r ? r->impl : NULL;
   if (!b) return;
+  bgen_ahead_stop(b->ahead); /* before fclose: the worker reads the descriptor */
   if (b->f) fclose(b->f);
   if (b->zs) libdeflate_free_decompressor(b->zs);
   ZSTD_freeDCtx(b->zd);
