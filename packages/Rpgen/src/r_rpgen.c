@@ -406,6 +406,12 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   d.n_out_samples = (int64_t)Rf_asReal(s_n_out_samples);
   d.n_out_variants = (int64_t)Rf_asReal(s_n_out_variants);
   int64_t *si = NULL, *vi = NULL;
+  if ((!Rf_isNull(sample_index) && (TYPEOF(sample_index) != REALSXP ||
+                                     Rf_xlength(sample_index) != (R_xlen_t)d.n_out_samples)) ||
+      (!Rf_isNull(variant_index) && (TYPEOF(variant_index) != REALSXP ||
+                                      Rf_xlength(variant_index) != (R_xlen_t)d.n_out_variants)))
+    Rf_error("rpg_stream: sample_index and variant_index must be NULL or doubles of the output "
+             "dimensions");
   if (!Rf_isNull(sample_index)) {
     R_xlen_t n = Rf_xlength(sample_index);
     si = (int64_t *)R_alloc((size_t)(n ? n : 1), sizeof *si);
