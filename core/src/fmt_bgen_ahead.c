@@ -13,10 +13,13 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#define AHEAD_SLOTS 8
-/* A waiting side is woken when the ring is half full (reader) or half empty
- * (worker), not at every block: one wake per AHEAD_SLOTS / 2 blocks. */
-#define AHEAD_WAKE (AHEAD_SLOTS / 2)
+/* Up to MAX_SLOTS blocks ahead, fewer for large blocks: the ring holds
+ * about RING_BYTES of decompressed data. A waiting side is woken when the
+ * ring is half full (reader) or half empty (worker), not at every block:
+ * a sleep and wake costs as much as decompressing a block of a thousand
+ * samples. */
+#define MAX_SLOTS 64
+#define RING_BYTES ((uint64_t)32 << 20)
 #define WALK_BUF ((size_t)1 << 16)
 
 typedef struct slot {
@@ -30,7 +33,8 @@ struct bgen_ahead {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t has_room, has_block;
-  slot ring[AHEAD_SLOTS];
+  slot ring[MAX_SLOTS];
+  int n_slots, wake;/* slots in use; wake at n_slots / 2 */
   int head, count;  /* ring[head .. head + count) are published, in file order */
   int stop, done;   /* the reader is closing; the worker has ended its walk */
   int reader_waits, worker_waits;
@@ -144,13 +148,13 @@ static void *worker(void *arg) {
     uint64_t off, clen, dlen;
     if (!walk_block(a, &off, &clen, &dlen)) break;
     pthread_mutex_lock(&a->mu);
-    if (a->count == AHEAD_SLOTS && !a->stop) {
+    if (a->count == a->n_slots && !a->stop) {
       a->worker_waits = 1;
-      while (a->count > AHEAD_WAKE && !a->stop) pthread_cond_wait(&a->has_room, &a->mu);
+      while (a->count > a->wake && !a->stop) pthread_cond_wait(&a->has_room, &a->mu);
       a->worker_waits = 0;
     }
     const int stop = a->stop;
-    slot *s = &a->ring[(a->head + a->count) % AHEAD_SLOTS];
+    slot *s = &a->ring[(a->head + a->count) % a->n_slots];
     pthread_mutex_unlock(&a->mu);
     if (stop) break;
     /* the slot past the published ones is the worker's until it publishes it */
@@ -161,7 +165,7 @@ static void *worker(void *arg) {
     a->off = off + clen;
     pthread_mutex_lock(&a->mu);
     a->count++;
-    if (a->reader_waits && (a->count >= AHEAD_WAKE || a->left == 1)) pthread_cond_signal(&a->has_block);
+    if (a->reader_waits && (a->count >= a->wake || a->left == 1)) pthread_cond_signal(&a->has_block);
     pthread_mutex_unlock(&a->mu);
   }
   pthread_mutex_lock(&a->mu);
@@ -186,6 +190,11 @@ bgen_ahead *bgen_ahead_start(int fd, uint64_t off, uint64_t file_size, uint32_t 
   a->left = n_variants;
   a->n = n_samples;
   a->compression = compression;
+  /* a two-allele block of 16-bit probabilities: about 5 bytes per sample */
+  const uint64_t per_slot = 5 * (uint64_t)n_samples + 64;
+  a->n_slots = RING_BYTES / per_slot > MAX_SLOTS ? MAX_SLOTS : (int)(RING_BYTES / per_slot);
+  if (a->n_slots < 4) a->n_slots = 4;
+  a->wake = a->n_slots / 2;
   if (pthread_mutex_init(&a->mu, NULL) != 0) goto fail_mu;
   if (pthread_cond_init(&a->has_room, NULL) != 0) goto fail_room;
   if (pthread_cond_init(&a->has_block, NULL) != 0) goto fail_block;
@@ -205,9 +214,9 @@ fail_mu:
 
 /* Drop the oldest published block (mutex held). */
 static void pop(bgen_ahead *a) {
-  a->head = (a->head + 1) % AHEAD_SLOTS;
+  a->head = (a->head + 1) % a->n_slots;
   a->count--;
-  if (a->worker_waits && a->count <= AHEAD_WAKE) pthread_cond_signal(&a->has_room);
+  if (a->worker_waits && a->count <= a->wake) pthread_cond_signal(&a->has_room);
 }
 
 int bgen_ahead_take(bgen_ahead *a, uint64_t off, uint64_t clen, uint64_t dlen, uint8_t **raw,
@@ -255,7 +264,7 @@ void bgen_ahead_stop(bgen_ahead *a) {
   pthread_cond_destroy(&a->has_block);
   pthread_cond_destroy(&a->has_room);
   pthread_mutex_destroy(&a->mu);
-  for (int i = 0; i < AHEAD_SLOTS; i++) free(a->ring[i].raw);
+  for (int i = 0; i < MAX_SLOTS; i++) free(a->ring[i].raw);
   if (a->zs) libdeflate_free_decompressor(a->zs);
   ZSTD_freeDCtx(a->zd);
   free(a->comp);
