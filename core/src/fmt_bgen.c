@@ -16,7 +16,11 @@
 #include <zstd.h>
 
 #define HC_THRESHOLD 0.9
-#define AHEAD_MIN_BYTES ((uint64_t)1 << 20) /* smaller files are read in one thread */
+/* Smaller files are read in one thread (a fuzzing build may set 0, so that
+ * its small inputs exercise the worker). */
+#ifndef FM_BGEN_AHEAD_MIN_BYTES
+#define FM_BGEN_AHEAD_MIN_BYTES ((uint64_t)1 << 20)
+#endif
 
 typedef struct bgen {
   FILE *f;
@@ -56,7 +60,7 @@ typedef struct bgen {
    * same zlib-format checks including the Adler-32) */
   struct libdeflate_decompressor *zs;
   ZSTD_DCtx *zd;
-  /* compressed files of AHEAD_MIN_BYTES or more: blocks decompressed ahead
+  /* compressed files of FM_BGEN_AHEAD_MIN_BYTES or more: blocks decompressed ahead
    * on a worker thread (fmt_bgen_ahead.h), started at the first block */
   bgen_ahead *ahead;
   int ahead_tried;
@@ -322,7 +326,7 @@ static fm_status load_geno(bgen *b, size_t *len_out, fm_err *err) {
   if (dlen > SIZE_MAX - 16 || clen > SIZE_MAX - 16)
     return VERR(FM_ENOMEM, "block of %llu bytes does not fit in memory", (unsigned long long)dlen);
   if (b->compression != 0 && b->layout == 2) {
-    if (!b->ahead_tried && b->file_size >= AHEAD_MIN_BYTES) {
+    if (!b->ahead_tried && b->file_size + 1 > (uint64_t)FM_BGEN_AHEAD_MIN_BYTES) {
       b->ahead_tried = 1;
       b->ahead = bgen_ahead_start(fileno(b->f), b->off + clen, b->file_size, b->m - b->v, b->n,
                                   b->compression);
