@@ -6,7 +6,7 @@
  * of those columns and every rule downstream are the same. A GT column
  * outside the plain grammar (alleles of digits or '.', '/' or '|' between,
  * ploidy 1 or 2) sends the whole line through htslib, as do FORMAT other
- * than GT and BCF. BGZF input is inflated on one htslib worker thread. */
+ * than GT and BCF. */
 #include "fm/fm_fmt_vcf.h"
 
 #include <htslib/bgzf.h>
@@ -289,9 +289,12 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
   return p == end;
 }
 
-/* Whole-file text reads take the text in 1 MiB pieces and split lines
- * with memchr (hts_getline's bgzf_getline moves one byte at a time). */
-#define CHUNK_BYTES ((size_t)1 << 20)
+/* Whole-file text reads take the text in 64 KiB pieces, one BGZF block's
+ * worth, and split lines with memchr (hts_getline's bgzf_getline moves one
+ * byte at a time). A piece no larger than a block keeps a damaged block's
+ * error after the records before it: bgzf_read drops what it had copied
+ * in a call that fails. */
+#define CHUNK_BYTES ((size_t)1 << 16)
 
 /* Next text line into v->line, as hts_getline(KS_SEP_LINE) gives it (no
  * "\n" or "\r\n"; a last line without one counts): its length, -1 at the
@@ -745,10 +748,8 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   v->gt_fast = !v->is_bcf && v->n > 0 && gt_id >= 0 &&
                bcf_hdr_idinfo_exists(v->hdr, BCF_HL_FMT, gt_id) &&
                bcf_hdr_id2type(v->hdr, BCF_HL_FMT, gt_id) == BCF_HT_STR;
-  /* A whole-file BGZF read inflates blocks on a worker thread while this
-   * one parses (plink2 and bcftools do the same); a region read seeks, and
-   * keeps to one thread. Failing to start the thread only costs speed. */
-  if (!region && fmt->compression == bgzf) (void)hts_set_threads(v->fp, 1);
+  /* (No htslib decompression thread: measured on 2 cores, its hand-offs cost
+   * more than libdeflate takes to inflate in this thread, 2026-11-30.) */
   if (!region && !v->is_bcf && !(v->chunk = malloc(CHUNK_BYTES))) {
     st = fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);
     goto fail;
