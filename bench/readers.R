@@ -13,9 +13,10 @@
 #    16-bit, unphased, as the fixture's) are written from it by plink2.
 # Timing: median of BENCH_REPS runs (default 3). plink2: wall time of the
 # process (start, parse, write .bed/.bim/.fam) with --threads 2. Ours: wall
-# time of rpgen_read in this R process (count pass where the format needs
-# one, reading, variant and sample metadata); BGZF input is inflated on one
-# extra thread, so both use two. `same` checks that our 2-bit bytes equal
+# time of rpgen_read in this R process (the counting pass a VCF needs,
+# reading, variant and sample metadata as R vectors), in one thread except
+# for compressed BGEN, whose blocks are decompressed ahead on one worker
+# thread (two threads, as plink2). `same` checks that our 2-bit bytes equal
 # plink2's .bed.
 suppressPackageStartupMessages({
   library(Rfmalloc)
