@@ -15,6 +15,8 @@
 #include <libdeflate.h>
 #include <zstd.h>
 
+/* A haplotype slot holds the allele whose haplotype probability is at least
+ * this (hardcalls follow plink2's dosage rule instead, fm_fmt.h). */
 #define HC_THRESHOLD 0.9
 /* Smaller files are read in one thread (a fuzzing build may set 0, so that
  * its small inputs exercise the worker). */
@@ -72,12 +74,12 @@ typedef struct bgen {
   /* per-sample decode of the current variant */
   uint8_t *miss;         /* (n) sample missing */
   uint8_t *hapl;         /* (n) 1 haploid, 2 diploid */
-  int32_t *best;         /* (2n) best genotype alleles or -1 */
   int32_t *hapa;         /* (2n) phased hap alleles or -1 */
-  double *ec;            /* (n k) expected allele counts */
-  size_t ec_cap;
-  double *q;             /* (2k) scratch */
-  size_t q_cap;
+  uint64_t *ecn;         /* (n k) expected allele counts x den (exact integers) */
+  size_t ecn_cap;
+  uint64_t den;          /* denominator of ecn: 2^B - 1, or 32768 for layout 1 */
+  uint64_t hcb[4];       /* fm_hardcall_bounds(hcb_den) */
+  uint64_t hcb_den;      /* 0 = not computed */
   /* record buffers */
   int8_t *hardcall;
   double *dosage;
@@ -385,24 +387,35 @@ static inline uint64_t bits_at(const uint8_t *p, uint64_t bitpos, uint64_t mask)
   return (w >> (bitpos & 7)) & mask;
 }
 
-static fm_status ensure_ec(bgen *b, fm_err *err) {
+static fm_status ensure_ecn(bgen *b, fm_err *err) {
   size_t need = (size_t)b->n * b->k;
-  if (!grow((void **)&b->ec, &b->ec_cap, need ? need : 1, sizeof(double)) ||
-      !grow((void **)&b->q, &b->q_cap, 2 * (size_t)b->k, sizeof(double)))
+  if (!grow((void **)&b->ecn, &b->ecn_cap, need ? need : 1, sizeof(uint64_t)))
     return VERR(FM_ENOMEM, "cannot allocate %llu expected counts", (unsigned long long)need);
   return FM_OK;
 }
 
 static void set_missing(bgen *b, uint32_t i) {
   b->miss[i] = 1;
-  b->best[2 * i] = b->best[2 * i + 1] = -1;
   b->hapa[2 * i] = b->hapa[2 * i + 1] = -1;
 }
 
-/* Layout 1: three uint16 / 32768 per sample, diploid biallelic. */
+/* The hardcall bounds of dosages num / den (fm_fmt.h), cached per den. */
+static const uint64_t *hc_bounds(bgen *b, uint64_t den) {
+  if (b->hcb_den != den) {
+    fm_hardcall_bounds(den, b->hcb);
+    b->hcb_den = den;
+  }
+  return b->hcb;
+}
+
+/* Layout 1: three uint16 / 32768 per sample, diploid biallelic. The ALT
+ * dosage is (v1 + 2 v2) / 32768 as stored (a sum below 32768 is not
+ * renormalized); its units of 1/16384 are (v1 + 2 v2) / 2 with halves to
+ * even, as plink2 rounds them (measured: all 32,768 odd numerators). */
 static fm_status decode_layout1(bgen *b, const uint8_t *d, fm_err *err) {
   b->is_phased_var = 0;
   b->direct = 0;
+  b->den = 32768;
   for (uint32_t i = 0; i < b->n; i++) {
     const uint8_t *s = d + 6 * (size_t)i;
     uint32_t v0 = le16(s), v1 = le16(s + 2), v2 = le16(s + 4);
@@ -416,15 +429,8 @@ static fm_status decode_layout1(bgen *b, const uint8_t *d, fm_err *err) {
       return VERR(FM_EFORMAT, "sample %lu: probabilities %lu/%lu/%lu sum to more than 32768",
                   (unsigned long)i + 1, (unsigned long)v0, (unsigned long)v1, (unsigned long)v2);
     b->miss[i] = 0;
-    double p0 = v0 / 32768.0, p1 = v1 / 32768.0, p2 = v2 / 32768.0;
-    b->ec[2 * (size_t)i] = 2 * p0 + p1;
-    b->ec[2 * (size_t)i + 1] = p1 + 2 * p2;
-    int32_t a = -1, c = -1;
-    if (p0 >= HC_THRESHOLD) a = 0, c = 0;
-    else if (p1 >= HC_THRESHOLD) a = 0, c = 1;
-    else if (p2 >= HC_THRESHOLD) a = 1, c = 1;
-    b->best[2 * i] = a;
-    b->best[2 * i + 1] = c;
+    b->ecn[2 * (size_t)i] = 2 * (uint64_t)v0 + v1;
+    b->ecn[2 * (size_t)i + 1] = v1 + 2 * (uint64_t)v2;
   }
   return FM_OK;
 }
@@ -438,46 +444,67 @@ static uint64_t threshold_int(uint64_t maxv, double inv) {
   return t;
 }
 
-/* The 2-bit codes of the samples whose values x0 = P(REF/REF) and
- * x1 = P(REF/ALT) sit in alternate lanes of x (lanes of `bits` bits, every
- * other lane a sample's x0; `one` has a 1 at the bottom of each x0 lane):
- * x >= thr is the carry out of x + t (t = 2^bits - thr), a sum over maxv
- * the carry out of x0 + x1 + o (o = 2^(bits+1) - 1 - maxv), ORed into
- * *over. At most one of x0, x1, x2 = maxv - x0 - x1 reaches thr > maxv / 2:
- * code 0b11 for x0, 0b10 for x1, 0b00 for x2, 0b01 (missing) for none. */
-static inline uint64_t lane_codes(uint64_t x, unsigned bits, uint64_t one, uint64_t maxv,
-                                  uint64_t t, uint64_t o, uint64_t *over) {
-  const uint64_t vmask = one * ((UINT64_C(1) << bits) - 1), hit = one << bits;
-  const uint64_t x0 = x & vmask, x1 = (x >> bits) & vmask, sum = x0 + x1;
-  *over |= (sum + o) & (one << (bits + 1));
-  const uint64_t x2 = (one * maxv - sum) & vmask;
-  const uint64_t c0 = ((x0 + t) & hit) >> bits, c1 = ((x1 + t) & hit) >> bits;
-  const uint64_t c2 = ((x2 + t) & hit) >> bits;
-  return 3 * c0 + 2 * c1 + (one & ~(c0 | c1 | c2));
+/* bed2 code of a hardcall (0 -> 0b11, 1 -> 0b10, 2 -> 0b00, missing -> 0b01). */
+static const uint8_t bed2_of_hc[4] = {1, 3, 2, 0}; /* indexed by hardcall + 1 */
+
+/* The constants of bed2_lanes for ALT numerators s over maxv whose
+ * hardcall bounds are bound[4] (fm_fmt.h). Each sample stores two values
+ * x0, x1 (unphased: P(REF/REF), P(REF/ALT); phased: P(REF) of each
+ * haplotype), and t = 2 x0 + x1 (unphased) or x0 + x1 (phased) is
+ * 2 maxv - s. So s >= bound[i] is t < k_i = 2 maxv + 1 - bound[i], and
+ * with T_i = [t >= k_i] (the carry out of t + 2^L - k_i in a lane whose
+ * bit L is free) the code's high bit is T0 ^ T1 ^ T2 and its low bit
+ * T1 ^ T2 ^ T3: (T0..T3) = 1111 -> 0b11 (s below bound[0]: 0 copies),
+ * 0111 and 0001 -> 0b01 (missing), 0011 -> 0b10 (1 copy), 0000 -> 0b00
+ * (2 copies). */
+typedef struct lane_consts {
+  uint64_t k[4]; /* one * (2^L - k_i) */
+} lane_consts;
+
+static void lane_setup(lane_consts *lc, uint64_t one, unsigned L, uint64_t maxv, const uint64_t bound[4]) {
+  for (int i = 0; i < 4; i++) lc->k[i] = one * ((UINT64_C(1) << L) - (2 * maxv + 1 - bound[i]));
 }
 
-/* bed2 codes of an all-diploid unphased block of w-byte probabilities (w
- * 1 or 2), four samples a step: 8-bit values in 16-bit lanes (one word),
- * 16-bit values in 32-bit lanes (two words). Returns 0 when some sum
+/* Codes (two bits at the bottom of each lane) of the t values in the lanes of t. */
+static inline uint64_t lane_codes(uint64_t t, const lane_consts *lc, uint64_t one, unsigned L) {
+  const uint64_t t0 = t + lc->k[0], t1 = t + lc->k[1], t2 = t + lc->k[2], t3 = t + lc->k[3];
+  const uint64_t cb = one << L, hi = (t0 ^ t1 ^ t2) & cb, lo = (t1 ^ t2 ^ t3) & cb;
+  return (hi >> (L - 1)) | (lo >> L);
+}
+
+/* bed2 codes of an all-diploid block of w-byte values (w 1 or 2), four
+ * samples a step: 8-bit values in 16-bit lanes (one word, t in bits
+ * 0..9, carry bit 15), 16-bit values in 32-bit lanes (two words, t in bits
+ * 0..17, carry bit 31). Unphased blocks also check x0 + x1 <= maxv (the
+ * carry out of x0 + x1 + 2^(B+1) - 1 - maxv); returns 0 when some sum
  * exceeds maxv (nothing written is used then). */
-static int bed2_lanes(const uint8_t *p, uint32_t n, unsigned w, uint64_t maxv, uint64_t thr,
-                      uint8_t *out) {
+static inline int bed2_lanes(const uint8_t *p, uint32_t n, unsigned w, int phased, uint64_t maxv,
+                             const uint64_t bound[4], uint8_t *out) {
   uint64_t over = 0;
   uint32_t i = 0;
   uint8_t *q = out;
+  lane_consts lc;
+  const unsigned sh = phased ? 0 : 1;
   if (w == 1) {
-    const uint64_t one = UINT64_C(0x0001000100010001);
-    const uint64_t t = one * (256 - thr), o = one * (511 - maxv);
+    const uint64_t one = UINT64_C(0x0001000100010001), vm = one * 0xff;
+    const uint64_t o = one * (511 - maxv), ob = one << 9;
+    lane_setup(&lc, one, 15, maxv, bound);
     for (; i + 4 <= n; i += 4, p += 8, q++) {
-      const uint64_t c = lane_codes(le64(p), 8, one, maxv, t, o, &over);
+      const uint64_t x = le64(p), x0 = x & vm, x1 = (x >> 8) & vm;
+      if (!phased) over |= (x0 + x1 + o) & ob;
+      const uint64_t c = lane_codes((x0 << sh) + x1, &lc, one, 15);
       *q = (uint8_t)((c & 3u) | (c >> 14 & 0xcu) | (c >> 28 & 0x30u) | (c >> 42 & 0xc0u));
     }
   } else {
-    const uint64_t one = UINT64_C(0x0000000100000001);
-    const uint64_t t = one * (65536 - thr), o = one * (131071 - maxv);
+    const uint64_t one = UINT64_C(0x0000000100000001), vm = one * 0xffff;
+    const uint64_t o = one * (131071 - maxv), ob = one << 17;
+    lane_setup(&lc, one, 31, maxv, bound);
     for (; i + 4 <= n; i += 4, p += 16, q++) {
-      const uint64_t c = lane_codes(le64(p), 16, one, maxv, t, o, &over);
-      const uint64_t d = lane_codes(le64(p + 8), 16, one, maxv, t, o, &over);
+      const uint64_t x = le64(p), x0 = x & vm, x1 = (x >> 16) & vm;
+      const uint64_t y = le64(p + 8), y0 = y & vm, y1 = (y >> 16) & vm;
+      if (!phased) over |= ((x0 + x1 + o) | (y0 + y1 + o)) & ob;
+      const uint64_t c = lane_codes((x0 << sh) + x1, &lc, one, 31);
+      const uint64_t d = lane_codes((y0 << sh) + y1, &lc, one, 31);
       *q = (uint8_t)((c & 3u) | (c >> 30 & 0xcu) | (d & 3u) << 4 | (d >> 26 & 0xc0u));
     }
   }
@@ -485,49 +512,39 @@ static int bed2_lanes(const uint8_t *p, uint32_t n, unsigned w, uint64_t maxv, u
     unsigned byte = 0;
     for (unsigned k = 0; i < n; i++, k++, p += 2 * w) {
       const uint64_t x0 = w == 1 ? p[0] : le16(p), x1 = w == 1 ? p[1] : le16(p + 2);
-      over |= x0 + x1 > maxv;
-      const uint64_t x2 = maxv - x0 - x1;
-      byte |= (x0 >= thr ? 3u : x1 >= thr ? 2u : x2 >= thr ? 0u : 1u) << (2 * k);
+      if (!phased) over |= x0 + x1 > maxv;
+      const uint64_t t = (x0 << sh) + x1;
+      const uint64_t s = t > 2 * maxv ? 0 : 2 * maxv - t;
+      byte |= (unsigned)bed2_of_hc[fm_hardcall_from_bounds(s, bound) + 1] << (2 * k);
     }
     *q = (uint8_t)byte;
   }
   return over == 0;
 }
 
-/* Hardcalls of an unphased two-allele block whose probabilities take w
- * whole bytes (8 or 16 bits): the rule of decode_bi_direct without the
- * dosages. Inlined with w constant, so each width gets its own loop. */
-static inline fm_status hardcalls_bytes(bgen *b, const uint8_t *ploidy, const uint8_t *p,
-                                        unsigned w, uint64_t maxv, uint64_t thr, fm_err *err) {
+/* Hardcalls of a two-allele block whose values take w whole bytes (8 or
+ * 16 bits): the rule of decode_bi_direct without dosages or haplotype
+ * slots. Inlined with w and phased constant, so each gets its own loop. */
+static inline fm_status hardcalls_bytes(bgen *b, const uint8_t *ploidy, const uint8_t *p, unsigned w,
+                                        int phased, uint64_t maxv, const uint64_t bound[4], fm_err *err) {
   int8_t *hc = b->hardcall;
-  if (b->all_diploid && bed2_lanes(p, b->n, w, maxv, thr, b->bed2)) {
+  if (b->all_diploid && bed2_lanes(p, b->n, w, phased, maxv, bound, b->bed2)) {
     b->has_bed2 = 1;
     return FM_OK;
   }
-  if (b->all_diploid) { /* branch-free: at most one of the three reaches thr > maxv / 2 */
-    unsigned over = 0;
-    for (uint32_t i = 0; i < b->n; i++, p += 2 * w) {
-      const uint32_t x0 = w == 1 ? p[0] : le16(p), x1 = w == 1 ? p[1] : le16(p + 2);
-      const uint32_t sum = x0 + x1, x2 = (uint32_t)maxv - sum;
-      const int c0 = x0 >= thr, c1 = x1 >= thr, c2 = x2 >= thr;
-      over |= sum > maxv;
-      hc[i] = (int8_t)(c1 + 2 * c2 - !(c0 | c1 | c2));
-    }
-    if (!over) return FM_OK;
-    p -= (size_t)2 * w * b->n; /* the loop below names the sample */
-  }
+  /* ploidies other than 2, or an unphased sum over maxv (named below) */
   for (uint32_t i = 0; i < b->n; i++) {
     const unsigned pl = ploidy[i];
     if (pl == 2) {
       const uint64_t x0 = w == 1 ? p[0] : (uint64_t)le16(p), x1 = w == 1 ? p[1] : (uint64_t)le16(p + 2);
       p += 2 * w;
-      if (x0 + x1 > maxv) goto oversum;
-      const uint64_t x2 = maxv - x0 - x1;
-      hc[i] = x0 >= thr ? 0 : x1 >= thr ? 1 : x2 >= thr ? 2 : FM_GT_MISSING;
-    } else if (pl == 1) {
+      if (!phased && x0 + x1 > maxv) goto oversum;
+      hc[i] = fm_hardcall_from_bounds(2 * maxv - (phased ? x0 : 2 * x0) - x1, bound);
+    } else if (pl == 1) { /* haploid: 2 P(ALT), 0/2 coded; near 1 is a het: missing */
       const uint64_t x0 = w == 1 ? p[0] : (uint64_t)le16(p);
       p += w;
-      hc[i] = x0 >= thr ? 0 : maxv - x0 >= thr ? 2 : FM_GT_MISSING;
+      const int8_t h = fm_hardcall_from_bounds(2 * (maxv - x0), bound);
+      hc[i] = h == 1 ? FM_GT_MISSING : h;
     } else {
       p += (pl & 63u) * w;
       hc[i] = FM_GT_MISSING;
@@ -539,19 +556,27 @@ static inline fm_status hardcalls_bytes(bgen *b, const uint8_t *ploidy, const ui
   return FM_OK;
 }
 
-/* Layout 2, two alleles: decode straight into the record buffers. */
+/* Layout 2, two alleles: decode straight into the record buffers. Dosage =
+ * s / maxv with s the ALT numerator: P(REF/ALT) + 2 P(ALT/ALT) unphased,
+ * the sum of the haplotypes' P(ALT) phased, 2 P(ALT) haploid; the hardcall
+ * is plink2's rule on it (fm_hardcall_bounds of maxv). */
 static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t *p, unsigned nb,
                                   uint64_t maxv, fm_err *err) {
   const uint32_t n = b->n;
   const double inv = 1.0 / (double)maxv;
-  const uint64_t thr = threshold_int(maxv, inv);
+  const uint64_t *bound = hc_bounds(b, maxv);
   int8_t *hc = b->hardcall, *hap = b->hap;
   double *dos = b->dosage;
   uint64_t bp = 0;
   b->has_bed2 = 0;
-  if (!b->is_phased_var && b->hc_only && (nb == 8 || nb == 16))
-    return nb == 8 ? hardcalls_bytes(b, ploidy, p, 1, maxv, thr, err)
-                   : hardcalls_bytes(b, ploidy, p, 2, maxv, thr, err);
+  b->den = maxv;
+  if (b->hc_only && (nb == 8 || nb == 16)) {
+    if (b->is_phased_var)
+      return nb == 8 ? hardcalls_bytes(b, ploidy, p, 1, 1, maxv, bound, err)
+                     : hardcalls_bytes(b, ploidy, p, 2, 1, maxv, bound, err);
+    return nb == 8 ? hardcalls_bytes(b, ploidy, p, 1, 0, maxv, bound, err)
+                   : hardcalls_bytes(b, ploidy, p, 2, 0, maxv, bound, err);
+  }
   if (!b->is_phased_var) {
     for (uint32_t i = 0; i < n; i++) {
       unsigned pl = ploidy[i];
@@ -559,16 +584,16 @@ static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t 
         uint64_t x0 = bits_at(p, bp, maxv), x1 = bits_at(p, bp + nb, maxv);
         bp += 2 * (uint64_t)nb;
         if (x0 + x1 > maxv) goto oversum;
-        uint64_t x2 = maxv - x0 - x1;
-        dos[i] = (double)(x1 + 2 * x2) * inv;
-        hc[i] = x0 >= thr ? 0 : x1 >= thr ? 1 : x2 >= thr ? 2 : FM_GT_MISSING;
+        const uint64_t s = x1 + 2 * (maxv - x0 - x1);
+        dos[i] = (double)s * inv;
+        hc[i] = fm_hardcall_from_bounds(s, bound);
       } else if (pl == 1) { /* haploid: P(R) = x0, P(A) = rest; PLINK 0/2 */
         uint64_t x0 = bits_at(p, bp, maxv);
         bp += nb;
-        if (x0 > maxv) goto oversum;
-        uint64_t x2 = maxv - x0;
-        dos[i] = 2 * (double)x2 * inv;
-        hc[i] = x0 >= thr ? 0 : x2 >= thr ? 2 : FM_GT_MISSING;
+        const uint64_t s = 2 * (maxv - x0);
+        dos[i] = (double)s * inv;
+        const int8_t h = fm_hardcall_from_bounds(s, bound);
+        hc[i] = h == 1 ? FM_GT_MISSING : h;
       } else { /* missing bit or ploidy 0 */
         bp += (uint64_t)(pl & 63) * nb;
         dos[i] = NAN;
@@ -580,6 +605,7 @@ static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t 
     }
     return FM_OK;
   }
+  const uint64_t thr = threshold_int(maxv, inv); /* haplotype slots */
   for (uint32_t i = 0; i < n; i++) {
     unsigned pl = ploidy[i];
     if (pl != 1 && pl != 2) {
@@ -592,20 +618,16 @@ static fm_status decode_bi_direct(bgen *b, const uint8_t *ploidy, const uint8_t 
     uint64_t r0 = bits_at(p, bp, maxv), r1 = pl == 2 ? bits_at(p, bp + nb, maxv) : r0;
     bp += (uint64_t)pl * nb;
     uint64_t a0 = maxv - r0, a1 = maxv - r1;
-    hap[2 * i] = a0 >= thr ? 1 : r0 >= thr ? 0 : FM_GT_MISSING;
-    hap[2 * i + 1] = a1 >= thr ? 1 : r1 >= thr ? 0 : FM_GT_MISSING;
-    if (pl == 1) {
-      dos[i] = 2 * (double)a0 * inv;
-      hc[i] = hap[2 * i] == FM_GT_MISSING ? FM_GT_MISSING : (int8_t)(2 * hap[2 * i]);
+    const uint64_t s = a0 + a1; /* haploid: 2 P(ALT) */
+    dos[i] = (double)s * inv;
+    const int8_t h = fm_hardcall_from_bounds(s, bound);
+    if (pl == 1) { /* 0/2 coded, the allele in both slots; near 1 is a het: missing */
+      hc[i] = h == 1 ? FM_GT_MISSING : h;
+      hap[2 * i] = hap[2 * i + 1] = hc[i] == FM_GT_MISSING ? FM_GT_MISSING : (int8_t)(hc[i] / 2);
     } else {
-      dos[i] = (double)(a0 + a1) * inv;
-      if ((r0 == 0 || r0 == maxv) && (r1 == 0 || r1 == maxv)) { /* certain: both slots called */
-        hc[i] = (int8_t)(hap[2 * i] + hap[2 * i + 1]);
-      } else {
-        double pr0 = (double)r0 * inv, pr1 = (double)r1 * inv, pa0 = (double)a0 * inv, pa1 = (double)a1 * inv;
-        double g0 = pr0 * pr1, g2 = pa0 * pa1, g1 = pr0 * pa1 + pa0 * pr1;
-        hc[i] = g0 >= HC_THRESHOLD ? 0 : g1 >= HC_THRESHOLD ? 1 : g2 >= HC_THRESHOLD ? 2 : FM_GT_MISSING;
-      }
+      hc[i] = h;
+      hap[2 * i] = a0 >= thr ? 1 : r0 >= thr ? 0 : FM_GT_MISSING;
+      hap[2 * i + 1] = a1 >= thr ? 1 : r1 >= thr ? 0 : FM_GT_MISSING;
     }
   }
   return FM_OK;
@@ -668,15 +690,15 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
   const uint64_t maxv = nb == 32 ? UINT64_C(0xffffffff) : ((UINT64_C(1) << nb) - 1);
   b->direct = k == 2;
   if (k == 2) return decode_bi_direct(b, ploidy, p, nb, maxv, err);
-  fm_status st = ensure_ec(b, err);
+  fm_status st = ensure_ecn(b, err);
   if (st != FM_OK) return st;
-  const double inv = 1.0 / (double)maxv;
+  const uint64_t thr = threshold_int(maxv, 1.0 / (double)maxv); /* haplotype slots */
   uint64_t bp = 0;
-  double *q = b->q;
+  b->den = maxv;
   for (uint32_t i = 0; i < n; i++) {
     unsigned z = ploidy[i] & 63;
     int miss = (ploidy[i] & 0x80) != 0 || z == 0;
-    double *ec = b->ec + (size_t)i * k;
+    uint64_t *ec = b->ecn + (size_t)i * k;
     b->hapl[i] = (uint8_t)(z == 1 ? 1 : 2);
     b->hapa[2 * i] = b->hapa[2 * i + 1] = -1;
     if (phased) {
@@ -686,43 +708,27 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
         set_missing(b, i);
         continue;
       }
+      /* ec[a] = the haplotypes' P(allele a), summed (haploid: twice) */
+      for (uint32_t a = 0; a < k; a++) ec[a] = 0;
       for (unsigned h = 0; h < z; h++) {
         uint64_t sum = 0;
+        int32_t ha = -1;
         for (uint32_t a = 0; a + 1 < k; a++) {
           uint64_t x = bits_at(p, bp, maxv);
           bp += nb;
           sum += x;
-          q[h * k + a] = (double)x * inv;
+          ec[a] += z == 1 ? 2 * x : x;
+          if (x >= thr) ha = (int32_t)a;
         }
         if (sum > maxv)
           return VERR(FM_EFORMAT, "sample %lu haplotype %u: stored probabilities sum to more than 1",
                       (unsigned long)i + 1, h + 1);
-        q[h * k + k - 1] = (double)(maxv - sum) * inv;
-        int32_t ha = -1;
-        for (uint32_t a = 0; a < k; a++)
-          if (q[h * k + a] >= HC_THRESHOLD) ha = (int32_t)a;
+        ec[k - 1] += z == 1 ? 2 * (maxv - sum) : maxv - sum;
+        if (maxv - sum >= thr) ha = (int32_t)(k - 1);
         b->hapa[2 * i + h] = ha;
       }
-      for (uint32_t a = 0; a < k; a++) ec[a] = z == 1 ? 2 * q[a] : q[a] + q[k + a];
-      int32_t ba = -1, bb = -1;
-      if (z == 1) {
-        ba = bb = b->hapa[2 * i];
-        b->hapa[2 * i + 1] = b->hapa[2 * i];
-      } else {
-        /* A genotype with probability >= 0.9 must pair the most likely
-         * allele of each haplotype (docs/formats/bgen.md), so only that one
-         * candidate is tested: O(k), not O(k^2). */
-        uint32_t x = 0, y = 0;
-        for (uint32_t a = 1; a < k; a++) {
-          if (q[a] > q[x]) x = a;
-          if (q[k + a] > q[k + y]) y = a;
-        }
-        double pr = x == y ? q[x] * q[k + x] : q[x] * q[k + y] + q[y] * q[k + x];
-        if (pr >= HC_THRESHOLD) ba = (int32_t)(x < y ? x : y), bb = (int32_t)(x < y ? y : x);
-      }
+      if (z == 1) b->hapa[2 * i + 1] = b->hapa[2 * i];
       b->miss[i] = 0;
-      b->best[2 * i] = ba;
-      b->best[2 * i + 1] = bb;
     } else {
       uint64_t nv = z == 0 ? 0 : z == 1 ? k - 1 : (uint64_t)k * (k + 1) / 2 - 1;
       if (miss) {
@@ -730,37 +736,26 @@ static fm_status decode_layout2(bgen *b, const uint8_t *d, size_t len, fm_err *e
         set_missing(b, i);
         continue;
       }
+      /* ec[a] = sum over genotypes of P(genotype) x its copies of allele a */
       for (uint32_t a = 0; a < k; a++) ec[a] = 0;
-      uint64_t sum = 0, bestx = 0;
-      int have_best = 0;
-      uint32_t ga = 0, gc = 0, besta = 0, bestc = 0; /* genotype g = gc (gc + 1) / 2 + ga, ga <= gc */
+      uint64_t sum = 0;
+      uint32_t ga = 0, gc = 0; /* genotype g = gc (gc + 1) / 2 + ga, ga <= gc */
       for (uint64_t g = 0; g < nv; g++) {
         uint64_t x = bits_at(p, bp, maxv);
         bp += nb;
         sum += x;
-        uint32_t a = z == 1 ? (uint32_t)g : ga, c = z == 1 ? (uint32_t)g : gc;
-        if (x > bestx || !have_best) bestx = x, besta = a, bestc = c, have_best = 1;
-        if (x) {
-          double pr = (double)x * inv;
-          if (z == 1) {
-            ec[a] += 2 * pr;
-          } else {
-            ec[a] += pr;
-            ec[c] += pr;
-          }
+        if (z == 1) {
+          ec[g] += 2 * x;
+        } else {
+          ec[ga] += x;
+          ec[gc] += x;
+          if (++ga > gc) gc++, ga = 0;
         }
-        if (++ga > gc) gc++, ga = 0;
       }
       if (sum > maxv)
         return VERR(FM_EFORMAT, "sample %lu: stored probabilities sum to more than 1", (unsigned long)i + 1);
-      uint64_t last = maxv - sum; /* haploid: allele k-1; diploid: hom k-1 */
-      if (last > bestx || !have_best) bestx = last, besta = bestc = k - 1;
-      if (last) ec[k - 1] += 2 * (double)last * inv;
-      int32_t ba = -1, bb = -1;
-      if ((double)bestx * inv >= HC_THRESHOLD) ba = (int32_t)besta, bb = (int32_t)bestc;
+      ec[k - 1] += 2 * (maxv - sum); /* haploid: allele k-1; diploid: hom k-1 */
       b->miss[i] = 0;
-      b->best[2 * i] = ba;
-      b->best[2 * i + 1] = bb;
     }
   }
   return FM_OK;
@@ -773,17 +768,16 @@ static fm_status ensure_samples(bgen *b, fm_err *err) {
   size_t n = b->n ? b->n : 1;
   b->miss = malloc(n);
   b->hapl = malloc(n);
-  b->best = malloc(2 * n * sizeof(int32_t));
   b->hapa = malloc(2 * n * sizeof(int32_t));
   b->dosage = malloc(n * sizeof(double));
   b->hap = malloc(2 * n);
   b->hardcall = malloc(n);
   b->bed2 = malloc((n + 3) / 4);
-  if (!b->miss || !b->hapl || !b->best || !b->hapa || !b->hardcall || !b->dosage || !b->hap ||
+  if (!b->miss || !b->hapl || !b->hapa || !b->hardcall || !b->dosage || !b->hap ||
       !b->bed2) {
-    free(b->miss), free(b->hapl), free(b->best), free(b->hapa), free(b->dosage), free(b->hap), free(b->hardcall);
+    free(b->miss), free(b->hapl), free(b->hapa), free(b->dosage), free(b->hap), free(b->hardcall);
     free(b->bed2);
-    b->miss = b->hapl = NULL, b->best = b->hapa = NULL, b->dosage = NULL, b->hap = NULL, b->hardcall = NULL;
+    b->miss = b->hapl = NULL, b->hapa = NULL, b->dosage = NULL, b->hap = NULL, b->hardcall = NULL;
     b->bed2 = NULL;
     return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory for %lu samples", b->path, (unsigned long)b->n);
   }
@@ -801,7 +795,7 @@ static fm_status decode_current(bgen *b, fm_err *err) {
     return decode_layout2(b, b->raw, len, err);
   if ((st = ensure_samples(b, err))) return st;
   if (b->layout == 1) {
-    if ((st = ensure_ec(b, err))) return st;
+    if ((st = ensure_ecn(b, err))) return st;
     return decode_layout1(b, b->raw, err);
   }
   return decode_layout2(b, b->raw, len, err);
@@ -809,6 +803,10 @@ static fm_status decode_current(bgen *b, fm_err *err) {
 
 static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
   uint32_t n = b->n, k = b->k;
+  /* split record j counts allele j: dosage ecn / den, plink2's hardcall
+   * rule on it (haploid: 0/2, the allele in both slots) */
+  const uint64_t *bound = b->direct ? NULL : hc_bounds(b, b->den);
+  const double inv = 1.0 / (double)b->den;
   for (uint32_t i = 0; !b->direct && i < n; i++) {
     if (b->miss[i]) {
       b->hardcall[i] = FM_GT_MISSING;
@@ -816,14 +814,20 @@ static void fill_record(bgen *b, fm_reader *r, uint32_t j, fm_gt_record *rec) {
       b->hap[2 * i] = b->hap[2 * i + 1] = FM_GT_MISSING;
       continue;
     }
-    double dv = b->ec[(size_t)i * k + j];
-    b->dosage[i] = dv < 0 ? 0 : dv > 2 ? 2 : dv;
-    int32_t a = b->best[2 * i], c = b->best[2 * i + 1];
-    b->hardcall[i] = a < 0 ? FM_GT_MISSING : (int8_t)((a == (int32_t)j) + (c == (int32_t)j));
-    for (int s = 0; s < 2; s++) {
-      int32_t h = b->hapa[2 * i + s];
-      b->hap[2 * i + s] = h < 0 ? FM_GT_MISSING : (int8_t)(h == (int32_t)j);
+    const uint64_t s = b->ecn[(size_t)i * k + j];
+    const double dv = (double)s * inv;
+    b->dosage[i] = dv > 2 ? 2 : dv;
+    int8_t h = fm_hardcall_from_bounds(s, bound);
+    if (b->hapl[i] == 1) {
+      if (h == 1) h = FM_GT_MISSING;
+      b->hap[2 * i] = b->hap[2 * i + 1] = h == FM_GT_MISSING ? FM_GT_MISSING : (int8_t)(h / 2);
+    } else {
+      for (int t = 0; t < 2; t++) {
+        int32_t a = b->hapa[2 * i + t];
+        b->hap[2 * i + t] = a < 0 ? FM_GT_MISSING : (int8_t)(a == (int32_t)j);
+      }
     }
+    b->hardcall[i] = h;
   }
   rec->n_samples = n;
   rec->chrom = str_at(b, 2);
@@ -934,10 +938,8 @@ static void bgen_close(fm_reader *r) {
   free(b->raw);
   free(b->miss);
   free(b->hapl);
-  free(b->best);
   free(b->hapa);
-  free(b->ec);
-  free(b->q);
+  free(b->ecn);
   free(b->hardcall);
   free(b->bed2);
   free(b->dosage);

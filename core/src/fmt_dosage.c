@@ -131,13 +131,11 @@ static fm_status dos_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
     }
     if (k == 1) {
       /* Within 0.1 of an integer, measured as plink2 measures it: in PGEN's
-       * 1/16384 units (0.1 -> 1638). In doubles 1.1 - 1 > 0.1, which made
-       * 1.1 and 1.9 missing while 0.9 and 0.1 were called (found on the
-       * dosage fixture against plink2 --import-dosage, 2026-11-30). */
-      double v = q[0];
-      long u = lround(v * 16384.0), ur = (u + 8192) / 16384;
-      d->dosage[i] = v;
-      d->hardcall[i] = labs(u - ur * 16384) <= 1638 ? (int8_t)ur : FM_GT_MISSING;
+       * 1/16384 units (0.1 -> 1638; fm_fmt.h). In doubles 1.1 - 1 > 0.1,
+       * which made 1.1 and 1.9 missing while 0.9 and 0.1 were called (found
+       * on the dosage fixture against plink2 --import-dosage, 2026-11-30). */
+      d->dosage[i] = q[0];
+      d->hardcall[i] = fm_hardcall_from_dosage(q[0]);
       continue;
     }
     /* q = P(A1A1), P(A1A2)[, P(A2A2)]; A1 is counted */
@@ -153,11 +151,7 @@ static fm_status dos_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
       continue;
     }
     d->dosage[i] = 2.0 * q[0] + q[1];
-    /* genotype index = A1 count: q[0] -> 2, q[1] -> 1, q[2] -> 0 */
-    int best = 0;
-    if (q[1] > q[best]) best = 1;
-    if (q[2] > q[best]) best = 2;
-    d->hardcall[i] = q[best] >= 0.9 ? (int8_t)(2 - best) : FM_GT_MISSING;
+    d->hardcall[i] = fm_hardcall_from_dosage(d->dosage[i]); /* plink2's rule, as format 1 */
   }
   rec->n_samples = n;
   rec->id = f[0];

@@ -69,10 +69,7 @@ static fm_status gen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
       continue;
     }
     g->dosage[i] = q[1] + 2.0 * q[2];
-    int best = 0;
-    if (q[1] > q[best]) best = 1;
-    if (q[2] > q[best]) best = 2;
-    g->hardcall[i] = q[best] >= 0.9 ? (int8_t)best : FM_GT_MISSING;
+    g->hardcall[i] = fm_hardcall_from_dosage(g->dosage[i]); /* plink2's rule (fm_fmt.h) */
   }
   rec->n_samples = n;
   rec->chrom = f[0];

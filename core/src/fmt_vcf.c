@@ -591,14 +591,11 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
       v->dosage[s] = d;
     }
     out->dosage = v->dosage;
-    /* No GT: hardcalls from DS, the nearest count when within 0.1 of it
-     * (plink2's default --hard-call-threshold 0.1; the 1e-6 absorbs DS's
-     * float32 rounding, so 1.1 counts 1), else missing. */
+    /* No GT: hardcalls from DS by plink2's rule (fm_fmt.h): the nearest
+     * count when within 0.1 of it in 1/16384 units, else missing. DS is a
+     * float32, so 1.1 is 1.10000002: 18022.4 units, 1638 from 1, called. */
     if (!per) {
-      for (int64_t s = 0; s < v->n; s++) {
-        double d = v->dosage[s], c = floor(d + 0.5);
-        v->hardcall[s] = (int8_t)(!isnan(d) && fabs(d - c) <= 0.1 + 1e-6 ? (int)c : FM_GT_MISSING);
-      }
+      for (int64_t s = 0; s < v->n; s++) v->hardcall[s] = fm_hardcall_from_dosage(v->dosage[s]);
     }
   }
   fm_status st;

@@ -25,9 +25,14 @@
  *    is missing in every split record.
  *  - Probabilities (BGEN, GEN): dosage = P(het) + 2 P(hom ALT) over the
  *    probabilities as stored; when they sum to less than 1 the remainder is
- *    left unassigned (not renormalized); all three zero means missing. The
- *    hardcall is the most probable genotype when its probability is >= 0.9
- *    (plink2's --hard-call-threshold 0.1), else missing.
+ *    left unassigned (not renormalized); all three zero means missing.
+ *  - Hardcalls of every format that stores dosages or probabilities (BGEN,
+ *    GEN, PLINK 1 legacy dosage, VCF DS without GT) follow plink2's rule
+ *    (--hard-call-threshold 0.1): the nearest integer of the dosage when it
+ *    lies within 0.1 of it, measured in plink2's dosage units of 1/16384,
+ *    else missing (fm_hardcall_from_units below). Haploid dosages are on the
+ *    0..2 scale, so a haploid dosage near 1 is a heterozygous haploid call:
+ *    missing.
  *
  * Ownership: readers own their buffers; strings in a record are borrowed
  * until the next call on the reader. Thread safety: one reader per thread. */
@@ -62,6 +67,49 @@ typedef struct fm_gt_record {
                          i/4, pad bits unspecified), for a reader whose storage is 2-bit;
                          NULL otherwise. When hardcall is also set, the two agree. */
 } fm_gt_record;
+
+/* ---- hardcalls from dosages: plink2's rule, shared by every reader ------ */
+
+/* plink2 keeps a dosage in units of 1/16384 ALT copies (0 .. 32768) and,
+ * with its default --hard-call-threshold 0.1, calls the nearest integer c
+ * when |u - 16384 c| <= 1638 (0.1 = 1638.4 units), else leaves the call
+ * missing. Checked against plink2 --make-bed on BGEN (every 8-bit
+ * probability pair, every 16-bit dosage, phased and haploid), GEN, legacy
+ * dosage and VCF DS inputs (core/tests/fmt_bgen, fmt_text, fmt_vcf). */
+#define FM_DOSAGE_UNITS 16384u      /* one ALT copy */
+#define FM_HARDCALL_MAX_DIST 1638u  /* 0.1 ALT copies, in those units */
+
+/* The hardcall (0, 1, 2 or FM_GT_MISSING) of a dosage of u units. */
+static inline int8_t fm_hardcall_from_units(uint64_t u) {
+  const uint64_t c = (u + FM_DOSAGE_UNITS / 2) / FM_DOSAGE_UNITS;
+  const uint64_t at = c * FM_DOSAGE_UNITS, dist = u > at ? u - at : at - u;
+  return c <= 2 && dist <= FM_HARDCALL_MAX_DIST ? (int8_t)c : FM_GT_MISSING;
+}
+
+/* A dosage given as a double (NaN missing) in units: d * 16384 rounded to
+ * the nearest integer, halves up (as plink2 converts a DS or legacy dosage
+ * value). Returns UINT32_MAX for NaN, negative values and values above 2.5. */
+uint32_t fm_dosage_units(double d);
+
+/* fm_hardcall_from_units(fm_dosage_units(d)), missing for NaN. */
+int8_t fm_hardcall_from_dosage(double d);
+
+/* An exact dosage num / den ALT copies (BGEN: a sum of stored integer
+ * probabilities over 2^B - 1, or over 32768 for layout 1) in units:
+ * num * 16384 / den rounded to the nearest integer, halves to even (plink2's
+ * rounding; a half occurs only for even den). den >= 1, num <= 2^47. */
+uint32_t fm_dosage_units_ratio(uint64_t num, uint64_t den);
+
+/* Since fm_dosage_units_ratio is nondecreasing in num, the hardcall of
+ * num / den is one of four compares: 0 below bound[0], missing below
+ * bound[1], 1 below bound[2], missing below bound[3], else 2. Fills bound
+ * (four numerators in 0 .. 2 den + 1) for den >= 1, den <= 2^33. */
+void fm_hardcall_bounds(uint64_t den, uint64_t bound[4]);
+
+static inline int8_t fm_hardcall_from_bounds(uint64_t num, const uint64_t bound[4]) {
+  return num < bound[0] ? 0 : num < bound[1] ? FM_GT_MISSING : num < bound[2] ? 1
+         : num < bound[3] ? FM_GT_MISSING : 2;
+}
 
 /* What a reader knows before streaming. */
 typedef struct fm_fmt_info {

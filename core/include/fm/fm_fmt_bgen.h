@@ -17,16 +17,20 @@
  *
  * Conventions (fm_fmt.h): the counted allele is the second allele (ALT; files
  * are ref-first). Dosage = sum over genotypes of ALT count x probability as
- * stored (not renormalized); haploid samples get 2 P(ALT) (0..2 scale) and
- * hardcalls 0/2. Hardcall = most probable genotype when its probability is
- * >= 0.9, else missing. Missing samples (ploidy byte bit 7, or layout-1 all
+ * stored (not renormalized; phased: the sum of the haplotypes' P(ALT));
+ * haploid samples get 2 P(ALT) (0..2 scale) and hardcalls 0/2. Hardcall =
+ * plink2's rule on that dosage (fm_fmt.h: the nearest integer when within
+ * 0.1 of it in units of 1/16384, from the exact integer ratio; layout-1
+ * halves to even, as plink2), else missing; a haploid dosage near 1 is
+ * missing. Missing samples (ploidy byte bit 7, or layout-1 all
  * zero probabilities) are FM_GT_MISSING / NaN. Phased records fill rec->hap:
  * a slot holds the allele whose haplotype probability is >= 0.9, else it is
- * missing; haploid samples repeat their allele in both slots. Unphased
+ * missing; haploid samples repeat their hardcall's allele in both slots. Unphased
  * records without a heterozygous hardcall are phase-unambiguous and also
  * fill rec->hap (from the hardcalls; is_phased stays 0). Multi-allelic
  * variants (K > 2 alleles) are split into K-1 biallelic records, record j
- * counting ALTj. info.n_variants is the exact record count: layout 2 files
+ * counting ALTj (its dosage the expected count of ALTj, its hardcall the
+ * same rule on that dosage). info.n_variants is the exact record count: layout 2 files
  * are scanned once at open (variant headers only, genotype blocks seeked
  * over); layout 1 (always biallelic) takes M from the header.
  *

@@ -32,7 +32,8 @@
  *         P(a1a2), P(a2a2)); a 6-column variant "chrom snpid rsid pos a1 a2"
  *         is accepted too (id = rsid). The .sample file has 2 header lines.
  * Units:  record dosage = P(a1a2) + 2 P(a2a2) (NaN when all three are 0);
- *         hardcall = argmax genotype when its probability >= 0.9, else missing.
+ *         hardcall = plink2's rule on that dosage (fm_fmt.h: the nearest
+ *         integer when within 0.1 of it in units of 1/16384), else missing.
  * Errors: FM_EARG on NULL arguments; FM_EIO when a file cannot be opened or
  *         read; FM_EFORMAT on a malformed line (named by file and line),
  *         including a field count that does not match the .sample count;
@@ -90,9 +91,9 @@ FM_NODISCARD fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char 
  * order; map_path (may be NULL: chrom ".", pos 0) is a PLINK .map (3 or 4
  * columns) listing the same variants in the same order.
  * Units:  dosage = A1 dosage (format 1), or 2 P(A1A1) + P(A1A2);
- *         hardcall: format 1, the nearest integer when within 0.1 of the
- *         dosage (plink2 --hard-call-threshold 0.1), else missing; formats 2
- *         and 3, the fm_fmt.h 0.9 rule on the genotype probabilities.
+ *         hardcall (every format): plink2's rule on the dosage (fm_fmt.h:
+ *         the nearest integer when within 0.1 of it in units of 1/16384),
+ *         else missing.
  * Errors: FM_EARG (NULL path or out, format not in 0..3); FM_EIO; FM_EFORMAT
  *         naming file and line; FM_EMISMATCH when the header, .fam and .map
  *         disagree (sample count or name, variant ID or count); FM_ENOMEM.

@@ -463,8 +463,11 @@ static void check_tiny_records(fm_reader *r) {
       CHECK_CLOSE(rec.dosage[i], (j == 1 ? d1 : d2)[i], 1e-12);
     }
   }
-  /* variant 4: triallelic phased: C|G, haploid A, A|uncertain, missing */
-  static const int8_t p_hc[2][TN] = {{1, 0, FM_GT_MISSING, FM_GT_MISSING}, {1, 0, FM_GT_MISSING, FM_GT_MISSING}};
+  /* variant 4: triallelic phased: C|G, haploid A, A|uncertain, missing.
+   * Each split record's hardcall is plink2's rule on its own dosage: the
+   * uncertain slot is C or A, so sample 3 carries 0.498 C (missing) and
+   * surely no G (0). */
+  static const int8_t p_hc[2][TN] = {{1, 0, FM_GT_MISSING, FM_GT_MISSING}, {1, 0, 0, FM_GT_MISSING}};
   static const int8_t p_hap[2][2 * TN] = {{1, 0, 0, 0, 0, FM_GT_MISSING, FM_GT_MISSING, FM_GT_MISSING},
                                          {0, 1, 0, 0, 0, FM_GT_MISSING, FM_GT_MISSING, FM_GT_MISSING}};
   static const double p_d[2][3] = {{1, 0, 127 * Q8}, {1, 0, 0}};
@@ -618,7 +621,7 @@ static void test_layout1_probabilities(void) {
   CHECK(rec.hardcall[0] == FM_GT_MISSING);
   CHECK_CLOSE(rec.dosage[0], 0.5, 1e-12); /* sum 0.5 < 1: not renormalized */
   CHECK(rec.hardcall[1] == FM_GT_MISSING && isnan(rec.dosage[1]));
-  CHECK(rec.hardcall[2] == 2); /* 29492 / 32768 = 0.90002 >= 0.9 */
+  CHECK(rec.hardcall[2] == 2); /* dosage 62260 / 32768 = 1.90002: 31130 units, 1638 from 2 */
   CHECK_CLOSE(rec.dosage[2], (3276 + 2 * 29492) / 32768.0, 1e-12);
   CHECK(rec.hardcall[3] == 2);
   CHECK_CLOSE(rec.dosage[3], 2.0, 1e-12);
@@ -846,8 +849,8 @@ static void test_stream(void) {
 
 /* Hardcall-only reads (byte-width loops, no dosages) equal full reads: on
  * random two-allele blocks of 8, 16 and odd widths, phased or not, all
- * diploid or with ploidies 0, 1, 2 and the missing bit, values near the 0.9
- * threshold; and
+ * diploid or with ploidies 0, 1, 2 and the missing bit, values near the
+ * hardcall bounds and the slots' 0.9 threshold; and
  * on every BGEN fixture. An oversum is refused alike in both modes. */
 static fm_status open_bgen_ud(void *ud, fm_reader **out, fm_err *err) {
   return fm_fmt_bgen_open((const char *)ud, out, err);
@@ -855,10 +858,19 @@ static fm_status open_bgen_ud(void *ud, fm_reader **out, fm_err *err) {
 
 static uint64_t near_threshold(uint64_t *st, uint64_t maxv) {
   const uint64_t t = (uint64_t)(0.9 * (double)maxv), u = fm_test_rng_next(st);
-  switch (u % 5) {
+  uint64_t bound[4], x;
+  if (maxv == 0) return 0;
+  switch (u % 6) {
     case 0: return 0;
     case 1: return maxv;
-    case 2: return t + (u >> 8) % 3 - 1; /* t - 1, t, t + 1 */
+    case 2: return t + (u >> 8) % 3 - 1; /* t - 1, t, t + 1: the haplotype slots' 0.9 */
+    case 3: /* next to a hardcall bound (fm_hardcall_bounds): as P(REF/ALT) with
+             * P(ALT/ALT) = 0, or as maxv - x (haploid or phased) */
+      fm_hardcall_bounds(maxv, bound);
+      x = bound[(u >> 8) % 4] / ((u >> 10) % 2 + 1) + (u >> 11) % 3;
+      x = x < 1 ? 0 : x - 1;
+      x = x > maxv ? maxv : x;
+      return (u >> 13) % 2 ? x : maxv - x;
     default: return (u >> 8) % (maxv + 1);
   }
 }
@@ -1002,6 +1014,225 @@ static void test_hardcall_only(void) {
   }
 }
 
+/* ---- plink2's hardcall rule (fm_fmt.h) at every boundary -------------------- */
+
+/* The hardcall plink2 gives a dosage of s / maxv, computed independently of
+ * the reader: units = s * 16384 / maxv to the nearest (maxv odd: no ties),
+ * called c when within 1638 units of c. Haploid dosages are 2 P(ALT), and a
+ * haploid near 1 is a heterozygous haploid call: missing. */
+static int8_t plink2_hc(uint64_t s, uint64_t maxv, int haploid) {
+  const double u = nearbyint((double)s * 16384.0 / (double)maxv);
+  const double c = floor(u / 16384.0 + 0.5);
+  if (!(fabs(u - 16384.0 * c) <= 1638.0) || (haploid && c == 1)) return FM_GT_MISSING;
+  return (int8_t)c;
+}
+
+#define RN 131073 /* samples: every 16-bit numerator 0 .. 131070, two more (a one-sample tail) */
+#define RV 12     /* variants */
+
+/* Variant v, sample i: bits, phased flag, ploidy byte, the stored values
+ * (x[0], x[1]; unphased P(REF/REF), P(REF/ALT), phased P(REF) per
+ * haplotype) and the ALT numerator s. Variants 0-7 are exactly the inputs
+ * that plink2 v2.00a3.5 --bgen ... ref-first --make-bed called as
+ * plink2_hc() does (0 of 32,896 8-bit pairs, 0 of 131,071 16-bit
+ * numerators in two splits each, unphased and phased, 0 haploid values
+ * differed; 2026-11-30): every 8-bit unphased pair, every 8-bit phased
+ * pair, every 16-bit numerator stored two ways unphased and two ways
+ * phased, 8-bit mixed ploidy, 16-bit haploid; then odd widths and 32 bits
+ * around the bounds (random). */
+static void rule_sample(int v, uint32_t i, uint64_t *st, unsigned *nb, unsigned *phased, uint8_t *pl,
+                        uint64_t x[2], uint64_t *s) {
+  static const unsigned nbs[RV] = {8, 8, 16, 16, 16, 16, 8, 16, 16, 10, 12, 32};
+  static const unsigned ph[RV] = {0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 1, 0};
+  *nb = nbs[v];
+  *phased = ph[v];
+  const uint64_t maxv = *nb == 32 ? UINT64_C(0xffffffff) : (UINT64_C(1) << *nb) - 1;
+  *pl = 2;
+  x[0] = x[1] = 0;
+  uint32_t k = i;
+  if (v == 6) { /* ploidies 1, 2, missing, 1, 0, 2 in turn */
+    static const uint8_t pls[6] = {1, 2, 0x82, 1, 0, 2};
+    *pl = pls[i % 6];
+    k = i / 6;
+    if (*pl == 1) {
+      x[0] = k % 256;
+      *s = 2 * (maxv - x[0]);
+      return;
+    }
+  }
+  if (v == 7) { /* haploid: every value */
+    *pl = 1;
+    x[0] = i % 65536;
+    *s = 2 * (maxv - x[0]);
+    return;
+  }
+  if (v == 8) *pl = (i % 3 == 1) ? 1 : 2; /* phased, haploid every third */
+  if (v == 0 || v == 6) { /* the 32,896 pairs with x0 + x1 <= 255 in turn */
+    uint32_t j = k % 32896, a = 0;
+    while (j > 255 - a) j -= 256 - a, a++;
+    x[0] = a;
+    x[1] = j;
+  } else if (v == 1) {
+    x[0] = k & 255;
+    x[1] = (k >> 8) & 255;
+  } else if (v >= 2 && v <= 5) {
+    const uint64_t t = k % (2 * maxv + 1); /* the ALT numerator */
+    const int split_b = v == 3 || v == 5;
+    uint64_t a0, a1;
+    if (!split_b) a0 = t / 2, a1 = t - a0;
+    else if (t <= maxv) a0 = 0, a1 = t;
+    else a0 = t - maxv, a1 = maxv;
+    if (v <= 3) { /* unphased: P(ALT/ALT) = a0, P(REF/ALT) = a1 - a0 */
+      x[1] = a1 - a0;
+      x[0] = maxv - x[1] - a0;
+    } else {
+      x[0] = maxv - a0;
+      x[1] = maxv - a1;
+    }
+  } else { /* random values, half of them next to a bound */
+    uint64_t bound[4];
+    fm_hardcall_bounds(maxv, bound);
+    const uint64_t u = fm_test_rng_next(st);
+    uint64_t t = (u >> 8) % (2 * maxv + 1);
+    if (u & 1) t = bound[(u >> 1) % 4] - ((u >> 3) & 1);
+    if (t > 2 * maxv) t = 2 * maxv;
+    const uint64_t lo = t > maxv ? t - maxv : 0, hi = t < maxv ? t : maxv;
+    const uint64_t a0 = lo + (fm_test_rng_next(st) % (hi - lo + 1)), a1 = t - a0; /* a0, a1 <= maxv */
+    if (*phased) {
+      x[0] = maxv - a0;
+      x[1] = maxv - a1;
+    } else { /* P(ALT/ALT) = min(a0, a1) */
+      const uint64_t hom = a0 < a1 ? a0 : a1;
+      x[1] = t - 2 * hom;
+      x[0] = maxv - x[1] - hom;
+    }
+  }
+  if (*pl == 1) {
+    *s = 2 * (maxv - x[0]);
+    return;
+  }
+  *s = *phased ? 2 * maxv - x[0] - x[1] : 2 * maxv - 2 * x[0] - x[1];
+}
+
+static void rule_file(const char *path) {
+  buf f = {0};
+  put32(&f, 20); put32(&f, 20); put32(&f, RV); put32(&f, RN); put(&f, "bgen", 4);
+  put32(&f, 2u << 2); /* uncompressed, layout 2 */
+  uint64_t st = 7;
+  for (int v = 0; v < RV; v++) {
+    char id[16];
+    snprintf(id, sizeof id, "r%d", v + 1);
+    putstr16(&f, id); putstr16(&f, ""); putstr16(&f, "1"); put32(&f, (uint32_t)v + 1);
+    put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+    buf g = {0}, vals = {0};
+    bits w = {&vals, 0, 0};
+    unsigned nb = 8, phased = 0;
+    put32(&g, RN); put16(&g, 2); put8(&g, 0); put8(&g, 2);
+    for (uint32_t i = 0; i < RN; i++) {
+      uint8_t pl;
+      uint64_t x[2], s;
+      rule_sample(v, i, &st, &nb, &phased, &pl, x, &s);
+      put8(&g, pl);
+      for (unsigned h = 0; h < (pl & 63u); h++) putbits(&w, x[h], (int)nb);
+    }
+    flushbits(&w);
+    put8(&g, phased); put8(&g, nb);
+    put(&g, vals.p, vals.n);
+    put32(&f, (uint32_t)g.n);
+    put(&f, g.p, g.n);
+    free(g.p);
+    free(vals.p);
+  }
+  write_file(path, f.p, f.n);
+  free(f.p);
+}
+
+static void test_plink2_rule(void) {
+  char path[600];
+  tmp_path(path, sizeof path, "rule.bgen");
+  rule_file(path);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  uint64_t st = 7;
+  fm_gt_record rec;
+  for (int v = 0; v < RV; v++) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    int bad_hc = 0, bad_ds = 0, n_called = 0;
+    for (uint32_t i = 0; i < RN; i++) {
+      unsigned nb, phased;
+      uint8_t pl;
+      uint64_t x[2], s;
+      rule_sample(v, i, &st, &nb, &phased, &pl, x, &s);
+      const uint64_t maxv = nb == 32 ? UINT64_C(0xffffffff) : (UINT64_C(1) << nb) - 1;
+      const int missing = pl != 1 && pl != 2;
+      const int8_t want = missing ? FM_GT_MISSING : plink2_hc(s, maxv, pl == 1);
+      n_called += want != FM_GT_MISSING;
+      if (rec.hardcall[i] != want) {
+        if (bad_hc++ < 3)
+          fprintf(stderr, "variant %d sample %u: s %llu / %llu: hardcall %d, want %d\n", v + 1, i,
+                  (unsigned long long)s, (unsigned long long)maxv, rec.hardcall[i], want);
+      }
+      if (missing ? !isnan(rec.dosage[i]) : !(fabs(rec.dosage[i] - (double)s / (double)maxv) <= 1e-12)) bad_ds++;
+      /* a haploid allele fills both slots: the slots sum to the hardcall */
+      if (pl == 1 && rec.hap)
+        CHECK(rec.hap[2 * i] == rec.hap[2 * i + 1] &&
+              (want < 0 ? rec.hap[2 * i] == FM_GT_MISSING : 2 * rec.hap[2 * i] == want));
+    }
+    CHECK(bad_hc == 0 && bad_ds == 0 && n_called > RN / 10);
+  }
+  CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
+  fm_reader_close(r);
+  /* the hardcall-only reads (four-sample lanes, per-sample loops) equal it */
+  CHECK(fm_test_check_hardcall_only(open_bgen_ud, path) == RV);
+  unlink(path);
+}
+
+/* Layout 1: the dosage (v1 + 2 v2) / 32768 is half a unit from the grid
+ * for odd numerators; plink2 rounds those halves to even (measured on all
+ * 32,768 odd numerators of probabilities summing to 32768). A sum below
+ * 32768 is not renormalized here (plink2 renormalizes it). */
+static void test_layout1_rule(void) {
+  enum { L1N = 9 };
+  static const unsigned pr[L1N][3] = {
+      {32768 - 1 - 1638, 1, 1638},   /* 1638.5 units -> 1638: 0 */
+      {32768 - 1 - 1639, 1, 1639},   /* 1639.5 -> 1640: missing */
+      {32768 - 1 - 14745, 1, 14745}, /* 14745.5 -> 14746: 1 */
+      {32768 - 1 - 18022, 1, 18022}, /* 18022.5 -> 18022: 1 */
+      {32768 - 1 - 18023, 1, 18023}, /* 18023.5 -> 18024: missing */
+      {1638, 1, 31129},              /* 31129.5 -> 31130: 2 */
+      {1639, 1, 31128},              /* 31128.5 -> 31128: missing */
+      {0, 16384, 0},                 /* sum 0.5: dosage 0.5, missing (plink2: 1) */
+      {2949, 0, 29819}};             /* P(ALT/ALT) = 0.91, dosage 1.82: missing (0.9 rule: 2) */
+  static const int8_t want[L1N] = {0, FM_GT_MISSING, 1, 1, FM_GT_MISSING, 2, FM_GT_MISSING,
+                                   FM_GT_MISSING, FM_GT_MISSING};
+  buf f = {0};
+  put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, L1N); put(&f, "bgen", 4);
+  put32(&f, 0u | (1u << 2)); /* uncompressed, layout 1 */
+  put32(&f, L1N); putstr16(&f, "snp1"); putstr16(&f, "rs1"); putstr16(&f, "22"); put32(&f, 5);
+  putstr32(&f, "A"); putstr32(&f, "T");
+  for (int i = 0; i < L1N; i++)
+    for (int c = 0; c < 3; c++) put16(&f, pr[i][c]);
+  char path[600];
+  tmp_path(path, sizeof path, "l1rule.bgen");
+  write_file(path, f.p, f.n);
+  free(f.p);
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+  if (!r) return;
+  fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  for (int i = 0; i < L1N; i++) {
+    CHECK(rec.hardcall[i] == want[i]);
+    CHECK_CLOSE(rec.dosage[i], (pr[i][1] + 2.0 * pr[i][2]) / 32768, 1e-15);
+  }
+  fm_reader_close(r);
+  CHECK(fm_test_check_hardcall_only(open_bgen_ud, path) == 1);
+  unlink(path);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/fm_bgen_XXXXXX", t && t[0] ? t : "/tmp");
@@ -1034,6 +1265,8 @@ int main(void) {
   FM_RUN(test_fixture_phased);
   FM_RUN(test_stream);
   FM_RUN(test_hardcall_only);
+  FM_RUN(test_plink2_rule);
+  FM_RUN(test_layout1_rule);
   FM_RUN(test_fixture_full_decode);
   free_traw();
   free(bedx);

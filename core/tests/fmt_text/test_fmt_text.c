@@ -352,7 +352,7 @@ static void test_gen_small(void) {
   CHECK(rec.hardcall[0] == FM_GT_MISSING && isnan(rec.dosage[0]));
   CHECK(rec.hardcall[1] == 1);
   CHECK_CLOSE(rec.dosage[1], 1.0, 1e-12);
-  CHECK(rec.hardcall[2] == FM_GT_MISSING); /* 0.7 < 0.9 */
+  CHECK(rec.hardcall[2] == 1); /* dosage 0.9: within 0.1 of 1 (plink2's rule, no genotype at 0.9) */
   CHECK_CLOSE(rec.dosage[2], 0.9, 1e-12);
   CHECK_OK(fm_reader_next(r, &rec, &err), &err);
   CHECK(strcmp(rec.id, "rs2") == 0 && rec.pos == 200 && strcmp(rec.alt, "T") == 0);
@@ -742,6 +742,70 @@ static void test_dosage_small_and_bad(void) {
   unlink(map);
 }
 
+/* GEN and legacy dosage formats 2 and 3 at the boundaries of plink2's
+ * hardcall rule (fm_fmt.h): the same 13 genotypes as probabilities; want =
+ * plink2 v2.00a3.5's own calls of these lines (--gen ... ref-first
+ * --make-bed, --import-dosage format=2/3 --make-bed; 2026-11-30). */
+#define RULE_N 13
+static const char *const rule_probs[RULE_N] = { /* P(REF/REF) P(REF/ALT) P(ALT/ALT) */
+    "0.9 0.1 0",       "0 0.9 0.1",        "0 0.1 0.9",   "0.1 0.9 0",  "0.8999 0.1001 0",
+    "0 0.8999 0.1001", "0.05 0 0.95",      "0.92 0 0.08", "0.15 0.85 0", "0.2 0.7 0.1",
+    "0.04 0.02 0.94",  "0 0.05 0.95",      "0.95 0.05 0"};
+/* dosages 0.1 1.1 1.9 0.9 0.1001 1.1001 1.9 0.16 0.85 0.9 1.9 1.95 0.05 */
+static const int8_t rule_want[RULE_N] = {0, 1, 2, 1, FM_GT_MISSING, FM_GT_MISSING, 2,
+                                         FM_GT_MISSING, FM_GT_MISSING, 1, 2, 2, 0};
+
+static void test_probability_rule(void) {
+  const char *gen = tmp("rule.gen"), *sample = tmp("rule.sample"), *dos = tmp("rule.dosage");
+  char line[4096], smp[4096], head[4096], d3[4096], d2[4096];
+  int o = snprintf(line, sizeof line, "1 rs1 100 A C");
+  int os = snprintf(smp, sizeof smp, "ID_1 ID_2 missing\n0 0 0\n");
+  int oh = snprintf(head, sizeof head, "SNP A1 A2");
+  int o3 = snprintf(d3, sizeof d3, "rs1 C A"), o2 = snprintf(d2, sizeof d2, "rs1 C A");
+  for (int i = 0; i < RULE_N; i++) {
+    double p[3];
+    CHECK(sscanf(rule_probs[i], "%lf %lf %lf", &p[0], &p[1], &p[2]) == 3);
+    o += snprintf(line + o, sizeof line - (size_t)o, " %s", rule_probs[i]);
+    os += snprintf(smp + os, sizeof smp - (size_t)os, "s%d s%d 0\n", i, i);
+    oh += snprintf(head + oh, sizeof head - (size_t)oh, " s%d s%d", i, i);
+    /* legacy dosage counts A1 = ALT: P(A1A1) P(A1A2) [P(A2A2)] */
+    o3 += snprintf(d3 + o3, sizeof d3 - (size_t)o3, " %.17g %.17g %.17g", p[2], p[1], p[0]);
+    o2 += snprintf(d2 + o2, sizeof d2 - (size_t)o2, " %.17g %.17g", p[2], p[1]);
+  }
+  snprintf(line + o, sizeof line - (size_t)o, "\n");
+  write_file(gen, line);
+  write_file(sample, smp);
+  fm_reader *r = NULL;
+  fm_err err = {0};
+  fm_gt_record rec;
+  CHECK_OK(fm_fmt_gen_open(gen, sample, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    for (int i = 0; i < RULE_N; i++) {
+      CHECK(rec.hardcall[i] == rule_want[i]);
+      if (rec.hardcall[i] != rule_want[i]) fprintf(stderr, "  GEN sample %d: %d\n", i, rec.hardcall[i]);
+    }
+    fm_reader_close(r);
+  }
+  for (int fmt = 2; fmt <= 3; fmt++) {
+    char text[sizeof head + sizeof d3 + 4];
+    snprintf(text, sizeof text, "%s\n%s\n", head, fmt == 3 ? d3 : d2);
+    write_file(dos, text);
+    r = NULL;
+    CHECK_OK(fm_fmt_dosage_open(dos, NULL, NULL, fmt, &r, &err), &err);
+    if (!r) continue;
+    CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+    for (int i = 0; i < RULE_N; i++) {
+      CHECK(rec.hardcall[i] == rule_want[i]);
+      if (rec.hardcall[i] != rule_want[i]) fprintf(stderr, "  format %d sample %d: %d\n", fmt, i, rec.hardcall[i]);
+    }
+    fm_reader_close(r);
+  }
+  unlink(gen);
+  unlink(sample);
+  unlink(dos);
+}
+
 /* ---- ceu_exon: missing calls (GEN 0 0 0, EIGENSTRAT 9, packed 3) ----------- */
 
 static const char *cx(const char *name) {
@@ -826,6 +890,7 @@ int main(void) {
   FM_RUN(test_haps_legend_fixture);
   FM_RUN(test_eigenstrat_fixture);
   FM_RUN(test_dosage_small_and_bad);
+  FM_RUN(test_probability_rule);
   if (g_have_fixtures) FM_RUN(test_dosage_fixture);
   if (g_have_fixtures) FM_RUN(test_ceu_missing);
 

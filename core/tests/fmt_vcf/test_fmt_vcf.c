@@ -368,6 +368,22 @@ static void test_dosage(void) {
   check_hc(a, 1, o1);
   check_hc(a, 2, o2);
   CHECK_CLOSE(a->ds[2][3], 1.75, 1e-6);
+  /* plink2's rule at its boundary, in 1/16384 units of the float32 DS (fm_fmt.h):
+   * want = plink2 v2.00a3.5's calls of these values (--vcf ... dosage=DS
+   * --make-bed, 2026-11-30); 0.100005 is 1638.48 units (called), 0.10004
+   * 1639.06 (missing) */
+  tmp_path(vcf, sizeof vcf, "dsrule.vcf");
+  tmp_path(bcf, sizeof bcf, "dsrule.bcf");
+  write_vcf(vcf, 1, "S1\tS2\tS3\tS4\tS5\tS6\tS7\tS8",
+            "22\t100\tb1\tA\tG\t.\t.\t.\tDS\t0.1\t0.9\t1.1\t1.9\t0.100005\t0.10004\t1.100005\t1.899995\n"
+            "22\t200\tb2\tA\tG\t.\t.\t.\tDS\t0.899995\t0.89996\t1.89996\t0.5\t0.100030\t0.10003\t0.1000305\t0.1000306\n");
+  CHECK(convert(vcf, bcf, "wb") == 0);
+  CHECK(read_all(vcf, NULL, a, NULL) == FM_OK);
+  CHECK(read_all(bcf, NULL, b, NULL) == FM_OK);
+  CHECK(a->n == 2 && recs_equal(a, b));
+  const int8_t r0[] = {0, 1, 1, 2, 0, MS, 1, 2}, r1[] = {1, MS, MS, MS, MS, MS, MS, MS};
+  check_hc(a, 0, r0);
+  check_hc(a, 1, r1);
   free(a);
   free(b);
 }
