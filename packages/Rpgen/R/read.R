@@ -267,8 +267,11 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' values count the ALT allele (A1 of a `.bed`); haploid calls are coded 0/2;
 #' heterozygous haploid calls and half-calls are missing hardcalls;
 #' multi-allelic sites are split into one biallelic record per ALT;
-#' probabilities give dosage `P(het) + 2 P(hom ALT)` as stored, hardcall the
-#' most probable genotype when its probability is >= 0.9, else missing.
+#' probabilities give dosage `P(het) + 2 P(hom ALT)` as stored; every format
+#' that stores dosages or probabilities (BGEN, GEN, legacy dosage, VCF DS
+#' without GT) calls hardcalls by plink2's rule: the nearest integer of the
+#' dosage when it lies within 0.1 of it (in plink2's units of 1/16384), else
+#' missing, as `plink2 --make-bed` calls them.
 #'
 #' @inheritParams rpgen_info
 #' @param destination `"hardcall"` (2-bit PLINK codes, an
