@@ -25,6 +25,7 @@
 
 typedef struct vcf_impl {
   char *path;          /* owned copy, for messages */
+  char *region;        /* owned copy of the region read, NULL for a whole-file read */
   htsFile *fp;         /* owned */
   bcf_hdr_t *hdr;      /* owned */
   bcf1_t *rec;         /* owned: the current htslib record */
@@ -72,6 +73,11 @@ typedef struct vcf_impl {
   size_t id_cap;
   char last_chrom[128];/* last good record, for messages */
   int64_t last_pos;
+  int64_t n_lines;     /* text lines after the header taken so far (whole-file text reads) */
+  int64_t n_hdr_lines; /* lines of the text header, counted when a message needs them; 0 not yet */
+  int64_t n_bcf_recs;  /* BCF records read so far */
+  unsigned gt_or;      /* OR of the allele indexes of the GT columns parse_gt_columns filled
+                          (at least their largest) */
   int64_t n_bad_dosage;/* problems log: DS values outside [0, 2] set to NaN */
 } vcf_impl;
 
@@ -101,6 +107,7 @@ static void vr_close(fm_reader *r) {
   free(v->ploidy);
   free(v->hap_chrom);
   free(v->id_buf);
+  free(v->region);
   free(v->path);
   free(v);
   r->impl = NULL;
@@ -195,6 +202,7 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
   const int with_hap = !v->hc_only;
   int64_t n_other = 0, n_hap1 = 0;
   unsigned big = 0;    /* some allele index is 2 or more */
+  unsigned any = 0;    /* OR of the allele indexes */
   unsigned phased = 1; /* every diploid call so far is phased */
   int64_t s = 0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -234,6 +242,7 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
         g[0] = (int32_t)(d0 + 1) << 1;
         g[1] = (int32_t)((d1 + 1) << 1 | (sep == '|'));
         big |= (d0 | d1) > 1;
+        any |= d0 | d1;
         phased &= sep == '|';
         v->ploidy[s] = 2;
         v->hardcall[s] = (int8_t)(d0 + d1);
@@ -256,6 +265,7 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
         while (p < end && *p >= '0' && *p <= '9' && digits < 6) a = 10 * a + (*p++ - '0'), digits++;
         if (digits == 0 || (p < end && *p >= '0' && *p <= '9')) return 0;
         big |= a > 1;
+        any |= (unsigned)a;
         known++;
         a = (a + 1) << 1;
       }
@@ -286,6 +296,7 @@ static int parse_gt_columns(vcf_impl *v, const char *p, const char *end) {
   v->simple_phased = (int)phased;
   v->n_hap1 = n_hap1;
   v->is_gt_filled = 1;
+  v->gt_or = any | 1u; /* the two-column steps above: alleles 0 and 1 */
   return p == end;
 }
 
@@ -330,6 +341,7 @@ static int next_line(vcf_impl *v) {
     if (nl) break;
   }
   if (!have) return -1;
+  v->n_lines++;
   if (v->line.l > 0 && v->line.s[v->line.l - 1] == '\r') v->line.s[--v->line.l] = '\0';
   if (v->line.l > INT_MAX) return -2;
   return (int)v->line.l;
@@ -362,17 +374,126 @@ static int parse_line(vcf_impl *v, int count_only) {
   return vcf_parse1(&v->line, v->hdr, v->rec) < 0 ? -2 : 0;
 }
 
+/* Lines of the text header of path: through its first line that starts
+ * with '#' but not "##", where htslib's header ends; 0 when unreadable. */
+static int64_t header_lines(const char *path) {
+  htsFile *fp = hts_open(path, "r");
+  kstring_t line = {0, 0, NULL};
+  int64_t n = 0;
+  if (!fp) return 0;
+  while (hts_getline(fp, KS_SEP_LINE, &line) >= 0) {
+    n++;
+    if (line.l >= 1 && line.s[0] == '#' && (line.l < 2 || line.s[1] != '#')) break;
+  }
+  hts_close(fp);
+  free(line.s);
+  return n;
+}
+
+/* Column col (0-based) of the current text line, up to a tab or a NUL
+ * (htslib's parser writes NULs over the tabs of what it parsed), copied
+ * into out (n bytes, cut with "..." when longer). */
+static void line_column(const vcf_impl *v, int col, char *out, size_t n) {
+  const char *p = v->line.s, *end = v->line.s ? v->line.s + v->line.l : NULL;
+  out[0] = '\0';
+  if (!p) return;
+  for (int c = 0; c < col; c++) {
+    while (p < end && *p != '\t' && *p != '\0') p++;
+    if (p == end) return;
+    p++;
+  }
+  size_t k = 0;
+  while (p + k < end && p[k] != '\t' && p[k] != '\0') k++;
+  if (k < n) {
+    memcpy(out, p, k);
+    out[k] = '\0';
+  } else {
+    snprintf(out, n, "%.*s...", (int)(n - 4), p);
+  }
+}
+
+/* The record just read (or that failed to read), for messages: "record at
+ * line 7 (1:600)" (whole-file text: the line number in the file), "record
+ * at 1:600 in region '1'" (text through the index), "record 5 (1:600)" or
+ * "record 5 (after 1:500)" (BCF: its number in the file or region; the
+ * record's own CHROM:POS only when rec_ok, htslib having decoded them). */
+static const char *where(vcf_impl *v, int rec_ok, char *buf, size_t n) {
+  if (!v->is_bcf) {
+    char chrom[64], pos[32];
+    line_column(v, 0, chrom, sizeof chrom);
+    line_column(v, 1, pos, sizeof pos);
+    char at[112];
+    snprintf(at, sizeof at, "%s%s%s", chrom, pos[0] ? ":" : "", pos);
+    if (v->itr) {
+      snprintf(buf, n, "record at %s in region '%s'", at, v->region);
+    } else {
+      if (v->n_hdr_lines == 0) v->n_hdr_lines = header_lines(v->path);
+      snprintf(buf, n, at[0] ? "record at line %lld (%s)" : "record at line %lld%s",
+               (long long)(v->n_hdr_lines + v->n_lines), at);
+    }
+    return buf;
+  }
+  const char *c = rec_ok && v->rec->rid >= 0 && v->rec->rid < v->hdr->n[BCF_DT_CTG] &&
+                          v->rec->pos >= -1
+                      ? bcf_hdr_id2name(v->hdr, v->rec->rid)
+                      : NULL;
+  char num[48] = "";
+  if (v->itr) snprintf(num, sizeof num, " in region '%.24s'", v->region);
+  if (c)
+    snprintf(buf, n, "record %lld%s (%s:%lld)", (long long)v->n_bcf_recs, num, c,
+             (long long)v->rec->pos + 1);
+  else if (v->last_pos > 0)
+    snprintf(buf, n, "record %lld%s (after %s:%lld)", (long long)v->n_bcf_recs, num,
+             v->last_chrom, (long long)v->last_pos);
+  else
+    snprintf(buf, n, "record %lld%s", (long long)v->n_bcf_recs, num);
+  return buf;
+}
+
+/* The POS column of the text line in v->line: digits only (VCF: a
+ * non-negative integer; htslib 1.16 reads "abc" or "-5" as 0 and "12x" as
+ * 12). 1 when it is, or when the line has no second column (htslib then
+ * refuses the line). */
+static int pos_column_ok(const vcf_impl *v) {
+  const char *s = v->line.s, *end = s + v->line.l;
+  const char *p = memchr(s, '\t', v->line.l);
+  if (!p) return 1;
+  p++;
+  const char *q = p;
+  while (q < end && *q >= '0' && *q <= '9') q++;
+  return q > p && (q == end || *q == '\t');
+}
+
 /* Read the next htslib record into v->rec: 0 ok, 1 end, -1 error (err set).
  * count_only: only the allele count of the record is needed. */
 static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
   int ret;
+  char at[256];
   if (v->itr_empty) return 1;
   if (v->is_bcf) {
+    v->n_bcf_recs++;
     ret = v->itr ? bcf_itr_next(v->fp, v->itr, v->rec) : bcf_read(v->fp, v->hdr, v->rec);
     /* a BGZF read error (the threaded reader ends a truncated file early) */
     if (ret < 0 && v->fp->fp.bgzf && v->fp->fp.bgzf->errcode) ret = -3;
+    /* POS below 0 (-1 here is POS 0, a telomere): htslib 1.16 reads the
+     * int32 of any other negative POS as unsigned, 2^32 - 6 for -5 */
+    if (ret == 0 && (v->rec->pos < -1 || v->rec->pos > INT32_MAX)) {
+      const int64_t p = v->rec->pos <= (int64_t)UINT32_MAX && v->rec->pos > INT32_MAX
+                            ? v->rec->pos - ((int64_t)1 << 32)
+                            : v->rec->pos;
+      fm_err_set(err, FM_EFORMAT, "%s: invalid POS %lld (a non-negative integer expected) in the %s",
+                 v->path, (long long)p + 1, where(v, 0, at, sizeof at));
+      return -1;
+    }
   } else {
     ret = next_line(v);
+    if (ret >= 0 && !pos_column_ok(v)) {
+      char pos[32];
+      line_column(v, 1, pos, sizeof pos);
+      fm_err_set(err, FM_EFORMAT, "%s: invalid POS '%s' (a non-negative integer expected) in the %s",
+                 v->path, pos, where(v, 1, at, sizeof at));
+      return -1;
+    }
     if (ret >= 0) ret = parse_line(v, count_only);
   }
   if (ret == -1) return 1;
@@ -393,17 +514,7 @@ static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
     return -1;
   }
   if (bad) {
-    const char *c = (ret >= -1 && v->rec->rid >= 0 && v->rec->rid < v->hdr->n[BCF_DT_CTG])
-                        ? bcf_hdr_id2name(v->hdr, v->rec->rid)
-                        : NULL;
-    if (c && v->rec->pos >= 0)
-      fm_err_set(err, FM_EFORMAT, "%s: malformed record at %s:%lld", v->path, c,
-                 (long long)v->rec->pos + 1);
-    else if (v->last_pos > 0)
-      fm_err_set(err, FM_EFORMAT, "%s: malformed record after %s:%lld", v->path, v->last_chrom,
-                 (long long)v->last_pos);
-    else
-      fm_err_set(err, FM_EFORMAT, "%s: malformed first record", v->path);
+    fm_err_set(err, FM_EFORMAT, "%s: malformed %s", v->path, where(v, ret >= -1, at, sizeof at));
     return -1;
   }
   snprintf(v->last_chrom, sizeof v->last_chrom, "%s", bcf_seqname(v->hdr, v->rec));
@@ -413,8 +524,27 @@ static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
 
 static fm_status set_ploidy(vcf_impl *v);
 
+/* Every allele index of v->gt names an allele of the record (plink2: "invalid
+ * GT field"); htslib encodes "0/9" of a biallelic record as it reads. */
+static fm_status check_gt_alleles(vcf_impl *v, fm_err *err) {
+  const int n_allele = v->rec->n_allele;
+  const int per = v->n_gt > 0 && v->n > 0 ? v->n_gt / (int)v->n : 0;
+  for (int i = 0; per && i < v->n_gt; i++) {
+    const int32_t g = v->gt[i];
+    if (g == bcf_int32_vector_end || bcf_gt_is_missing(g) || bcf_gt_allele(g) < n_allele) continue;
+    char at[256];
+    return fm_err_set(err, FM_EFORMAT,
+                      "%s: invalid GT field in the %s: sample %s has allele %d but the record has "
+                      "%d alleles (REF and %d ALT)",
+                      v->path, where(v, 1, at, sizeof at), v->hdr->samples[i / per],
+                      bcf_gt_allele(g), n_allele, n_allele - 1);
+  }
+  return FM_OK;
+}
+
 /* Fetch GT and DS of v->rec once per htslib record. */
 static fm_status load_fields(vcf_impl *v, fm_err *err) {
+  char at[256];
   if (v->is_fast) { /* GT from the fast parser; no DS (FORMAT is GT alone) */
     v->n_gt = (int)(2 * v->n);
     v->n_ds = -1;
@@ -423,8 +553,11 @@ static fm_status load_fields(vcf_impl *v, fm_err *err) {
      * without haploid samples; any other rule reads v->gt */
     if (!v->is_gt_filled && (v->rec->n_allele != 2 || v->n_hap_chrom > 0) &&
         !parse_gt_columns(v, v->gt_text, v->gt_end))
-      return fm_err_set(err, FM_EINTERNAL, "%s: GT columns at %s:%lld parsed once but not twice",
-                        v->path, v->last_chrom, (long long)v->last_pos);
+      return fm_err_set(err, FM_EINTERNAL, "%s: GT columns of the %s parsed once but not twice",
+                        v->path, where(v, 1, at, sizeof at));
+    /* parse_gt_simple takes alleles 0 and 1 only */
+    if (st == FM_OK && v->is_gt_filled && v->gt_or >= (unsigned)v->rec->n_allele)
+      st = check_gt_alleles(v, err);
     return st;
   }
   /* htslib 1.16's bcf_get_format_values calls exit(1) on a FORMAT entry of
@@ -444,14 +577,18 @@ static fm_status load_fields(vcf_impl *v, fm_err *err) {
     if (!f->p || f->id < 0 || (f->id != gt_id && f->id != ds_id)) continue;
     if (f->type != BCF_BT_INT8 && f->type != BCF_BT_INT16 && f->type != BCF_BT_INT32 &&
         f->type != BCF_BT_FLOAT)
-      return fm_err_set(err, FM_EFORMAT, "%s: malformed %s field at %s:%lld", v->path,
-                        f->id == gt_id ? "GT" : "DS", v->last_chrom, (long long)v->last_pos);
+      return fm_err_set(err, FM_EFORMAT, "%s: malformed %s field in the %s", v->path,
+                        f->id == gt_id ? "GT" : "DS", where(v, 1, at, sizeof at));
   }
   v->n_gt = bcf_get_genotypes(v->hdr, v->rec, &v->gt, &v->n_gt_alloc);
   if (v->n_gt == -4) return fm_err_set(err, FM_ENOMEM, "%s: out of memory at %s:%lld", v->path, v->last_chrom, (long long)v->last_pos);
   if (v->n_gt >= 0 && v->n_gt % (v->n > 0 ? v->n : 1) != 0)
-    return fm_err_set(err, FM_EFORMAT, "%s: GT of %s:%lld has %d values for %lld samples",
-                      v->path, v->last_chrom, (long long)v->last_pos, v->n_gt, (long long)v->n);
+    return fm_err_set(err, FM_EFORMAT, "%s: GT of the %s has %d values for %lld samples",
+                      v->path, where(v, 1, at, sizeof at), v->n_gt, (long long)v->n);
+  if (v->n_gt > 0) {
+    fm_status st = check_gt_alleles(v, err);
+    if (st != FM_OK) return st;
+  }
   v->n_ds = bcf_get_format_float(v->hdr, v->rec, "DS", &v->ds, &v->n_ds_alloc);
   if (v->n_ds == -4) return fm_err_set(err, FM_ENOMEM, "%s: out of memory at %s:%lld", v->path, v->last_chrom, (long long)v->last_pos);
   if (v->n_ds >= 0 && (v->n == 0 || v->n_ds % v->n != 0)) v->n_ds = -1;
@@ -688,6 +825,35 @@ static int first_bytes_hex(const char *path, char *out, size_t n_out) {
   return 1;
 }
 
+/* Contig name -> id callbacks for hts_parse_region: the BCF header's
+ * contigs, the tabix index's names. */
+static int bcf_name2id(void *hdr, const char *name) {
+  return bcf_hdr_id2int((const bcf_hdr_t *)hdr, BCF_DT_CTG, name);
+}
+static int tbx_name2id_f(void *tbx, const char *name) { return tbx_name2id((tbx_t *)tbx, name); }
+/* Any name but the whole region string (ctx), which must split at a colon. */
+static int any_prefix(void *region, const char *name) {
+  return strcmp((const char *)region, name) == 0 ? -1 : 0;
+}
+
+/* Whether region parses as htslib's queries parse it (hts_parse_region):
+ * with the contig known to name2id, as it would be queried; else with any
+ * contig name, so that the coordinates of a region of a contig absent from
+ * the index are checked too ("22:abc" is malformed, "22:1-10" reads as
+ * no records). "." and "*" are htslib's whole-file and unplaced queries. */
+static int region_ok(const char *region, hts_name2id_f name2id, void *names) {
+  int tid = -1;
+  hts_pos_t beg, end;
+  if (strcmp(region, ".") == 0 || strcmp(region, "*") == 0) return 1;
+  if (hts_parse_region(region, &tid, &beg, &end, name2id, names, HTS_PARSE_THOUSANDS_SEP))
+    return 1;
+  if (tid != -1) return 0; /* a known contig, coordinates that do not parse (or -2: no memory) */
+  if (!strchr(region, ':')) return 1; /* a contig name alone: absent */
+  tid = -1;
+  return hts_parse_region(region, &tid, &beg, &end, any_prefix, (void *)region,
+                          HTS_PARSE_THOUSANDS_SEP) != NULL;
+}
+
 fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out, fm_err *err) {
   fm_reader *r = NULL;
   vcf_impl *v = NULL;
@@ -752,20 +918,40 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
     goto fail;
   }
   if (region) {
+    if (!(v->region = dup_str(region))) {
+      st = fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);
+      goto fail;
+    }
+    if (!region[0]) {
+      st = fm_err_set(err, FM_EARG, "%s: region '' is empty (expected CHROM, CHROM:BEG or CHROM:BEG-END)", path);
+      goto fail;
+    }
+    hts_name2id_f name2id;
+    void *names;
     if (v->is_bcf) {
       v->idx = bcf_index_load(path);
       if (!v->idx) {
         st = fm_err_set(err, FM_EARG, "%s: region '%s' needs an index (.csi) beside the file", path, region);
         goto fail;
       }
-      v->itr = bcf_itr_querys(v->idx, v->hdr, region);
+      name2id = bcf_name2id;
+      names = v->hdr;
     } else {
       if (fmt->compression != bgzf || !(v->tbx = tbx_index_load(path))) {
         st = fm_err_set(err, FM_EARG, "%s: region '%s' needs a BGZF file with an index (.tbi/.csi) beside it", path, region);
         goto fail;
       }
-      v->itr = tbx_itr_querys(v->tbx, region);
+      name2id = tbx_name2id_f;
+      names = v->tbx;
     }
+    if (!region_ok(region, name2id, names)) {
+      st = fm_err_set(err, FM_EARG,
+                      "%s: region '%s' is malformed (expected CHROM, CHROM:BEG or CHROM:BEG-END, "
+                      "positions 1-based and BEG <= END)", path, region);
+      goto fail;
+    }
+    v->itr = v->is_bcf ? bcf_itr_querys(v->idx, v->hdr, region) : tbx_itr_querys(v->tbx, region);
+    /* a well-formed region of a contig the index does not list: no records */
     if (!v->itr) v->itr_empty = 1;
     /* An index over a longer file (this one truncated, or the index stale)
      * lists chunks past the end, which would read as no records. */

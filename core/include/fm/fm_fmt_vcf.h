@@ -25,21 +25,25 @@
 /* Open path (VCF, VCF.gz or BCF; the format is detected from the bytes).
  * region: NULL reads the whole file in order; otherwise an htslib region
  *   string ("22", "22:16000000-17000000") read through the index beside the
- *   file (path.tbi or path.csi); a contig absent from the index yields no
- *   records.
+ *   file (path.tbi or path.csi); a well-formed region of a contig absent
+ *   from the index yields no records.
  * Out:    *out is a reader (owned; fm_reader_close), NULL on failure.
  *   info.format is "vcf" or "bcf", info.n_variants is -1, info.has_dosage is
  *   nonzero when the header declares FORMAT DS, info.is_phased becomes
  *   nonzero once a phased record has been read.
  * Errors: FM_EARG if path or out is NULL, or a region is given and the file
- *   has no index (or is not BGZF/BCF); FM_EIO if the file cannot be opened;
+ *   has no index (or is not BGZF/BCF), or the region is empty or does not
+ *   parse ("22:abc", "22:300-200"; checked even for an absent contig);
+ *   FM_EIO if the file cannot be opened;
  *   FM_EFORMAT if it is not VCF/BCF (the message shows the bytes at offset
  *   0) or its header is malformed (naming its lines, or for BCF its offset),
  *   or the index puts the region past the end of the file (truncated, or a
  *   stale index; naming the byte offset); FM_ENOMEM.
- *   fm_reader_next returns FM_EFORMAT naming the file and the record
- *   (CHROM:POS, or the last good record) on a malformed record, and
- *   FM_FMT_END after the last record.
+ *   fm_reader_next returns FM_EFORMAT naming the file and the record (its
+ *   line number and CHROM:POS in a whole-file text read, CHROM:POS and the
+ *   region through an index, its number in a BCF) on a malformed record, a
+ *   POS that is not a non-negative integer, or a GT allele index at or
+ *   beyond the record's allele count; and FM_FMT_END after the last record.
  * Owns:   borrows path and region (copied as needed).
  * Source: VCF 4.3 / BCF2 specifications (samtools hts-specs), htslib 1.16;
  *   oracle core/tests/fmt_vcf/ (plink2 .traw of the 1kg fixture). */

@@ -930,7 +930,7 @@ static void test_fast_parser(void) {
       "22\t160\t.\tA\tC,G,T,AA\t.\t.\t.\tGT\t4|3\t0|4\t00|1\t2/0\t1|0\n"
       "22\t165\tr\tA\tG,T\t.\t.\t.\tGT\t0|1\t1|1\t0|0\t1|0\t0|1\n"
       "22\t170\th\tA\tG\t.\t.\t.\tGT\t0|1|1\t0|1\t0|1\t0|1\t0|1\n"
-      "22\t175\ti\tA\tG\t.\t.\t.\tGT\t3|1\t0|1\t1|1\t0|0\t0|1\n"
+      "22\t175\ti\tA\tG\t.\t.\t.\tGT\t1|.\t0|1\t1|1\t0|0\t0|1\n"
       "22\t190\tk\tA\tG\t.\t.\t.\tGT\t0|1\t0|1\t0|1\t0|1\t0|1\n"
       "22\t195\tq\tA\tG\t.\t.\t.\tGT\t0/1\t0/0\t1/0\t1/1\t0|1\n"
       "22\t196\ts\tA\tG\t.\t.\t.\tGT\t0|1\t0/0\t1|0\t1|1\t0|1\n"
@@ -968,12 +968,23 @@ static void test_fast_parser(void) {
     fm_reader *a = NULL;
     fm_err err;
     CHECK_OK(fm_fmt_vcf_open(vcf, NULL, &a, &err), &err);
-    /* the reference: htslib's own parse of the same text */
+    /* the reference: htslib's own parse of the same text, its alleles
+     * within the record's (htslib reads "1234567|0" as that allele) */
     htsFile *f = hts_open(vcf, "r");
     bcf_hdr_t *h = f ? bcf_hdr_read(f) : NULL;
     bcf1_t *b = bcf_init();
-    const int ok = h && bcf_read(f, h, b) == 0 &&
-                   !(b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF));
+    int ok = h && bcf_read(f, h, b) == 0 &&
+             !(b->errcode & ~(BCF_ERR_CTG_UNDEF | BCF_ERR_TAG_UNDEF));
+    if (ok) {
+      int32_t *gt = NULL;
+      int ngt = 0;
+      const int got = bcf_get_genotypes(h, b, &gt, &ngt);
+      for (int i = 0; i < got; i++)
+        if (gt[i] != bcf_int32_vector_end && !bcf_gt_is_missing(gt[i]) &&
+            bcf_gt_allele(gt[i]) >= b->n_allele)
+          ok = 0;
+      free(gt);
+    }
     fm_gt_record rec;
     const fm_status st = a ? fm_reader_next(a, &rec, &err) : FM_EINTERNAL;
     CHECK((st == FM_OK) == ok);
@@ -1008,13 +1019,187 @@ static void test_fast_parser(void) {
   }
 }
 
+/* Read path (region may be NULL) to its end, or count its records when
+ * count: the status (FM_OK at the end) and *n_read records read; err holds
+ * the message of a failure. */
+static fm_status read_to_end(const char *path, const char *region, int count, int64_t *n_read,
+                             fm_err *err) {
+  fm_reader *rd = NULL;
+  *n_read = 0;
+  fm_status st = fm_fmt_vcf_open(path, region, &rd, err);
+  if (st != FM_OK) return st;
+  if (count) {
+    st = fm_fmt_vcf_count(rd, n_read, NULL, err);
+  } else {
+    fm_gt_record rec;
+    while ((st = fm_reader_next(rd, &rec, err)) == FM_OK) ++*n_read;
+    if (st == FM_FMT_END) st = FM_OK;
+  }
+  fm_reader_close(rd);
+  return st;
+}
+
+/* Copy the VCF in to the BCF out (indexed), the record at POS 200 moved to
+ * 0-based position new_pos. */
+static int write_bcf_pos(const char *in, const char *out, hts_pos_t new_pos) {
+  htsFile *fi = hts_open(in, "r"), *fo = hts_open(out, "wb");
+  bcf_hdr_t *h = fi ? bcf_hdr_read(fi) : NULL;
+  bcf1_t *b = bcf_init();
+  int rc = h && fo && bcf_hdr_write(fo, h) == 0 ? 0 : -1;
+  while (rc == 0 && bcf_read(fi, h, b) == 0) {
+    if (b->pos == 199) b->pos = new_pos;
+    rc = bcf_write(fo, h, b) == 0 ? 0 : -1;
+  }
+  bcf_destroy(b);
+  if (h) bcf_hdr_destroy(h);
+  if (fi) hts_close(fi);
+  if (fo && hts_close(fo) != 0) rc = -1;
+  return rc;
+}
+
+/* Regression (QA): a POS that is not a non-negative integer read as POS 0,
+ * and a GT allele index at or beyond the record's allele count as a missing
+ * call, silently (plink2: "Invalid POS", "invalid GT field"). Both are now
+ * FM_EFORMAT naming the file and the line (whole-file text reads), the
+ * CHROM:POS and region (reads through the index) or the record number (BCF),
+ * from the fast GT parser and htslib's alike; a malformed record is named by
+ * its own line, not the record before it. */
+static void test_bad_pos_and_alleles(void) {
+  char p[512], q[512], msg[512];
+  fm_err err;
+  int64_t n = 0;
+  tmp_path(p, sizeof p, "pos.vcf");
+  /* POS: the header is 8 lines, so the second record is line 10 */
+  static const char *const bad_pos[] = {"abc", "-5", "12x", "", "+5", " 5", "1e3"};
+  for (size_t k = 0; k < sizeof bad_pos / sizeof bad_pos[0]; k++) {
+    char body[256];
+    snprintf(body, sizeof body,
+             "22\t100\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n22\t%s\tr2\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n",
+             bad_pos[k]);
+    write_vcf(p, 0, "S1\tS2", body);
+    snprintf(msg, sizeof msg,
+             "pos.vcf: invalid POS '%s' (a non-negative integer expected) in the record at line 10 "
+             "(22%s%s)", bad_pos[k], bad_pos[k][0] ? ":" : "", bad_pos[k]);
+    for (int count = 0; count < 2; count++) {
+      CHECK(read_to_end(p, NULL, count, &n, &err) == FM_EFORMAT && n == (count ? 0 : 1));
+      CHECK(strstr(err.msg, msg) != NULL);
+      if (!strstr(err.msg, msg)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, msg);
+    }
+  }
+  /* POS 0 (a telomere, VCF 4.3 section 1.6.1) reads */
+  write_vcf(p, 0, "S1\tS2", "22\t0\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n");
+  recs *a = malloc(sizeof *a);
+  if (!a) return;
+  CHECK(read_all(p, NULL, a, NULL) == FM_OK && a->n == 1 && a->pos[0] == 0);
+  /* GT alleles: the fast parser (FORMAT GT), haploid, multi-allelic, and
+   * htslib's parser (FORMAT GT:GQ) */
+  static const char *const bad_gt[][3] = {
+      {"22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0/9\t1/1\n", "S1", "allele 9 but the record has 2 alleles (REF and 1 ALT)"},
+      {"22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0|1\t2\n", "S2", "allele 2 but the record has 2 alleles (REF and 1 ALT)"},
+      {"22\t200\tr2\tA\tG,T\t.\t.\t.\tGT\t0/3\t1/2\n", "S1", "allele 3 but the record has 3 alleles (REF and 2 ALT)"},
+      {"22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0/1\t12|1\n", "S2", "allele 12 but the record has 2 alleles"},
+      {"22\t200\tr2\tA\tG\t.\t.\t.\tGT:GQ\t0/1:30\t1/9:20\n", "S2", "allele 9 but the record has 2 alleles"},
+  };
+  for (size_t k = 0; k < sizeof bad_gt / sizeof bad_gt[0]; k++) {
+    char body[256];
+    snprintf(body, sizeof body, "22\t100\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n%s", bad_gt[k][0]);
+    write_vcf(p, 0, "S1\tS2", body);
+    snprintf(msg, sizeof msg, "pos.vcf: invalid GT field in the record at line 10 (22:200): sample %s has %s",
+             bad_gt[k][1], bad_gt[k][2]);
+    CHECK(read_to_end(p, NULL, 0, &n, &err) == FM_EFORMAT && n == 1);
+    CHECK(strstr(err.msg, msg) != NULL);
+    if (!strstr(err.msg, msg)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, msg);
+    /* counting reads no genotypes */
+    CHECK(read_to_end(p, NULL, 1, &n, &err) == FM_OK && n == (k == 2 ? 3 : 2));
+    /* BCF: the record number; VCF.gz through the index: CHROM:POS and the region */
+    tmp_path(q, sizeof q, "pos.bcf");
+    CHECK(convert(p, q, "wb") == 0);
+    CHECK(read_to_end(q, NULL, 0, &n, &err) == FM_EFORMAT && n == 1);
+    snprintf(msg, sizeof msg, "pos.bcf: invalid GT field in the record 2 (22:200): sample %s has %s",
+             bad_gt[k][1], bad_gt[k][2]);
+    CHECK(strstr(err.msg, msg) != NULL);
+    if (!strstr(err.msg, msg)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, msg);
+    tmp_path(q, sizeof q, "pos.vcf.gz");
+    CHECK(convert(p, q, "wz") == 0);
+    CHECK(read_to_end(q, "22:150-300", 0, &n, &err) == FM_EFORMAT && n == 0);
+    snprintf(msg, sizeof msg,
+             "pos.vcf.gz: invalid GT field in the record at 22:200 in region '22:150-300': sample %s has %s",
+             bad_gt[k][1], bad_gt[k][2]);
+    CHECK(strstr(err.msg, msg) != NULL);
+    if (!strstr(err.msg, msg)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, msg);
+  }
+  /* alleles up to the last of 7 read (2/6, 1/.) */
+  write_vcf(p, 0, "S1\tS2", "22\t200\tr2\tA\tC,G,T,AA,AC,AG\t.\t.\t.\tGT\t2/6\t1/.\n");
+  CHECK(read_all(p, NULL, a, NULL) == FM_OK && a->n == 6 && a->hc[5][0] == 1 && a->hc[0][1] == MS);
+  /* a BCF record whose POS is negative */
+  write_vcf(p, 0, "S1\tS2", "22\t100\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n");
+  tmp_path(q, sizeof q, "pos.bcf");
+  CHECK(write_bcf_pos(p, q, -6) == 0);
+  for (int count = 0; count < 2; count++) {
+    CHECK(read_to_end(q, NULL, count, &n, &err) == FM_EFORMAT && n == (count ? 0 : 1));
+    CHECK(strstr(err.msg, "pos.bcf: invalid POS -5 (a non-negative integer expected) in the record 2 (after 22:100)") != NULL);
+    if (!strstr(err.msg, "pos.bcf: invalid POS")) fprintf(stderr, "  got: %s (%lld)\n", err.msg, (long long)n);
+  }
+  CHECK(write_bcf_pos(p, q, -1) == 0); /* POS 0 */
+  CHECK(read_all(q, NULL, a, NULL) == FM_OK && a->n == 2 && a->pos[1] == 0);
+  /* a malformed record is named by its line (htslib names it at 22:300),
+   * not by the record before it */
+  write_vcf(p, 0, "S1\tS2",
+            "22\t100\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n"
+            "22\t300\tr3\tA\tG\t.\t.\t.\tGT:HQ\t0/1:1,x\t1/1\n");
+  CHECK(read_to_end(p, NULL, 0, &n, &err) == FM_EFORMAT && n == 2);
+  CHECK(strstr(err.msg, "pos.vcf: malformed record at line 11 (22:300)") != NULL);
+  free(a);
+}
+
+/* Regression (QA): a region htslib cannot parse ("22:abc") or an empty one
+ * read as no records; both are FM_EARG naming the region and the file. A
+ * well-formed region of a contig the index does not list reads as none. */
+static void test_bad_regions(void) {
+  char p[512], gz[512], bcf[512];
+  fm_err err;
+  int64_t n = 0;
+  tmp_path(p, sizeof p, "reg.vcf");
+  tmp_path(gz, sizeof gz, "reg.vcf.gz");
+  tmp_path(bcf, sizeof bcf, "reg.bcf");
+  write_vcf(p, 0, "S1\tS2",
+            "22\t100\tr1\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n22\t200\tr2\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n"
+            "X\t300\tr3\tA\tG\t.\t.\t.\tGT\t0/1\t1/1\n");
+  CHECK(convert(p, gz, "wz") == 0);
+  CHECK(convert(p, bcf, "wb") == 0);
+  const char *files[] = {gz, bcf}, *names[] = {"reg.vcf.gz", "reg.bcf"};
+  static const char *const bad[] = {"22:abc", "22:300-200", "22:100-abc", "22:1x", "9:abc", "9:5-1"};
+  static const struct { const char *region; int64_t n; } good[] = {
+      {"22", 2}, {"22:150-250", 1}, {"22:1,000-2,000", 0}, {"X:1-", 1}, {"9", 0}, {"9:1-1000", 0}, {"chr22", 0}};
+  for (int f = 0; f < 2; f++) {
+    char msg[256];
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+      fm_reader *rd = (fm_reader *)&err;
+      CHECK(fm_fmt_vcf_open(files[f], bad[k], &rd, &err) == FM_EARG && rd == NULL);
+      snprintf(msg, sizeof msg, "%s: region '%s' is malformed (expected CHROM, CHROM:BEG or CHROM:BEG-END",
+               names[f], bad[k]);
+      CHECK(strstr(err.msg, msg) != NULL);
+      if (!strstr(err.msg, msg)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, msg);
+    }
+    CHECK(read_to_end(files[f], "", 0, &n, &err) == FM_EARG);
+    snprintf(msg, sizeof msg, "%s: region '' is empty", names[f]);
+    CHECK(strstr(err.msg, msg) != NULL);
+    for (size_t k = 0; k < sizeof good / sizeof good[0]; k++) {
+      CHECK(read_to_end(files[f], good[k].region, 0, &n, &err) == FM_OK && n == good[k].n);
+      if (n != good[k].n) fprintf(stderr, "  %s %s: %lld records\n", names[f], good[k].region, (long long)n);
+    }
+  }
+}
+
 static void rm_tmpdir(void) {
   const char *names[] = {"chrx.vcf", "chrx.bcf", "chrx.bcf.csi", "chrx.vcf.gz", "chrx.vcf.gz.tbi",
                          "het.vcf", "het.bcf", "het.bcf.csi", "half.vcf", "half.bcf",
                          "half.bcf.csi", "fmt.vcf", "fmt.bcf", "fmt.bcf.csi", "multi.vcf",
                          "multi.bcf", "multi.bcf.csi", "ds.vcf", "ds.bcf", "ds.bcf.csi",
                          "notvcf.txt", "plain.vcf", "bad.vcf", "dsonly.vcf", "sites.vcf", "one.vcf",
-                         "emptykeys.vcf"};
+                         "emptykeys.vcf", "pos.vcf", "pos.bcf", "pos.bcf.csi", "pos.vcf.gz",
+                         "pos.vcf.gz.tbi", "reg.vcf", "reg.vcf.gz", "reg.vcf.gz.tbi", "reg.bcf",
+                         "reg.bcf.csi"};
   char p[512];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
     tmp_path(p, sizeof p, names[i]);
@@ -1044,6 +1229,8 @@ int main(void) {
   FM_RUN(test_1kg_chr22);
   FM_RUN(test_1kg_dosage);
   FM_RUN(test_fast_parser);
+  FM_RUN(test_bad_pos_and_alleles);
+  FM_RUN(test_bad_regions);
   rm_tmpdir();
   FM_TEST_END();
 }
