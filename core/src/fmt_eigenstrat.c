@@ -5,8 +5,10 @@
 #include "fm/fm_fmt_text.h"
 #include "fmt_text_impl.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define PACKED_MIN_RECORD 48
 
@@ -140,8 +142,41 @@ static void eig_close(fm_reader *r) {
 
 static const fm_reader_ops eig_ops = {eig_next, eig_close};
 
-/* Read and check the packed header record. */
-static fm_status open_packed(eig_impl *e, fm_err *err) {
+/* Non-blank lines of the .snp at path (the SNPs eig_next would read). */
+static fm_status count_snp_lines(const char *path, int64_t *n_out, fm_err *err) {
+  fm_text_lines l = {0};
+  int64_t n = 0;
+  fm_status st = fm_text_lines_open(&l, path, err);
+  if (st == FM_OK) {
+    l.max_len = (size_t)1 << 20; /* as eig_next reads it */
+    while ((st = next_nonblank(&l, err)) == FM_OK) n++;
+    if (st == FM_FMT_END) st = FM_OK;
+  }
+  fm_text_lines_close(&l);
+  *n_out = n;
+  return st;
+}
+
+/* Size in bytes of the file at path when it is stored as is (not gzip,
+ * which fm_text_lines also reads), else -1. */
+static int64_t plain_file_size(const char *path) {
+  struct stat sb;
+  unsigned char magic[2] = {0, 0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return -1;
+  const size_t got = fread(magic, 1, 2, f);
+  fclose(f);
+  const int ok = stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+  if (!ok || (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b)) return -1;
+  return (int64_t)sb.st_size;
+}
+
+/* Read and check the packed header record: its individual count against
+ * the .ind, its SNP count against the .snp (snp_path) and, for a .geno
+ * stored as is, against the file's size (a header record and one record per
+ * SNP, each of max(ceil(2 n / 8), 48) bytes). A header that says 10 SNPs
+ * beside a .snp of 1346, or 10^12, read 10 records or sized arrays by it. */
+static fm_status open_packed(eig_impl *e, const char *snp_path, fm_err *err) {
   char head[PACKED_MIN_RECORD + 1];
   size_t got = 0;
   fm_status st = fm_text_lines_read(&e->geno, head, PACKED_MIN_RECORD, &got, err);
@@ -175,6 +210,31 @@ static fm_status open_packed(eig_impl *e, fm_err *err) {
     if (got < rest)
       return fm_err_set(err, FM_EFORMAT, "%s: truncated header record: expected %zu bytes, found %zu",
                         e->geno.path, e->rlen, got + PACKED_MIN_RECORD);
+  }
+  int64_t n_lines = 0;
+  if ((st = count_snp_lines(snp_path, &n_lines, err)) != FM_OK) return st;
+  if (n_lines != nsnp)
+    return fm_err_set(err, FM_EMISMATCH,
+                      "%s: the header (byte offset 0) says %lld SNPs but %s has %lld SNP lines",
+                      e->geno.path, (long long)nsnp, snp_path, (long long)n_lines);
+  const int64_t size = plain_file_size(e->geno.path);
+  if (size >= 0) {
+    const uint64_t rlen = e->rlen, have = (uint64_t)size;
+    /* records the file holds after the header record, whole or cut */
+    const uint64_t whole = have / rlen - (have >= rlen), cut = have % rlen;
+    if (whole < (uint64_t)nsnp)
+      return fm_err_set(err, FM_EFORMAT,
+                        "%s: truncated at record %llu (0-based, byte offset %llu): expected %zu bytes, "
+                        "found %llu (the header at byte offset 0 says %lld SNPs: %llu bytes in all)",
+                        e->geno.path, (unsigned long long)whole,
+                        (unsigned long long)((whole + 1) * rlen), e->rlen, (unsigned long long)cut,
+                        (long long)nsnp, (unsigned long long)((uint64_t)(nsnp + 1) * rlen));
+    if (whole > (uint64_t)nsnp || cut != 0)
+      return fm_err_set(err, FM_EFORMAT,
+                        "%s: %llu bytes after the last record, which ends at byte offset %llu "
+                        "(the header at byte offset 0 says %lld SNPs)",
+                        e->geno.path, (unsigned long long)(have - (uint64_t)(nsnp + 1) * rlen),
+                        (unsigned long long)((uint64_t)(nsnp + 1) * rlen), (long long)nsnp);
   }
   return FM_OK;
 }
@@ -216,7 +276,7 @@ fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
     st = fm_err_set(err, FM_ENOMEM, "out of memory opening %s", geno_path);
     goto fail;
   }
-  if (e->is_packed && (st = open_packed(e, err)) != FM_OK) goto fail;
+  if (e->is_packed && (st = open_packed(e, snp_path, err)) != FM_OK) goto fail;
   r->info.format = e->is_packed ? "eigenstrat-packed" : "eigenstrat";
   r->info.n_variants = e->is_packed ? e->n_snp_header : -1;
   r->info.is_phased = 0;

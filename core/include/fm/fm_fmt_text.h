@@ -74,8 +74,11 @@ FM_NODISCARD fm_status fm_fmt_haps_legend_open(const char *haps_path, const char
  * ("id sex label").
  * Units:  hardcall = copies of the .snp column-5 allele (rec->alt).
  * Errors: as fm_fmt_gen_open; FM_EFORMAT names the packed record and byte
- *         offset when a record is short; FM_EMISMATCH when the packed header
- *         counts differ from .ind/.snp, or the files have different lengths;
+ *         offset when a record is short, or the extra bytes after the last
+ *         (checked at open from the size of a .geno that is not gzip);
+ *         FM_EMISMATCH when the packed header counts differ from .ind/.snp
+ *         (checked at open: the .snp is counted in a pass of its own), or
+ *         the files have different lengths;
  *         FM_EUNSUPPORTED for transposed packed files ("TGENO").
  * Owns:   *out (owned). info.n_variants is known for packed files only. */
 FM_NODISCARD fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
