@@ -121,15 +121,23 @@ static char *dup_str(const char *s) {
   return d;
 }
 
+/* "SEX" in any case (plink2 writes SEX). */
+static int is_sex_name(const char *t) {
+  return (t[0] == 'S' || t[0] == 's') && (t[1] == 'E' || t[1] == 'e') &&
+         (t[2] == 'X' || t[2] == 'x') && t[3] == '\0';
+}
+
 fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, int64_t *n_out,
-                                fm_err *err) {
+                                uint8_t **sex_out, fm_err *err) {
   fm_plink_lines L;
   char **ids = NULL;
+  uint8_t *sex = NULL;
   int64_t n = 0, cap = 0;
-  int rc, iid_col = 1, first = 1;
+  int rc, iid_col = 1, sex_col = 4, first = 1;
   char *tok[64];
   *ids_out = NULL;
   *n_out = 0;
+  if (sex_out) *sex_out = NULL;
   fm_status st = fm_plink_lines_open(&L, path, err);
   if (st != FM_OK) return st;
   while ((rc = fm_plink_lines_next(&L, err)) == 1) {
@@ -139,8 +147,11 @@ fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, 
     if (is_psam && first && nt > 0 && tok[0][0] == '#') { /* header: find the IID column */
       first = 0;
       iid_col = -1;
-      for (int64_t k = 0; k < nt && k < 64; k++)
+      sex_col = -1; /* a .psam without a SEX column knows no sex */
+      for (int64_t k = 0; k < nt && k < 64; k++) {
         if (strcmp(tok[k] + (k == 0), "IID") == 0) iid_col = (int)k;
+        if (is_sex_name(tok[k] + (k == 0))) sex_col = (int)k;
+      }
       if (iid_col < 0) {
         st = fm_err_set(err, FM_EFORMAT, "'%s' line %lld: the header names no IID column", path,
                         (ll)L.line_no);
@@ -164,8 +175,13 @@ fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, 
       char **t = realloc(ids, (size_t)cap * sizeof *t);
       if (!t) goto oom;
       ids = t;
+      uint8_t *x = realloc(sex, (size_t)cap);
+      if (!x) goto oom;
+      sex = x;
     }
     if (!(ids[n] = dup_str(tok[iid_col]))) goto oom;
+    /* a .fam-layout line without field 5 (a headerless .psam) knows no sex */
+    sex[n] = sex_col >= 0 && sex_col < 64 && nt > sex_col ? fm_sex_code(tok[sex_col]) : 0;
     n++;
   }
   if (rc < 0) {
@@ -173,14 +189,23 @@ fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, 
     goto fail;
   }
   fm_plink_lines_close(&L);
-  if (!ids && !(ids = malloc(sizeof *ids))) return fm_err_set(err, FM_ENOMEM, "out of memory");
+  if (!ids && !(ids = malloc(sizeof *ids))) goto oom_closed;
+  if (sex_out && sex_col >= 0 && n > 0) {
+    *sex_out = sex;
+    sex = NULL;
+  }
+  free(sex);
   *ids_out = ids;
   *n_out = n;
   return FM_OK;
+oom_closed:
+  free(sex);
+  return fm_err_set(err, FM_ENOMEM, "out of memory");
 oom:
   st = fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", path);
 fail:
   fm_plink_free_ids(ids, n);
+  free(sex);
   fm_plink_lines_close(&L);
   return st;
 }
@@ -352,7 +377,8 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
   b->bim_path = bim_path ? dup_str(bim_path) : fm_plink_swap_ext(bed_path, ".bed", ".bim");
   b->fam_path = fam_path ? dup_str(fam_path) : fm_plink_swap_ext(bed_path, ".bed", ".fam");
   if (!b->bed_path || !b->bim_path || !b->fam_path) goto oom;
-  if ((st = fm_plink_read_samples(b->fam_path, 0, &r->sample_ids, &b->n_samples, err)) != FM_OK)
+  if ((st = fm_plink_read_samples(b->fam_path, 0, &r->sample_ids, &b->n_samples, &r->sex,
+                                  err)) != FM_OK)
     goto fail;
   r->info.n_samples = b->n_samples;
   if ((st = fm_plink_count_lines(b->bim_path, &b->n_variants, err)) != FM_OK) goto fail;

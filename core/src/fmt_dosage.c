@@ -258,8 +258,12 @@ fm_status fm_fmt_dosage_open(const char *dosage_path, const char *fam_path, cons
         char **ni = realloc(r->sample_ids, (size_t)nc * sizeof *ni);
         if (!ni) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", fam_path); break; }
         r->sample_ids = ni;
+        uint8_t *nx = realloc(r->sex, (size_t)nc);
+        if (!nx) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", fam_path); break; }
+        r->sex = nx;
         cap = nc;
       }
+      r->sex[r->info.n_samples] = fm_sex_code(ff[4]); /* field 5: 1 male, 2 female */
       r->sample_ids[r->info.n_samples] = fm_text_strdup(ff[1]);
       if (!r->sample_ids[r->info.n_samples]) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", fam_path); break; }
       r->info.n_samples++;

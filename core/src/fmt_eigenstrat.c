@@ -255,7 +255,7 @@ fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
   }
   r->ops = &eig_ops;
   r->impl = e;
-  st = fm_text_read_ids(ind_path, 1, &r->sample_ids, &r->info.n_samples, err);
+  st = fm_text_read_ids(ind_path, 1, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   e->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&e->snp, snp_path, err)) != FM_OK) goto fail;

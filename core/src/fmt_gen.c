@@ -112,7 +112,7 @@ fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path, fm_read
   }
   r->ops = &gen_ops;
   r->impl = g;
-  st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, err);
+  st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   g->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&g->in, gen_path, err)) != FM_OK) goto fail;
@@ -133,5 +133,24 @@ fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path, fm_read
   return FM_OK;
 fail:
   fm_reader_close(r);
+  return st;
+}
+
+fm_status fm_fmt_sample_sex(fm_reader *r, const char *sample_path, fm_err *err) {
+  if (!r || !sample_path)
+    return fm_err_set(err, FM_EARG, "fm_fmt_sample_sex: r and sample_path must not be NULL");
+  char **ids = NULL;
+  uint8_t *sex = NULL;
+  int64_t n = 0;
+  fm_status st = fm_text_read_ids(sample_path, 0, &ids, &n, &sex, err);
+  if (st != FM_OK) return st;
+  fm_text_free_ids(ids, n);
+  if (sex && n != r->info.n_samples)
+    st = fm_err_set(err, FM_EMISMATCH, "sample file '%s' lists %lld samples but the %s file has %lld",
+                    sample_path, (long long)n, r->info.format ? r->info.format : "genotype",
+                    (long long)r->info.n_samples);
+  else if (sex)
+    st = fm_reader_set_sex(r, sex, n, err);
+  free(sex);
   return st;
 }

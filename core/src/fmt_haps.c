@@ -148,7 +148,7 @@ static fm_status open_common(const char *haps_path, const char *legend_path,
   }
   r->ops = &haps_ops;
   r->impl = h;
-  st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, err);
+  st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   h->n = r->info.n_samples;
   if ((st = fm_text_lines_open(&h->in, haps_path, err)) != FM_OK) goto fail;

@@ -181,9 +181,10 @@ fm_status fm_fmt_ped_open(const char *ped_path, const char *map_path,
   p->codes = calloc((size_t)(total > 0 ? total : 1), 1);
   p->hardcall = malloc((size_t)(n > 0 ? n : 1));
   r->sample_ids = calloc((size_t)(n > 0 ? n : 1), sizeof *r->sample_ids);
+  r->sex = calloc((size_t)(n > 0 ? n : 1), 1); /* field 5 of each line */
   const int64_t want = 6 + 2 * m;
   tok = malloc((size_t)(want + 1) * sizeof *tok);
-  if (!p->codes || !p->hardcall || !r->sample_ids || !tok) goto oom;
+  if (!p->codes || !p->hardcall || !r->sample_ids || !r->sex || !tok) goto oom;
   if ((st = fm_plink_lines_open(&L, ped_path, err)) != FM_OK) goto fail;
   int rc;
   int64_t s = 0;
@@ -201,6 +202,7 @@ fm_status fm_fmt_ped_open(const char *ped_path, const char *map_path,
       goto fail;
     }
     if (!(r->sample_ids[s] = dup_str(tok[1]))) goto oom;
+    r->sex[s] = fm_sex_code(tok[4]);
     const int64_t byte = s >> 2;
     const int shift = 2 * (int)(s & 3);
     for (int64_t v = 0; v < m; v++) {

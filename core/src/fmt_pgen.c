@@ -55,6 +55,7 @@ typedef struct pgen_impl {
   int has_dosage;
   /* multi-allelic split state */
   uint8_t *a1, *a2;          /* (n_samples) allele codes a1 <= a2, 255 missing */
+  uint8_t *het_site;         /* (n_samples) a1 != a2, both known: the split records' het_site */
   uint8_t *ph;               /* (n_samples) 0 unphased/hom, 1 phased a1|a2, 2 phased a2|a1 */
   int split_k, split_j, split_all_phased;
   char *alts[256];
@@ -533,6 +534,9 @@ static int decode_track1(pgen_impl *p, int n_alleles, const uint8_t **pp, const 
 static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
   const int j = p->split_j;
   int has_het = 0, all = 1;
+  if (j == 1)
+    for (int64_t i = 0; i < p->n_samples; i++)
+      p->het_site[i] = p->a1[i] != 255 && p->a1[i] != p->a2[i];
   for (int64_t i = 0; i < p->n_samples; i++) {
     const uint8_t x = p->a1[i], y = p->a2[i];
     if (x == 255) {
@@ -563,6 +567,7 @@ static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
     rec->dosage = p->dosage;
   }
   rec->hap = (all || !has_het) ? p->hap : NULL;
+  rec->het_site = p->het_site;
   rec->is_phased = has_het && all && p->split_all_phased;
   if (rec->is_phased) r->info.is_phased = 1;
   p->split_j++;
@@ -837,6 +842,7 @@ static void pgen_close(fm_reader *r) {
   free(p->dosage);
   free(p->a1);
   free(p->a2);
+  free(p->het_site);
   free(p->ph);
   free(p);
   r->impl = NULL;
@@ -1010,7 +1016,9 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
     }
   }
   int64_t n_ids = 0, n_pvar = 0, n_rec = 0;
-  if ((st = fm_plink_read_samples(p->psam_path, 1, &r->sample_ids, &n_ids, err)) != FM_OK) goto fail;
+  if ((st = fm_plink_read_samples(p->psam_path, 1, &r->sample_ids, &n_ids, &r->sex, err)) !=
+      FM_OK)
+    goto fail;
   if (n_ids != p->n_samples) {
     fm_plink_free_ids(r->sample_ids, n_ids);
     r->sample_ids = NULL;
@@ -1041,6 +1049,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   p->a1 = malloc(ns);
   if (p->has_dosage && !(p->dosage = malloc(ns * sizeof *p->dosage))) goto oom;
   p->a2 = malloc(ns);
+  p->het_site = malloc(ns);
   p->ph = malloc(ns);
   p->rec_cap = 1; /* a 0-byte record still reads from a non-NULL buffer */
   p->rec = malloc(p->rec_cap);
@@ -1053,7 +1062,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   }
   if (!p->pk || !p->pk_ldref || !p->bed2) goto oom;
   if (!p->cat || !p->ldref || !p->didx || !p->dval || !p->hardcall || !p->hap || !p->a1 ||
-      !p->a2 || !p->ph || !p->rec)
+      !p->a2 || !p->het_site || !p->ph || !p->rec)
     goto oom;
   *out = r;
   return FM_OK;

@@ -39,9 +39,11 @@ fm_status fm_plink_count_lines(const char *path, int64_t *n_out, fm_err *err);
 /* Read the sample IIDs of a .fam/.tfam (is_psam 0: 6 fields a line, IID
  * second) or a .psam (is_psam 1: "##" lines skipped, a "#FID"/"#IID" header
  * names the IID column, else the .fam layout): *ids_out = malloc'd array of
- * malloc'd IIDs. */
+ * malloc'd IIDs. sex_out (may be NULL): a malloc'd array of FM_SEX_* codes
+ * (fm_sex_code) from field 5 (.fam layout) or the header's SEX column; NULL
+ * when a .psam header names no SEX column or there are no samples. */
 fm_status fm_plink_read_samples(const char *path, int is_psam, char ***ids_out, int64_t *n_out,
-                                fm_err *err);
+                                uint8_t **sex_out, fm_err *err);
 void fm_plink_free_ids(char **ids, int64_t n);
 
 /* path with its suffix `from` replaced by `to` (or to appended); malloc'd. */

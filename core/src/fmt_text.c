@@ -186,26 +186,61 @@ void fm_text_free_ids(char **ids, int64_t n) {
   free(ids);
 }
 
+/* "sex" in any case: the Oxford .sample column that holds sex. */
+static int is_sex_name(const char *t) {
+  return (t[0] == 'S' || t[0] == 's') && (t[1] == 'E' || t[1] == 'e') &&
+         (t[2] == 'X' || t[2] == 'x') && t[3] == '\0';
+}
+
+/* The fields of a .sample line read: ID_2 and the sex column. */
+#define SAMPLE_MAX_FIELDS 4096
+
 fm_status fm_text_read_ids(const char *path, int is_ind, char ***ids_out, int64_t *n_out,
-                           fm_err *err) {
+                           uint8_t **sex_out, fm_err *err) {
   *ids_out = NULL;
   *n_out = 0;
+  if (sex_out) *sex_out = NULL;
   fm_text_lines l;
   char **ids = NULL;
+  uint8_t *sex = NULL;
   int64_t n = 0, cap = 0;
+  /* .ind: column 2 is M, F or U; .sample: the column named sex (header
+   * line 1) whose type (line 2) is D, when there is one */
+  int64_t sex_col = is_ind ? 1 : -1;
+  char *small[3], **f = small;
+  int64_t f_cap = 3;
   fm_status st = fm_text_lines_open(&l, path, err);
   if (st != FM_OK) return st;
   for (;;) {
     st = fm_text_lines_next(&l, err);
     if (st == FM_FMT_END) break;
     if (st != FM_OK) goto fail;
-    char *f[3];
-    int64_t nf = fm_text_split(l.line, f, 3);
+    int64_t nf = fm_text_split(l.line, f, f_cap);
     if (!is_ind && l.line_no <= 2) {
       if (nf < 2) {
         st = fm_err_set(err, FM_EFORMAT, "%s line %lld: expected a SAMPLE header line of at least 2 columns (ID_1 ID_2 ...), found %lld",
                         path, (long long)l.line_no, (long long)nf);
         goto fail;
+      }
+      if (l.line_no == 1 && nf > 2) { /* column names: find sex (line 2 is split again below) */
+        const int64_t want = nf < SAMPLE_MAX_FIELDS ? nf : SAMPLE_MAX_FIELDS;
+        char **big = malloc((size_t)want * sizeof *big);
+        if (!big) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", path); goto fail; }
+        /* the line is split in place already: its fields are NUL-separated */
+        char *p = l.line;
+        for (int64_t k = 0; k < want; k++) {
+          while (*p == '\0' || *p == ' ' || *p == '\t') p++;
+          big[k] = p;
+          p += strlen(p);
+        }
+        for (int64_t k = 2; k < want && sex_col < 0; k++)
+          if (is_sex_name(big[k])) sex_col = k;
+        f = big;
+        f_cap = want;
+      } else if (l.line_no == 2 && sex_col >= 0 &&
+                 !(nf > sex_col && (f[sex_col][0] == 'D' || f[sex_col][0] == 'd') &&
+                   f[sex_col][1] == '\0')) {
+        sex_col = -1; /* a sex column that is not discrete (D) is not read as sex */
       }
       continue;
     }
@@ -220,10 +255,14 @@ fm_status fm_text_read_ids(const char *path, int is_ind, char ***ids_out, int64_
       char **ni = realloc(ids, (size_t)nc * sizeof *ni);
       if (!ni) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", path); goto fail; }
       ids = ni;
+      uint8_t *nx = realloc(sex, (size_t)nc);
+      if (!nx) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", path); goto fail; }
+      sex = nx;
       cap = nc;
     }
     ids[n] = fm_text_strdup(f[is_ind ? 0 : 1]);
     if (!ids[n]) { st = fm_err_set(err, FM_ENOMEM, "out of memory reading %s", path); goto fail; }
+    sex[n] = sex_col >= 0 && nf > sex_col && sex_col < f_cap ? fm_sex_code(f[sex_col]) : 0;
     n++;
   }
   if (!is_ind && l.line_no < 2) {
@@ -232,11 +271,19 @@ fm_status fm_text_read_ids(const char *path, int is_ind, char ***ids_out, int64_
     goto fail;
   }
   fm_text_lines_close(&l);
+  if (f != small) free(f);
+  if (sex_out && sex_col >= 0 && n > 0) {
+    *sex_out = sex;
+    sex = NULL;
+  }
+  free(sex);
   *ids_out = ids;
   *n_out = n;
   return FM_OK;
 fail:
   fm_text_lines_close(&l);
+  if (f != small) free(f);
   fm_text_free_ids(ids, n);
+  free(sex);
   return st;
 }

@@ -40,9 +40,13 @@ void fm_text_lines_close(fm_text_lines *l); /* safe on a zeroed struct */
 int64_t fm_text_split(char *s, char **fields, int64_t cap);
 
 /* Read a SAMPLE file (2 header lines, IID = column 2) or an .ind file (ID =
- * column 1, is_ind nonzero) into a malloc'd array of malloc'd strings. */
+ * column 1, is_ind nonzero) into a malloc'd array of malloc'd strings.
+ * sex_out (may be NULL): a malloc'd array of FM_SEX_* codes (fm_sex_code)
+ * from the .ind's column 2 (M, F, U) or the .sample column named sex whose
+ * type on line 2 is D (1 male, 2 female); NULL when the .sample has no such
+ * column or there are no samples. */
 fm_status fm_text_read_ids(const char *path, int is_ind, char ***ids_out, int64_t *n_out,
-                           fm_err *err);
+                           uint8_t **sex_out, fm_err *err);
 void fm_text_free_ids(char **ids, int64_t n);
 
 /* Parse a base-10 non-negative int64 (whole string); 0 on failure. */

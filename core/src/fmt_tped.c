@@ -129,7 +129,9 @@ fm_status fm_fmt_tped_open(const char *tped_path, const char *tfam_path,
     tfam_path = tfam_alloc;
   }
   if (!(t->tped_path = dup_str(tped_path))) goto oom;
-  if ((st = fm_plink_read_samples(tfam_path, 0, &r->sample_ids, &t->n_samples, err)) != FM_OK) goto fail;
+  if ((st = fm_plink_read_samples(tfam_path, 0, &r->sample_ids, &t->n_samples, &r->sex, err)) !=
+      FM_OK)
+    goto fail;
   r->info.n_samples = t->n_samples;
   if ((st = fm_plink_count_lines(tped_path, &t->n_variants, err)) != FM_OK) goto fail;
   const int64_t m = t->n_variants, n = t->n_samples;

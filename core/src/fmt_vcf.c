@@ -68,6 +68,7 @@ typedef struct vcf_impl {
   int8_t *hap;         /* (2 n) */
   uint8_t *ploidy;     /* (n) ploidy of each sample's call in the current record */
   uint8_t *hap_chrom;  /* (n) 1 when the sample had a non-missing haploid call on hap_rid */
+  uint8_t *het_site;   /* (n) the split records' het_site: two different known alleles */
   int hap_rid;         /* contig the hap_chrom flags belong to, -1 none yet */
   char *id_buf;        /* owned: synthesized CHROM:POS:REF:ALT */
   size_t id_cap;
@@ -106,6 +107,7 @@ static void vr_close(fm_reader *r) {
   free(v->hap);
   free(v->ploidy);
   free(v->hap_chrom);
+  free(v->het_site);
   free(v->id_buf);
   free(v->region);
   free(v->path);
@@ -673,6 +675,7 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
     const int32_t *g = per ? v->gt + s * per : NULL;
     const int k = per ? v->ploidy[s] : 0;
     int8_t hc = FM_GT_MISSING, h0 = FM_GT_MISSING, h1 = FM_GT_MISSING;
+    v->het_site[s] = 0;
     if (k == 1) {
       if (!bcf_gt_is_missing(g[0])) {
         int a = bcf_gt_allele(g[0]);
@@ -690,6 +693,7 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
       if (!m0) h0 = (int8_t)(a0 == j);
       if (!m1) h1 = (int8_t)(a1 == j);
       if (!m0 && !m1) {
+        v->het_site[s] = a0 != a1;
         if (a0 != a1 && v->hap_chrom[s]) {
           /* heterozygous call of a sample haploid on this contig */
           h0 = h1 = FM_GT_MISSING;
@@ -705,6 +709,7 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
     v->hap[2 * s + 1] = h1;
   }
   out->hardcall = v->hardcall;
+  if (n_allele > 2) out->het_site = v->het_site; /* a split record: the site's hets */
   out->is_phased = all_phased && v->n > 0;
   if (v->hc_only) out->is_phased = 0;
   out->hap = out->is_phased ? v->hap : NULL;
@@ -977,8 +982,10 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   v->hap = malloc(2 * n);
   v->ploidy = calloc(n, 1);
   v->hap_chrom = calloc(n, 1);
+  v->het_site = calloc(n, 1);
   r->sample_ids = calloc(n, sizeof(char *));
-  if (!v->hardcall || !v->dosage || !v->hap || !v->ploidy || !v->hap_chrom || !r->sample_ids) {
+  if (!v->hardcall || !v->dosage || !v->hap || !v->ploidy || !v->hap_chrom || !v->het_site ||
+      !r->sample_ids) {
     st = fm_err_set(err, FM_ENOMEM, "%s: out of memory for %lld samples", path, (long long)v->n);
     goto fail;
   }

@@ -16,6 +16,12 @@
  *  - Haploid calls (chrX males, chrY, MT) are coded PLINK style: 0 or 2;
  *    in hap the allele fills both slots, so slots sum to the hardcall.
  *    A heterozygous haploid call is impossible and becomes missing.
+ *  - Males on X: on a record of the X chromosome outside the pseudo-autosomal
+ *    regions (fm_chrom_is_x: X, chrX, 23; XY, 25, PAR1, PAR2 are the PARs and
+ *    stay diploid), a sample the reader knows to be male (fm_reader.sex) is
+ *    haploid: fm_reader_next makes his heterozygous call missing (hardcall,
+ *    dosage, both hap slots), for every format alike; homozygous calls stay
+ *    0 / 2 with the allele in both slots.
  *  - Half-calls (one allele known, `0|.`): the hardcall is missing; the
  *    haplotype slots keep the known allele in its slot and mark the other
  *    slot missing.
@@ -66,6 +72,11 @@ typedef struct fm_gt_record {
                          as bed2 codes (docs/formats/bed.md; sample i in bits 2(i%4) of byte
                          i/4, pad bits unspecified), for a reader whose storage is 2-bit;
                          NULL otherwise. When hardcall is also set, the two agree. */
+  const uint8_t *het_site; /* optional (n_samples), for a record split from a multi-allelic
+                         site: nonzero where the sample's call at the site holds two
+                         different known alleles (heterozygous at the site, even where
+                         this record counts 0, as `0/2` in the ALT1 record). NULL: a
+                         record's own hets are the site's. Read by the male-X rule. */
 } fm_gt_record;
 
 /* ---- hardcalls from dosages: plink2's rule, shared by every reader ------ */
@@ -131,6 +142,13 @@ typedef struct fm_reader_ops {
   void (*close)(fm_reader *r);
 } fm_reader_ops;
 
+/* Sex codes of fm_reader.sex. */
+#define FM_SEX_UNKNOWN 0
+#define FM_SEX_MALE 1
+#define FM_SEX_FEMALE 2
+
+struct fm_sex_state; /* private to fmt.c */
+
 struct fm_reader {
   const fm_reader_ops *ops;
   fm_fmt_info info;
@@ -142,6 +160,13 @@ struct fm_reader {
   int is_hardcall_only;
   char **sample_ids;   /* owned: n_samples strings (IID) */
   void *impl;          /* owned by the format */
+  /* owned (malloc): n_samples FM_SEX_* codes, or NULL when no sex is known.
+   * Set at open from the companion that stores it (.fam, .psam SEX column,
+   * .ped, .tfam, an Oxford .sample's D-type column named sex, EIGENSTRAT
+   * .ind) or later by fm_reader_set_sex; read by fm_reader_next's male-X
+   * rule (see the conventions above). */
+  uint8_t *sex;
+  struct fm_sex_state *sex_state; /* owned: that rule's male list and buffers */
 };
 
 #define FM_FMT_END FM_EEND
@@ -151,9 +176,39 @@ struct fm_reader {
  * malloc'd strings) and impl. fm_reader_close calls ops->close, which frees
  * impl (and whatever it owns) only, then frees sample_ids and the reader. */
 FM_NODISCARD fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err);
-/* (fm_reader_next clears rec->bed2 before asking the format, so a format
- * sets it only for records that have it.) */
+/* (fm_reader_next clears rec->bed2 and rec->het_site before asking the
+ * format, so a format sets them only for records that have them.)
+ *
+ * The male-X rule, applied here to every record of every format: when
+ * fm_chrom_is_x(rec->chrom) and r->sex marks sample s male, and s is
+ * heterozygous (hardcall 1, or bed2 code 0b10; a dosage whose hardcall by
+ * plink2's rule would be 1; two different known hap slots; het_site[s]),
+ * then s gets hardcall FM_GT_MISSING, dosage NaN and both hap slots
+ * FM_GT_MISSING. This is plink2's --set-hh-missing (which also erases the
+ * dosage of such a call); other dosages of males stay as stored, on the
+ * 0..2 scale plink2 keeps for them. The reader's buffers are not written:
+ * the record points at copies held in r->sex_state (valid until the next
+ * call on the reader). */
 void fm_reader_close(fm_reader *r); /* safe on NULL */
+
+/* Replace the reader's sex codes with n FM_SEX_* codes (n must be
+ * r->info.n_samples; sex NULL clears them), e.g. for a VCF/BCF, which stores
+ * no sex, or a BGEN whose sex is in a .sample. Call before reading records
+ * (the rule uses the codes from the next record on). FM_EARG for a wrong n
+ * or a code other than 0, 1, 2. */
+FM_NODISCARD fm_status fm_reader_set_sex(fm_reader *r, const uint8_t *sex, int64_t n,
+                                         fm_err *err);
+
+/* The sex code of a companion-file token: "1", "M", "m" male; "2", "F", "f"
+ * female; anything else (0, -9, NA, U) unknown. */
+uint8_t fm_sex_code(const char *tok);
+
+/* Nonzero when chrom names the X chromosome outside the pseudo-autosomal
+ * regions: X, chrX, 23 or chr23 (letters in any case). PLINK's XY / 25 and
+ * PAR1 / PAR2 (plink2 --split-par) are not X: their males stay diploid. A
+ * file that writes the PARs under the name X has them treated as non-PAR,
+ * as plink2 does without --split-par. */
+int fm_chrom_is_x(const char *chrom);
 
 /* ---- destinations ----------------------------------------------------- */
 

@@ -50,7 +50,10 @@
  * .pvar: "##" lines skipped; a "#CHROM" header names the columns (POS, REF,
  * ALT required; ID optional), otherwise the .bim layout is assumed
  * (CHR ID CM POS ALT REF). .psam: a "#FID"/"#IID" header names the IID
- * column, otherwise the .fam layout (IID = column 2).
+ * column, otherwise the .fam layout (IID = column 2). r->sex (fm_fmt.h,
+ * the male-X rule) comes from the header's SEX column (none without one) or
+ * column 5 of the .fam layout. Split records of a multi-allelic variant
+ * carry het_site.
  * Errors: FM_EIO (open/read failed, naming the path); FM_EFORMAT (bad magic,
  *         header or record index inconsistent with the file size or
  *         truncated, naming the file and byte offset; malformed .pvar/.psam

@@ -19,6 +19,9 @@
  *  - PLINK 1 dosage: A1 (column 2) is counted (alt), A2 is ref, as in .bim.
  *  - Sample IDs are the .sample ID_2 column (IID), the .ind column 1, or the
  *    .fam / dosage-header IID.
+ *  - Sex (fm_reader.sex, for the male-X rule of fm_fmt.h): the .sample column
+ *    named sex of type D (1 male, 2 female), the .ind column 2 (M, F, U),
+ *    the .fam column 5 of a legacy dosage read.
  *
  * Ownership: open functions return an owned fm_reader (close it with
  * fm_reader_close); paths are copied. Thread safety: one reader per thread. */
@@ -43,6 +46,14 @@
  *         (core/tests/fmt_text/test_fmt_text.c). */
 FM_NODISCARD fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path,
                                        fm_reader **out, fm_err *err);
+
+/* Set r's sex codes (fm_reader_set_sex) from the sex column of an Oxford
+ * SAMPLE file listing r's samples in order (a BGEN read with the .sample
+ * beside it): the column named sex (any case) whose type on line 2 is D,
+ * 1 male, 2 female, else unknown. A SAMPLE file without such a column leaves
+ * r unchanged. Errors: FM_EIO, FM_EFORMAT (a malformed line, named), and
+ * FM_EMISMATCH when it lists another number of samples than r has. */
+FM_NODISCARD fm_status fm_fmt_sample_sex(fm_reader *r, const char *sample_path, fm_err *err);
 
 /* Open an Oxford HAPS file ("chrom id pos a0 a1" then 2 alleles per sample,
  * 0 = a0 = REF, 1 = a1 = ALT; "-" in the second slot marks a haploid call)

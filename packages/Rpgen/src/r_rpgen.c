@@ -237,6 +237,38 @@ SEXP rpg_info(SEXP xp) {
   return out;
 }
 
+/* Replace the reader's sex codes (fm_reader_set_sex): an integer vector of
+ * 0 (unknown), 1 (male), 2 (female), one per sample of the file, or NULL to
+ * clear them. Before the first record only. */
+SEXP rpg_set_sex(SEXP xp, SEXP sex) {
+  fm_reader *r = get_reader(xp);
+  fm_err err;
+  fm_err_clear(&err);
+  uint8_t *codes = NULL;
+  int64_t n = 0;
+  if (!Rf_isNull(sex)) {
+    if (TYPEOF(sex) != INTSXP) Rf_error("rpg_set_sex: sex must be an integer vector");
+    n = (int64_t)Rf_xlength(sex);
+    codes = (uint8_t *)R_alloc((size_t)(n ? n : 1), 1);
+    for (int64_t i = 0; i < n; i++) {
+      const int x = INTEGER(sex)[i];
+      codes[i] = (uint8_t)(x == 1 || x == 2 ? x : (x == 0 || x == NA_INTEGER ? 0 : 3));
+    }
+  }
+  if (fm_reader_set_sex(r, codes, n, &err) != FM_OK) rpg_raise(&err);
+  return R_NilValue;
+}
+
+/* The sex column of an Oxford .sample listing the reader's samples
+ * (fm_fmt_sample_sex): a BGEN's companion. */
+SEXP rpg_sample_sex(SEXP xp, SEXP path) {
+  fm_reader *r = get_reader(xp);
+  fm_err err;
+  fm_err_clear(&err);
+  if (fm_fmt_sample_sex(r, CHAR(STRING_ELT(path, 0)), &err) != FM_OK) rpg_raise(&err);
+  return R_NilValue;
+}
+
 /* Sample IDs of the reader, or NULL when the file has none (BGEN without a
  * sample block). */
 SEXP rpg_samples(SEXP xp) {
@@ -465,6 +497,8 @@ static const R_CallMethodDef call_methods[] = {
     {"rpg_close", (DL_FUNC)&rpg_close, 1},
     {"rpg_info", (DL_FUNC)&rpg_info, 1},
     {"rpg_samples", (DL_FUNC)&rpg_samples, 1},
+    {"rpg_set_sex", (DL_FUNC)&rpg_set_sex, 2},
+    {"rpg_sample_sex", (DL_FUNC)&rpg_sample_sex, 2},
     {"rpg_scan", (DL_FUNC)&rpg_scan, 4},
     {"rpg_dest_bytes", (DL_FUNC)&rpg_dest_bytes, 3},
     {"rpg_alloc", (DL_FUNC)&rpg_alloc, 3},
