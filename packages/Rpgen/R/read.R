@@ -2,7 +2,21 @@
 
 .rpg_formats <- c("bed", "pgen", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat", "dosage")
 
-.strip_ext <- function(path, ext) sub(paste0("\\.", ext, "$"), "", path, ignore.case = TRUE)
+# path split into prefix and its format extension `ext` (matched in any case,
+# optionally followed by .gz; given: the extension as written, "" when path
+# does not end in it).
+.split_ext <- function(path, ext, gz = FALSE) {
+  m <- regmatches(path, regexec(paste0("\\.(", ext, ")", if (gz) "(\\.gz)?", "$"), path,
+                                ignore.case = TRUE))[[1]]
+  if (!length(m)) return(list(prefix = path, given = ""))
+  list(prefix = substr(path, 1L, nchar(path) - nchar(m[1])), given = m[2])
+}
+
+# The main file of a PLINK fileset: path itself when it is a file or names
+# the extension (so UP.BED and g.bed.bak open as given), else a bare prefix.
+.main_file <- function(path, sp, ext) {
+  if (nzchar(sp$given) || (file.exists(path) && !dir.exists(path))) path else paste0(path, ext)
+}
 
 .magic <- function(path) {
   if (!file.exists(path) || dir.exists(path)) return(raw())
@@ -14,8 +28,12 @@
 # The format of path: the `format` argument, else the extension, else the
 # first bytes. A bare prefix with a .bed beside it is a PLINK 1 fileset.
 .rpg_detect <- function(path, format) {
-  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
-    rpg_abort("earg", "path must be one file name, not ", if (is.character(path)) "an empty or NA string" else typeof(path))
+  if (!is.character(path))
+    rpg_abort("earg", "path must be a single string (one file name), not ", typeof(path))
+  if (length(path) != 1L)
+    rpg_abort("earg", "path must be a single string (one file name), got length ", length(path))
+  if (is.na(path) || !nzchar(path))
+    rpg_abort("earg", "path must be one file name, not an empty or NA string")
   if (!is.null(format)) {
     if (!is.character(format) || length(format) != 1L) rpg_abort("earg", "format must be NULL or a string")
     f <- tolower(format)
@@ -47,11 +65,32 @@
 
 .opt <- function(dots, name, default = NULL) if (!is.null(dots[[name]])) dots[[name]] else default
 
-.companion <- function(dots, name, prefix, ext, required = TRUE) {
+# Companion `name` given in dots, else prefix + ext: first in the case of the
+# main file's extension when that is upper case (UP.BIM for UP.BED), then in
+# lower case. A required one that is absent keeps its first name, which the
+# reader's error then names; an optional one is NA.
+.companion <- function(dots, name, sp, ext, required = TRUE) {
   p <- dots[[name]]
   if (!is.null(p)) return(path.expand(p))
-  p <- paste0(prefix, ext)
-  if (file.exists(p) || required) p else NA_character_
+  upper <- sp$given == toupper(sp$given) && sp$given != tolower(sp$given)
+  cand <- paste0(sp$prefix, c(if (upper) toupper(ext), ext))
+  hit <- cand[file.exists(cand)]
+  if (length(hit)) hit[1] else if (required) cand[1] else NA_character_
+}
+
+# Evaluate a reader call; an fm_error whose message names none of files (the
+# destination's "variant 'rs1' is unphased ...", say) gets the main file's
+# name in front. Raised again, same class, as from the caller.
+.rpg_naming <- function(expr, files) {
+  call <- sys.call(-1L)
+  files <- basename(files[!is.na(files)])
+  withCallingHandlers(expr, error = function(e) {
+    if (!inherits(e, "fm_error")) return()
+    if (!any(vapply(files, grepl, NA, x = conditionMessage(e), fixed = TRUE)))
+      e$message <- paste0(files[1], ": ", conditionMessage(e))
+    e$call <- call
+    stop(e)
+  })
 }
 
 # Open a core reader for path; returns list(xp, format, paths, sample_file).
@@ -65,50 +104,46 @@
   sample_file <- NA_character_
   switch(f,
     bed = {
-      prefix <- .strip_ext(path, "bed")
-      paths <- c(paste0(prefix, ".bed"), .companion(dots, "bim", prefix, ".bim"),
-                 .companion(dots, "fam", prefix, ".fam"))
+      sp <- .split_ext(path, "bed")
+      paths <- c(.main_file(path, sp, ".bed"), .companion(dots, "bim", sp, ".bim"),
+                 .companion(dots, "fam", sp, ".fam"))
     },
     pgen = {
-      prefix <- .strip_ext(path, "pgen")
-      paths <- c(paste0(prefix, ".pgen"), .companion(dots, "pvar", prefix, ".pvar"),
-                 .companion(dots, "psam", prefix, ".psam"))
+      sp <- .split_ext(path, "pgen")
+      paths <- c(.main_file(path, sp, ".pgen"), .companion(dots, "pvar", sp, ".pvar"),
+                 .companion(dots, "psam", sp, ".psam"))
     },
     ped = {
-      prefix <- .strip_ext(path, "ped")
-      paths <- c(path, .companion(dots, "map", prefix, ".map"))
+      paths <- c(path, .companion(dots, "map", .split_ext(path, "ped"), ".map"))
     },
     tped = {
-      prefix <- .strip_ext(path, "tped")
-      paths <- c(path, .companion(dots, "tfam", prefix, ".tfam"))
+      paths <- c(path, .companion(dots, "tfam", .split_ext(path, "tped"), ".tfam"))
     },
     bgen = {
-      prefix <- .strip_ext(path, "bgen")
       paths <- path
-      sample_file <- .companion(dots, "sample", prefix, ".sample", required = FALSE)
+      sample_file <- .companion(dots, "sample", .split_ext(path, "bgen"), ".sample", required = FALSE)
     },
     vcf = {
       paths <- path
       region <- .opt(dots, "region")
     },
     gen = {
-      prefix <- sub("\\.gen(\\.gz)?$", "", path, ignore.case = TRUE)
-      paths <- c(path, .companion(dots, "sample", prefix, ".sample"))
+      paths <- c(path, .companion(dots, "sample", .split_ext(path, "gen", gz = TRUE), ".sample"))
     },
     haps = {
-      prefix <- sub("\\.haps(\\.gz)?$", "", path, ignore.case = TRUE)
-      legend <- .companion(dots, "legend", prefix, ".legend", required = FALSE)
+      sp <- .split_ext(path, "haps", gz = TRUE)
+      legend <- .companion(dots, "legend", sp, ".legend", required = FALSE)
       if (!is.na(legend)) {
         f <- "haps_legend"
         region <- .opt(dots, "chrom")
-        paths <- c(path, legend, .companion(dots, "sample", prefix, ".sample"))
+        paths <- c(path, legend, .companion(dots, "sample", sp, ".sample"))
       } else {
-        paths <- c(path, .companion(dots, "sample", prefix, ".sample"))
+        paths <- c(path, .companion(dots, "sample", sp, ".sample"))
       }
     },
     eigenstrat = {
-      prefix <- .strip_ext(path, "geno")
-      paths <- c(path, .companion(dots, "snp", prefix, ".snp"), .companion(dots, "ind", prefix, ".ind"))
+      sp <- .split_ext(path, "geno")
+      paths <- c(path, .companion(dots, "snp", sp, ".snp"), .companion(dots, "ind", sp, ".ind"))
     },
     dosage = {
       paths <- c(path, .opt(dots, "fam", NA_character_), .opt(dots, "map", NA_character_))
@@ -116,7 +151,7 @@
     }
   )
   if (!is.null(region)) region <- as.character(region)[1]
-  xp <- .Call(rpg_open, f, as.character(paths), region, counted, opt)
+  xp <- .rpg_naming(.Call(rpg_open, f, as.character(paths), region, counted, opt), c(paths, sample_file))
   list(xp = xp, format = f, paths = paths, region = region, counted = counted, opt = opt,
        sample_file = sample_file)
 }
@@ -125,13 +160,30 @@
   .Call(rpg_open, h$format, as.character(h$paths), h$region, h$counted, h$opt)
 }
 
+# Sample IDs: the file's, else its .sample companion's, else NULL for the
+# default IDs "sample1".."sampleN", which are made only for the rows a read
+# returns (.rpg_default_ids): a BGEN header's N is proven by no record yet,
+# and 2^31 - 1 of them would exhaust memory before the reader's error.
 .rpg_sample_ids <- function(h, n) {
   ids <- .Call(rpg_samples, h$xp)
   if (!is.null(ids)) return(ids)
   if (!is.na(h$sample_file) && file.exists(h$sample_file)) {
     return(.rpg_read_sample_file(h$sample_file, n, h$paths[1]))
   }
-  paste0("sample", seq_len(n))
+  NULL
+}
+
+.rpg_default_ids <- function(at) sprintf("sample%.0f", at)
+
+# Read the first record on a second reader, into a one-cell destination: a
+# header's sample count that no list of samples confirmed (a BGEN without
+# sample IDs) sizes nothing until a record has proven it.
+.rpg_probe <- function(h, runtime) {
+  xp <- .rpg_reopen(h)
+  on.exit(.Call(rpg_close, xp))
+  storage <- .Call(rpg_alloc, runtime, 5L, .Call(rpg_dest_bytes, 1L, 1, 1))
+  .rpg_naming(.Call(rpg_stream, xp, 1L, storage, 1, 1, 0, 0, 1, 1, NULL), c(h$paths, h$sample_file))
+  invisible()
 }
 
 # The ID_2 column of an Oxford .sample file (two header lines), for a BGEN
@@ -164,19 +216,30 @@
   on.exit(.Call(rpg_close, xp))
   pb <- cli::cli_progress_bar(sprintf("Scanning %s", label), total = NA, clear = TRUE)
   progress <- function(done, total) cli::cli_progress_update(id = pb, set = done)
-  res <- .Call(rpg_scan, xp, want_ids, as.double(n_hint), progress)
+  res <- .rpg_naming(.Call(rpg_scan, xp, want_ids, as.double(n_hint), progress), h$paths)
   cli::cli_progress_done(id = pb)
   res
 }
 
 # Positions of the requested IDs in ids: every position of each ID, in file
 # order, requests in their order (so duplicated requests repeat). NA, "" and
-# "." never name a record.
-.rpg_match_ids <- function(req, ids, what, file) {
+# "." never name a record. ids NULL: the default IDs sample1..sample<n>,
+# matched without making them.
+.rpg_match_ids <- function(req, ids, what, file, n) {
   bad <- is.na(req) | req %in% c("", ".")
   if (any(bad))
     rpg_abort("earg", what, " IDs must not be NA, empty or '.' (the missing-ID mark, ",
               "which names no record); select such ", what, " by index")
+  if (is.null(ids)) {
+    k <- rep(NA_real_, length(req))
+    ok <- grepl("^sample[1-9][0-9]*$", req)
+    k[ok] <- as.numeric(substring(req[ok], 7L))
+    k[!is.na(k) & k > n] <- NA
+    if (anyNA(k))
+      rpg_abort("earg", what, " ID '", req[is.na(k)][1], "' is not in '", file, "' (", n, " ", what,
+                " there, named sample1 to sample", n, ")")
+    return(k)
+  }
   uq <- unique(req)
   k <- match(ids, uq)
   hit <- which(!is.na(k))
@@ -198,7 +261,7 @@
       rpg_abort("earg", what, " as a logical vector must have length ", n, " and no NA")
     return(as.double(which(idx)))
   }
-  if (is.character(idx)) return(.rpg_match_ids(idx, ids, what, file))
+  if (is.character(idx)) return(.rpg_match_ids(idx, ids, what, file, n))
   if (!is.numeric(idx) || anyNA(idx) || any(idx != floor(idx)) || any(idx < 1) || any(idx > n))
     rpg_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed), ",
               "IDs or a logical vector")
@@ -234,7 +297,7 @@ rpgen_info <- function(path, format = NULL, ...) {
   h <- .rpg_open(path, format, dots)
   on.exit(.Call(rpg_close, h$xp))
   info <- .Call(rpg_info, h$xp)
-  if (is.na(info$n_variants) && isTRUE(dots$count)) {
+  if (is.na(info$n_variants) && isTRUE(dots[["count"]])) {
     info$n_variants <- .rpg_scan(h, FALSE, NA, basename(path))$n
   }
   info
@@ -262,10 +325,18 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' For `.ped`/`.tped`, `counted_alleles` (one per variant, e.g. the ALT
 #' column of a `.bim`) selects the counted allele; without it the minor
 #' allele is counted (plink 1.9's rule).
+#' The main file is opened as named (`UP.BED`; `g.bed.bak` with
+#' `format = "bed"`); a companion not given is looked for under the main
+#' file's name with the format's extension replaced, in that extension's case
+#' first (`UP.BIM` beside `UP.BED`), then in lower case. An argument named
+#' exactly `sample` is the `.sample` companion (`sample = "o.sample"`);
+#' `samples` selects samples.
 #'
 #' **Conventions** (identical in every reader; `docs/formats/conventions.md`):
 #' values count the ALT allele (A1 of a `.bed`); haploid calls are coded 0/2;
 #' heterozygous haploid calls and half-calls are missing hardcalls;
+#' a VCF/BCF record's DS, where the sample has one, is its dosage as stored,
+#' also for half-calls and missing GT (GT gives hardcalls and haplotypes);
 #' multi-allelic sites are split into one biallelic record per ALT;
 #' probabilities give dosage `P(het) + 2 P(hom ALT)` as stored; every format
 #' that stores dosages or probabilities (BGEN, GEN, legacy dosage, VCF DS
@@ -315,6 +386,32 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   `h[i, ]` gives alleles 0/1; `h$missing` is a second
 #'   `fmalloc_haplotypes` of the same shape whose bit is 1 where the slot is
 #'   missing (its allele bit is then 0); `h$variants`, `h$samples`.
+#' @section Source: the format specifications the readers implement:
+#'   * PLINK 2 `.pgen`: plink-ng's `pgen_spec`
+#'     (<https://github.com/chrchang/plink-ng/tree/master/pgen_spec>);
+#'     `.pvar`, `.psam`: <https://www.cog-genomics.org/plink/2.0/formats>.
+#'   * PLINK 1 `.bed`/`.bim`/`.fam`, `.ped`/`.map`, `.tped`/`.tfam`:
+#'     <https://www.cog-genomics.org/plink/1.9/formats>.
+#'   * BGEN v1.1, v1.2 and v1.3:
+#'     <https://www.well.ox.ac.uk/~gav/bgen_format/spec/v1.1.html>,
+#'     <https://www.well.ox.ac.uk/~gav/bgen_format/spec/v1.2.html>,
+#'     <https://www.well.ox.ac.uk/~gav/bgen_format/spec/latest.html>.
+#'   * VCF v4.x and BCF2: <https://samtools.github.io/hts-specs/>
+#'     (`VCFv4.3.pdf`), parsed by htslib (<https://www.htslib.org/>).
+#'   * Oxford GEN, HAPS, LEGEND and SAMPLE:
+#'     <https://www.cog-genomics.org/plink/2.0/formats#gen>, `#haps`,
+#'     `#legend`, `#sample`, and QCTOOL's
+#'     <https://www.well.ox.ac.uk/~gav/qctool_v2/documentation/sample_file_formats.html>.
+#'   * EIGENSTRAT and packed ancestrymap `.geno`, `.snp`, `.ind`: EIGENSOFT's
+#'     `convertf` documentation
+#'     (<https://github.com/DReichLab/EIG/blob/master/CONVERTF/README>).
+#'   * PLINK 1 legacy dosage (`format=1`, `2`, `3`):
+#'     <https://www.cog-genomics.org/plink/1.9/assoc#dosage>.
+#'
+#'   How every reader maps these onto one set of rules:
+#'   `docs/formats/conventions.md` and the per-format notes
+#'   `docs/formats/*.md` of the Rfmalloc sources; the readers'
+#'   contracts: `core/include/fm/fm_fmt_*.h`.
 #' @section Errors: conditions of class `fm_error_<status>` (see
 #'   [rpgen_errors]) naming the file and the record, line or byte offset:
 #'   `fm_error_eio`, `fm_error_eformat`, `fm_error_emismatch` (also an
@@ -344,6 +441,14 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   if (!is.numeric(block_records) || length(block_records) != 1L || is.na(block_records) || block_records < 1)
     rpg_abort("earg", "block_records must be a number >= 1")
   dots <- list(...)
+  # `sample` (the .sample companion) partially matches the formal `samples`:
+  # an argument named exactly `sample` is the companion (R puts it in `...`
+  # itself when `samples` is named too).
+  given <- names(match.call(function(...) NULL, sys.call(), envir = parent.frame()))
+  if ("sample" %in% given && !"samples" %in% given) {
+    dots$sample <- samples
+    samples <- NULL
+  }
   h <- .rpg_open(path, format, dots)
   on.exit(.Call(rpg_close, h$xp))
   info <- .Call(rpg_info, h$xp)
@@ -358,6 +463,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     var_ids <- sc$ids
   }
   ids <- .rpg_sample_ids(h, n_s)
+  if (is.null(ids) && n_in > 0) .rpg_probe(h, runtime)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
   n_out_s <- if (is.null(si)) n_s else length(si)
@@ -379,14 +485,17 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   progress <- function(done, total) {
     cli::cli_progress_update(id = pb, set = done, total = max(1, total))
   }
-  meta <- .Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
-                if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
-                n_in, as.double(block_records), progress)
+  # metadata vectors reach only the last selected record (n_in is a header's word)
+  meta <- .rpg_naming(.Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
+                            if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
+                            if (is.null(vi)) n_in else max(0, vi), as.double(block_records), progress),
+                      c(h$paths, h$sample_file))
   cli::cli_progress_done(id = pb)
   rows <- if (is.null(vi)) seq_len(n_in) else vi
   vars <- data.frame(chr = meta$chr[rows], pos = meta$pos[rows], id = meta$id[rows],
                      ref = meta$ref[rows], alt = meta$alt[rows], stringsAsFactors = FALSE)
-  s_ids <- if (is.null(si)) ids else ids[si]
+  s_ids <- if (is.null(ids)) .rpg_default_ids(if (is.null(si)) seq_len(n_s) else si) else
+    if (is.null(si)) ids else ids[si]
   smp <- data.frame(iid = s_ids, stringsAsFactors = FALSE)
   src <- normalizePath(path, mustWork = FALSE)
   switch(destination,

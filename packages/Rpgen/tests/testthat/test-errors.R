@@ -437,3 +437,43 @@ test_that("failed reads leave nothing behind in the runtime", {
   expect_equal(used(), before)
   expect_identical(Rfmalloc::as.matrix(rpgen_read(file.path(d2, "t.haps"), runtime = rt)), tiny_gt)
 })
+
+test_that("path must be one string; stream errors without a file name get the file's", {
+  rt <- new_runtime()
+  expect_bad(rpgen_read(c("a.bed", "b.bed"), runtime = rt), "earg",
+             "path must be a single string \\(one file name\\), got length 2")
+  expect_bad(rpgen_info(character()), "earg", "got length 0")
+  expect_bad(rpgen_read(1, runtime = rt), "earg", "path must be a single string \\(one file name\\), not double")
+  d <- tiny_dir()
+  # the destination's message names the variant only
+  for (f in c("t.vcf", "t.gen"))
+    expect_bad(rpgen_read(file.path(d, f), destination = "haplotype", runtime = rt), "emismatch",
+               paste0("^", sub(".", "\\.", f, fixed = TRUE),
+                      ": variant 'v1' is unphased; the haplotype destination needs phased records$"))
+  # a message that names a file already is left as it is
+  e <- expect_bad(rpgen_read(file.path(d, "t.bed"), runtime = rt, fam = file.path(d, "none.fam")), "eio")
+  expect_match(conditionMessage(e), "^cannot open '.*none\\.fam'")
+  expect_equal(deparse(conditionCall(e)[[1]]), ".rpg_open")
+})
+
+test_that("default sample IDs; a BGEN header's sample count makes no vector before a record proves it", {
+  rt <- new_runtime()
+  d <- tiny_dir()
+  b <- file.path(d, "t.bgen")
+  file.remove(file.path(d, "t.sample")) # no sample block, no .sample: sample1..sampleN
+  X <- rpgen_read(b, runtime = rt, samples = c("sample5", "sample2", "sample5"))
+  expect_identical(Rfmalloc::as.matrix(X), `rownames<-`(tiny_gt, paste0("sample", 1:5))[c(5, 2, 5), ])
+  expect_equal(rownames(rpgen_read(b, runtime = rt)), paste0("sample", 1:5))
+  expect_bad(rpgen_read(b, runtime = rt, samples = "sample6"), "earg",
+             "samples ID 'sample6' is not in '.*t\\.bgen' \\(5 samples there, named sample1 to sample5\\)")
+  expect_bad(rpgen_read(b, runtime = rt, samples = "s1"), "earg", "samples ID 's1' is not in")
+  # the header claims 2^31 - 1 samples; the first genotype block holds 5.
+  # "sample1".."sample2147483647" would take 16 GB before that block is read
+  poke(b, 12, u32(.Machine$integer.max))
+  expect_equal(rpgen_info(b)$n_samples, 2^31 - 1)
+  # (the runtime of 1 GB could not hold the 2-bit destination either)
+  for (s in list(NULL, "sample2147483647", "sample2147483648", c(1, 2^31 - 1)))
+    for (dest in c("hardcall", "dense"))
+      expect_bad(rpgen_read(b, runtime = rt, samples = s, destination = dest), "eformat",
+                 "t\\.bgen: variant 1 \\(v1\\) at byte offset 24")
+})

@@ -168,3 +168,35 @@ test_that("GEN, legacy dosage and VCF DS hardcalls equal plink2's around 0.1", {
   X <- Rfmalloc::as.matrix(rpgen_read(vcf, runtime = rt))
   expect_same_calls(X, P, "VCF DS hardcalls vs plink2")
 })
+
+test_that("VCF GT with DS: DS is the dosage as stored, GT the hardcall; where plink2 differs", {
+  rt <- new_runtime()
+  td <- tempfile("rule")
+  dir.create(td)
+  on.exit(unlink(td, recursive = TRUE), add = TRUE)
+  gt <- c("0|.", ".|1", "1/.", "0/1", "./.", "0|0", "0/0", "1/1", "./.")
+  ds <- c("0.5", "1.5", "0.9", "1.95", "1.2", ".", "1", "0.05", "1.95")
+  ids <- sprintf("s%d", seq_along(gt))
+  vcf <- file.path(td, "gd.vcf")
+  hdr <- c("##fileformat=VCFv4.2", "##contig=<ID=1>",
+           '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+           '##FORMAT=<ID=DS,Number=A,Type=Float,Description="ALT dosage">',
+           paste(c("#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT", ids),
+                 collapse = "\t"))
+  rec <- function(pos, id, alt, calls) paste(c("1", pos, id, "A", alt, ".", ".", ".", "GT:DS", calls),
+                                            collapse = "\t")
+  multi <- c("1/.:0.5,0.2", "0/1:1,0", "./.:0.3,0.4", "1/2:1,1", rep("0/0:0,0", 5))
+  writeLines(c(hdr, rec(100, "rsA", "G", paste0(gt, ":", ds)), rec(200, "rsB", "G,T", multi)), vcf)
+  H <- Rfmalloc::as.matrix(rpgen_read(vcf, runtime = rt))
+  D <- rpgen_read(vcf, runtime = rt, destination = "dense")
+  expect_equal(unname(H[, 1]), c(NA, NA, NA, 1, NA, 0, 0, 2, NA))
+  expect_equal(unname(D[, 1]), suppressWarnings(as.numeric(ds)), tolerance = 1e-6)
+  expect_equal(unname(H[, 2:3]), cbind(c(NA, 1, NA, 1, 0, 0, 0, 0, 0), c(NA, 0, NA, 1, 0, 0, 0, 0, 0)))
+  expect_equal(unname(D[1:4, 2:3]), cbind(c(0.5, 1, 0.3, 1), c(0.2, 0, 0.4, 1)), tolerance = 1e-6)
+  # plink2 v2.00a3.5 (--vcf-half-call missing: it refuses half-calls without
+  # it) takes DS as the dosage too, but calls hardcalls from DS wherever DS is
+  # present and takes a `.` DS from GT; it cannot import multi-allelic DS
+  writeLines(c(hdr, rec(100, "rsA", "G", paste0(gt, ":", ds))), vcf)
+  P <- plink2_calls(c("--vcf", vcf, "dosage=DS", "--vcf-half-call", "missing"), td, rt)
+  expect_equal(unname(P[, 1]), c(NA, NA, 1, 2, NA, 0, 1, 0, 2))
+})
