@@ -220,7 +220,8 @@ static fm_status read_variant_header(bgen *b, fm_err *err) {
     if ((st = read_u32(b, &nv, "the sample count of a layout-1 variant", err))) return st;
     if (nv != b->n)
       return fm_err_set(err, FM_EFORMAT,
-                        "bgen %s: variant %lu at byte offset %llu has %lu samples, the header %lu",
+                        "bgen %s: variant %lu at byte offset %llu has %lu samples, the header %lu "
+                        "(byte offset 12)",
                         b->path, (unsigned long)b->v + 1, (unsigned long long)b->v_off,
                         (unsigned long)nv, (unsigned long)b->n);
   }
@@ -231,6 +232,7 @@ static fm_status read_variant_header(bgen *b, fm_err *err) {
     if ((st = read_str(b, i, len, what[i], err))) return st;
   }
   if ((st = read_u32(b, &b->pos, "a variant position", err))) return st;
+  uint64_t k_off = b->off;
   if (b->layout == 2) {
     uint16_t k;
     if ((st = read_u16(b, &k, "a variant allele count", err))) return st;
@@ -238,6 +240,12 @@ static fm_status read_variant_header(bgen *b, fm_err *err) {
   } else {
     b->k = 2;
   }
+  if (b->k == 0) /* malformed: every variant has a reference allele */
+    return fm_err_set(err, FM_EFORMAT,
+                      "bgen %s: variant %lu (%s) at byte offset %llu has 0 alleles (allele count at "
+                      "byte offset %llu)",
+                      b->path, (unsigned long)b->v + 1, var_name(b), (unsigned long long)b->v_off,
+                      (unsigned long long)k_off);
   for (uint32_t a = 0; a < b->k; a++) {
     uint32_t len;
     if ((st = read_u32(b, &len, "an allele length", err))) return st;
@@ -950,6 +958,67 @@ static void bgen_close(fm_reader *r) {
 
 static const fm_reader_ops bgen_ops = {bgen_next, bgen_close};
 
+/* Most bytes c compressed bytes can yield: zlib inflates at most 1032:1, a
+ * zstd block yields at most 128 KiB for at least 4 bytes (load_geno's
+ * bounds); c itself when uncompressed. */
+static double max_inflated(unsigned compression, uint64_t c) {
+  if (compression == 1) return (double)c * 1032.0 + 64;
+  if (compression == 2) return ((double)c / 4.0 + 1.0) * 131072.0;
+  return (double)c;
+}
+
+/* The header's N (byte offset 12) against the first variant's genotype
+ * block, at open: without a sample block nothing else backs N, and callers
+ * size per-sample arrays (sample IDs) by it before reading a record, so a
+ * header claiming 2^31 - 1 samples beside blocks of a few hundred bytes must
+ * fail here. The block must hold N samples: layout 2, N + 10 bytes
+ * uncompressed (its N, K, Pmin, Pmax, N ploidy bytes, phased, B), and its own
+ * N when stored as is; layout 1, its variant's own N (read_variant_header)
+ * and 6 N bytes. Leaves the file at the first variant, none read. */
+static fm_status check_first_block(bgen *b, uint64_t first_variant, fm_err *err) {
+  if (b->m == 0) return FM_OK;
+  fm_status st = read_variant_header(b, err);
+  if (st != FM_OK) return st;
+  const uint64_t at = b->geno_start, c = b->geno_len;
+  const double need = b->layout == 2 ? 10.0 + b->n : 6.0 * b->n;
+  double can = 0;
+  char what[160];
+  if (b->layout == 1 && b->compression == 0) {
+    can = need; /* 6 N bytes, which read_variant_header found in the file */
+  } else if (b->layout == 2 && b->compression == 0) {
+    can = (double)c;
+    snprintf(what, sizeof what, "%llu bytes", (unsigned long long)c);
+    if (can >= need) {
+      uint32_t n_block;
+      if ((st = read_u32(b, &n_block, "the sample count of the first genotype block", err))) return st;
+      if (n_block != b->n)
+        return fm_err_set(err, FM_EFORMAT,
+                          "bgen %s: header N %lu (byte offset 12) but the first genotype block (byte "
+                          "offset %llu) says %lu samples",
+                          b->path, (unsigned long)b->n, (unsigned long long)at, (unsigned long)n_block);
+    }
+  } else if (b->layout == 2) {
+    uint32_t d = 0;
+    if (c >= 4 && (st = read_u32(b, &d, "an uncompressed block length", err))) return st;
+    const double most = c >= 4 ? max_inflated(b->compression, c - 4) : 0;
+    can = c >= 4 && (double)d < most ? (double)d : most;
+    snprintf(what, sizeof what, "%s, %llu bytes, %lu uncompressed", b->compression == 1 ? "zlib" : "zstd",
+             (unsigned long long)c, (unsigned long)d);
+  } else {
+    can = max_inflated(b->compression, c);
+    snprintf(what, sizeof what, "%s, %llu bytes", b->compression == 1 ? "zlib" : "zstd",
+             (unsigned long long)c);
+  }
+  if (can < need)
+    return fm_err_set(err, FM_EFORMAT,
+                      "bgen %s: header N %lu (byte offset 12) does not fit the first genotype block "
+                      "(byte offset %llu: %s; N samples need %.0f bytes)",
+                      b->path, (unsigned long)b->n, (unsigned long long)at, what, need);
+  b->v = 0;
+  b->geno_pending = 0;
+  return seek_to(b, first_variant, "the first variant", err);
+}
+
 fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
   fm_status st = FM_OK;
   fm_reader *r = NULL;
@@ -1073,6 +1142,7 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
     }
   }
   if ((st = seek_to(b, (uint64_t)first_off + 4, "the first variant", err))) goto fail;
+  if ((st = check_first_block(b, (uint64_t)first_off + 4, err))) goto fail;
   if (b->layout == 2) { /* count records: K-1 per variant, reading only variant headers */
     int64_t n_rec = 0;
     while ((st = read_variant_header(b, err)) == FM_OK) {

@@ -47,10 +47,13 @@
  *         number of records (sum of K-1 over variants; one header scan).
  * Units:  records as in fm_fmt.h; dosages always present (has_dosage = 1).
  * Errors: FM_EARG for NULL path/out; FM_EUNSUPPORTED for a variant with
- *         fewer than 2 alleles (named); FM_EIO if the file cannot be opened or
+ *         1 allele (named); FM_EIO if the file cannot be opened or
  *         read; FM_EFORMAT for wrong magic, short header, compression flag 3,
  *         inconsistent sample block, a truncated or inconsistent variant
- *         header anywhere in a layout-2 file (file and byte offset named);
+ *         header anywhere in a layout-2 file, a variant of 0 alleles, or a
+ *         header N (byte offset 12) that the first variant's genotype block
+ *         cannot hold (its length, uncompressed length or own N; the
+ *         variant's N in layout 1) (file and byte offsets named);
  *         FM_EUNSUPPORTED for layouts other than 1 and 2; FM_ENOMEM.
  * Owns:   *out is owned by the caller (fm_reader_close); path is borrowed.
  * Source: BGEN spec v1.3; oracle core/tests/fmt_bgen (plink2 .traw). */

@@ -705,9 +705,13 @@ static void test_bits_and_ploidy(void) {
  * by a sample block, so a 100-byte file can claim 4 billion samples. The
  * per-sample buffers were allocated before the first block's own sample
  * count was checked (tens of GB, or FM_ENOMEM), and a zlib block's claimed
- * uncompressed length was allocated before inflating. Both are FM_EFORMAT
- * now, without the allocation, and the reader goes on to the next variant. */
-static void test_huge_n_header(void) {
+ * uncompressed length was allocated before inflating. Regression (QA): a
+ * header claiming 2^31 - 1 samples and no sample block opened, and R ran
+ * out of memory building N sample IDs; N is now checked at open against the
+ * first variant's genotype block (FM_EFORMAT naming byte offset 12 and the
+ * block). A later block claiming 4 GB is FM_EFORMAT without the allocation,
+ * and the reader goes on to the next variant. */
+static void huge_n_file(const char *path, uint32_t n_header, uint32_t d2) {
   static const uint8_t dip[TN] = {2, 2, 2, 2};
   buf g = {0};
   geno_head(&g, dip, 8);
@@ -717,35 +721,161 @@ static void test_huge_n_header(void) {
   if (!c) { free(g.p); CHECK(!"malloc"); return; }
   compress(c, &cl, g.p, (uLong)g.n);
   buf f = {0};
-  put32(&f, 20); put32(&f, 20); put32(&f, 2); put32(&f, 0xfffffff0u); put(&f, "bgen", 4);
+  put32(&f, 20); put32(&f, 20); put32(&f, 2); put32(&f, n_header); put(&f, "bgen", 4);
   put32(&f, 1u | (2u << 2)); /* zlib, layout 2, no sample block */
   for (int v = 0; v < 2; v++) {
     putstr16(&f, v ? "v2" : "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10 + (uint32_t)v);
     put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
     put32(&f, (uint32_t)cl + 4);
-    put32(&f, v ? 0xffffff00u : (uint32_t)g.n); /* v2: 4 GB claimed from a few bytes */
+    put32(&f, v ? d2 : (uint32_t)g.n);
     put(&f, c, cl);
   }
   free(c);
   free(g.p);
-  char path[600];
-  tmp_path(path, sizeof path, "huge_n.bgen");
   write_file(path, f.p, f.n);
   free(f.p);
+}
+
+static void test_huge_n_header(void) {
+  char path[600];
+  tmp_path(path, sizeof path, "huge_n.bgen");
   fm_err err = {0};
   fm_reader *r = NULL;
+  static const uint32_t huge[] = {0xfffffff0u, 0x7fffffffu, 1000000};
+  for (size_t k = 0; k < sizeof huge / sizeof huge[0]; k++) {
+    huge_n_file(path, huge[k], 0xffffff00u);
+    r = (fm_reader *)&err;
+    CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+    char want[160];
+    snprintf(want, sizeof want, "huge_n.bgen: header N %lu (byte offset 12) does not fit the first genotype "
+             "block (byte offset 53: zlib, ", (unsigned long)huge[k]);
+    CHECK(strstr(err.msg, want) != NULL);
+    if (!strstr(err.msg, want)) fprintf(stderr, "  got: %s\n  want: %s\n", err.msg, want);
+  }
+  /* N as the blocks say: the second block's claim of 4 GB fails when read */
+  huge_n_file(path, TN, 0xffffff00u);
+  r = NULL;
   CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
   if (!r) return;
-  CHECK(r->info.n_samples == (int64_t)0xfffffff0u);
   fm_gt_record rec;
+  CHECK_OK(fm_reader_next(r, &rec, &err), &err);
+  CHECK(rec.hardcall[0] == 0 && rec.hardcall[3] == 0);
   fm_status st = fm_reader_next(r, &rec, &err);
   CHECK(st == FM_EFORMAT);
-  CHECK(strstr(err.msg, "variant 1 (v1)") && strstr(err.msg, "ploidy bytes"));
-  st = fm_reader_next(r, &rec, &err);
-  CHECK(st == FM_EFORMAT);
-  CHECK(strstr(err.msg, "variant 2 (v2)") && strstr(err.msg, "cannot inflate"));
+  CHECK(strstr(err.msg, "variant 2 (v2) at byte offset 81: uncompressed length 4294967040 exceeds the "
+                        "110 bytes 4 samples can need"));
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
   fm_reader_close(r);
+  unlink(path);
+}
+
+/* Regression (QA): the open-time check of N in the other layouts and
+ * compressions: an uncompressed layout-2 block of enough bytes whose own N
+ * differs; a layout-1 variant's N (its sample count field) differing; a
+ * layout-1 zlib block too small for 6 N bytes even when the variant agrees;
+ * a zstd block. A file of no variants has nothing to check N against. And
+ * a variant of 0 alleles is malformed (FM_EFORMAT naming the byte offsets),
+ * not FM_EUNSUPPORTED like a variant of 1. */
+static void test_header_n_first_block(void) {
+  char path[600];
+  tmp_path(path, sizeof path, "n_first.bgen");
+  fm_err err = {0};
+  fm_reader *r = NULL;
+  static const uint8_t dip[TN] = {2, 2, 2, 2};
+  buf g = {0};
+  geno_head(&g, dip, 8);
+  for (int i = 0; i < TN; i++) { put8(&g, 255); put8(&g, 0); }
+  /* layout 2, uncompressed: header N 5, the block (22 bytes, room for 12) says 4; then N 13 */
+  for (uint32_t n_hdr = 5; n_hdr <= 13; n_hdr += 8) {
+    buf f = {0};
+    put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, n_hdr); put(&f, "bgen", 4);
+    put32(&f, 0u | (2u << 2));
+    putstr16(&f, "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10);
+    put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+    put32(&f, (uint32_t)g.n); put(&f, g.p, g.n);
+    write_file(path, f.p, f.n);
+    free(f.p);
+    CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+    if (n_hdr == 5)
+      CHECK(strstr(err.msg, "n_first.bgen: header N 5 (byte offset 12) but the first genotype block (byte "
+                            "offset 53) says 4 samples") != NULL);
+    else
+      CHECK(strstr(err.msg, "n_first.bgen: header N 13 (byte offset 12) does not fit the first genotype "
+                            "block (byte offset 53: 22 bytes; N samples need 23 bytes)") != NULL);
+  }
+  /* layout 2, zstd: the block holds 4 samples, the header says 70000 */
+  {
+    uint8_t c[256];
+    size_t cl = ZSTD_compress(c, sizeof c, g.p, g.n, 3);
+    CHECK(!ZSTD_isError(cl));
+    buf f = {0};
+    put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, 70000); put(&f, "bgen", 4);
+    put32(&f, 2u | (2u << 2));
+    putstr16(&f, "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10);
+    put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
+    put32(&f, (uint32_t)cl + 4); put32(&f, (uint32_t)g.n); put(&f, c, cl);
+    write_file(path, f.p, f.n);
+    free(f.p);
+    CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+    CHECK(strstr(err.msg, "header N 70000 (byte offset 12) does not fit the first genotype block (byte "
+                          "offset 53: zstd, 35 bytes, 22 uncompressed; N samples need 70010 bytes)"));
+  }
+  free(g.p);
+  /* layout 1: the variant's N differs from the header's; then both say 3000000 */
+  for (int both = 0; both < 2; both++) {
+    buf f = {0};
+    const uint32_t n_hdr = 3000000;
+    put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, n_hdr); put(&f, "bgen", 4);
+    put32(&f, 1u | (1u << 2));
+    put32(&f, both ? n_hdr : 4); putstr16(&f, "snp1"); putstr16(&f, "rs1"); putstr16(&f, "22");
+    put32(&f, 5); putstr32(&f, "A"); putstr32(&f, "T");
+    buf p = {0};
+    for (int i = 0; i < 4; i++) { put16(&p, 32768); put16(&p, 0); put16(&p, 0); }
+    uint8_t c[256];
+    uLongf cl = sizeof c;
+    CHECK(compress(c, &cl, p.p, (uLong)p.n) == Z_OK);
+    free(p.p);
+    put32(&f, (uint32_t)cl); put(&f, c, cl);
+    write_file(path, f.p, f.n);
+    free(f.p);
+    CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+    if (!both)
+      CHECK(strstr(err.msg, "variant 1 at byte offset 24 has 4 samples, the header 3000000 (byte offset 12)"));
+    else
+      CHECK(strstr(err.msg, "header N 3000000 (byte offset 12) does not fit the first genotype block (byte "
+                            "offset 61: zlib, 14 bytes; N samples need 18000000 bytes)"));
+  }
+  /* no variants: N stands (nothing to check it against) */
+  {
+    buf f = {0};
+    put32(&f, 20); put32(&f, 20); put32(&f, 0); put32(&f, 0x7fffffffu); put(&f, "bgen", 4);
+    put32(&f, 1u | (2u << 2));
+    write_file(path, f.p, f.n);
+    free(f.p);
+    CHECK_OK(fm_fmt_bgen_open(path, &r, &err), &err);
+    if (r) CHECK(r->info.n_variants == 0 && r->info.n_samples == 0x7fffffff);
+    fm_reader_close(r);
+    r = NULL;
+  }
+  /* 0 alleles: malformed; 1 allele: unsupported */
+  for (unsigned k = 0; k < 2; k++) {
+    buf f = {0};
+    put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, TN); put(&f, "bgen", 4);
+    put32(&f, 0u | (2u << 2));
+    putstr16(&f, "v1"); putstr16(&f, "rs9"); putstr16(&f, "2"); put32(&f, 10);
+    put16(&f, k);
+    if (k) putstr32(&f, "A");
+    put32(&f, 0);
+    write_file(path, f.p, f.n);
+    free(f.p);
+    fm_status st = fm_fmt_bgen_open(path, &r, &err);
+    CHECK(st == (k ? FM_EUNSUPPORTED : FM_EFORMAT) && r == NULL);
+    if (!k)
+      CHECK(strstr(err.msg, "n_first.bgen: variant 1 (rs9) at byte offset 24 has 0 alleles (allele count at "
+                            "byte offset 40)") != NULL);
+    else
+      CHECK(strstr(err.msg, "has 1 allele(s)") != NULL);
+  }
   unlink(path);
 }
 
@@ -761,8 +891,8 @@ static void test_huge_zstd_claim(void) {
   size_t cl = ZSTD_compress(c, cap, g.p, g.n, 3);
   CHECK(!ZSTD_isError(cl));
   buf f = {0};
-  put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, 0xfffffff0u); put(&f, "bgen", 4);
-  put32(&f, 2u | (2u << 2)); /* zstd, layout 2, no sample block, N as above */
+  put32(&f, 20); put32(&f, 20); put32(&f, 1); put32(&f, TN); put(&f, "bgen", 4);
+  put32(&f, 2u | (2u << 2)); /* zstd, layout 2, no sample block */
   putstr16(&f, "v1"); putstr16(&f, ""); putstr16(&f, "2"); put32(&f, 10);
   put16(&f, 2); putstr32(&f, "A"); putstr32(&f, "C");
   put32(&f, (uint32_t)cl + 4);
@@ -780,7 +910,7 @@ static void test_huge_zstd_claim(void) {
   if (!r) return;
   fm_gt_record rec;
   CHECK(fm_reader_next(r, &rec, &err) == FM_EFORMAT);
-  CHECK(strstr(err.msg, "variant 1 (v1)") && strstr(err.msg, "cannot decompress"));
+  CHECK(strstr(err.msg, "variant 1 (v1) at byte offset 24: uncompressed length 4294967040 exceeds"));
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
   fm_reader_close(r);
   unlink(path);
@@ -1257,6 +1387,7 @@ int main(void) {
   FM_RUN(test_bits_and_ploidy);
   FM_RUN(test_huge_n_header);
   FM_RUN(test_huge_zstd_claim);
+  FM_RUN(test_header_n_first_block);
   FM_RUN(test_mutations);
   FM_RUN(test_fixture_v11);
   FM_RUN(test_fixture_8bit);
