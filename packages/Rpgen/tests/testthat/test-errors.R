@@ -258,6 +258,12 @@ test_that("BGEN: truncated blocks and header, wrong magic, a .sample that disagr
   poke(b, 16, charToRaw("xgen"))
   expect_bad(rpgen_read(b, runtime = rt), "eformat",
              "t\\.bgen: wrong magic number at byte offset 16 \\(bytes 78 67 65 6e, expected \"bgen\"\\)")
+  # a variant of 0 alleles is malformed (it was "unsupported", like 1 allele)
+  d <- tiny_dir()
+  b <- file.path(d, "t.bgen")
+  poke(b, 39, c(0, 0))
+  expect_bad(rpgen_read(b, runtime = rt), "eformat",
+             "t\\.bgen: variant 1 \\(v1\\) at byte offset 24 has 0 alleles \\(allele count at byte offset 39\\)")
   d <- tiny_dir()
   drop_last_line(file.path(d, "t.sample"))
   expect_bad(rpgen_read(file.path(d, "t.bgen"), runtime = rt), "emismatch",
@@ -281,8 +287,8 @@ test_that("VCF, VCF.gz and BCF: truncated records and wrong magic", {
   rt <- new_runtime()
   d <- tiny_dir()
   v <- file.path(d, "t.vcf")
-  cut_mid_line(v, 7) # the record at 1:300
-  expect_bad(rpgen_read(v, runtime = rt), "eformat", "t\\.vcf: .*record after 1:200")
+  cut_mid_line(v, 7) # the record at 1:300: named by its own line, not the record before
+  expect_bad(rpgen_read(v, runtime = rt), "eformat", "t\\.vcf: malformed record at line 7 \\(1:300\\)")
   d <- tiny_dir()
   v <- file.path(d, "t.vcf")
   cut_mid_line(v, 4) # the #CHROM line
@@ -322,6 +328,36 @@ test_that("VCF, VCF.gz and BCF: truncated records and wrong magic", {
     expect_bad(rpgen_read(p2, runtime = rt), "eformat",
                paste0("magic_", gsub(".", "\\.", f, fixed = TRUE),
                       ": not a VCF or BCF file \\(byte offset 0: 00 00 00 "))
+  }
+})
+
+test_that("VCF: a POS that is not a number and a GT allele the record lacks name the line", {
+  # both read silently before (POS 0; a missing call), where plink2 stops
+  # with "Invalid POS" and "invalid GT field"
+  rt <- new_runtime()
+  d <- tiny_dir()
+  v <- file.path(d, "t.vcf")
+  x <- readLines(v)
+  writeLines(replace(x, 6, sub("\t200\t", "\tabc\t", x[6])), v)
+  expect_bad(rpgen_read(v, runtime = rt), "eformat",
+             "t\\.vcf: invalid POS 'abc' \\(a non-negative integer expected\\) in the record at line 6 \\(1:abc\\)")
+  expect_bad(rpgen_info(v, count = TRUE), "eformat", "t\\.vcf: invalid POS 'abc'") # the counting pass
+  writeLines(replace(x, 7, sub("\t0/0\t", "\t0/9\t", x[7])), v) # sample s2 at 1:300
+  expect_bad(rpgen_read(v, runtime = rt), "eformat",
+             paste("t\\.vcf: invalid GT field in the record at line 7 \\(1:300\\): sample s2 has allele 9",
+                   "but the record has 2 alleles \\(REF and 1 ALT\\)"))
+})
+
+test_that("VCF.gz and BCF: a malformed or empty region is an error, an absent contig reads empty", {
+  rt <- new_runtime()
+  for (f in c("ceu_exon.vcf.gz", "ceu_exon.bcf")) {
+    p <- fixture_path("genotypes", "ceu_exon", f)
+    name <- gsub(".", "\\.", f, fixed = TRUE)
+    for (r in c("1:abc", "1:300-200", "99:abc"))
+      expect_bad(rpgen_read(p, runtime = rt, region = r), "earg",
+                 paste0(name, ": region '", r, "' is malformed \\(expected CHROM, CHROM:BEG or CHROM:BEG-END"))
+    expect_bad(rpgen_read(p, runtime = rt, region = ""), "earg", paste0(name, ": region '' is empty"))
+    expect_equal(ncol(rpgen_read(p, runtime = rt, region = "99:1-1000")), 0L)
   }
 })
 
@@ -396,7 +432,21 @@ test_that("EIGENSTRAT text and packed: truncation, magic, .snp and .ind that dis
   d <- tiny_dir()
   drop_last_line(file.path(d, "k.snp"))
   expect_bad(rpgen_read(file.path(d, "k.geno"), runtime = rt), "emismatch",
-             "k\\.snp ends after 3 SNP lines but the header of .*k\\.geno \\(byte offset 0\\) says 4 SNPs")
+             "k\\.geno: the header \\(byte offset 0\\) says 4 SNPs but .*k\\.snp has 3 SNP lines")
+  # the header's SNP count is checked at open against the .snp (it read 2
+  # records of a .snp of 4, or sized the read by 10^12), then the file's size
+  for (claim in c("2", "1000000000000")) {
+    d <- tiny_dir()
+    k <- file.path(d, "k.geno")
+    poke(k, 0, charToRaw(sprintf("GENO %7d %7s 0 0", 5L, claim)))
+    expect_bad(rpgen_info(k), "emismatch",
+               paste0("k\\.geno: the header \\(byte offset 0\\) says ", claim, " SNPs but .*k\\.snp has 4 SNP lines"))
+  }
+  d <- tiny_dir()
+  k <- file.path(d, "k.geno")
+  writeBin(c(readBin(k, "raw", file.size(k)), raw(48)), k)
+  expect_bad(rpgen_read(k, runtime = rt), "eformat",
+             "k\\.geno: 48 bytes after the last record, which ends at byte offset 240 \\(the header at byte offset 0 says 4 SNPs\\)")
   d <- tiny_dir()
   drop_last_line(file.path(d, "k.ind"))
   expect_bad(rpgen_read(file.path(d, "k.geno"), runtime = rt), "emismatch",
@@ -468,12 +518,14 @@ test_that("default sample IDs; a BGEN header's sample count makes no vector befo
              "samples ID 'sample6' is not in '.*t\\.bgen' \\(5 samples there, named sample1 to sample5\\)")
   expect_bad(rpgen_read(b, runtime = rt, samples = "s1"), "earg", "samples ID 's1' is not in")
   # the header claims 2^31 - 1 samples; the first genotype block holds 5.
-  # "sample1".."sample2147483647" would take 16 GB before that block is read
+  # "sample1".."sample2147483647" would take 16 GB before that block is read;
+  # the reader refuses the header at open, naming it and the block
   poke(b, 12, u32(.Machine$integer.max))
-  expect_equal(rpgen_info(b)$n_samples, 2^31 - 1)
+  hdr_n <- paste("t\\.bgen: header N 2147483647 \\(byte offset 12\\) does not fit the first genotype block",
+                 "\\(byte offset 55: 25 bytes; N samples need 2147483657 bytes\\)")
+  expect_bad(rpgen_info(b), "eformat", hdr_n)
   # (the runtime of 1 GB could not hold the 2-bit destination either)
   for (s in list(NULL, "sample2147483647", "sample2147483648", c(1, 2^31 - 1)))
     for (dest in c("hardcall", "dense"))
-      expect_bad(rpgen_read(b, runtime = rt, samples = s, destination = dest), "eformat",
-                 "t\\.bgen: variant 1 \\(v1\\) at byte offset 24")
+      expect_bad(rpgen_read(b, runtime = rt, samples = s, destination = dest), "eformat", hdr_n)
 })
