@@ -303,6 +303,34 @@ rpgen_info <- function(path, format = NULL, ...) {
   info
 }
 
+# Sex codes 0 (unknown), 1 (male), 2 (female) from the `sex` option: one
+# value per sample of the file, numbers 1/2 or strings "1"/"M"/"male" and
+# "2"/"F"/"female" (any case); anything else, NA included, is unknown.
+.rpg_sex_codes <- function(sex, n) {
+  if (is.factor(sex)) sex <- as.character(sex)
+  if (!(is.numeric(sex) || is.character(sex) || is.logical(sex) && all(is.na(sex))))
+    rpg_abort("earg", "sex must be numbers (1 male, 2 female) or strings (\"M\", \"F\"), not ",
+              typeof(sex))
+  if (length(sex) != n)
+    rpg_abort("earg", "sex must give one value per sample of the file (", n, " samples), not ",
+              length(sex))
+  s <- toupper(trimws(as.character(sex)))
+  out <- integer(n)
+  out[!is.na(s) & s %in% c("1", "M", "MALE")] <- 1L
+  out[!is.na(s) & s %in% c("2", "F", "FEMALE")] <- 2L
+  out
+}
+
+# Sex for the male-X rule (docs/formats/conventions.md): the readers take it
+# from their companions at open; a BGEN's comes from its .sample here; the
+# `sex` option replaces both.
+.rpg_apply_sex <- function(h, dots, n) {
+  if (h$format == "bgen" && !is.na(h$sample_file) && file.exists(h$sample_file))
+    .Call(rpg_sample_sex, h$xp, h$sample_file)
+  if (!is.null(dots[["sex"]])) .Call(rpg_set_sex, h$xp, .rpg_sex_codes(dots[["sex"]], n))
+  invisible(NULL)
+}
+
 .dest_kinds <- c(hardcall = 1L, dosage = 2L, haplotype = 3L, dense = 4L)
 
 #' Read a genotype file into an Rfmalloc destination
@@ -331,6 +359,18 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' first (`UP.BIM` beside `UP.BED`), then in lower case. An argument named
 #' exactly `sample` is the `.sample` companion (`sample = "o.sample"`);
 #' `samples` selects samples.
+#'
+#' **Males on chromosome X.** On records of X outside the pseudo-autosomal
+#' regions (chromosome `X`, `chrX` or `23`; `XY`, `25`, `PAR1`, `PAR2` stay
+#' diploid) a sample known to be male is haploid: his heterozygous call is
+#' missing (hardcall, dosage and both haplotype slots), in every format.
+#' Sex comes from the companion: `.fam`/`.tfam`/`.ped` column 5, the `.psam`
+#' `SEX` column, the `.sample` column named `sex` (type `D`; also for a
+#' `.bgen` with a `.sample` beside it), the `.ind` column 2 (`M`/`F`/`U`).
+#' `sex` (one value per sample of the file, in file order: `1` or `"M"`
+#' male, `2` or `"F"` female, anything else or `NA` unknown) replaces it;
+#' VCF/BCF store no sex, so there it is the only source besides the
+#' haploid calls the VCF reader sees (`docs/formats/vcf.md`).
 #'
 #' **Conventions** (identical in every reader; `docs/formats/conventions.md`):
 #' values count the ALT allele (A1 of a `.bed`); haploid calls are coded 0/2;
@@ -464,6 +504,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   }
   ids <- .rpg_sample_ids(h, n_s)
   if (is.null(ids) && n_in > 0) .rpg_probe(h, runtime)
+  .rpg_apply_sex(h, dots, n_s)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
   n_out_s <- if (is.null(si)) n_s else length(si)
