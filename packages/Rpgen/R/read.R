@@ -162,8 +162,10 @@
 
 # Sample IDs: the file's, else its .sample companion's, else NULL for the
 # default IDs "sample1".."sampleN", which are made only for the rows a read
-# returns (.rpg_default_ids): a BGEN header's N is proven by no record yet,
-# and 2^31 - 1 of them would exhaust memory before the reader's error.
+# returns (.rpg_default_ids): the reader checks a BGEN header's N at open
+# only against the first block's size, which a compressed block bounds
+# loosely (32768 x for zstd), and 2^31 - 1 IDs would take 16 GB before the
+# block's decoding refuses N.
 .rpg_sample_ids <- function(h, n) {
   ids <- .Call(rpg_samples, h$xp)
   if (!is.null(ids)) return(ids)
@@ -174,17 +176,6 @@
 }
 
 .rpg_default_ids <- function(at) sprintf("sample%.0f", at)
-
-# Read the first record on a second reader, into a one-cell destination: a
-# header's sample count that no list of samples confirmed (a BGEN without
-# sample IDs) sizes nothing until a record has proven it.
-.rpg_probe <- function(h, runtime) {
-  xp <- .rpg_reopen(h)
-  on.exit(.Call(rpg_close, xp))
-  storage <- .Call(rpg_alloc, runtime, 5L, .Call(rpg_dest_bytes, 1L, 1, 1))
-  .rpg_naming(.Call(rpg_stream, xp, 1L, storage, 1, 1, 0, 0, 1, 1, NULL), c(h$paths, h$sample_file))
-  invisible()
-}
 
 # The ID_2 column of an Oxford .sample file (two header lines), for a BGEN
 # file without a sample block whose header (byte offset 12) says n samples.
@@ -503,7 +494,6 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     var_ids <- sc$ids
   }
   ids <- .rpg_sample_ids(h, n_s)
-  if (is.null(ids) && n_in > 0) .rpg_probe(h, runtime)
   .rpg_apply_sex(h, dots, n_s)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
