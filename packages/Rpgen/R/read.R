@@ -544,7 +544,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
       row_bytes <- ceiling(n_haps / 512) * 64
       plane <- row_bytes * n_out_v
       miss <- Rfmalloc::create_fmalloc_vector("raw", max(1, plane), runtime)
-      if (plane > 0) miss[seq_len(plane)] <- storage[plane + seq_len(plane)]
+      .Call(rpg_copy_plane, miss, storage, plane, plane)
       hn <- paste0(rep(s_ids, each = 2), c("_1", "_2"))
       dn <- list(vars$id, hn)
       m <- structure(list(storage = miss, n_loci = n_out_v, n_haps = n_haps, row_bytes = row_bytes,

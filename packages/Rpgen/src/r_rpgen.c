@@ -492,6 +492,18 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   return out;
 }
 
+/* Copy n bytes of src from byte offset `from` to the start of dst: the
+ * haplotype destination's missing plane into its own vector, mapping to
+ * mapping, without an R index vector the size of the plane. */
+SEXP rpg_copy_plane(SEXP dst, SEXP src, SEXP s_from, SEXP s_n) {
+  double from = Rf_asReal(s_from), n = Rf_asReal(s_n);
+  if (TYPEOF(dst) != RAWSXP || TYPEOF(src) != RAWSXP || !(from >= 0) || !(n >= 0) ||
+      from + n > (double)XLENGTH(src) || n > (double)XLENGTH(dst))
+    Rf_error("rpg_copy_plane: %.0f bytes at %.0f do not fit", n, from);
+  if (n > 0) memcpy(RAW(dst), RAW(src) + (R_xlen_t)from, (size_t)n);
+  return R_NilValue;
+}
+
 static const R_CallMethodDef call_methods[] = {
     {"rpg_open", (DL_FUNC)&rpg_open, 5},
     {"rpg_close", (DL_FUNC)&rpg_close, 1},
@@ -503,6 +515,7 @@ static const R_CallMethodDef call_methods[] = {
     {"rpg_dest_bytes", (DL_FUNC)&rpg_dest_bytes, 3},
     {"rpg_alloc", (DL_FUNC)&rpg_alloc, 3},
     {"rpg_stream", (DL_FUNC)&rpg_stream, 10},
+    {"rpg_copy_plane", (DL_FUNC)&rpg_copy_plane, 4},
     {NULL, NULL, 0}};
 
 void R_init_Rpgen(DllInfo *dll) {

@@ -178,3 +178,19 @@ test_that("unknown, missing and empty IDs are errors naming the ID and the file"
     expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = rt, variants = c(bim$V2[1], bad)),
                  "must not be NA, empty or '\\.'", class = "fm_error_earg")
 })
+
+test_that("half-calls keep their slot; the missing plane marks the other one", {
+  rt <- new_runtime()
+  v <- tempfile(fileext = ".vcf")
+  writeLines(c("##fileformat=VCFv4.2", "##contig=<ID=1>",
+               '##FORMAT=<ID=GT,Number=1,Type=String,Description="Genotype">',
+               paste("#CHROM", "POS", "ID", "REF", "ALT", "QUAL", "FILTER", "INFO", "FORMAT",
+                     "S1", "S2", "S3", "S4", "S5", sep = "\t"),
+               paste("1", "100", "v1", "A", "G", ".", ".", ".", "GT",
+                     "0|.", "1|.", ".|0", ".|1", "1|0", sep = "\t")), v)
+  H <- rpgen_read(v, destination = "haplotype", runtime = rt)
+  expect_equal(unname(H[1, ]), c(0, 0, 1, 0, 0, 0, 0, 1, 1, 0))
+  expect_equal(unname(H$missing[1, ]), c(0, 1, 0, 1, 1, 0, 1, 0, 0, 0))
+  expect_equal(unname(Rfmalloc::as.matrix(rpgen_read(v, runtime = rt))[, 1]),
+               c(NA, NA, NA, NA, 1))
+})
