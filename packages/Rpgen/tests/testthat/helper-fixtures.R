@@ -26,15 +26,9 @@ new_runtime <- function(env = parent.frame(), size_gb = 1) {
 traw_cache <- new.env()
 traw_chr22 <- function() {
   if (is.null(traw_cache$G)) {
-    tr <- utils::read.delim(kg("text", "1kg_bi_chr22.traw"), check.names = FALSE,
-                            colClasses = c(rep("character", 2), "numeric", "numeric",
-                                           rep("character", 2)))
-    G <- t(as.matrix(tr[, -(1:6)]))
-    storage.mode(G) <- "double"
-    colnames(G) <- tr$SNP
-    rownames(G) <- sub("^[^_]*_", "", rownames(G))
-    traw_cache$G <- G
-    traw_cache$counted <- tr$COUNTED
+    tr <- read_traw(kg("text", "1kg_bi_chr22.traw"))  # helper-oracles.R
+    traw_cache$G <- tr$G
+    traw_cache$counted <- tr$meta$COUNTED
   }
   traw_cache$G
 }
