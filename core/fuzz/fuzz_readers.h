@@ -17,6 +17,40 @@
 
 #define MAX_RECORDS 10000
 
+/* Multi-file inputs: the companions and the main file in one input,
+ * separated by FUZZ_SEP. Split data at the first n_parts - 1 separators;
+ * the last part takes the rest (missing parts are empty). */
+static const char FUZZ_SEP[] = "\n@@\n";
+#define FUZZ_SEP_LEN (sizeof FUZZ_SEP - 1)
+
+static inline void fuzz_split_parts(const uint8_t *data, size_t n, int n_parts,
+                                    const uint8_t **part, size_t *len) {
+  for (int i = 0; i < n_parts; i++) {
+    part[i] = data;
+    const uint8_t *hit = NULL;
+    if (i < n_parts - 1)
+      for (size_t j = 0; j + FUZZ_SEP_LEN <= n; j++)
+        if (memcmp(data + j, FUZZ_SEP, FUZZ_SEP_LEN) == 0) { hit = data + j; break; }
+    if (!hit) {
+      len[i] = n;
+      data += n;
+      n = 0;
+    } else {
+      len[i] = (size_t)(hit - data);
+      n -= len[i] + FUZZ_SEP_LEN;
+      data = hit + FUZZ_SEP_LEN;
+    }
+  }
+}
+
+/* Lines in p[0..n), a last line without '\n' included. */
+static inline int64_t fuzz_count_lines(const uint8_t *p, size_t n) {
+  int64_t c = 0;
+  for (size_t i = 0; i < n; i++) c += p[i] == '\n';
+  if (n > 0 && p[n - 1] != '\n') c++;
+  return c;
+}
+
 /* The input bytes as a file: a memfd (its /proc/self/fd/N path), or a temp
  * file where memfd_create is unavailable. */
 typedef struct mem_file {

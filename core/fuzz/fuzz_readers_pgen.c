@@ -52,30 +52,6 @@
 #define MAX_GEN_SAMPLES 1024
 #define MAX_GEN_VARIANTS 4096
 
-/* Split data at the first N_PARTS - 1 occurrences of SEP; the last part
- * takes the rest (missing parts are empty). */
-static const char SEP[] = "\n@@\n";
-#define SEP_LEN (sizeof SEP - 1)
-
-static void split_parts(const uint8_t *data, size_t n, const uint8_t **part, size_t *len) {
-  for (int i = 0; i < N_PARTS; i++) {
-    part[i] = data;
-    const uint8_t *hit = NULL;
-    if (i < N_PARTS - 1)
-      for (size_t j = 0; j + SEP_LEN <= n; j++)
-        if (memcmp(data + j, SEP, SEP_LEN) == 0) { hit = data + j; break; }
-    if (!hit) {
-      len[i] = n;
-      data += n;
-      n = 0;
-    } else {
-      len[i] = (size_t)(hit - data);
-      n -= len[i] + SEP_LEN;
-      data = hit + SEP_LEN;
-    }
-  }
-}
-
 /* A growable byte buffer for the generated companions. */
 typedef struct buf {
   uint8_t *p;
@@ -145,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const int gen_s = data[0] & 1, gen_v = (data[0] & 2) != 0;
   const uint8_t *part[N_PARTS];
   size_t len[N_PARTS];
-  split_parts(data + 1, size - 1, part, len);
+  fuzz_split_parts(data + 1, size - 1, N_PARTS, part, len);
   const uint8_t *pgen = part[2];
   buf gs = {0}, gv = {0};
   mem_file f[N_PARTS];

@@ -42,39 +42,6 @@
 
 #define MAX_PARTS 4
 
-/* Split data at the first n_parts - 1 occurrences of SEP; the last part
- * takes the rest (missing parts are empty). */
-static const char SEP[] = "\n@@\n";
-#define SEP_LEN (sizeof SEP - 1)
-
-static void split_parts(const uint8_t *data, size_t n, int n_parts, const uint8_t **part,
-                        size_t *len) {
-  for (int i = 0; i < n_parts; i++) {
-    if (i == n_parts - 1) { part[i] = data; len[i] = n; break; }
-    const uint8_t *hit = NULL;
-    for (size_t j = 0; j + SEP_LEN <= n; j++) {
-      if (memcmp(data + j, SEP, SEP_LEN) == 0) { hit = data + j; break; }
-    }
-    part[i] = data;
-    if (!hit) {
-      len[i] = n;
-      data += n;
-      n = 0;
-    } else {
-      len[i] = (size_t)(hit - data);
-      n -= len[i] + SEP_LEN;
-      data = hit + SEP_LEN;
-    }
-  }
-}
-
-static int64_t count_lines(const uint8_t *p, size_t n) {
-  int64_t c = 0;
-  for (size_t i = 0; i < n; i++) c += p[i] == '\n';
-  if (n > 0 && p[n - 1] != '\n') c++;
-  return c;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   unsigned kind = (data[0] & 0x3fu) % 3u;
@@ -82,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int n_parts = kind == 0 ? 3 : 2;
   const uint8_t *part[MAX_PARTS];
   size_t len[MAX_PARTS];
-  split_parts(data + 1, size - 1, n_parts, part, len);
+  fuzz_split_parts(data + 1, size - 1, n_parts, part, len);
   mem_file f[MAX_PARTS];
   int opened = 0;
   for (; opened < n_parts; opened++)
@@ -95,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int64_t n_counted = 0;
   if (kind != 0 && counted) {
     /* ped: one per .map line (part 0); tped: one per .tped line (part 1) */
-    n_counted = count_lines(part[kind == 1 ? 0 : 1], len[kind == 1 ? 0 : 1]);
+    n_counted = fuzz_count_lines(part[kind == 1 ? 0 : 1], len[kind == 1 ? 0 : 1]);
     if (n_counted > 100000) goto done;
     alleles = malloc((size_t)(n_counted > 0 ? n_counted : 1) * sizeof *alleles);
     if (!alleles) goto done;

@@ -48,39 +48,6 @@
 
 #define MAX_PARTS 4
 
-/* Split data at the first n_parts - 1 occurrences of SEP; the last part
- * takes the rest (missing parts are empty). */
-static const char SEP[] = "\n@@\n";
-#define SEP_LEN (sizeof SEP - 1)
-
-static void split_parts(const uint8_t *data, size_t n, int n_parts, const uint8_t **part,
-                        size_t *len) {
-  for (int i = 0; i < n_parts; i++) {
-    if (i == n_parts - 1) { part[i] = data; len[i] = n; break; }
-    const uint8_t *hit = NULL;
-    for (size_t j = 0; j + SEP_LEN <= n; j++) {
-      if (memcmp(data + j, SEP, SEP_LEN) == 0) { hit = data + j; break; }
-    }
-    part[i] = data;
-    if (!hit) {
-      len[i] = n;
-      data += n;
-      n = 0;
-    } else {
-      len[i] = (size_t)(hit - data);
-      n -= len[i] + SEP_LEN;
-      data = hit + SEP_LEN;
-    }
-  }
-}
-
-static int64_t count_lines(const uint8_t *p, size_t n) {
-  int64_t c = 0;
-  for (size_t i = 0; i < n; i++) c += p[i] == '\n';
-  if (n > 0 && p[n - 1] != '\n') c++;
-  return c;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   unsigned kind = (data[0] & 7u) % 6u;
@@ -88,12 +55,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   int n_parts = n_parts_of[kind];
   const uint8_t *part[MAX_PARTS];
   size_t len[MAX_PARTS];
-  split_parts(data + 1, size - 1, n_parts, part, len);
+  fuzz_split_parts(data + 1, size - 1, n_parts, part, len);
 
   uint8_t *packed = NULL;
   if (kind == 4) {
-    int64_t n_ind = count_lines(part[0], len[0]);
-    int64_t n_snp = count_lines(part[1], len[1]);
+    int64_t n_ind = fuzz_count_lines(part[0], len[0]);
+    int64_t n_snp = fuzz_count_lines(part[1], len[1]);
     size_t rec = (size_t)((n_ind + 3) / 4);
     if (rec < 48) rec = 48;
     packed = calloc(1, rec + len[2]);
