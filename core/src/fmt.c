@@ -163,6 +163,19 @@ fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return st;
 }
 
+fm_reader *fm_reader_new(const fm_reader_ops *ops, size_t impl_size) {
+  fm_reader *r = calloc(1, sizeof *r);
+  void *impl = calloc(1, impl_size ? impl_size : 1);
+  if (!r || !impl) {
+    free(r);
+    free(impl);
+    return NULL;
+  }
+  r->ops = ops;
+  r->impl = impl;
+  return r;
+}
+
 void fm_reader_close(fm_reader *r) {
   if (!r) return;
   if (r->sample_ids) {

@@ -366,12 +366,9 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
   if (out) *out = NULL;
   if (!bed_path || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_bed_open: bed_path and out must not be NULL");
-  if (!(r = calloc(1, sizeof *r)) || !(b = calloc(1, sizeof *b))) {
-    free(r);
+  if (!(r = fm_reader_new(&bed_ops, sizeof *b)))
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", bed_path);
-  }
-  r->ops = &bed_ops;
-  r->impl = b;
+  b = r->impl;
   r->info.format = "bed";
   b->bed_path = dup_str(bed_path);
   b->bim_path = bim_path ? dup_str(bim_path) : fm_plink_swap_ext(bed_path, ".bed", ".bim");

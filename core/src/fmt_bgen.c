@@ -1025,15 +1025,9 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
   bgen *b = NULL;
   if (out) *out = NULL;
   if (!path || !out) return fm_err_set(err, FM_EARG, "fm_fmt_bgen_open: path and out must not be NULL");
-  r = calloc(1, sizeof *r);
-  b = calloc(1, sizeof *b);
-  if (!r || !b) {
-    free(r);
-    free(b);
-    return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory opening the file", path);
-  }
-  r->ops = &bgen_ops;
-  r->impl = b;
+  r = fm_reader_new(&bgen_ops, sizeof *b);
+  if (!r) return fm_err_set(err, FM_ENOMEM, "bgen %s: out of memory opening the file", path);
+  b = r->impl;
   b->path = malloc(strlen(path) + 1);
   b->ibuf = malloc(IBUF_CAP);
   if (!b->path || !b->ibuf) {

@@ -227,15 +227,9 @@ fm_status fm_fmt_dosage_open(const char *dosage_path, const char *fam_path, cons
   if (format < 0 || format > 3)
     return fm_err_set(err, FM_EARG, "fm_fmt_dosage_open: format must be 0 (infer), 1, 2 or 3, got %d", format);
   fm_status st;
-  fm_reader *r = calloc(1, sizeof *r);
-  dos_impl *d = calloc(1, sizeof *d);
-  if (!r || !d) {
-    free(r);
-    free(d);
-    return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", dosage_path);
-  }
-  r->ops = &dos_ops;
-  r->impl = d;
+  fm_reader *r = fm_reader_new(&dos_ops, sizeof(dos_impl));
+  if (!r) return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", dosage_path);
+  dos_impl *d = r->impl;
   d->format = format;
   if (fam_path) {
     /* .fam: IID is column 2; reuse the SAMPLE reader's column choice without header lines */

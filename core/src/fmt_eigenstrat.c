@@ -246,15 +246,9 @@ fm_status fm_fmt_eigenstrat_open(const char *geno_path, const char *snp_path,
     return fm_err_set(err, FM_EARG,
                       "fm_fmt_eigenstrat_open: geno_path, snp_path, ind_path and out must not be NULL");
   fm_status st;
-  fm_reader *r = calloc(1, sizeof *r);
-  eig_impl *e = calloc(1, sizeof *e);
-  if (!r || !e) {
-    free(r);
-    free(e);
-    return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", geno_path);
-  }
-  r->ops = &eig_ops;
-  r->impl = e;
+  fm_reader *r = fm_reader_new(&eig_ops, sizeof(eig_impl));
+  if (!r) return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", geno_path);
+  eig_impl *e = r->impl;
   st = fm_text_read_ids(ind_path, 1, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   e->n = r->info.n_samples;

@@ -103,15 +103,9 @@ fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path, fm_read
   if (!gen_path || !sample_path || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_gen_open: gen_path, sample_path and out must not be NULL");
   fm_status st;
-  fm_reader *r = calloc(1, sizeof *r);
-  gen_impl *g = calloc(1, sizeof *g);
-  if (!r || !g) {
-    free(r);
-    free(g);
-    return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", gen_path);
-  }
-  r->ops = &gen_ops;
-  r->impl = g;
+  fm_reader *r = fm_reader_new(&gen_ops, sizeof(gen_impl));
+  if (!r) return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", gen_path);
+  gen_impl *g = r->impl;
   st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   g->n = r->info.n_samples;

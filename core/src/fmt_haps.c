@@ -139,15 +139,9 @@ static fm_status open_common(const char *haps_path, const char *legend_path,
                              const char *sample_path, const char *chrom, fm_reader **out,
                              fm_err *err) {
   fm_status st;
-  fm_reader *r = calloc(1, sizeof *r);
-  haps_impl *h = calloc(1, sizeof *h);
-  if (!r || !h) {
-    free(r);
-    free(h);
-    return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", haps_path);
-  }
-  r->ops = &haps_ops;
-  r->impl = h;
+  fm_reader *r = fm_reader_new(&haps_ops, sizeof(haps_impl));
+  if (!r) return fm_err_set(err, FM_ENOMEM, "out of memory opening %s", haps_path);
+  haps_impl *h = r->impl;
   st = fm_text_read_ids(sample_path, 0, &r->sample_ids, &r->info.n_samples, &r->sex, err);
   if (st != FM_OK) goto fail;
   h->n = r->info.n_samples;

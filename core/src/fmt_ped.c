@@ -145,12 +145,9 @@ fm_status fm_fmt_ped_open(const char *ped_path, const char *map_path,
   if (out) *out = NULL;
   if (!ped_path || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_ped_open: ped_path and out must not be NULL");
-  if (!(r = calloc(1, sizeof *r)) || !(p = calloc(1, sizeof *p))) {
-    free(r);
+  if (!(r = fm_reader_new(&ped_ops, sizeof *p)))
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", ped_path);
-  }
-  r->ops = &ped_ops;
-  r->impl = p;
+  p = r->impl;
   r->info.format = "ped";
   if (!map_path) {
     if (!(map_alloc = fm_plink_swap_ext(ped_path, ".ped", ".map"))) goto oom;

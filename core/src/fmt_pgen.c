@@ -946,12 +946,9 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   if (out) *out = NULL;
   if (!pgen_path || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_pgen_open: pgen_path and out must not be NULL");
-  if (!(r = calloc(1, sizeof *r)) || !(p = calloc(1, sizeof *p))) {
-    free(r);
+  if (!(r = fm_reader_new(&pgen_ops, sizeof *p)))
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", pgen_path);
-  }
-  r->ops = &pgen_ops;
-  r->impl = p;
+  p = r->impl;
   r->info.format = "pgen";
   p->fpos = UINT64_MAX;
   p->pgen_path = dup_str(pgen_path);

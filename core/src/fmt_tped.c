@@ -117,12 +117,9 @@ fm_status fm_fmt_tped_open(const char *tped_path, const char *tfam_path,
   if (out) *out = NULL;
   if (!tped_path || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_tped_open: tped_path and out must not be NULL");
-  if (!(r = calloc(1, sizeof *r)) || !(t = calloc(1, sizeof *t))) {
-    free(r);
+  if (!(r = fm_reader_new(&tped_ops, sizeof *t)))
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", tped_path);
-  }
-  r->ops = &tped_ops;
-  r->impl = t;
+  t = r->impl;
   r->info.format = "tped";
   if (!tfam_path) {
     if (!(tfam_alloc = fm_plink_swap_ext(tped_path, ".tped", ".tfam"))) goto oom;

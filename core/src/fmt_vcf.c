@@ -865,15 +865,9 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   fm_status st = FM_OK;
   if (out) *out = NULL;
   if (!path || !out) return fm_err_set(err, FM_EARG, "fm_fmt_vcf_open: path and out must not be NULL");
-  r = calloc(1, sizeof *r);
-  v = calloc(1, sizeof *v);
-  if (!r || !v) {
-    free(r);
-    free(v);
-    return fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);
-  }
-  r->ops = &vr_ops;
-  r->impl = v;
+  r = fm_reader_new(&vr_ops, sizeof *v);
+  if (!r) return fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);
+  v = r->impl;
   v->hap_rid = -1;
   if (!(v->path = dup_str(path))) {
     st = fm_err_set(err, FM_ENOMEM, "%s: out of memory opening the file", path);

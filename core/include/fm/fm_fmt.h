@@ -171,6 +171,10 @@ struct fm_reader {
 
 #define FM_FMT_END FM_EEND
 
+/* For format implementations: a zeroed reader with the given ops and a
+ * zeroed impl of impl_size bytes, or NULL when out of memory. */
+fm_reader *fm_reader_new(const fm_reader_ops *ops, size_t impl_size);
+
 /* Each format's open function (fm_fmt_<format>_open in fm_fmt_<format>.h)
  * mallocs the fm_reader, fills ops, info, sample_ids (malloc'd array of
  * malloc'd strings) and impl. fm_reader_close calls ops->close, which frees
