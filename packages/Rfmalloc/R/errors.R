@@ -28,18 +28,10 @@
 #' tryCatch(x[1], fm_error_eclosed = function(e) conditionMessage(e))
 NULL
 
-# Signal an fm_error condition; called from C (r_err.c) and from R code.
+# Signal an fm_error condition from C (r_err.c), for the R function that
+# made the .Call.
 .fm_raise <- function(code, message) {
-  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
-  if (identical(code, "ecancelled")) {
-    cond <- structure(class = c("fm_error_ecancelled", "fm_error", "interrupt", "condition"),
-                      list(message = message, call = call))
-    signalCondition(cond)
-    invokeRestart("abort")
-  }
-  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
-                    list(message = message, call = call))
-  stop(cond)
+  fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
 }
 
 # What a wrong argument is, for messages: "a character string", "NULL", ...
@@ -61,19 +53,30 @@ fm_describe <- function(x) {
 # Raise fm_error_earg unless runtime is an "fmalloc_runtime" (checked before
 # other arguments, so swapped arguments are reported as such).
 fm_check_runtime <- function(runtime) {
-  if (!inherits(runtime, "fmalloc_runtime") || typeof(runtime) != "externalptr") {
-    cond <- structure(class = c("fm_error_earg", "fm_error", "error", "condition"),
-                      list(message = paste0("runtime must be an fmalloc runtime (from ",
-                                            "open_fmalloc()), not ", fm_describe(runtime)),
-                           call = if (sys.nframe() > 1L) sys.call(-1L) else NULL))
-    stop(cond)
-  }
+  if (!inherits(runtime, "fmalloc_runtime") || typeof(runtime) != "externalptr")
+    fm_abort("earg", "runtime must be an fmalloc runtime (from open_fmalloc()), not ",
+             fm_describe(runtime), call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
   invisible(runtime)
 }
 
-fm_abort <- function(code, ...) {
-  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
-  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
-                    list(message = paste0(...), call = call))
-  stop(cond)
+#' @rdname fm_error
+#' @param code the status name without its prefix: `"earg"`, `"eio"`,
+#'   `"eformat"`, `"emismatch"`, `"eunsupported"`, `"enospc"`, ... ;
+#'   `"ecancelled"` signals an interrupt.
+#' @param ... pieces of the message, pasted together.
+#' @param call the call the condition reports; by default the caller's.
+#' @details `fm_abort()` raises these conditions; packages built on Rfmalloc
+#'   (such as Rpgen) use it so their errors have the same classes.
+#' @export
+fm_abort <- function(code, ..., call) {
+  if (missing(call)) call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
+  message <- paste0(...)
+  if (identical(code, "ecancelled")) {
+    cond <- structure(class = c("fm_error_ecancelled", "fm_error", "interrupt", "condition"),
+                      list(message = message, call = call))
+    signalCondition(cond)
+    invokeRestart("abort")
+  }
+  stop(structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
+                 list(message = message, call = call)))
 }

@@ -7,5 +7,5 @@
 #' @keywords internal
 #' @useDynLib Rpgen, .registration = TRUE
 #' @import methods
-#' @importFrom Rfmalloc fmalloc_codec_matrix create_fmalloc_matrix create_fmalloc_vector
+#' @importFrom Rfmalloc fmalloc_codec_matrix create_fmalloc_matrix create_fmalloc_vector fm_abort
 "_PACKAGE"

@@ -12,23 +12,8 @@
 #' @name rpgen_errors
 NULL
 
-# Signal an fm_error condition; called from C (r_rpgen.c) and from R code.
+# Signal an fm_error condition from C (r_rpgen.c), for the R function that
+# made the .Call.
 .rpg_raise <- function(code, message) {
-  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
-  if (identical(code, "ecancelled")) {
-    cond <- structure(class = c("fm_error_ecancelled", "fm_error", "interrupt", "condition"),
-                      list(message = message, call = call))
-    signalCondition(cond)
-    invokeRestart("abort")
-  }
-  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
-                    list(message = message, call = call))
-  stop(cond)
-}
-
-rpg_abort <- function(code, ...) {
-  call <- if (sys.nframe() > 1L) sys.call(-1L) else NULL
-  cond <- structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
-                    list(message = paste0(...), call = call))
-  stop(cond)
+  fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
 }

@@ -29,18 +29,18 @@
 # first bytes. A bare prefix with a .bed beside it is a PLINK 1 fileset.
 .rpg_detect <- function(path, format) {
   if (!is.character(path))
-    rpg_abort("earg", "path must be a single string (one file name), not ", typeof(path))
+    fm_abort("earg", "path must be a single string (one file name), not ", typeof(path))
   if (length(path) != 1L)
-    rpg_abort("earg", "path must be a single string (one file name), got length ", length(path))
+    fm_abort("earg", "path must be a single string (one file name), got length ", length(path))
   if (is.na(path) || !nzchar(path))
-    rpg_abort("earg", "path must be one file name, not an empty or NA string")
+    fm_abort("earg", "path must be one file name, not an empty or NA string")
   if (!is.null(format)) {
-    if (!is.character(format) || length(format) != 1L) rpg_abort("earg", "format must be NULL or a string")
+    if (!is.character(format) || length(format) != 1L) fm_abort("earg", "format must be NULL or a string")
     f <- tolower(format)
     if (f %in% c("bcf", "vcf.gz")) f <- "vcf"
     if (f %in% c("geno", "ancestrymap", "packedancestrymap")) f <- "eigenstrat"
     if (!f %in% .rpg_formats)
-      rpg_abort("earg", "format '", format, "' is not one of ", paste(.rpg_formats, collapse = ", "))
+      fm_abort("earg", "format '", format, "' is not one of ", paste(.rpg_formats, collapse = ", "))
     return(f)
   }
   p <- tolower(path)
@@ -59,8 +59,8 @@
   if (length(m) >= 2 && m[1] == as.raw(0x1f) && m[2] == as.raw(0x8b)) return("vcf")
   if (length(m) >= 6 && identical(rawToChar(m[1:6]), "##file")) return("vcf")
   if (length(m) >= 4 && identical(rawToChar(m[1:4]), "GENO")) return("eigenstrat")
-  if (!file.exists(path)) rpg_abort("eio", "genotype file '", path, "' does not exist")
-  rpg_abort("eformat", "cannot tell the format of '", path, "' from its name or first bytes; give format = ")
+  if (!file.exists(path)) fm_abort("eio", "genotype file '", path, "' does not exist")
+  fm_abort("eformat", "cannot tell the format of '", path, "' from its name or first bytes; give format = ")
 }
 
 .opt <- function(dots, name, default = NULL) if (!is.null(dots[[name]])) dots[[name]] else default
@@ -182,17 +182,17 @@
 .rpg_read_sample_file <- function(path, n, bgen) {
   lines <- readLines(path, warn = FALSE)
   if (length(lines) < 2L)
-    rpg_abort("eformat", "sample file '", path, "' ends after line ", length(lines),
+    fm_abort("eformat", "sample file '", path, "' ends after line ", length(lines),
               ": expected two header lines")
   at <- which(nzchar(trimws(lines)))
   at <- at[at > 2L]
   fields <- strsplit(trimws(lines[at]), "[ \t]+")
   short <- which(lengths(fields) < 2L)
   if (length(short))
-    rpg_abort("eformat", "sample file '", path, "' line ", at[short[1]],
+    fm_abort("eformat", "sample file '", path, "' line ", at[short[1]],
               ": expected ID_1 ID_2 ..., found ", lengths(fields)[short[1]], " field")
   if (length(at) != n)
-    rpg_abort("emismatch", "sample file '", path, "' lists ", length(at), " samples",
+    fm_abort("emismatch", "sample file '", path, "' lists ", length(at), " samples",
               if (length(at)) paste0(" (lines 3 to ", max(at), ")"),
               " but the header of '", bgen, "' says ", n, " (byte offset 12)")
   vapply(fields, `[[`, "", 2L)
@@ -219,7 +219,7 @@
 .rpg_match_ids <- function(req, ids, what, file, n) {
   bad <- is.na(req) | req %in% c("", ".")
   if (any(bad))
-    rpg_abort("earg", what, " IDs must not be NA, empty or '.' (the missing-ID mark, ",
+    fm_abort("earg", what, " IDs must not be NA, empty or '.' (the missing-ID mark, ",
               "which names no record); select such ", what, " by index")
   if (is.null(ids)) {
     k <- rep(NA_real_, length(req))
@@ -227,7 +227,7 @@
     k[ok] <- as.numeric(substring(req[ok], 7L))
     k[!is.na(k) & k > n] <- NA
     if (anyNA(k))
-      rpg_abort("earg", what, " ID '", req[is.na(k)][1], "' is not in '", file, "' (", n, " ", what,
+      fm_abort("earg", what, " ID '", req[is.na(k)][1], "' is not in '", file, "' (", n, " ", what,
                 " there, named sample1 to sample", n, ")")
     return(k)
   }
@@ -237,7 +237,7 @@
   found <- unique(k[hit])
   if (length(found) < length(uq)) {
     miss <- uq[setdiff(seq_along(uq), found)[1]]
-    rpg_abort("earg", what, " ID '", miss, "' is not in '", file, "' (",
+    fm_abort("earg", what, " ID '", miss, "' is not in '", file, "' (",
               length(ids), " ", what, " there)")
   }
   at <- split(hit, factor(k[hit], levels = seq_along(uq)))
@@ -249,12 +249,12 @@
   if (is.factor(idx)) idx <- as.character(idx)
   if (is.logical(idx)) {
     if (length(idx) != n || anyNA(idx))
-      rpg_abort("earg", what, " as a logical vector must have length ", n, " and no NA")
+      fm_abort("earg", what, " as a logical vector must have length ", n, " and no NA")
     return(as.double(which(idx)))
   }
   if (is.character(idx)) return(.rpg_match_ids(idx, ids, what, file, n))
   if (!is.numeric(idx) || anyNA(idx) || any(idx != floor(idx)) || any(idx < 1) || any(idx > n))
-    rpg_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed), ",
+    fm_abort("earg", what, " must be whole numbers in 1..", n, " (1-based; duplicates allowed), ",
               "IDs or a logical vector")
   as.double(idx)
 }
@@ -300,10 +300,10 @@ rpgen_info <- function(path, format = NULL, ...) {
 .rpg_sex_codes <- function(sex, n) {
   if (is.factor(sex)) sex <- as.character(sex)
   if (!(is.numeric(sex) || is.character(sex) || is.logical(sex) && all(is.na(sex))))
-    rpg_abort("earg", "sex must be numbers (1 male, 2 female) or strings (\"M\", \"F\"), not ",
+    fm_abort("earg", "sex must be numbers (1 male, 2 female) or strings (\"M\", \"F\"), not ",
               typeof(sex))
   if (length(sex) != n)
-    rpg_abort("earg", "sex must give one value per sample of the file (", n, " samples), not ",
+    fm_abort("earg", "sex must give one value per sample of the file (", n, " samples), not ",
               length(sex))
   s <- toupper(trimws(as.character(sex)))
   out <- integer(n)
@@ -467,10 +467,10 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
                        runtime, samples = NULL, variants = NULL, block_records = NULL, ...) {
   destination <- match.arg(destination)
   if (missing(runtime) || !inherits(runtime, "fmalloc_runtime"))
-    rpg_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc())")
+    fm_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc())")
   if (is.null(block_records)) block_records <- 1024
   if (!is.numeric(block_records) || length(block_records) != 1L || is.na(block_records) || block_records < 1)
-    rpg_abort("earg", "block_records must be a number >= 1")
+    fm_abort("earg", "block_records must be a number >= 1")
   dots <- list(...)
   # `sample` (the .sample companion) partially matches the formal `samples`:
   # an argument named exactly `sample` is the companion (R puts it in `...`
@@ -489,7 +489,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   if (is.na(n_in) || is.character(variants) || is.factor(variants)) {
     sc <- .rpg_scan(h, is.character(variants) || is.factor(variants), n_in, basename(path))
     if (!is.na(n_in) && sc$n != n_in)
-      rpg_abort("emismatch", "'", path, "' has ", sc$n, " records but its reader announced ", n_in)
+      fm_abort("emismatch", "'", path, "' has ", sc$n, " records but its reader announced ", n_in)
     n_in <- sc$n
     var_ids <- sc$ids
   }
