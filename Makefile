@@ -4,7 +4,7 @@
 RLIB      := $(CURDIR)/build/rlib
 FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
 RENV      := R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES)
-PKGS      := packages/Rfmalloc packages/Rpgen
+PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
 .PHONY: all setup core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean

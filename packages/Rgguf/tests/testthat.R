@@ -1,0 +1,3 @@
+library(testthat)
+library(Rgguf)
+test_check("Rgguf")

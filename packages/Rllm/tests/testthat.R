@@ -1,0 +1,3 @@
+library(testthat)
+library(Rllm)
+test_check("Rllm")
