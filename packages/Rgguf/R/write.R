@@ -1,0 +1,289 @@
+# Writing GGUF files through GGML's own GGUF writer (src/r_write.c).
+
+.gguf_describe <- function(x) {
+  if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
+  paste0("a ", typeof(x), " of length ", length(x))
+}
+
+# GGUF metadata value types, in GGUF numbering (0..12), with the spec's names.
+.gguf_vtypes <- c("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
+                  "bool", "string", "array", "uint64", "int64", "float64")
+.gguf_vtype_alias <- c(u8 = "uint8", i8 = "int8", u16 = "uint16", i16 = "int16",
+                       u32 = "uint32", i32 = "int32", f32 = "float32", str = "string",
+                       u64 = "uint64", i64 = "int64", f64 = "float64", float = "float32",
+                       double = "float64", logical = "bool", character = "string")
+
+.gguf_vtype_id <- function(type, what) {
+  if (!is.character(type) || length(type) != 1L || is.na(type))
+    Rfmalloc::fm_abort("earg", what, ": type must be a single string", call = NULL)
+  t <- tolower(type)
+  if (t %in% names(.gguf_vtype_alias)) t <- .gguf_vtype_alias[[t]]
+  id <- match(t, .gguf_vtypes) - 1L
+  if (is.na(id) || t == "array")
+    Rfmalloc::fm_abort("earg", what, ": unknown GGUF value type '", type, "' (one of ",
+                       paste(.gguf_vtypes[-10L], collapse = ", "), ")", call = NULL)
+  id
+}
+
+#' Typed GGUF metadata values
+#'
+#' Mark an R vector with the exact GGUF type that [gguf_write()] stores it
+#' as. GGUF distinguishes scalars from arrays, so `array` says which: by
+#' default a vector of length 1 is a scalar and any other length an array
+#' (use `array = TRUE` for an array of one element).
+#'
+#' @param x the value(s): numbers for the integer and float types (integers
+#'   must be whole and within the type's range; `uint64` and `int64` also
+#'   take decimal strings for values beyond 2^53), `TRUE`/`FALSE` for `bool`,
+#'   strings (UTF-8) for `string`. `NA` is refused by [gguf_write()].
+#' @param type one of `"uint8"`, `"int8"`, `"uint16"`, `"int16"`,
+#'   `"uint32"`, `"int32"`, `"float32"`, `"bool"`, `"string"`, `"uint64"`,
+#'   `"int64"`, `"float64"` (the GGUF spec's names; short forms `"u32"`,
+#'   `"f32"`, `"str"`, ... are accepted).
+#' @param array `TRUE` to store an array of that element type, `FALSE` for a
+#'   scalar (which needs exactly one value).
+#' @return `x` with class `"gguf_value"` and attributes `gguf_type` (the
+#'   spec name) and `gguf_array`.
+#' @seealso [gguf_write()]
+#' @examples
+#' gguf_value(64, "uint32")
+#' gguf_u32(64)
+#' gguf_str(c("<unk>", "<s>", "</s>"))
+#' gguf_f32(0.5, array = TRUE)
+#' @export
+gguf_value <- function(x, type, array = length(x) != 1L) {
+  id <- .gguf_vtype_id(type, "gguf_value")
+  if (!is.logical(array) || length(array) != 1L || is.na(array))
+    Rfmalloc::fm_abort("earg", "array must be TRUE or FALSE", call = NULL)
+  if (!is.atomic(x) || is.null(x))
+    Rfmalloc::fm_abort("earg", "gguf_value: x must be an atomic vector, not ",
+                       .gguf_describe(x), call = NULL)
+  x <- unclass(x)
+  attributes(x) <- NULL
+  structure(x, gguf_type = .gguf_vtypes[id + 1L], gguf_array = array, class = "gguf_value")
+}
+
+#' @rdname gguf_value
+#' @export
+gguf_u8 <- function(x, array = length(x) != 1L) gguf_value(x, "uint8", array)
+#' @rdname gguf_value
+#' @export
+gguf_i8 <- function(x, array = length(x) != 1L) gguf_value(x, "int8", array)
+#' @rdname gguf_value
+#' @export
+gguf_u16 <- function(x, array = length(x) != 1L) gguf_value(x, "uint16", array)
+#' @rdname gguf_value
+#' @export
+gguf_i16 <- function(x, array = length(x) != 1L) gguf_value(x, "int16", array)
+#' @rdname gguf_value
+#' @export
+gguf_u32 <- function(x, array = length(x) != 1L) gguf_value(x, "uint32", array)
+#' @rdname gguf_value
+#' @export
+gguf_i32 <- function(x, array = length(x) != 1L) gguf_value(x, "int32", array)
+#' @rdname gguf_value
+#' @export
+gguf_u64 <- function(x, array = length(x) != 1L) gguf_value(x, "uint64", array)
+#' @rdname gguf_value
+#' @export
+gguf_i64 <- function(x, array = length(x) != 1L) gguf_value(x, "int64", array)
+#' @rdname gguf_value
+#' @export
+gguf_f32 <- function(x, array = length(x) != 1L) gguf_value(x, "float32", array)
+#' @rdname gguf_value
+#' @export
+gguf_f64 <- function(x, array = length(x) != 1L) gguf_value(x, "float64", array)
+#' @rdname gguf_value
+#' @export
+gguf_bool <- function(x, array = length(x) != 1L) gguf_value(x, "bool", array)
+#' @rdname gguf_value
+#' @export
+gguf_str <- function(x, array = length(x) != 1L) gguf_value(x, "string", array)
+
+#' @export
+print.gguf_value <- function(x, ...) {
+  cat("<gguf_value ", attr(x, "gguf_type"), if (isTRUE(attr(x, "gguf_array")))
+    paste0(" array[", length(x), "]"), ">\n", sep = "")
+  v <- unclass(x)
+  attributes(v) <- NULL
+  print(v, ...)
+  invisible(x)
+}
+
+# GGML's tensor type table: id, name (as GGML spells it), block, type_size.
+.ggml_type_table <- function() {
+  ids <- 0:63
+  tr <- .Call(C_fmr_gguf_ggml_types, ids)
+  ok <- !is.na(tr[[1L]])
+  data.frame(id = ids[ok], name = tr[[1L]][ok], block = tr[[2L]][ok],
+             type_size = tr[[3L]][ok], stringsAsFactors = FALSE)
+}
+
+.ggml_type_id <- function(type, what) {
+  tab <- .ggml_type_table()
+  if (is.numeric(type) && length(type) == 1L && !is.na(type) && type %in% tab$id)
+    return(as.integer(type))
+  if (!is.character(type) || length(type) != 1L || is.na(type))
+    Rfmalloc::fm_abort("earg", what, ": type must be a single string such as \"F32\" or \"Q8_0\"",
+                       call = NULL)
+  id <- tab$id[match(tolower(type), tolower(tab$name))]
+  if (is.na(id))
+    Rfmalloc::fm_abort("earg", what, ": unknown GGML type '", type, "'", call = NULL)
+  id
+}
+
+#' A tensor for gguf_write() with its GGML type
+#'
+#' Pairs tensor values (or already encoded bytes) with the GGML type and
+#' shape that [gguf_write()] stores.
+#'
+#' @param x numbers (a vector, matrix or array; `NA`/`NaN` are stored as
+#'   NaN in float types) or a raw vector holding the tensor's encoded bytes
+#'   exactly as GGML lays them out (blocks of `type`, rows of `ne[1]`...).
+#' @param type GGML type name, case-insensitive: `"F32"`, `"F16"`, `"BF16"`,
+#'   `"I8"`, `"I16"`, `"I32"` and the quantized `"Q4_0"`, `"Q4_1"`,
+#'   `"Q5_0"`, `"Q5_1"`, `"Q8_0"`, `"Q2_K"`, `"Q3_K"`, `"Q4_K"`, `"Q5_K"`,
+#'   `"Q6_K"` from numbers (quantized by GGML's `ggml_quantize_chunk`
+#'   without an importance matrix, after rounding to float32); from raw
+#'   bytes any type GGML knows.
+#' @param dim the GGML shape `ne` (1 to 4 extents, `ne[1]` the contiguous
+#'   one). Default: `dim(x)`, or `length(x)` for a vector; required for raw
+#'   bytes. R's first dimension is GGML's `ne[0]`, so a matrix with `nrow`
+#'   = `ne[0]` keeps its memory order.
+#' @return an object of class `"gguf_tensor_data"` (a list: `data`, `type`
+#'   (GGML type id), `dim`).
+#' @seealso [gguf_write()]
+#' @examples
+#' gguf_tensor_data(matrix(rnorm(64), 32, 2), "Q8_0")
+#' @export
+gguf_tensor_data <- function(x, type = "F32", dim = NULL) {
+  id <- .ggml_type_id(type, "gguf_tensor_data")
+  if (is.null(dim)) {
+    if (is.raw(x))
+      Rfmalloc::fm_abort("earg", "gguf_tensor_data: raw bytes need dim (the GGML shape ne)",
+                         call = NULL)
+    dim <- if (is.null(base::dim(x))) length(x) else base::dim(x)
+  }
+  if (!is.raw(x) && !is.numeric(x) && !is.logical(x))
+    Rfmalloc::fm_abort("earg", "gguf_tensor_data: x must be numeric or raw, not ",
+                       .gguf_describe(x), call = NULL)
+  if (is.logical(x)) x <- as.integer(x)
+  data <- x
+  attributes(data) <- NULL
+  structure(list(data = data, type = id, dim = as.numeric(dim)), class = "gguf_tensor_data")
+}
+
+#' @export
+print.gguf_tensor_data <- function(x, ...) {
+  tab <- .ggml_type_table()
+  cat("<gguf_tensor_data ", tab$name[match(x$type, tab$id)], " ",
+      paste(x$dim, collapse = " x "), if (is.raw(x$data)) " (encoded bytes)", ">\n", sep = "")
+  invisible(x)
+}
+
+.gguf_infer_value <- function(v, key) {
+  if (inherits(v, "gguf_value"))
+    return(list(type = .gguf_vtype_id(attr(v, "gguf_type"), paste0("metadata '", key, "'")),
+                array = isTRUE(attr(v, "gguf_array")),
+                value = {
+                  a <- unclass(v)
+                  attributes(a) <- NULL
+                  a
+                }))
+  if (is.factor(v)) v <- as.character(v)
+  if (!is.atomic(v) || is.null(v) || length(v) == 0L)
+    Rfmalloc::fm_abort("earg", "metadata '", key, "': must be a non-empty atomic vector or ",
+                       "a gguf_value(), not ", .gguf_describe(v), call = NULL)
+  type <- if (is.character(v)) "string" else if (is.logical(v)) "bool" else
+    if (is.integer(v)) "int32" else if (is.double(v)) "float64" else
+      Rfmalloc::fm_abort("earg", "metadata '", key, "': cannot store an R ", typeof(v),
+                         "; use gguf_value()", call = NULL)
+  attributes(v) <- NULL
+  list(type = .gguf_vtype_id(type, key), array = length(v) != 1L, value = v)
+}
+
+#' Write a GGUF file with GGML's own GGUF writer
+#'
+#' A thin layer over GGML's GGUF writer (`gguf_init_empty`, `gguf_set_val_*`,
+#' `gguf_set_arr_*`, `gguf_add_tensor`, `gguf_write_to_file` from the GGML
+#' that ggmlR ships): writes GGUF version 3 with the metadata in the order
+#' given and the tensors in the order given, each at an offset aligned to
+#' `alignment`. Every argument is checked before GGML sees it, so a bad
+#' argument is an R error, never a GGML assertion.
+#'
+#' @param path file to write (overwritten if it exists).
+#' @param metadata named list of metadata values, one per key. Give exact
+#'   types with [gguf_value()] and its short forms ([gguf_u32()],
+#'   [gguf_f32()], [gguf_str()], ...). Untyped vectors are stored as:
+#'   character -> `string`, logical -> `bool`, integer -> `int32`, double ->
+#'   `float64`; a vector of length 1 as a scalar, any other length as an
+#'   array. `NA` values are refused. The key `general.alignment` is written
+#'   from `alignment` (when it differs from 32) and may not be given here.
+#' @param tensors named list of tensors: numeric vectors, matrices or arrays
+#'   (stored as F32, shape `dim(x)` with R's first dimension as GGML's
+#'   contiguous `ne[0]`), or [gguf_tensor_data()] objects for other types
+#'   and for encoded bytes. Names are the tensor names (at most 63 bytes,
+#'   unique). Quantized types need `ne[0]` to be a multiple of their block
+#'   (32 or 256 values).
+#' @param alignment alignment of the data section and of every tensor, in
+#'   bytes: a power of two (GGUF's default is 32).
+#' @return `path`, invisibly.
+#' @section Errors: `fm_error_earg` for a malformed argument (naming the key
+#'   or tensor and what was expected), `fm_error_eunsupported` for a type
+#'   that cannot be encoded from numbers, `fm_error_eio` when the file cannot
+#'   be written.
+#' @section Source: the GGUF specification in GGML's `docs/gguf.md`; the
+#'   writer is GGML's own.
+#' @seealso [gguf_open()] to read it back.
+#' @examples
+#' f <- tempfile(fileext = ".gguf")
+#' gguf_write(f,
+#'   metadata = list(general.architecture = "demo",
+#'                   demo.block_count = gguf_u32(2),
+#'                   demo.scale = gguf_f32(0.5)),
+#'   tensors = list(w = matrix(as.numeric(1:64), 32, 2),
+#'                  w8 = gguf_tensor_data(matrix(as.numeric(1:64), 32, 2), "Q8_0")))
+#' unlink(f)
+#' @export
+gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32L) {
+  if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
+    Rfmalloc::fm_abort("earg", "path must be a single non-empty string")
+  if (!is.list(metadata) || (length(metadata) && (is.null(names(metadata)) ||
+                                                  anyNA(names(metadata)) ||
+                                                  !all(nzchar(names(metadata))))))
+    Rfmalloc::fm_abort("earg", "metadata must be a named list (one entry per key)")
+  if (!is.list(tensors) || inherits(tensors, "gguf_tensor_data") ||
+      (length(tensors) && (is.null(names(tensors)) || anyNA(names(tensors)) ||
+                           !all(nzchar(names(tensors))))))
+    Rfmalloc::fm_abort("earg", "tensors must be a named list (one entry per tensor)")
+  if (!is.numeric(alignment) || length(alignment) != 1L || is.na(alignment) ||
+      alignment != round(alignment) || alignment < 1 || alignment > 2^30)
+    Rfmalloc::fm_abort("earg", "alignment must be a positive power of two")
+  dir <- dirname(path.expand(path))
+  if (!dir.exists(dir))
+    Rfmalloc::fm_abort("eio", "cannot write '", path, "': directory '", dir, "' does not exist")
+  keys <- names(metadata)
+  if (anyDuplicated(keys))
+    Rfmalloc::fm_abort("earg", "metadata key '", keys[anyDuplicated(keys)], "' is given twice")
+  if ("general.alignment" %in% keys)
+    Rfmalloc::fm_abort("earg", "metadata must not set general.alignment; use the alignment argument")
+  kv <- Map(.gguf_infer_value, metadata, keys)
+  tn <- names(tensors)
+  if (anyDuplicated(tn))
+    Rfmalloc::fm_abort("earg", "tensor '", tn[anyDuplicated(tn)], "' is given twice")
+  td <- lapply(seq_along(tensors), function(i) {
+    x <- tensors[[i]]
+    if (inherits(x, "gguf_tensor_data")) return(x)
+    if (!is.numeric(x))
+      Rfmalloc::fm_abort("earg", "tensor '", tn[i], "' must be numeric or a gguf_tensor_data(), not ",
+                         .gguf_describe(x), call = NULL)
+    gguf_tensor_data(x, "F32")
+  })
+  res <- .Call(C_fmr_gguf_write, path.expand(path),
+               as.character(keys), vapply(kv, `[[`, 0L, "type"),
+               vapply(kv, `[[`, NA, "array"), unname(lapply(kv, `[[`, "value")),
+               as.character(tn), vapply(td, function(t) as.integer(t$type), 0L),
+               lapply(td, `[[`, "dim"), lapply(td, `[[`, "data"), as.integer(alignment))
+  if (!is.null(res)) Rfmalloc::fm_abort(res[[1L]], res[[2L]])
+  invisible(path)
+}
