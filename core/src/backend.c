@@ -90,6 +90,8 @@ static fm_status validate(const fm_product *p, fm_err *err) {
   int64_t min_stride = fm_mat_min_stride(x->codec, x->n_rows);
   if (min_stride < 0)
     return fm_err_set(err, FM_EARG, "product: x has unknown codec id %d", (int)x->codec);
+  if (x->codec == FM_CODEC_EXT && (!x->ext || !x->ext->decode))
+    return fm_err_set(err, FM_EARG, "product: x has an external codec without a decoder");
   if (x->n_cols > 0 && x->col_stride < min_stride)
     return fm_err_set(err, FM_EARG, "product: x's col_stride %lld is below the %lld bytes needed",
                       (long long)x->col_stride, (long long)min_stride);

@@ -23,6 +23,7 @@ static const char *codec_name(fm_codec_id c) {
   case FM_CODEC_I32: return "i32";
   case FM_CODEC_BED2: return "bed2";
   case FM_CODEC_DOS8: return "dos8";
+  case FM_CODEC_EXT: return "external";
   default: return "unknown";
   }
 }
@@ -34,6 +35,7 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows) {
   case FM_CODEC_I32: return n_rows > INT64_MAX / 4 ? -1 : 4 * n_rows;
   case FM_CODEC_BED2: return fm_codec_bed2_col_bytes(n_rows);
   case FM_CODEC_DOS8: return n_rows;
+  case FM_CODEC_EXT: return 0;
   default: return -1;
   }
 }
@@ -81,6 +83,30 @@ fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_
   x->n_cols = n_cols;
   x->col_stride = col_stride;
   x->col_index = NULL;
+  return FM_OK;
+}
+
+fm_status fm_mat_init_ext(fm_mat *x, const fm_ext_codec *ext, const void *data, int64_t n_rows,
+                          int64_t n_cols, int64_t col_stride, fm_err *err) {
+  if (!x) return fm_err_set(err, FM_EARG, "fm_mat_init_ext: x must not be NULL");
+  memset(x, 0, sizeof *x);
+  if (!ext || !ext->decode)
+    return fm_err_set(err, FM_EARG, "fm_mat_init_ext: the external codec has no decoder");
+  if (n_rows < 0 || n_cols < 0)
+    return fm_err_set(err, FM_EARG,
+                      "fm_mat_init_ext: n_rows (%lld) and n_cols (%lld) must be >= 0",
+                      (long long)n_rows, (long long)n_cols);
+  if (!data && n_rows > 0 && n_cols > 0)
+    return fm_err_set(err, FM_EARG,
+                      "fm_mat_init_ext: data is NULL for a %lld x %lld matrix of codec '%s'",
+                      (long long)n_rows, (long long)n_cols, ext->name ? ext->name : "?");
+  x->codec = FM_CODEC_EXT;
+  x->data = data;
+  x->n_rows = n_rows;
+  x->n_cols = n_cols;
+  x->col_stride = col_stride;
+  x->ext = ext;
+  x->n_stored_cols = n_cols;
   return FM_OK;
 }
 
@@ -149,6 +175,47 @@ static void decode_i32(const int32_t *src, int64_t n, double c, double s, double
   }
 }
 
+/* An external codec decodes runs of consecutive stored columns (the whole
+ * panel when there is no column index); the core then applies the affine
+ * transform in place, with the rule of decode_f64 (any NaN is missing). */
+static fm_status decode_ext(const fm_mat *x, const fm_affine *aff, int64_t r0, int64_t n_rows,
+                            int64_t c0, int64_t n_cols, double *out, int64_t ld, fm_err *err) {
+  if (!x->ext || !x->ext->decode)
+    return fm_err_set(err, FM_EARG, "fm_panel_decode: an external-codec matrix has no decoder");
+  const int64_t n_stored = x->n_stored_cols;
+  int64_t jj = 0;
+  while (jj < n_cols) {
+    const int64_t s0 = x->col_index ? x->col_index[c0 + jj] : c0 + jj;
+    int64_t run = 1;
+    if (x->col_index) {
+      while (jj + run < n_cols && x->col_index[c0 + jj + run] == s0 + run) run++;
+    } else {
+      run = n_cols;
+    }
+    if (s0 < 0 || s0 > n_stored - run)
+      return fm_err_set(err, FM_EARG,
+                        "fm_panel_decode: stored columns %lld..%lld lie outside the %lld columns "
+                        "of codec '%s'",
+                        (long long)s0, (long long)(s0 + run - 1), (long long)n_stored,
+                        x->ext->name ? x->ext->name : "?");
+    fm_status st = x->ext->decode(x, r0, n_rows, s0, run, out + jj * ld, ld, err);
+    if (st != FM_OK) return st;
+    jj += run;
+  }
+  if (aff_is_identity(aff)) return FM_OK;
+  const int has_fill = aff->fill != NULL;
+  for (jj = 0; jj < n_cols; jj++) {
+    double cj, sj, fj;
+    affine_at(aff, c0 + jj, &cj, &sj, &fj);
+    double *o = out + jj * ld;
+    for (int64_t i = 0; i < n_rows; i++) {
+      const double v = o[i];
+      o[i] = isnan(v) ? (has_fill ? fj : v) : (v - cj) * sj;
+    }
+  }
+  return FM_OK;
+}
+
 /* Rows below which building dos8's 256-entry table costs more than it saves. */
 #define DOS8_LUT_MIN_ROWS 64
 
@@ -171,6 +238,7 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
   if (!out || !x->data)
     return fm_err_set(err, FM_EARG, "fm_panel_decode: out and x->data must not be NULL");
   const fm_codec_id codec = x->codec;
+  if (codec == FM_CODEC_EXT) return decode_ext(x, aff, r0, n_rows, c0, n_cols, out, ld, err);
   if (codec != FM_CODEC_F64 && codec != FM_CODEC_I32 && codec != FM_CODEC_BED2 &&
       codec != FM_CODEC_DOS8)
     return fm_err_set(err, FM_EARG, "fm_panel_decode: unknown codec id %d", (int)codec);
@@ -213,6 +281,8 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
           o[i] = q == FM_DOS8_MISSING ? fj : ((double)q / FM_DOS8_STEPS - cj) * sj;
         }
       }
+      break;
+    case FM_CODEC_EXT: /* decoded by decode_ext above */
       break;
     }
   }

@@ -13,6 +13,13 @@
  *   FM_OP_XTB  y (p x k) = X' b   with b n x k
  * Missing values that the affine transform leaves as NaN propagate as NaN.
  *
+ * External codecs (FM_CODEC_EXT, fm_panel.h) take the reference path like
+ * any codec; a backend that knows an external codec recognises it by the
+ * fm_ext_codec pointer (or its decode function) and declines all others.
+ * R packages register backends in Rfmalloc's registry through the C
+ * callables of Rfmalloc's inst/include/Rfmalloc.h (one registry per
+ * process, in Rfmalloc's copy of this module).
+ *
  * Thread safety: registration is not thread-safe (do it at load time);
  * fm_backend_run may be called concurrently. */
 #ifndef FM_BACKEND_H

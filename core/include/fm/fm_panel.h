@@ -14,8 +14,17 @@
  * NaN whose bit pattern R reads as NA_real_. Mean imputation followed by
  * centring is fill[j] = 0.
  *
+ * External codecs (FM_CODEC_EXT): a package outside the core may supply the
+ * decoder of its own byte layout (Rgguf: GGML's quantized blocks, decoded
+ * through GGML's to_float) as an fm_ext_codec. Panel decode, the panel plan,
+ * the reference product (fm_backend.h) and the R codec-matrix class then
+ * work on such a matrix as on any other codec; the core applies the column
+ * index and the affine transform around the external decoder, which only
+ * ever decodes stored rows x a run of consecutive stored columns.
+ *
  * Thread safety: decode calls only read the view and write `out`; they may
- * run concurrently with distinct outputs. */
+ * run concurrently with distinct outputs (an external decoder must allow
+ * that too). */
 #ifndef FM_PANEL_H
 #define FM_PANEL_H
 
@@ -33,8 +42,39 @@ typedef enum fm_codec_id {
   FM_CODEC_F64 = 1,  /* double, column-major; NA/NaN are missing */
   FM_CODEC_I32 = 2,  /* int32 (R integer or logical); INT32_MIN is missing */
   FM_CODEC_BED2 = 3, /* PLINK 1 two-bit hardcalls (fm_codec_bed2.h) */
-  FM_CODEC_DOS8 = 4  /* one-byte dosages (fm_codec_dos8.h) */
+  FM_CODEC_DOS8 = 4, /* one-byte dosages (fm_codec_dos8.h) */
+  FM_CODEC_EXT = 5   /* an external decoder: fm_mat.ext (see fm_ext_codec) */
 } fm_codec_id;
+
+struct fm_mat;
+struct fm_ext_codec;
+
+/* Decode stored rows [r0, r0+n_rows) x stored columns [c0, c0+n_cols) of x
+ * (x->codec == FM_CODEC_EXT, x->ext the codec whose decode this is).
+ * Shape:  out is n_rows x n_cols, column-major, ld >= n_rows.
+ * Units:  the codec's own values, with no affine transform; a missing value
+ *         is any NaN (the core applies fill, center and scale afterwards).
+ * The core has checked the panel against x->n_rows and the stored columns
+ * against the view (0 <= c0, c0 + n_cols <= the stored column count that
+ * the codec recorded), n_rows, n_cols >= 1 and ld >= n_rows.
+ * Errors: the codec's own (FM_EFORMAT for bytes it cannot decode); never
+ *         FM_EUNSUPPORTED (an external codec decodes every panel).
+ * Owns:   borrows x; writes only out. Must be safe to call concurrently. */
+typedef fm_status (*fm_ext_decode_fn)(const struct fm_mat *x, int64_t r0, int64_t n_rows,
+                                      int64_t c0, int64_t n_cols, double *out, int64_t ld,
+                                      fm_err *err);
+
+/* An external codec: a name (for messages and printing), its decoder and the
+ * decoder's data. The layout of x->data and the meaning of x->col_stride
+ * are the codec's (Rgguf: row-major GGML blocks, col_stride the bytes of
+ * one stored row). Borrowed by every fm_mat that points at it: it must
+ * outlive them (keep it in static storage or in the object that owns the
+ * bytes). */
+typedef struct fm_ext_codec {
+  const char *name;        /* borrowed, e.g. "gguf q4_K" */
+  fm_ext_decode_fn decode; /* required */
+  void *ud;                /* borrowed, for decode */
+} fm_ext_codec;
 
 typedef struct fm_mat {
   fm_codec_id codec;
@@ -44,6 +84,9 @@ typedef struct fm_mat {
   int64_t col_stride;       /* bytes between stored columns */
   const int64_t *col_index; /* borrowed, length n_cols, 0-based stored
                                column of each logical column; NULL = identity */
+  const fm_ext_codec *ext;  /* borrowed; FM_CODEC_EXT only, else NULL */
+  int64_t n_stored_cols;    /* FM_CODEC_EXT only: columns the codec holds
+                               (col_index entries must be below it) */
 } fm_mat;
 
 typedef struct fm_affine {
@@ -60,8 +103,18 @@ typedef struct fm_affine {
 FM_NODISCARD fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_rows,
                                    int64_t n_cols, int64_t col_stride, fm_err *err);
 
+/* Initialise a view over bytes that the external codec ext decodes: n_rows x
+ * n_cols stored values at data; col_stride is passed through to the codec
+ * (its meaning is the codec's). col_index NULL.
+ * Errors: FM_EARG when ext or its decode is NULL, a dimension is negative,
+ *         or data is NULL for a non-empty matrix. */
+FM_NODISCARD fm_status fm_mat_init_ext(fm_mat *x, const fm_ext_codec *ext, const void *data,
+                                       int64_t n_rows, int64_t n_cols, int64_t col_stride,
+                                       fm_err *err);
+
 /* Minimum column stride in bytes for n_rows values of codec; -1 for an
- * unknown codec or negative n_rows. */
+ * unknown codec or negative n_rows; 0 for FM_CODEC_EXT (the codec owns its
+ * layout). */
 int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
 
 /* Decode the panel rows [r0, r0+n_rows) x logical columns [c0, c0+n_cols).
@@ -71,8 +124,11 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
  *         F64: NaN (R's NA included) is missing; I32: INT32_MIN is missing.
  *         With fill NULL a missing value decodes to NaN (F64 keeps its
  *         payload, so R's NA stays NA).
+ *         EXT: whatever the codec's decode gives, transformed the same way.
  * Errors: FM_EARG when the panel lies outside x, ld < n_rows, a col_index
- *         entry is negative, or the codec is unknown.
+ *         entry is negative (for EXT: or not below n_stored_cols), or the
+ *         codec is unknown (EXT: without a decoder); an external codec's
+ *         own errors.
  * Owns:   borrows x and aff; writes only out. */
 FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
                                        int64_t n_rows, int64_t c0, int64_t n_cols, double *out,
