@@ -18,7 +18,8 @@
  * allocation); the type and value of general.alignment; tensor types known,
  * dimensions positive with a row a whole number of blocks, and every tensor's
  * bytes inside the file, aligned, and not overlapping. Keys must be unique,
- * tensor names unique.
+ * tensor names unique (and at most 63 bytes, GGML's limit). docs/formats/gguf.md
+ * lists every check.
  *
  * Thread safety: a parsed fm_gguf is immutable; readers may share it. */
 #ifndef FM_GGUF_H
@@ -39,7 +40,10 @@ typedef enum fm_gguf_vtype {
 
 /* One metadata entry. For arrays, type is FM_GGUF_ARRAY, elem_type the
  * element type and n the element count; for scalars n is 1. `value` points
- * at the first value byte inside the file (for strings: the u64 length). */
+ * at the first value byte inside the file (for strings: the u64 length; for
+ * arrays: the first element, after the element type and count). Elements are
+ * little-endian and unaligned. Entries come only from fm_gguf_kv_at (the
+ * getters below find a string array's index behind the entry). */
 typedef struct fm_gguf_kv {
   const char *key; size_t key_len; /* not NUL-terminated */
   fm_gguf_vtype type;
@@ -63,16 +67,28 @@ typedef struct fm_gguf fm_gguf;
 
 /* Parse and validate bytes [data, data+size) (borrowed: must outlive the
  * result). path (may be NULL) only names the file in messages.
- * Errors: FM_EFORMAT naming the byte offset and what was expected,
- * FM_ENOMEM. */
+ * Errors: FM_EFORMAT naming the byte offset and what was expected;
+ * FM_EUNSUPPORTED for GGUF version 1, versions above 3, big-endian files and
+ * arrays of arrays; FM_ENOMEM; FM_EARG for a NULL out (or NULL data with
+ * size > 0). Memory: O(n_kv + n_tensors + string-array elements), all
+ * bounded by size / 8. */
 FM_NODISCARD fm_status fm_gguf_parse(const void *data, size_t size, const char *path,
                                      fm_gguf **out, fm_err *err);
 
-/* Map path read-only and parse it; the mapping lives as long as the result.
- * Errors: FM_EIO, then those of fm_gguf_parse. */
+/* Map path read-only (PROT_READ, MAP_PRIVATE) and parse it; the mapping
+ * lives as long as the result. Errors: FM_EIO, then those of fm_gguf_parse. */
 FM_NODISCARD fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err);
 
 void fm_gguf_close(fm_gguf *g); /* NULL is allowed */
+
+/* For a file from fm_gguf_open: FM_EFORMAT naming the file and both sizes
+ * when it shrank since it was opened (reading a mapped page past the new end
+ * would raise SIGBUS; check before a long pass). FM_EIO when fstat fails.
+ * FM_OK for parsed memory. */
+FM_NODISCARD fm_status fm_gguf_check(const fm_gguf *g, fm_err *err);
+
+/* The path given to fm_gguf_parse/open (borrowed from g; NULL if none). */
+const char *fm_gguf_path(const fm_gguf *g);
 
 uint32_t fm_gguf_version(const fm_gguf *g);
 uint32_t fm_gguf_alignment(const fm_gguf *g);
@@ -88,6 +104,9 @@ int64_t fm_gguf_find_kv(const fm_gguf *g, const char *key);
 int64_t fm_gguf_n_tensors(const fm_gguf *g);
 const fm_gguf_tensor *fm_gguf_tensor_at(const fm_gguf *g, int64_t i);
 int64_t fm_gguf_find_tensor(const fm_gguf *g, const char *name);
+/* First byte of t's data (t->n_bytes bytes, aligned to fm_gguf_alignment
+ * relative to the file start), borrowed from g. */
+const uint8_t *fm_gguf_tensor_data(const fm_gguf *g, const fm_gguf_tensor *t);
 
 /* Bytes of one value of a scalar type (0 for STRING/ARRAY). */
 size_t fm_gguf_vtype_size(fm_gguf_vtype t);
