@@ -1,0 +1,12 @@
+// Probe: node-llama-cpp's prebuilt CPU binary loads (no build, no download).
+// Prints the llama.cpp release and exits 0, or prints why and exits 1.
+try {
+  const { getLlama, LlamaLogLevel } = await import("node-llama-cpp");
+  const llama = await getLlama({ gpu: false, build: "never", skipDownload: true, progressLogs: false, logLevel: LlamaLogLevel.error });
+  console.log(`llama-oracle: node-llama-cpp loads llama.cpp ${llama.llamaCppRelease?.release ?? "?"} (${llama.buildType}, CPU)`);
+  await llama.dispose();
+  process.exit(0);
+} catch (e) {
+  console.error(`llama-oracle: node-llama-cpp does not load: ${e?.message ?? e}`);
+  process.exit(1);
+}
