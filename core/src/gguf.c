@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -237,30 +238,32 @@ static fm_status get_str(cursor *c, const char **s, size_t *n, const char *what)
 
 static int vtype_known(uint32_t t) { return t <= FM_GGUF_F64; }
 
-/* Read one metadata value of element type t (not ARRAY) at the cursor. For
- * strings, *str_at (may be NULL) receives the element's address. */
-static fm_status skip_value(cursor *c, uint32_t t, const char *key, int key_len,
+/* Read one metadata value of element type t (not ARRAY) at the cursor:
+ * element j of an array, or the scalar when j is UINT64_MAX. For strings,
+ * *str_at (may be NULL) receives the element's address. */
+static fm_status skip_value(cursor *c, uint32_t t, const char *key, int key_len, uint64_t j,
                             const uint8_t **str_at) {
   size_t at = c->off;
+  char elt[48] = "";
+  if (j != UINT64_MAX) snprintf(elt, sizeof elt, " element %llu", (ull)j);
+  size_t sz = t == FM_GGUF_STRING ? 8 : fm_gguf_vtype_size((fm_gguf_vtype)t);
+  if (left(c) < sz)
+    return fm_err_set(c->err, FM_EFORMAT,
+                      "%s: the file ends at byte %zu inside the %s value of '%.*s'%s at byte %zu",
+                      c->name, c->size, fm_gguf_vtype_name((fm_gguf_vtype)t), key_len, key, elt, at);
   if (t == FM_GGUF_STRING) {
-    const char *s;
-    size_t n;
     if (str_at) *str_at = c->p + at;
-    fm_status st = need(c, 8, "a string value");
-    if (st) return st;
     uint64_t len = rd_u64(c->p + at);
     if (len > left(c) - 8)
       return fm_err_set(c->err, FM_EFORMAT,
-                        "%s: string value of '%.*s' at byte %zu claims %llu bytes but %zu remain",
-                        c->name, key_len, key, at, (ull)len, left(c) - 8);
-    return get_str(c, &s, &n, "a string value");
+                        "%s: string value of '%.*s'%s at byte %zu claims %llu bytes but %zu remain",
+                        c->name, key_len, key, elt, at, (ull)len, left(c) - 8);
+    c->off += 8 + (size_t)len;
+    return FM_OK;
   }
-  size_t sz = fm_gguf_vtype_size((fm_gguf_vtype)t);
-  fm_status st = need(c, sz, "a metadata value");
-  if (st) return st;
   if (t == FM_GGUF_BOOL && c->p[at] > 1)
-    return fm_err_set(c->err, FM_EFORMAT, "%s: bool value of '%.*s' at byte %zu is %u, expected 0 or 1",
-                      c->name, key_len, key, at, (unsigned)c->p[at]);
+    return fm_err_set(c->err, FM_EFORMAT, "%s: bool value of '%.*s'%s at byte %zu is %u, expected 0 or 1",
+                      c->name, key_len, key, elt, at, (unsigned)c->p[at]);
   c->off += sz;
   return FM_OK;
 }
@@ -296,7 +299,7 @@ static fm_status parse_kv(fm_gguf *g, cursor *c, int64_t i) {
     kv->elem_type = kv->type;
     kv->n = 1;
     kv->value = c->p + c->off;
-    return skip_value(c, t, key, kl, NULL);
+    return skip_value(c, t, key, kl, UINT64_MAX, NULL);
   }
 
   uint32_t et;
@@ -327,10 +330,10 @@ static fm_status parse_kv(fm_gguf *g, cursor *c, int64_t i) {
       return fm_err_set(c->err, FM_ENOMEM, "%s: cannot index the %llu strings of '%.*s'", c->name,
                         (ull)n, kl, key);
     for (uint64_t j = 0; j < n; j++)
-      if ((st = skip_value(c, et, key, kl, &e->strs[j]))) return st;
+      if ((st = skip_value(c, et, key, kl, j, &e->strs[j]))) return st;
   } else if (et == FM_GGUF_BOOL) {
     for (uint64_t j = 0; j < n; j++)
-      if ((st = skip_value(c, et, key, kl, NULL))) return st;
+      if ((st = skip_value(c, et, key, kl, j, NULL))) return st;
   } else {
     c->off += (size_t)n * esz;
   }
