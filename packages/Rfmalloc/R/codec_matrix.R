@@ -3,7 +3,7 @@
 # and statistics all work on bounded panels.
 
 # Codec ids shared with the C core (fm_codec_id in fm_panel.h).
-.codec_ids <- c(double = 1, integer = 2, bed2 = 3, dos8 = 4)
+.codec_ids <- c(double = 1, integer = 2, bed2 = 3, dos8 = 4, ext = 5)
 
 #' Matrices stored through a codec
 #'
@@ -27,6 +27,16 @@
 #' (`"dos8"`); missing calls decode to `NA` (not `NaN`) unless a transform set by
 #' [fmalloc_standardize()] imputes them. Products propagate `NA`, as base
 #' `%*%` does. The panel byte budget is [fmalloc_panel_budget()].
+#'
+#' A codec matrix may also be made by another package around bytes that its
+#' own decoder reads (codec `"ext"`, an external codec: for example Rgguf's
+#' tensor views, decoded through GGML). Such a matrix is made from C with
+#' `Rfmalloc_ext_matrix()` (`inst/include/Rfmalloc.h`); everything above
+#' works on it, products go through the same backend registry (a backend of
+#' the other package may take them, the reference path computes them
+#' otherwise), and `print()` shows the codec's name. It holds an external
+#' pointer, so it does not survive `saveRDS()`: after `readRDS()` any use
+#' raises `fm_error_eclosed`.
 #'
 #' @slot storage raw vector (fmalloc ALTREP) or external pointer to a file view.
 #' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`.
@@ -139,6 +149,12 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
   ptr <- .Call(fmr_fileview_open, path)
   .Call(fmr_bed2_check, ptr, n, m, path)
   ptr
+}
+
+# A codec matrix over an external codec (made from C by Rfmalloc_ext_matrix(),
+# r_ext.c): storage is the tagged external pointer, the stride is the codec's.
+.new_ext_matrix <- function(storage, n_rows, n_cols, dimnames = NULL, source = "external") {
+  .new_codec_matrix(storage, "ext", n_rows, n_cols, 0, 0, dimnames = dimnames, source = source)
 }
 
 .codec_name <- function(x) names(.codec_ids)[match(x@spec[1], .codec_ids)]
@@ -323,6 +339,12 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   codec <- .codec_name(object)
   unit <- switch(codec, bed2 = "2-bit hardcalls", dos8 = "1-byte dosages", codec)
   bytes <- object@spec[5] * object@spec[3]
+  if (codec == "ext") {
+    info <- .Call(fmr_ext_info, .storage(object))
+    codec <- info$name
+    unit <- paste("external codec from", object@source)
+    bytes <- info$bytes
+  }
   cat(sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>\n", codec, format(d[1], big.mark = ","),
               format(d[2], big.mark = ","), unit, format(structure(bytes, class = "object_size"),
                                                         units = "auto"),
@@ -503,6 +525,31 @@ fmalloc_last_backend <- function() .fm_state$last_backend
 fmalloc_test_backend <- function(name, on = TRUE) {
   invisible(.Call(fmr_test_backend, name, on))
 }
+
+#' External-codec test matrices
+#'
+#' `fmalloc_test_ext_matrix(m)` wraps the numeric matrix `m`, stored row by
+#' row, as a codec matrix over an external codec compiled into the package
+#' for tests ("test rowmajor f64"), made through the same C callable
+#' (`Rfmalloc_ext_matrix()`) that other packages use.
+#' `fmalloc_test_ext_backend(TRUE)` registers, through
+#' `Rfmalloc_backend_register()`, a backend named `"ext_rowmajor"` that
+#' computes plain `X %*% b` for that codec (no column subset, no transform)
+#' and declines everything else; `FALSE` removes it.
+#' @param m a numeric matrix.
+#' @param on register (`TRUE`) or remove (`FALSE`).
+#' @return An `fmalloc_codec_matrix` of codec `"ext"`; `NULL`, invisibly.
+#' @keywords internal
+#' @export
+fmalloc_test_ext_matrix <- function(m) {
+  m <- as.matrix(m)
+  storage.mode(m) <- "double"
+  .Call(fmr_test_ext_matrix, as.vector(t(m)), nrow(m), ncol(m))
+}
+
+#' @rdname fmalloc_test_ext_matrix
+#' @export
+fmalloc_test_ext_backend <- function(on = TRUE) invisible(.Call(fmr_test_ext_backend, on))
 
 #' @import methods
 NULL

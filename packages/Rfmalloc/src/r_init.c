@@ -5,6 +5,8 @@
  * point missing from the table cannot be called. */
 #include "r_runtime.h"
 
+#include "fm/fm_backend.h"
+
 #include <R_ext/Rdynload.h>
 
 /* r_runtime.c: runtime handles and the name directory */
@@ -50,6 +52,11 @@ SEXP fmr_panel_budget(SEXP bytes);
 SEXP fmr_backends(void);
 SEXP fmr_test_backend(SEXP name, SEXP on);
 
+/* r_ext.c: external codecs, backend registration for other packages */
+SEXP fmr_ext_info(SEXP storage);
+SEXP fmr_test_ext_matrix(SEXP tm, SEXP nrow, SEXP ncol);
+SEXP fmr_test_ext_backend(SEXP on);
+
 /* r_stats.c: streamed statistics and PCA */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts, SEXP progress);
@@ -58,6 +65,11 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts, SEXP prog
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
+SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_rows,
+                         double n_cols, double stride, double n_bytes, SEXP owner,
+                         SEXP dimnames, const char *source);
+void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
+int Rfmalloc_backend_unregister(const char *name);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -104,6 +116,11 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_backends, 0),
     CALLDEF(fmr_test_backend, 2),
 
+    /* r_ext.c: external codecs, backend registration for other packages */
+    CALLDEF(fmr_ext_info, 1),
+    CALLDEF(fmr_test_ext_matrix, 3),
+    CALLDEF(fmr_test_ext_backend, 1),
+
     /* r_stats.c: streamed statistics and PCA */
     CALLDEF(fmr_colvar, 3),
     CALLDEF(fmr_rpca, 6),
@@ -117,6 +134,11 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_runtime", (DL_FUNC)&Rfmalloc_vec_runtime);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_matrix", (DL_FUNC)&Rfmalloc_ext_matrix);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_register",
+                      (DL_FUNC)&Rfmalloc_backend_register);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_unregister",
+                      (DL_FUNC)&Rfmalloc_backend_unregister);
 }
 
 /* Runs when the DLL is unloaded: close every map this process still holds so

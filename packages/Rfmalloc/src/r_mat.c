@@ -1,6 +1,8 @@
 /* r_mat.c: R descriptions of typed-storage matrices -> fm_mat / fm_affine. */
 #include "r_mat.h"
 
+#include "r_ext.h"
+
 #include "fm/fm_fileview.h"
 
 #include <string.h>
@@ -48,11 +50,47 @@ static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes) {
   }
 }
 
+/* 1-based R column numbers -> 0-based stored columns (R_alloc'ed). */
+static const int64_t *col_index_from(SEXP cols, int64_t n_stored_cols) {
+  R_xlen_t nc = XLENGTH(cols);
+  int64_t *ci = (int64_t *)R_alloc((size_t)(nc > 0 ? nc : 1), sizeof(int64_t));
+  for (R_xlen_t j = 0; j < nc; j++) {
+    double v = TYPEOF(cols) == INTSXP ? (double)INTEGER_RO(cols)[j] : REAL_RO(cols)[j];
+    if (!(v >= 1 && v <= (double)n_stored_cols))
+      fmr_stop(FM_EARG, "column %.0f is outside 1..%lld", v, (long long)n_stored_cols);
+    ci[j] = (int64_t)v - 1;
+  }
+  return ci;
+}
+
+/* A matrix over an external codec: the shape must be the store's. */
+static void ext_mat_from(const fmr_ext_store *es, const double *s, SEXP cols, fm_mat *x) {
+  if ((int)s[0] != FM_CODEC_EXT || (int64_t)s[1] != es->n_rows || (int64_t)s[2] != es->n_cols)
+    fmr_stop(FM_EARG, "matrix spec (codec %d, %.0f x %.0f) does not describe its external "
+             "codec storage ('%s', %lld x %lld)", (int)s[0], s[1], s[2],
+             es->codec->name ? es->codec->name : "?", (long long)es->n_rows,
+             (long long)es->n_cols);
+  fm_err err;
+  if (fm_mat_init_ext(x, es->codec, es->data, es->n_rows, es->n_cols, es->stride, &err) != FM_OK)
+    fmr_raise(&err);
+  if (!Rf_isNull(cols)) {
+    x->col_index = col_index_from(cols, es->n_cols);
+    x->n_cols = (int64_t)XLENGTH(cols);
+  }
+}
+
 void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   if (TYPEOF(spec) != REALSXP || XLENGTH(spec) != 5)
     fmr_stop(FM_EARG, "matrix spec must be a double vector of length 5");
   const double *s = REAL_RO(spec);
   fm_codec_id codec = (fm_codec_id)(int)s[0];
+  const fmr_ext_store *es = fmr_ext_store_of(storage);
+  if (es) {
+    ext_mat_from(es, s, cols, x);
+    return;
+  }
+  if (codec == FM_CODEC_EXT)
+    fmr_stop(FM_EARG, "an external-codec matrix needs its external-pointer storage");
   int64_t n_rows = (int64_t)s[1], n_stored_cols = (int64_t)s[2];
   uint64_t off = (uint64_t)s[3];
   int64_t stride = (int64_t)s[4];
@@ -62,16 +100,8 @@ void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   int64_t n_cols = n_stored_cols;
   const int64_t *col_index = NULL;
   if (!Rf_isNull(cols)) {
-    R_xlen_t nc = XLENGTH(cols);
-    int64_t *ci = (int64_t *)R_alloc((size_t)(nc > 0 ? nc : 1), sizeof(int64_t));
-    for (R_xlen_t j = 0; j < nc; j++) {
-      double v = TYPEOF(cols) == INTSXP ? (double)INTEGER_RO(cols)[j] : REAL_RO(cols)[j];
-      if (!(v >= 1 && v <= (double)n_stored_cols))
-        fmr_stop(FM_EARG, "column %.0f is outside 1..%lld", v, (long long)n_stored_cols);
-      ci[j] = (int64_t)v - 1;
-    }
-    n_cols = (int64_t)nc;
-    col_index = ci;
+    col_index = col_index_from(cols, n_stored_cols);
+    n_cols = (int64_t)XLENGTH(cols);
   }
   /* The stored columns must lie inside the storage. */
   if (n_stored_cols > 0) {

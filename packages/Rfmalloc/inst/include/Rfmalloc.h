@@ -59,4 +59,63 @@ static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, doub
   return (const unsigned long long *)((const char *)data + (size_t)(locus * row_bytes));
 }
 
+/* ---- external codecs and the backend registry ---------------------------
+ * Available when "fm/fm_panel.h" (external codecs) or "fm/fm_backend.h"
+ * (backends) from the core that Rfmalloc was built with is included before
+ * this header (a package compiles its own copy of the core's headers via
+ * tools/sync-core.sh, so the struct layouts agree). */
+#ifdef FM_PANEL_H
+/* A new codec matrix (S4 class "fmalloc_codec_matrix", codec "ext") of
+ * n_rows x n_cols over bytes that codec decodes (fm_ext_codec in
+ * fm_panel.h): panel decode, `[`, as.matrix(), `%*%`, crossprod() and
+ * tcrossprod() work on it through the backend registry, with the reference
+ * path (decode bounded panels + BLAS) whenever every backend declines.
+ *   codec:  borrowed; must outlive the object (static storage in the
+ *           registrant's shared library);
+ *   data:   borrowed, first byte of the payload; passed as fm_mat.data;
+ *   stride: passed as fm_mat.col_stride (its meaning is the codec's);
+ *   n_bytes: payload size, for printing only;
+ *   owner:  any R object keeping data alive (kept reachable by the matrix);
+ *   dimnames: R_NilValue or a list of two character vectors (or NULLs);
+ *   source: a short description shown by print() (may be NULL).
+ * The object does not survive saveRDS(): after readRDS() any use raises
+ * fm_error_eclosed. Raises fm_error_earg for a codec without decoder or
+ * dimensions that are not whole numbers >= 0. */
+static inline SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data,
+                                       double n_rows, double n_cols, double stride,
+                                       double n_bytes, SEXP owner, SEXP dimnames,
+                                       const char *source) {
+  static SEXP (*fun)(const fm_ext_codec *, const void *, double, double, double, double, SEXP,
+                     SEXP, const char *) = NULL;
+  if (!fun)
+    fun = (SEXP(*)(const fm_ext_codec *, const void *, double, double, double, double, SEXP, SEXP,
+                   const char *))R_GetCCallable("Rfmalloc", "Rfmalloc_ext_matrix");
+  return fun(codec, data, n_rows, n_cols, stride, n_bytes, owner, dimnames, source);
+}
+#endif
+
+#ifdef FM_BACKEND_H
+/* Append a backend to Rfmalloc's registry (fm_backend_register in
+ * fm_backend.h: tried in registration order before the reference path; it
+ * computes a product or declines with FM_EUNSUPPORTED before writing y).
+ * fn and ud must stay valid until Rfmalloc_backend_unregister(name): call
+ * that from the registrant's R_unload_<pkg>. Raises fm_error_earg (bad or
+ * taken name) or fm_error_enospc (registry full). */
+static inline void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud) {
+  static void (*fun)(const char *, fm_backend_fn, void *) = NULL;
+  if (!fun)
+    fun = (void (*)(const char *, fm_backend_fn, void *))R_GetCCallable(
+        "Rfmalloc", "Rfmalloc_backend_register");
+  fun(name, fn, ud);
+}
+
+/* Remove the backend named name; 1 if one was removed, else 0. */
+static inline int Rfmalloc_backend_unregister(const char *name) {
+  static int (*fun)(const char *) = NULL;
+  if (!fun)
+    fun = (int (*)(const char *))R_GetCCallable("Rfmalloc", "Rfmalloc_backend_unregister");
+  return fun(name);
+}
+#endif
+
 #endif
