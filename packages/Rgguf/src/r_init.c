@@ -19,4 +19,13 @@ void R_init_Rgguf(DllInfo *dll) {
   R_useDynamicSymbols(dll, FALSE);
   R_forceSymbols(dll, TRUE);
   rgguf_init_callables();
+  rgguf_tensor_init();
+}
+
+/* Runs when the DLL is unloaded: the GGML backend leaves Rfmalloc's registry
+ * (its code is about to go) and every open GGUF mapping is closed. */
+void R_unload_Rgguf(DllInfo *dll) {
+  (void)dll;
+  rgguf_tensor_unload();
+  rgguf_close_all();
 }
