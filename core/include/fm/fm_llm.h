@@ -1,0 +1,216 @@
+/* fm_llm.h: the model runtime. Llama-family transformers (and the other
+ * architectures of the table in core/src/llm_arch_list.h) run as GGML graphs
+ * over weights that stay, quantized, inside a GGUF file's read-only mapping.
+ *
+ * Pieces:
+ *   fm_llm_model  hyperparameters from the GGUF metadata and one GGML tensor
+ *                 per weight whose data pointer lies in the file's mapping
+ *                 (zero-copy; GGML never writes weights). Also owns the CPU
+ *                 backend, the graph allocator and the thread count.
+ *   fm_llm_cache  the KV cache of one sequence: per attention layer a K
+ *                 buffer (n_embd_k_gqa x n_ctx, position-major) and a V buffer
+ *                 stored transposed (n_ctx x n_embd_v_gqa), F16 by default as
+ *                 llama.cpp's default cache type, plus per-layer recurrent
+ *                 state for architectures that have one. Memory is the heap
+ *                 or a caller's buffer (an Rfmalloc runtime allocation).
+ *   fm_llm_eval   evaluates a batch of tokens at positions
+ *                 n_past .. n_past + n - 1 and returns logits as float.
+ *   sampling      greedy (ties to the lowest token id) or temperature,
+ *                 top-k and top-p with the core's xoshiro256** (docs/rng.md).
+ *
+ * Shapes: logits are column-major (n_vocab, n_out): column j holds the
+ * logits of output token j; embeddings are (n_embd_out).
+ * Token ids are 0-based, exactly as llama.cpp numbers them.
+ *
+ * Numerics (measured on stories260K, see core/tests/llm/ and
+ * packages/Rllm/tests/testthat/test-model.R): on CPU the logits of a batch
+ * do not depend on whether the cache was fresh or cleared (bit-identical for
+ * the same batch shape and thread count); evaluating a prefix whole or one
+ * token at a time agrees to about 1e-5 relative (different GEMM/GEMV
+ * kernels and summation lengths).
+ *
+ * Errors: a model whose metadata or tensors do not fit the architecture is
+ * refused at load with FM_EFORMAT naming the key or tensor and the expected
+ * shape, so GGML's own asserts never fire; an unknown
+ * general.architecture is FM_EUNSUPPORTED naming it.
+ *
+ * Thread safety: a model and its caches are used by one thread at a time
+ * (evaluation itself runs on n_threads GGML worker threads).
+ *
+ * Adding an architecture: see the comment block at the top of
+ * core/src/llm_impl.h (one file core/src/llm_arch_<name>.c and one line in
+ * core/src/llm_arch_list.h). */
+#ifndef FM_LLM_H
+#define FM_LLM_H
+
+#include "fm_base.h"
+#include "fm_gguf.h"
+
+typedef struct fm_llm_model fm_llm_model;
+typedef struct fm_llm_cache fm_llm_cache;
+
+/* Pooling of token states into one embedding (llama.cpp's numbering, which
+ * is also that of the <arch>.pooling_type metadata key). */
+typedef enum fm_llm_pooling {
+  FM_LLM_POOL_UNSPECIFIED = -1, /* use the model's <arch>.pooling_type, else MEAN */
+  FM_LLM_POOL_NONE = 0,         /* not an embedding: refused by fm_llm_embed */
+  FM_LLM_POOL_MEAN = 1,
+  FM_LLM_POOL_CLS = 2, /* the first token's state */
+  FM_LLM_POOL_LAST = 3 /* the last token's state */
+} fm_llm_pooling;
+
+/* Element type of KV cache entries (values are ggml type ids). */
+typedef enum fm_llm_kv_type { FM_LLM_KV_F32 = 0, FM_LLM_KV_F16 = 1 } fm_llm_kv_type;
+
+/* Which logits fm_llm_eval returns. */
+typedef enum fm_llm_out {
+  FM_LLM_OUT_NONE = 0, /* only fill the cache */
+  FM_LLM_OUT_LAST = 1, /* the last token's logits: n_vocab floats */
+  FM_LLM_OUT_ALL = 2   /* every token's: n_vocab x n_tokens floats */
+} fm_llm_out;
+
+/* Hyperparameters as read from the metadata (borrowed from the model). */
+typedef struct fm_llm_info {
+  const char *arch; /* general.architecture, NUL-terminated */
+  const char *name; /* general.name or "" */
+  int64_t n_vocab;  /* rows of token_embd */
+  int64_t n_embd;
+  int64_t n_embd_out; /* length of an embedding from fm_llm_embed */
+  int64_t n_layer;
+  int64_t n_head;        /* of the first attention layer */
+  int64_t n_head_kv;     /* of the first attention layer */
+  int64_t n_embd_head_k; /* key/query head size */
+  int64_t n_embd_head_v;
+  int64_t n_ff;  /* of the first layer (0 when absent) */
+  int64_t n_rot; /* rotary dimensions */
+  int64_t n_ctx_train;
+  int64_t n_expert, n_expert_used; /* 0 when not a mixture of experts */
+  double rope_freq_base;
+  double norm_eps; /* RMS (or layer) norm epsilon */
+  int rope_neox;   /* 1: NEOX rotation (pairs i, i + n_rot/2); 0: adjacent pairs */
+  int causal;      /* <arch>.attention.causal (default 1) */
+  int pooling;     /* fm_llm_pooling from <arch>.pooling_type, -1 when absent */
+  int tied_output; /* 1 when output.weight is absent and token_embd is reused */
+  int64_t n_params;      /* elements of all bound weights */
+  uint64_t n_weight_bytes; /* bytes of all bound weights (in the mapping) */
+} fm_llm_info;
+
+/* Build a model over a parsed GGUF file.
+ * n_threads: GGML worker threads (>= 1).
+ * Owns:   the result (free with fm_llm_model_free); borrows g, which must
+ *         stay open (and its mapping alive) until the model is freed.
+ * Errors: FM_EUNSUPPORTED for an unknown general.architecture (named);
+ *         FM_EFORMAT naming a missing or mistyped key, or a tensor that is
+ *         missing or has the wrong shape or type; FM_EARG for n_threads < 1;
+ *         FM_ENOMEM. */
+FM_NODISCARD fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out,
+                                        fm_err *err);
+void fm_llm_model_free(fm_llm_model *m); /* NULL is allowed */
+
+const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
+
+/* Number of GGML worker threads for the next evaluations. FM_EARG if < 1. */
+FM_NODISCARD fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err);
+int fm_llm_model_threads(const fm_llm_model *m);
+
+/* Bytes of cache memory for n_ctx positions of type kv (including 64 bytes
+ * of slack for aligning a caller's buffer); 0 if n_ctx < 1 or on overflow. */
+size_t fm_llm_cache_bytes(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv);
+
+/* A KV cache of n_ctx positions for model m.
+ * mem: NULL to allocate (and own) heap memory, or a caller's buffer of
+ *      n_bytes >= fm_llm_cache_bytes(m, n_ctx, kv) (borrowed: must outlive
+ *      the cache; it is zeroed here).
+ * Owns:   the result (fm_llm_cache_free); borrows m (must outlive it).
+ * Errors: FM_EARG (n_ctx < 1, a buffer too small, unknown kv),
+ *         FM_ENOMEM. */
+FM_NODISCARD fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv,
+                                        void *mem, size_t n_bytes, fm_llm_cache **out,
+                                        fm_err *err);
+void fm_llm_cache_free(fm_llm_cache *c); /* NULL is allowed */
+/* Forget every position (n_past = 0; recurrent state zeroed). */
+void fm_llm_cache_clear(fm_llm_cache *c);
+int64_t fm_llm_cache_n_past(const fm_llm_cache *c);
+int64_t fm_llm_cache_n_ctx(const fm_llm_cache *c);
+fm_llm_kv_type fm_llm_cache_type(const fm_llm_cache *c);
+
+/* Evaluate tokens[0..n_tokens) at positions n_past .. n_past + n_tokens - 1
+ * of cache c (then n_past += n_tokens), or, with c == NULL, from position 0
+ * in a transient heap cache of exactly n_tokens positions and type F16.
+ * Shape:  logits (written unless out == FM_LLM_OUT_NONE; may then be NULL)
+ *         is n_vocab x 1 for LAST, n_vocab x n_tokens for ALL, col-major.
+ * Errors: FM_EARG (n_tokens < 1, a token id outside [0, n_vocab), NULL
+ *         logits); FM_ENOSPC when n_past + n_tokens > n_ctx (the cache is
+ *         unchanged); FM_EMISMATCH when c belongs to another model;
+ *         FM_ECANCELLED when ctl asked to stop (the cache's n_past is then
+ *         unchanged, its contents past n_past undefined); FM_ENOMEM;
+ *         FM_EINTERNAL when GGML fails. */
+FM_NODISCARD fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens,
+                                   int64_t n_tokens, fm_llm_out out, float *logits,
+                                   const fm_ctl *ctl, fm_err *err);
+
+/* Pooled embedding of tokens[0..n_tokens): the hidden states after the
+ * final norm (and any projection the architecture adds), evaluated in one
+ * batch from position 0 with the model's own attention (causal or not per
+ * <arch>.attention.causal) in a transient F32 cache, then pooled.
+ * Shape:  out is n_embd_out floats (fm_llm_info). No normalization.
+ * Errors: FM_EARG (n_tokens < 1, a bad token id, pooling NONE or unknown),
+ *         FM_ENOMEM, FM_ECANCELLED, FM_EINTERNAL. */
+FM_NODISCARD fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
+                                    fm_llm_pooling pooling, float *out, const fm_ctl *ctl,
+                                    fm_err *err);
+
+/* Index of the largest of x[0..n) (NaN never wins); the lowest index among
+ * equal maxima. -1 when n < 1 or every value is NaN. */
+int64_t fm_llm_argmax(const float *x, int64_t n);
+
+/* Sampling parameters. temperature <= 0 means greedy (fm_llm_argmax).
+ * Otherwise, in this order: logits / temperature; keep the top_k largest
+ * (top_k <= 0 or >= n: all; ties at the boundary broken by lower id); the
+ * smallest prefix of those, by descending probability (softmax of the
+ * scaled logits), whose mass reaches top_p (top_p >= 1: all; at least one
+ * token); renormalize and draw one token with a uniform from the core's
+ * xoshiro256** stream seeded with `seed` (docs/rng.md). */
+typedef struct fm_llm_sampling {
+  double temperature;
+  int64_t top_k;
+  double top_p;
+  uint64_t seed;
+} fm_llm_sampling;
+
+typedef struct fm_llm_sampler fm_llm_sampler;
+
+/* Owns: the result (fm_llm_sampler_free). Errors: FM_EARG (NaN
+ * temperature, top_p outside (0, 1] or NaN, n_vocab < 1), FM_ENOMEM. */
+FM_NODISCARD fm_status fm_llm_sampler_new(const fm_llm_sampling *s, int64_t n_vocab,
+                                          fm_llm_sampler **out, fm_err *err);
+void fm_llm_sampler_free(fm_llm_sampler *s); /* NULL is allowed */
+/* Next token from logits[0..n_vocab) (not modified); -1 when every logit
+ * is NaN or -Inf. Advances the sampler's generator (not when greedy). */
+int64_t fm_llm_sampler_next(fm_llm_sampler *s, const float *logits);
+
+/* Timings of fm_llm_generate, in seconds of wall-clock time. */
+typedef struct fm_llm_timings {
+  double prefill_s; /* evaluating the prompt (and sampling the first token) */
+  double decode_s;  /* evaluating the generated tokens after the first */
+  int64_t n_prefill;
+  int64_t n_decode; /* tokens evaluated in decode (n_out - 1, or 0) */
+} fm_llm_timings;
+
+/* Generate up to n_new tokens after prompt[0..n_prompt) in cache c (whose
+ * n_past may be > 0: the prompt then continues what it holds).
+ * Each generated token is sampled from the previous logits with s, then
+ * evaluated (one at a time), except the last one which is not evaluated.
+ * Generation stops early after emitting a token listed in stop[0..n_stop).
+ * Shape:  tokens_out holds n_new ids; *n_out gets the count written.
+ * Errors: those of fm_llm_eval (FM_ENOSPC when the cache is too short for
+ *         n_prompt + n_new - 1 more positions, checked before starting);
+ *         FM_EARG (n_prompt < 1, n_new < 0). On FM_ECANCELLED the tokens
+ *         generated so far are in tokens_out and *n_out. */
+FM_NODISCARD fm_status fm_llm_generate(fm_llm_model *m, fm_llm_cache *c, const int32_t *prompt,
+                                       int64_t n_prompt, int64_t n_new, fm_llm_sampler *s,
+                                       const int32_t *stop, int64_t n_stop, int32_t *tokens_out,
+                                       int64_t *n_out, fm_llm_timings *t, const fm_ctl *ctl,
+                                       fm_err *err);
+
+#endif

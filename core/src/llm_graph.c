@@ -1,0 +1,500 @@
+/* llm_graph.c: reusable lowerings of transformer blocks to GGML operators,
+ * the standard pre-norm decoder, and evaluation (graph build, allocation by
+ * ggml_gallocr into one reused compute buffer, inputs, CPU compute).
+ *
+ * The operator sequence mirrors what llama.cpp builds for the same
+ * architecture (without flash attention, its default through node-llama-cpp),
+ * so results agree to rounding: token embedding rows; per layer RMSNorm x w,
+ * Q/K/V projections, RoPE on [head, n_head, n_tokens], keys stored F16 in
+ * the cache and values stored transposed, softmax(K^T Q * scale + mask) with
+ * ggml_soft_max_ext, V x probabilities, heads merged, output projection,
+ * residual; the last layer keeps only the rows whose logits are wanted
+ * before its feed-forward; final norm; output projection.
+ * Methods: Vaswani et al. 2017 (attention), Zhang and Sennrich 2019
+ * (RMSNorm), Su et al. 2021 (RoPE), Ainslie et al. 2023 (grouped-query
+ * attention), Shazeer 2020 (GLU variants). */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "llm_impl.h"
+
+/* ---- inputs ---------------------------------------------------------------- */
+
+struct ggml_tensor *llm_build_inp_embd(llm_build *b) {
+  struct ggml_tensor *x = ggml_get_rows(b->ctx, b->m->tok_embd, b->inp_tokens);
+  if (b->m->hp.embd_scale != 0.0f) x = ggml_scale(b->ctx, x, b->m->hp.embd_scale);
+  return x;
+}
+
+struct ggml_tensor *llm_build_inp_pos(llm_build *b) {
+  if (!b->inp_pos) {
+    b->inp_pos = ggml_new_tensor_1d(b->ctx, GGML_TYPE_I32, b->n_tokens);
+    ggml_set_name(b->inp_pos, "inp_pos");
+    ggml_set_input(b->inp_pos);
+  }
+  return b->inp_pos;
+}
+
+struct ggml_tensor *llm_build_mask(llm_build *b, int kind) {
+  if (kind <= LLM_MASK_DEFAULT || kind >= LLM_MASK_COUNT)
+    kind = b->m->hp.causal ? LLM_MASK_CAUSAL : LLM_MASK_FULL;
+  if (!b->mask[kind]) {
+    b->mask[kind] = ggml_new_tensor_2d(b->ctx, GGML_TYPE_F32, b->n_kv, b->n_tokens);
+    ggml_set_input(b->mask[kind]);
+  }
+  return b->mask[kind];
+}
+
+struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x) {
+  return b->inp_out_ids ? ggml_get_rows(b->ctx, x, b->inp_out_ids) : x;
+}
+
+/* ---- lowerings ------------------------------------------------------------- */
+
+struct ggml_tensor *llm_norm(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
+                             struct ggml_tensor *bias, int kind) {
+  const llm_hparams *hp = &b->m->hp;
+  x = kind == LLM_NORM_LAYER ? ggml_norm(b->ctx, x, (float)hp->norm_eps)
+                             : ggml_rms_norm(b->ctx, x, (float)hp->norm_rms_eps);
+  if (w) x = ggml_mul(b->ctx, x, w);
+  if (bias) x = ggml_add(b->ctx, x, bias);
+  return x;
+}
+
+static struct ggml_tensor *rope(llm_build *b, struct ggml_tensor *x) {
+  const llm_hparams *hp = &b->m->hp;
+  return ggml_rope_ext(b->ctx, x, llm_build_inp_pos(b), NULL, (int)hp->n_rot,
+                       hp->rope_neox ? GGML_ROPE_TYPE_NEOX : GGML_ROPE_TYPE_NORMAL,
+                       (int)hp->n_ctx_orig, hp->rope_freq_base, hp->rope_freq_scale, 0.0f, 1.0f,
+                       32.0f, 1.0f);
+}
+
+struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
+                             const llm_attn_opts *o) {
+  llm_model *m = b->m;
+  const llm_hparams *hp = &m->hp;
+  const llm_layer *l = &m->layers[il];
+  struct ggml_context *ctx = b->ctx;
+  int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
+  int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il], n = b->n_tokens;
+
+  struct ggml_tensor *q = ggml_mul_mat(ctx, l->wq, x);
+  if (l->bq) q = ggml_add(ctx, q, l->bq);
+  struct ggml_tensor *k = ggml_mul_mat(ctx, l->wk, x);
+  if (l->bk) k = ggml_add(ctx, k, l->bk);
+  struct ggml_tensor *v = ggml_mul_mat(ctx, l->wv, x);
+  if (l->bv) v = ggml_add(ctx, v, l->bv);
+  q = ggml_reshape_3d(ctx, q, hk, nh, n);
+  k = ggml_reshape_3d(ctx, k, hk, nkv, n);
+  if (l->attn_q_norm) q = llm_norm(b, q, l->attn_q_norm, NULL, LLM_NORM_RMS);
+  if (l->attn_k_norm) k = llm_norm(b, k, l->attn_k_norm, NULL, LLM_NORM_RMS);
+  if (!(o && o->no_rope) && hp->n_rot > 0) {
+    q = rope(b, q);
+    k = rope(b, k);
+  }
+
+  /* Store this batch's keys and values at cells n_past .. n_past + n - 1. */
+  struct ggml_tensor *kc = b->cache->k[il], *vc = b->cache->v[il];
+  int64_t ek = hk * nkv, ev = hv * nkv;
+  struct ggml_tensor *kdst =
+      ggml_view_1d(ctx, kc, n * ek, ggml_row_size(kc->type, ek) * (size_t)b->n_past);
+  ggml_build_forward_expand(b->gf, ggml_cpy(ctx, k, kdst));
+  struct ggml_tensor *vdst =
+      ggml_view_2d(ctx, vc, n, ev, vc->nb[1], ggml_element_size(vc) * (size_t)b->n_past);
+  ggml_build_forward_expand(b->gf, ggml_cpy(ctx, ggml_transpose(ctx, v), vdst));
+
+  /* Attention over the n_kv cells. */
+  int mk = o ? o->mask : LLM_MASK_DEFAULT;
+  if (mk == LLM_MASK_DEFAULT && hp->swa_layer[il] && hp->n_swa > 0)
+    mk = hp->causal ? LLM_MASK_SWA_CAUSAL : LLM_MASK_SWA_SYM;
+  struct ggml_tensor *mask = llm_build_mask(b, mk);
+  float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
+                : hp->kq_scale != 0.0f     ? hp->kq_scale
+                                           : 1.0f / sqrtf((float)hk);
+  struct ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); /* [hk, n, nh] */
+  struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
+                                        ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
+  struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp);                   /* [n_kv, n, nh] */
+  kq = ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
+  struct ggml_tensor *vv =
+      ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
+  struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);               /* [hv, n, nh] */
+  struct ggml_tensor *cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);      /* [hv, nh, n] */
+  cur = ggml_cont_2d(ctx, cur, hv * nh, n);
+  cur = ggml_mul_mat(ctx, l->wo, cur);
+  if (l->bo) cur = ggml_add(ctx, cur, l->bo);
+  return cur;
+}
+
+static struct ggml_tensor *mm_bias(struct ggml_context *ctx, struct ggml_tensor *w,
+                                   struct ggml_tensor *bias, struct ggml_tensor *x) {
+  struct ggml_tensor *y = ggml_mul_mat(ctx, w, x);
+  return bias ? ggml_add(ctx, y, bias) : y;
+}
+
+static struct ggml_tensor *ffn_dense(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *up,
+                                     struct ggml_tensor *up_b, struct ggml_tensor *gate,
+                                     struct ggml_tensor *gate_b, struct ggml_tensor *down,
+                                     struct ggml_tensor *down_b, int kind) {
+  struct ggml_context *ctx = b->ctx;
+  struct ggml_tensor *u = mm_bias(ctx, up, up_b, x), *h;
+  if (gate && (kind == LLM_FFN_SWIGLU || kind == LLM_FFN_GEGLU)) {
+    struct ggml_tensor *g = mm_bias(ctx, gate, gate_b, x);
+    h = kind == LLM_FFN_SWIGLU ? ggml_swiglu_split(ctx, g, u) : ggml_geglu_split(ctx, g, u);
+  } else {
+    h = kind == LLM_FFN_SILU || kind == LLM_FFN_SWIGLU ? ggml_silu(ctx, u) : ggml_gelu(ctx, u);
+  }
+  return mm_bias(ctx, down, down_b, h);
+}
+
+struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int kind) {
+  const llm_layer *l = &b->m->layers[il];
+  return ffn_dense(b, x, l->ffn_up, l->ffn_up_b, l->ffn_gate, l->ffn_gate_b, l->ffn_down,
+                   l->ffn_down_b, kind);
+}
+
+struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
+                            const llm_moe_opts *o) {
+  llm_model *m = b->m;
+  const llm_layer *l = &m->layers[il];
+  struct ggml_context *ctx = b->ctx;
+  int64_t E = m->hp.n_embd, ne = m->hp.n_expert, nu = m->hp.n_expert_used, n = x->ne[1];
+
+  struct ggml_tensor *logits = ggml_mul_mat(ctx, l->ffn_gate_inp, x); /* [ne, n] */
+  struct ggml_tensor *probs = o->gating_sigmoid ? ggml_sigmoid(ctx, logits) : ggml_soft_max(ctx, logits);
+  struct ggml_tensor *sel = probs;
+  if (l->ffn_exp_probs_b) sel = ggml_add(ctx, probs, l->ffn_exp_probs_b);
+  struct ggml_tensor *ids = ggml_top_k(ctx, sel, (int)nu); /* [nu, n] I32 */
+  struct ggml_tensor *w = ggml_get_rows(ctx, ggml_reshape_3d(ctx, probs, 1, ne, n), ids); /* [1, nu, n] */
+  if (o->norm_weights) {
+    struct ggml_tensor *w2 = ggml_reshape_2d(ctx, w, nu, n);
+    w2 = ggml_div(ctx, w2, ggml_sum_rows(ctx, w2));
+    w = ggml_reshape_3d(ctx, w2, 1, nu, n);
+  }
+  if (o->weights_scale != 0.0f) w = ggml_scale(ctx, w, o->weights_scale);
+
+  struct ggml_tensor *x3 = ggml_reshape_3d(ctx, x, E, 1, n);
+  struct ggml_tensor *up = ggml_mul_mat_id(ctx, l->ffn_up_exps, x3, ids);     /* [ff, nu, n] */
+  struct ggml_tensor *gate = ggml_mul_mat_id(ctx, l->ffn_gate_exps, x3, ids); /* [ff, nu, n] */
+  struct ggml_tensor *h = o->act == LLM_FFN_GEGLU ? ggml_geglu_split(ctx, gate, up)
+                                                  : ggml_swiglu_split(ctx, gate, up);
+  struct ggml_tensor *ex = ggml_mul_mat_id(ctx, l->ffn_down_exps, h, ids); /* [E, nu, n] */
+  ex = ggml_mul(ctx, ex, w);
+  struct ggml_tensor *out = NULL;
+  for (int64_t i = 0; i < nu; i++) {
+    struct ggml_tensor *e = ggml_view_2d(ctx, ex, E, n, ex->nb[2], (size_t)i * ex->nb[1]);
+    out = out ? ggml_add(ctx, out, e) : e;
+  }
+  if (nu == 1) out = ggml_cont(ctx, out);
+  if (l->ffn_up_shexp) {
+    struct ggml_tensor *sh = ffn_dense(b, x, l->ffn_up_shexp, NULL, l->ffn_gate_shexp, NULL,
+                                       l->ffn_down_shexp, NULL, LLM_FFN_SWIGLU);
+    if (l->ffn_gate_inp_shexp)
+      sh = ggml_mul(ctx, sh, ggml_sigmoid(ctx, ggml_mul_mat(ctx, l->ffn_gate_inp_shexp, x)));
+    out = ggml_add(ctx, out, sh);
+  }
+  return out;
+}
+
+fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err) {
+  llm_model *m = b->m;
+  struct ggml_context *ctx = b->ctx;
+  struct ggml_tensor *x = llm_build_inp_embd(b);
+  for (int64_t il = 0; il < m->hp.n_layer; il++) {
+    const llm_layer *l = &m->layers[il];
+    struct ggml_tensor *res = x;
+    struct ggml_tensor *cur = llm_norm(b, x, l->attn_norm, l->attn_norm_b, o->norm);
+    cur = llm_attn(b, il, cur, &o->attn);
+    if (l->attn_post_norm) cur = llm_norm(b, cur, l->attn_post_norm, NULL, o->norm);
+    if (il == m->hp.n_layer - 1) {
+      cur = llm_select_outputs(b, cur);
+      res = llm_select_outputs(b, res);
+    }
+    struct ggml_tensor *ffn_in = ggml_add(ctx, cur, res);
+    cur = llm_norm(b, ffn_in, l->ffn_norm, l->ffn_norm_b, o->norm);
+    if (l->ffn_gate_inp) {
+      cur = llm_moe(b, il, cur, &o->moe);
+    } else {
+      if ((o->ffn == LLM_FFN_SWIGLU || o->ffn == LLM_FFN_GEGLU) && !l->ffn_gate)
+        return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.ffn_gate.weight' is missing (architecture %s)",
+                          (long long)il, m->arch_name);
+      cur = llm_ffn(b, il, cur, o->ffn);
+    }
+    if (l->ffn_post_norm) cur = llm_norm(b, cur, l->ffn_post_norm, NULL, o->norm);
+    x = ggml_add(ctx, cur, ffn_in);
+  }
+  b->hidden = llm_norm(b, x, m->output_norm, m->output_norm_b, o->norm);
+  return FM_OK;
+}
+
+/* ---- evaluation ------------------------------------------------------------ */
+
+static bool abort_cb(void *data) {
+  llm_model *m = data;
+  if (!m->ctl || !m->ctl->cancel) return false;
+  if (!pthread_equal(pthread_self(), m->caller)) return false;
+  return fm_ctl_cancelled(m->ctl) != 0;
+}
+
+static void fill_mask(const llm_build *b, int kind, float *d) {
+  const llm_hparams *hp = &b->m->hp;
+  int64_t n_kv = b->n_kv;
+  for (int64_t i = 0; i < b->n_tokens; i++) {
+    int64_t pi = b->n_past + i;
+    float *row = d + i * n_kv;
+    for (int64_t j = 0; j < n_kv; j++) {
+      int vis;
+      switch (kind) {
+      case LLM_MASK_FULL: vis = 1; break;
+      case LLM_MASK_SWA_CAUSAL: vis = j <= pi && pi - j < hp->n_swa; break;
+      case LLM_MASK_SWA_SYM: vis = (pi - j <= hp->n_swa / 2) && (j - pi <= hp->n_swa / 2); break;
+      default: vis = j <= pi; break;
+      }
+      row[j] = vis ? 0.0f : -INFINITY;
+    }
+  }
+}
+
+/* Build, allocate, fill and compute one graph. mode: 0 logits of the chosen
+ * rows, 1 pooled embedding. Copies the result to dst (n_rows x n_cols). */
+static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n,
+                           int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
+                           const fm_ctl *ctl, fm_err *err) {
+  fm_status st = FM_OK;
+  struct ggml_init_params ip = {m->graph_mem_size, m->graph_mem, true};
+  struct ggml_context *ctx = ggml_init(ip);
+  if (!ctx) return fm_err_set(err, FM_ENOMEM, "out of memory for a graph");
+  llm_build b;
+  memset(&b, 0, sizeof b);
+  b.m = m;
+  b.cache = c;
+  b.ctx = ctx;
+  b.gf = ggml_new_graph_custom(ctx, (size_t)m->graph_size, false);
+  b.n_tokens = n;
+  b.n_past = c->n_past;
+  b.n_kv = c->n_past + n;
+  b.n_outputs = embed ? n : n_out;
+  b.want_pool = embed;
+  b.pooling = pooling;
+  b.inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+  ggml_set_name(b.inp_tokens, "inp_tokens");
+  ggml_set_input(b.inp_tokens);
+  if (!embed && n_out < n) {
+    b.inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
+    ggml_set_input(b.inp_out_ids);
+  }
+  st = m->arch->build(&b, err);
+  if (st != FM_OK) goto done;
+  struct ggml_tensor *res;
+  if (embed) {
+    if (pooling == FM_LLM_POOL_MEAN) {
+      b.inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
+      ggml_set_input(b.inp_pool);
+      res = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, b.hidden)), b.inp_pool);
+    } else {
+      b.inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+      ggml_set_input(b.inp_pool);
+      res = ggml_get_rows(ctx, b.hidden, b.inp_pool);
+    }
+    if (b.pool_proj) res = b.pool_proj(&b, res);
+  } else {
+    res = b.logits ? b.logits : ggml_mul_mat(ctx, m->output, b.hidden);
+    if (!b.logits && m->hp.final_softcap > 0.0f) {
+      res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
+      res = ggml_tanh(ctx, res);
+      res = ggml_scale(ctx, res, m->hp.final_softcap);
+    }
+  }
+  ggml_set_output(res);
+  ggml_build_forward_expand(b.gf, res);
+  if (!ggml_gallocr_alloc_graph(m->galloc, b.gf)) {
+    st = fm_err_set(err, FM_ENOMEM, "out of memory for the compute buffer");
+    goto done;
+  }
+  /* Inputs. */
+  memcpy(b.inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
+  if (b.inp_pos && b.inp_pos->data)
+    for (int64_t i = 0; i < n; i++) ((int32_t *)b.inp_pos->data)[i] = (int32_t)(b.n_past + i);
+  for (int k = 0; k < LLM_MASK_COUNT; k++)
+    if (b.mask[k] && b.mask[k]->data) fill_mask(&b, k, b.mask[k]->data);
+  if (b.inp_out_ids && b.inp_out_ids->data)
+    for (int64_t i = 0; i < n_out; i++) ((int32_t *)b.inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
+  if (b.inp_pool && b.inp_pool->data) {
+    if (pooling == FM_LLM_POOL_MEAN)
+      for (int64_t i = 0; i < n; i++) ((float *)b.inp_pool->data)[i] = 1.0f / (float)n;
+    else
+      ((int32_t *)b.inp_pool->data)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
+  }
+  ggml_backend_cpu_set_n_threads(m->backend, m->n_threads);
+  m->ctl = ctl;
+  m->caller = pthread_self();
+  ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);
+  enum ggml_status gs = ggml_backend_graph_compute(m->backend, b.gf);
+  m->ctl = NULL;
+  if (gs == GGML_STATUS_ABORTED) {
+    st = fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+    goto done;
+  }
+  if (gs != GGML_STATUS_SUCCESS) {
+    st = fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed (status %d)", (int)gs);
+    goto done;
+  }
+  if (res->type != GGML_TYPE_F32 || !ggml_is_contiguous(res)) {
+    st = fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
+    goto done;
+  }
+  memcpy(dst, res->data, ggml_nbytes(res));
+  c->n_past += n;
+done:
+  ggml_free(ctx);
+  return st;
+}
+
+static fm_status check_tokens(const llm_model *m, const int32_t *tokens, int64_t n, fm_err *err) {
+  if (n < 1) return fm_err_set(err, FM_EARG, "at least one token is needed, got %lld", (long long)n);
+  if (!tokens) return fm_err_set(err, FM_EARG, "NULL tokens");
+  for (int64_t i = 0; i < n; i++)
+    if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+      return fm_err_set(err, FM_EARG, "token %lld is %d, outside the vocabulary [0, %lld)",
+                        (long long)(i + 1), tokens[i], (long long)m->hp.n_vocab);
+  return FM_OK;
+}
+
+fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n_tokens,
+                      fm_llm_out out, float *logits, const fm_ctl *ctl, fm_err *err) {
+  fm_status st;
+  if (!m) return fm_err_set(err, FM_EARG, "NULL model");
+  st = check_tokens(m, tokens, n_tokens, err);
+  if (st != FM_OK) return st;
+  if (out != FM_LLM_OUT_NONE && out != FM_LLM_OUT_LAST && out != FM_LLM_OUT_ALL)
+    return fm_err_set(err, FM_EARG, "unknown output choice %d", (int)out);
+  if (out != FM_LLM_OUT_NONE && !logits) return fm_err_set(err, FM_EARG, "NULL logits");
+  if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  fm_llm_cache *tmp = NULL;
+  if (!c) {
+    st = fm_llm_cache_new(m, n_tokens, FM_LLM_KV_F16, NULL, 0, &tmp, err);
+    if (st != FM_OK) return st;
+    c = tmp;
+  }
+  if (c->m != m) {
+    st = fm_err_set(err, FM_EMISMATCH, "the cache belongs to another model");
+    goto done;
+  }
+  if (n_tokens > c->n_ctx - c->n_past) {
+    st = fm_err_set(err, FM_ENOSPC,
+                    "the cache holds %lld of %lld positions; %lld more tokens do not fit",
+                    (long long)c->n_past, (long long)c->n_ctx, (long long)n_tokens);
+    goto done;
+  }
+  int64_t n_out = out == FM_LLM_OUT_ALL ? n_tokens : 1;
+  float *dst = logits, *scratch = NULL;
+  if (out == FM_LLM_OUT_NONE) {
+    scratch = malloc((size_t)m->hp.n_vocab * sizeof(float));
+    if (!scratch) {
+      st = fm_err_set(err, FM_ENOMEM, "out of memory for logits");
+      goto done;
+    }
+    dst = scratch;
+  }
+  st = run_graph(m, c, tokens, n_tokens, n_out, 0, FM_LLM_POOL_NONE, dst, ctl, err);
+  free(scratch);
+done:
+  fm_llm_cache_free(tmp);
+  return st;
+}
+
+fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
+                       fm_llm_pooling pooling, float *out, const fm_ctl *ctl, fm_err *err) {
+  fm_status st;
+  if (!m) return fm_err_set(err, FM_EARG, "NULL model");
+  st = check_tokens(m, tokens, n_tokens, err);
+  if (st != FM_OK) return st;
+  if (!out) return fm_err_set(err, FM_EARG, "NULL output");
+  if (pooling == FM_LLM_POOL_UNSPECIFIED)
+    pooling = m->hp.pooling >= FM_LLM_POOL_MEAN && m->hp.pooling <= FM_LLM_POOL_LAST
+                  ? (fm_llm_pooling)m->hp.pooling
+                  : FM_LLM_POOL_MEAN;
+  if (pooling != FM_LLM_POOL_MEAN && pooling != FM_LLM_POOL_CLS && pooling != FM_LLM_POOL_LAST)
+    return fm_err_set(err, FM_EARG, "pooling %d is not mean (1), cls (2) or last (3)", (int)pooling);
+  if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  fm_llm_cache *c = NULL;
+  st = fm_llm_cache_new(m, n_tokens, FM_LLM_KV_F32, NULL, 0, &c, err);
+  if (st != FM_OK) return st;
+  st = run_graph(m, c, tokens, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  fm_llm_cache_free(c);
+  return st;
+}
+
+/* ---- generation ------------------------------------------------------------ */
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+fm_status fm_llm_generate(fm_llm_model *m, fm_llm_cache *c, const int32_t *prompt,
+                          int64_t n_prompt, int64_t n_new, fm_llm_sampler *s, const int32_t *stop,
+                          int64_t n_stop, int32_t *tokens_out, int64_t *n_out, fm_llm_timings *t,
+                          const fm_ctl *ctl, fm_err *err) {
+  fm_status st;
+  if (n_out) *n_out = 0;
+  if (t) memset(t, 0, sizeof *t);
+  if (!m || !c || !s || !n_out) return fm_err_set(err, FM_EARG, "fm_llm_generate: NULL argument");
+  if (n_prompt < 1) return fm_err_set(err, FM_EARG, "the prompt has no tokens");
+  if (n_new < 0) return fm_err_set(err, FM_EARG, "n_new must be >= 0, got %lld", (long long)n_new);
+  if (n_new > 0 && !tokens_out) return fm_err_set(err, FM_EARG, "NULL tokens_out");
+  if (c->m != m) return fm_err_set(err, FM_EMISMATCH, "the cache belongs to another model");
+  int64_t need = n_prompt + (n_new > 0 ? n_new - 1 : 0);
+  if (need > c->n_ctx - c->n_past)
+    return fm_err_set(err, FM_ENOSPC,
+                      "the cache holds %lld of %lld positions; the prompt (%lld) and %lld new "
+                      "tokens need %lld more",
+                      (long long)c->n_past, (long long)c->n_ctx, (long long)n_prompt,
+                      (long long)n_new, (long long)need);
+  float *logits = malloc((size_t)m->hp.n_vocab * sizeof(float));
+  if (!logits) return fm_err_set(err, FM_ENOMEM, "out of memory for logits");
+  double t0 = now_s(), t1 = t0, t_first = t0;
+  int64_t n = 0;
+  st = fm_llm_eval(m, c, prompt, n_prompt, FM_LLM_OUT_LAST, logits, ctl, err);
+  if (st != FM_OK) goto done;
+  t1 = t_first = now_s();
+  for (; n < n_new; n++) {
+    int64_t tok = fm_llm_sampler_next(s, logits);
+    if (tok < 0) {
+      st = fm_err_set(err, FM_EDEGENERATE, "every logit is NaN or -Inf at generated token %lld",
+                      (long long)(n + 1));
+      goto done;
+    }
+    tokens_out[n] = (int32_t)tok;
+    if (n == 0) t_first = now_s();
+    int is_stop = 0;
+    for (int64_t k = 0; k < n_stop; k++)
+      if (stop[k] == tok) is_stop = 1;
+    if (is_stop || n == n_new - 1) {
+      n++;
+      break;
+    }
+    int32_t one = (int32_t)tok;
+    st = fm_llm_eval(m, c, &one, 1, FM_LLM_OUT_LAST, logits, ctl, err);
+    if (st != FM_OK) {
+      n++;
+      goto done;
+    }
+    if (t) t->n_decode++;
+  }
+done:
+  if (t) {
+    double t2 = now_s();
+    t->n_prefill = n_prompt;
+    t->prefill_s = (n > 0 ? t_first : t1) - t0;
+    t->decode_s = t2 - (n > 0 ? t_first : t1);
+    if (st != FM_OK && n == 0) t->prefill_s = t2 - t0;
+  }
+  *n_out = n;
+  free(logits);
+  return st;
+}

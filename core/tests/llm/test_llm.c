@@ -1,0 +1,339 @@
+/* test_llm.c: the model runtime (fm_llm.h) on the real stories260K model
+ * (../shared/fixtures/gguf; cases that need it say so and pass when it is
+ * absent) and on small GGUFs written here (errors).
+ * Invariants: logits finite and shaped; a cached evaluation from a cleared
+ * cache equals an uncached one bit for bit; whole-prefix versus
+ * token-by-token logits within 1e-4 absolute (measured: about 1e-6);
+ * greedy tie-break to the lowest id; seeded sampling deterministic. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fm/fm_gguf.h"
+#include "fm/fm_llm.h"
+#include "fm_test.h"
+
+/* libggml.a calls R's printing and error entry points; referencing one
+ * here pulls the stand-ins (core/tests/ggml_r_stubs.c, inside the
+ * fmalloc_ggml archive) into the link before libggml.a needs them. */
+void Rf_error(const char *fmt, ...);
+void (*volatile fm_test_keep_r_stubs)(const char *, ...) = Rf_error;
+
+static char model_path[1024];
+
+static int find_model(const char *name) {
+  const char *env = getenv("RFMALLOC_FIXTURES");
+  const char *base = env && env[0] ? env : "../../../shared/fixtures";
+  snprintf(model_path, sizeof model_path, "%s/gguf/%s", base, name);
+  return access(model_path, R_OK) == 0;
+}
+
+static fm_gguf *g_story;
+static fm_llm_model *m_story;
+
+static int open_story(void) {
+  if (m_story) return 1;
+  if (!find_model("stories260K.gguf")) {
+    fprintf(stderr, "stories260K.gguf not found (RFMALLOC_FIXTURES): model cases skipped\n");
+    return 0;
+  }
+  fm_err err;
+  CHECK_OK(fm_gguf_open(model_path, &g_story, &err), &err);
+  if (!g_story) return 0;
+  CHECK_OK(fm_llm_model_new(g_story, 2, &m_story, &err), &err);
+  return m_story != NULL;
+}
+
+static const int32_t prompt[] = {1, 403, 407, 261, 378, 423, 406}; /* <s> and 6 story tokens */
+#define N_PROMPT 7
+
+static void test_info(void) {
+  if (!open_story()) return;
+  const fm_llm_info *in = fm_llm_model_info(m_story);
+  CHECK(strcmp(in->arch, "llama") == 0);
+  CHECK(in->n_vocab == 512);
+  CHECK(in->n_embd == 64);
+  CHECK(in->n_layer == 5);
+  CHECK(in->n_head == 8);
+  CHECK(in->n_head_kv == 4);
+  CHECK(in->n_ff == 172);
+  CHECK(in->n_rot == 8);
+  CHECK(in->n_ctx_train == 2048);
+  CHECK(in->rope_neox == 0);
+  CHECK(in->causal == 1);
+  CHECK(in->n_params == 292800);
+}
+
+static void test_logits_and_cache(void) {
+  if (!open_story()) return;
+  fm_err err;
+  int64_t V = 512;
+  float *a = malloc(sizeof(float) * V * N_PROMPT), *b = malloc(sizeof(float) * V * N_PROMPT);
+  float *t = malloc(sizeof(float) * V * N_PROMPT);
+  /* Uncached (transient cache). */
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_ALL, a, NULL, &err), &err);
+  for (int64_t i = 0; i < V * N_PROMPT; i++) CHECK(isfinite(a[i]));
+  /* Cached, twice with a clear between: bit-identical to uncached. */
+  fm_llm_cache *c = NULL;
+  CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
+  if (!c) return;
+  for (int rep = 0; rep < 2; rep++) {
+    fm_llm_cache_clear(c);
+    CHECK_OK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_ALL, b, NULL, &err), &err);
+    CHECK(memcmp(a, b, sizeof(float) * V * N_PROMPT) == 0);
+    CHECK(fm_llm_cache_n_past(c) == N_PROMPT);
+  }
+  /* Token by token: within tolerance of the whole-prefix logits. */
+  fm_llm_cache_clear(c);
+  double maxd = 0;
+  for (int i = 0; i < N_PROMPT; i++) {
+    CHECK_OK(fm_llm_eval(m_story, c, prompt + i, 1, FM_LLM_OUT_LAST, t + V * i, NULL, &err), &err);
+  }
+  for (int64_t i = 0; i < V * N_PROMPT; i++) maxd = fmax(maxd, fabs((double)t[i] - a[i]));
+  fprintf(stderr, "whole vs token-by-token: max abs diff %.3g\n", maxd);
+  CHECK(maxd < 1e-4);
+  /* LAST equals the last column of ALL for the same batch. */
+  fm_llm_cache_clear(c);
+  CHECK_OK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  maxd = 0;
+  for (int64_t i = 0; i < V; i++) maxd = fmax(maxd, fabs((double)b[i] - a[V * (N_PROMPT - 1) + i]));
+  CHECK(maxd < 1e-4);
+  /* Errors: full cache, bad token. */
+  fm_llm_cache *small = NULL;
+  CHECK_OK(fm_llm_cache_new(m_story, 4, FM_LLM_KV_F16, NULL, 0, &small, &err), &err);
+  CHECK(fm_llm_eval(m_story, small, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err) == FM_ENOSPC);
+  CHECK(fm_llm_cache_n_past(small) == 0);
+  int32_t bad[2] = {1, 512};
+  CHECK(fm_llm_eval(m_story, c, bad, 2, FM_LLM_OUT_LAST, b, NULL, &err) == FM_EARG);
+  fm_llm_cache_free(small);
+  /* A caller's buffer (as an Rfmalloc runtime gives) behaves as the heap. */
+  size_t nb = fm_llm_cache_bytes(m_story, 64, FM_LLM_KV_F16);
+  CHECK(nb > 0);
+  char *mem = malloc(nb + 3);
+  fm_llm_cache *cm = NULL;
+  CHECK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, mem + 3, nb - 1, &cm, &err) == FM_EARG);
+  CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, mem + 3, nb, &cm, &err), &err);
+  CHECK_OK(fm_llm_eval(m_story, cm, prompt, N_PROMPT, FM_LLM_OUT_ALL, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof(float) * V * N_PROMPT) == 0);
+  fm_llm_cache_free(cm);
+  free(mem);
+  fm_llm_cache_free(c);
+  free(a);
+  free(b);
+  free(t);
+}
+
+static void test_generate(void) {
+  if (!open_story()) return;
+  fm_err err;
+  fm_llm_cache *c = NULL;
+  CHECK_OK(fm_llm_cache_new(m_story, 128, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
+  fm_llm_sampling greedy = {0, 40, 0.95, 1};
+  fm_llm_sampler *s = NULL;
+  CHECK_OK(fm_llm_sampler_new(&greedy, 512, &s, &err), &err);
+  int32_t out1[32], out2[32];
+  int64_t n1 = 0, n2 = 0;
+  fm_llm_timings tm;
+  CHECK_OK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 32, s, NULL, 0, out1, &n1, &tm, NULL, &err),
+           &err);
+  CHECK(n1 == 32);
+  CHECK(fm_llm_cache_n_past(c) == N_PROMPT + 31);
+  CHECK(tm.n_decode == 31);
+  /* Greedy equals the argmax chain of uncached evaluations. */
+  int32_t seq[64];
+  memcpy(seq, prompt, sizeof prompt);
+  float *lg = malloc(sizeof(float) * 512);
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(fm_llm_eval(m_story, NULL, seq, N_PROMPT + i, FM_LLM_OUT_LAST, lg, NULL, &err), &err);
+    seq[N_PROMPT + i] = (int32_t)fm_llm_argmax(lg, 512);
+    CHECK(seq[N_PROMPT + i] == out1[i]);
+  }
+  free(lg);
+  fm_llm_sampler_free(s);
+  /* Seeded sampling is deterministic. */
+  fm_llm_sampling samp = {0.8, 40, 0.95, 42};
+  for (int rep = 0; rep < 2; rep++) {
+    CHECK_OK(fm_llm_sampler_new(&samp, 512, &s, &err), &err);
+    fm_llm_cache_clear(c);
+    CHECK_OK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 32, s, NULL, 0, rep ? out2 : out1,
+                             rep ? &n2 : &n1, NULL, NULL, &err),
+             &err);
+    fm_llm_sampler_free(s);
+  }
+  CHECK(n1 == n2 && memcmp(out1, out2, sizeof(int32_t) * (size_t)n1) == 0);
+  /* Stop tokens end generation after emitting one. */
+  int32_t stop = out1[3];
+  CHECK_OK(fm_llm_sampler_new(&samp, 512, &s, &err), &err);
+  fm_llm_cache_clear(c);
+  CHECK_OK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 32, s, &stop, 1, out2, &n2, NULL, NULL, &err),
+           &err);
+  CHECK(n2 <= 4 && out2[n2 - 1] == stop);
+  fm_llm_sampler_free(s);
+  /* Too long for the cache: refused before starting. */
+  CHECK_OK(fm_llm_sampler_new(&greedy, 512, &s, &err), &err);
+  fm_llm_cache_clear(c);
+  CHECK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 200, s, NULL, 0, out2, &n2, NULL, NULL, &err) ==
+        FM_ENOSPC);
+  fm_llm_sampler_free(s);
+  fm_llm_cache_free(c);
+}
+
+static void test_embed(void) {
+  if (!open_story()) return;
+  fm_err err;
+  float e[64], e2[64];
+  CHECK_OK(fm_llm_embed(m_story, prompt, N_PROMPT, FM_LLM_POOL_MEAN, e, NULL, &err), &err);
+  CHECK_OK(fm_llm_embed(m_story, prompt, N_PROMPT, FM_LLM_POOL_MEAN, e2, NULL, &err), &err);
+  CHECK(memcmp(e, e2, sizeof e) == 0);
+  double ss = 0;
+  for (int i = 0; i < 64; i++) ss += (double)e[i] * e[i];
+  CHECK(ss > 0 && isfinite(ss));
+  /* LAST pooling of a one-token sequence equals MEAN pooling of it. */
+  CHECK_OK(fm_llm_embed(m_story, prompt, 1, FM_LLM_POOL_LAST, e, NULL, &err), &err);
+  CHECK_OK(fm_llm_embed(m_story, prompt, 1, FM_LLM_POOL_MEAN, e2, NULL, &err), &err);
+  for (int i = 0; i < 64; i++) CHECK_CLOSE(e[i], e2[i], 1e-5);
+  CHECK(fm_llm_embed(m_story, prompt, 1, FM_LLM_POOL_NONE, e, NULL, &err) == FM_EARG);
+}
+
+static void test_argmax_sampler(void) {
+  float x[6] = {1.0f, 3.0f, NAN, 3.0f, -INFINITY, 2.0f};
+  CHECK(fm_llm_argmax(x, 6) == 1);
+  float y[3] = {NAN, NAN, NAN};
+  CHECK(fm_llm_argmax(y, 3) == -1);
+  CHECK(fm_llm_argmax(x, 0) == -1);
+  fm_err err;
+  fm_llm_sampler *s = NULL;
+  fm_llm_sampling g = {0, 0, 1, 0};
+  CHECK_OK(fm_llm_sampler_new(&g, 6, &s, &err), &err);
+  CHECK(fm_llm_sampler_next(s, x) == 1);
+  fm_llm_sampler_free(s);
+  /* top_k = 1 samples the argmax, ties to the lower id. */
+  fm_llm_sampling k1 = {1.0, 1, 1, 7};
+  CHECK_OK(fm_llm_sampler_new(&k1, 6, &s, &err), &err);
+  for (int i = 0; i < 20; i++) CHECK(fm_llm_sampler_next(s, x) == 1);
+  fm_llm_sampler_free(s);
+  /* A tiny top_p keeps only the most probable token. */
+  fm_llm_sampling p1 = {1.0, 0, 1e-6, 7};
+  CHECK_OK(fm_llm_sampler_new(&p1, 6, &s, &err), &err);
+  for (int i = 0; i < 20; i++) CHECK(fm_llm_sampler_next(s, x) == 1);
+  fm_llm_sampler_free(s);
+  /* Frequencies follow softmax(x / T) over {1, 3, 3, 2} (NaN and -Inf out). */
+  fm_llm_sampling all = {1.0, 0, 1, 123};
+  CHECK_OK(fm_llm_sampler_new(&all, 6, &s, &err), &err);
+  int cnt[6] = {0};
+  for (int i = 0; i < 20000; i++) cnt[fm_llm_sampler_next(s, x)]++;
+  double z = exp(1.0) + 2 * exp(3.0) + exp(2.0);
+  CHECK(cnt[2] == 0 && cnt[4] == 0);
+  CHECK(fabs(cnt[1] / 20000.0 - exp(3.0) / z) < 0.02);
+  CHECK(fabs(cnt[0] / 20000.0 - exp(1.0) / z) < 0.02);
+  fm_llm_sampler_free(s);
+  CHECK(fm_llm_sampler_new(&(fm_llm_sampling){1.0, 0, 0.0, 1}, 6, &s, &err) == FM_EARG);
+  CHECK(fm_llm_sampler_new(&(fm_llm_sampling){NAN, 0, 1.0, 1}, 6, &s, &err) == FM_EARG);
+}
+
+/* ---- small GGUFs written here (errors) ---------------------------------------- */
+
+typedef struct buf {
+  unsigned char *p;
+  size_t n, cap;
+} buf;
+
+static void put(buf *b, const void *d, size_t n) {
+  if (b->n + n > b->cap) {
+    b->cap = (b->n + n) * 2 + 64;
+    b->p = realloc(b->p, b->cap);
+  }
+  memcpy(b->p + b->n, d, n);
+  b->n += n;
+}
+static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
+static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
+static void put_str(buf *b, const char *s) {
+  put_u64(b, strlen(s));
+  put(b, s, strlen(s));
+}
+static void kv_str(buf *b, const char *k, const char *v) {
+  put_str(b, k);
+  put_u32(b, 8);
+  put_str(b, v);
+}
+static void kv_u32(buf *b, const char *k, uint32_t v) {
+  put_str(b, k);
+  put_u32(b, 4);
+  put_u32(b, v);
+}
+
+/* A llama-shaped GGUF with only token_embd (F32 [4, 8]) and the given
+ * architecture. */
+static buf tiny_gguf(const char *arch, int n_kv_extra) {
+  buf b = {0};
+  put(&b, "GGUF", 4);
+  put_u32(&b, 3);
+  put_u64(&b, 1);
+  put_u64(&b, 3 + (uint64_t)n_kv_extra);
+  kv_str(&b, "general.architecture", arch);
+  char key[64];
+  snprintf(key, sizeof key, "%s.block_count", arch);
+  kv_u32(&b, key, 1);
+  snprintf(key, sizeof key, "%s.embedding_length", arch);
+  kv_u32(&b, key, 4);
+  if (n_kv_extra) {
+    snprintf(key, sizeof key, "%s.attention.head_count", arch);
+    kv_u32(&b, key, 2);
+  }
+  put_str(&b, "token_embd.weight");
+  put_u32(&b, 2);
+  put_u64(&b, 4);
+  put_u64(&b, 8);
+  put_u32(&b, 0);
+  put_u64(&b, 0);
+  while (b.n % 32) put(&b, "", 1);
+  float z[32] = {0};
+  put(&b, z, sizeof z);
+  return b;
+}
+
+static fm_status load_mem(buf *b, fm_err *err) {
+  /* fm_llm_model_new wants 64-byte aligned bytes, as a mapping is. */
+  void *mem = NULL;
+  if (posix_memalign(&mem, 64, b->n) != 0) return FM_ENOMEM;
+  memcpy(mem, b->p, b->n);
+  fm_gguf *g = NULL;
+  fm_llm_model *m = NULL;
+  fm_status st = fm_gguf_parse(mem, b->n, "tiny.gguf", &g, err);
+  if (st == FM_OK) st = fm_llm_model_new(g, 1, &m, err);
+  fm_llm_model_free(m);
+  fm_gguf_close(g);
+  free(mem);
+  free(b->p);
+  return st;
+}
+
+static void test_errors(void) {
+  fm_err err;
+  buf b = tiny_gguf("nosucharch", 0);
+  CHECK(load_mem(&b, &err) == FM_EUNSUPPORTED);
+  CHECK(strstr(err.msg, "nosucharch") != NULL);
+  b = tiny_gguf("llama", 0);
+  CHECK(load_mem(&b, &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "llama.attention.head_count") != NULL);
+  b = tiny_gguf("llama", 1);
+  CHECK(load_mem(&b, &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "blk.0.attn_norm.weight") != NULL);
+  fprintf(stderr, "missing tensor: %s\n", err.msg);
+}
+
+int main(void) {
+  FM_RUN(test_info);
+  FM_RUN(test_logits_and_cache);
+  FM_RUN(test_generate);
+  FM_RUN(test_embed);
+  FM_RUN(test_argmax_sampler);
+  FM_RUN(test_errors);
+  fm_llm_model_free(m_story);
+  fm_gguf_close(g_story);
+  FM_TEST_END();
+}
