@@ -1,0 +1,82 @@
+/* tok_bpe.c: byte-level BPE (Sennrich et al. 2016; GPT-2, Radford et al.
+ * 2019) as llama.cpp's llm_tokenizer_bpe applies it.
+ *
+ * The text is split by the pre-tokenizer (tok_pre.c); each piece is a word
+ * of bytes. GPT-2 maps every byte to a printable character and merges those
+ * characters; the map is one-to-one, so this works on the bytes directly:
+ * the vocabulary and the merges were decoded to bytes when the tokenizer was
+ * built (tok_vocab.c). With ignore_merges (llama3), a word that is a token
+ * is emitted whole. Otherwise the word starts as one symbol per byte and,
+ * repeatedly, the adjacent pair with the lowest merge rank is merged (ties:
+ * the leftmost pair). Each final symbol is emitted as its token; a symbol
+ * that is not a token (merges that produce no token) is emitted as the
+ * tokens of its single bytes. */
+#include <string.h>
+
+#include "tok_impl.h"
+
+static fm_status try_pair(const fm_tok *t, tok_scratch *s, const uint8_t *text, int64_t l, int64_t r,
+                          fm_err *err) {
+  if (l < 0 || r < 0) return FM_OK;
+  const tok_sym *a = &s->sym[l], *b = &s->sym[r];
+  size_t size = a->n + b->n;
+  if (a->n > UINT32_MAX) return FM_OK;
+  int32_t rank = tok_map_get(&t->merges, text + a->off, size, (uint32_t)a->n);
+  if (rank < 0) return FM_OK;
+  tok_bigram g = {(double)rank, l, r, size};
+  return tok_heap_push(s, g, err);
+}
+
+static fm_status encode_word(const fm_tok *t, tok_scratch *s, const uint8_t *text, size_t a, size_t b,
+                             fm_tok_ids *out, fm_err *err) {
+  fm_status st;
+  if (t->sp.ignore_merges) {
+    int32_t id = tok_map_get(&t->vocab, text + a, b - a, 0);
+    if (id >= 0) return tok_push_id(out, id, err);
+  }
+  s->n_sym = 0;
+  s->n_heap = 0;
+  for (size_t i = a; i < b; i++)
+    if ((st = tok_sym_push(s, i, 1, err))) return st;
+  for (size_t i = 1; i < s->n_sym; i++)
+    if ((st = try_pair(t, s, text, (int64_t)i - 1, (int64_t)i, err))) return st;
+  while (s->n_heap) {
+    tok_bigram g = tok_heap_pop(s);
+    tok_sym *l = &s->sym[g.left], *r = &s->sym[g.right];
+    if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
+    l->n += r->n;
+    r->n = 0;
+    l->next = r->next;
+    if (r->next >= 0) s->sym[r->next].prev = g.left;
+    if ((st = try_pair(t, s, text, l->prev, g.left, err))) return st;
+    if ((st = try_pair(t, s, text, g.left, s->sym[g.left].next, err))) return st;
+  }
+  for (int64_t i = 0; i != -1 && s->n_sym; i = s->sym[i].next) {
+    const tok_sym *y = &s->sym[i];
+    int32_t id = tok_map_get(&t->vocab, text + y->off, y->n, 0);
+    if (id >= 0) {
+      if ((st = tok_push_id(out, id, err))) return st;
+      continue;
+    }
+    for (size_t j = 0; j < y->n; j++) {
+      int32_t bid = t->byte_id[text[y->off + j]];
+      if (bid >= 0 && (st = tok_push_id(out, bid, err))) return st;
+    }
+  }
+  return FM_OK;
+}
+
+fm_status tok_bpe_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, size_t n, fm_tok_ids *out,
+                         fm_err *err) {
+  fm_status st;
+  if (n == 0) return FM_OK;
+  if ((st = tok_units_decode(&s->u, text, n, err))) return st;
+  if ((st = tok_pretokenize(t->stages, s, err))) return st;
+  size_t a = 0;
+  for (size_t p = 0; p < s->n_ends; p++) {
+    size_t b = s->ends[p];
+    if ((st = encode_word(t, s, text, s->u.off[a], s->u.off[b], out, err))) return st;
+    a = b;
+  }
+  return FM_OK;
+}
