@@ -69,6 +69,7 @@ demo: setup install
 bench: setup install
 	@$(RENV) Rscript bench/run.R
 	@$(RENV) Rscript bench/readers.R
+	@$(RENV) Rscript bench/llm.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 
 # Packages are checked in PKGS order against build/rlib (Rpgen needs Rfmalloc).

@@ -44,10 +44,17 @@
 //               Without --pooling llama.cpp uses the model's own
 //               <arch>.pooling_type (none: the last token's hidden state).
 //               The vector is not normalized.
-//   bench       --prompt-tokens N --gen-tokens N [--reps R]
+//   bench       (--tokens ... | --prompt-tokens N) --gen-tokens N [--reps R]
+//               [--decode-tokens ...]
 //               -> {"prefill_tps": ..., "decode_tps": ..., per-rep times}.
-//               prefill: N prompt tokens in one batch on an empty sequence;
-//               decode: N greedy tokens one at a time after a 1-token prompt.
+//               prefill: the prompt (the ids given, or BOS and N-1 fixed
+//               pseudo-random ids) in one batch on an empty sequence;
+//               decode: N greedy tokens after the decode prompt (default:
+//               the prompt's first token), i.e. the one-token evaluations
+//               (decode_steps of them) that follow the prompt's batch.
+//               prefill_tps/decode_tps come from llama.cpp's own counters
+//               (time inside llama_decode); *_wall_tps from JS wall time,
+//               which adds node-llama-cpp's per-call overhead.
 //               Median over R repetitions (default 3) after one warm-up.
 //
 // Common options: --model PATH (required), --threads N (default 2),
@@ -120,6 +127,7 @@ function readText(args) {
 }
 
 let args, cmd, modelPath, threads, llamaMod;
+const perfLines = [];
 const commands = ["info", "tokenize", "detokenize", "generate", "logits", "embed", "bench"];
 
 async function main() {
@@ -136,8 +144,13 @@ async function main() {
 
   const llama = await getLlama({
     gpu: false, build: "never", skipDownload: true, usePrebuiltBinaries: true,
-    progressLogs: false, logLevel: LlamaLogLevel.error, maxThreads: threads,
-    logger: (level, message) => { if (process.env.ORACLE_DEBUG) process.stderr.write(message); }
+    progressLogs: false, maxThreads: threads,
+    // bench reads llama.cpp's own timings, printed at info level
+    logLevel: cmd === "bench" ? LlamaLogLevel.info : LlamaLogLevel.error,
+    logger: (level, message) => {
+      if (cmd === "bench" && message.includes("llama_perf_context_print")) perfLines.push(message);
+      if (process.env.ORACLE_DEBUG) process.stderr.write(message + "\n");
+    }
   });
   const vocabOnly = cmd === "tokenize" || cmd === "detokenize" || (cmd === "info" && args["vocab-only"] === true);
   const modelOpts = { modelPath, gpuLayers: 0, vocabOnly, useMmap: true };
@@ -290,41 +303,83 @@ async function main() {
       return { tokens: toks, embedding: Array.from(emb.vector), n_embd: emb.vector.length, pooling: pooling ?? "model" };
     }
     case "bench": {
-      const np = intOpt(args, "prompt-tokens", 128);
+      // prefill: the prompt evaluated as one batch on an empty sequence;
+      // decode: gen-tokens greedy steps of one token after a 1-token prompt.
+      // Times: llama.cpp's own counters (llama_perf_context: time inside
+      // llama_decode, as llama-bench and llamaR's llama_perf report them),
+      // and the wall time seen from JS (adds node-llama-cpp's per-call
+      // scheduling, which dominates decode for tiny models).
       const ng = intOpt(args, "gen-tokens", 64);
       const reps = intOpt(args, "reps", 3) || 3;
       const V = nVocab;
-      // a fixed pseudo-random prompt of ids that are ordinary tokens
-      const prompt = [];
-      let s = 12345;
-      for (let i = 0; i < np; i++) {
-        s = (s * 1103515245 + 12345) % 2147483648;
-        prompt.push(T.bos != null && i === 0 ? T.bos : 3 + (s % Math.max(1, V - 3)));
+      let prompt = getTokensArg();
+      if (prompt == null) {
+        // a fixed pseudo-random prompt of ordinary token ids after BOS
+        const np = intOpt(args, "prompt-tokens", 128);
+        prompt = [];
+        let s = 12345;
+        for (let i = 0; i < np; i++) {
+          s = (s * 48271) % 2147483647;
+          prompt.push(T.bos != null && i === 0 ? T.bos : 3 + (s % Math.max(1, V - 3)));
+        }
       }
-      const ctx = await model.createContext(ctxOpts(Math.max(np, ng + 1)));
+      const np = prompt.length;
+      if (np === 0) fail("bench needs a prompt of at least one token");
+      const opts = ctxOpts(Math.max(np, ng + 1));
+      opts.performanceTracking = true;
+      const ctx = await model.createContext(opts);
       const seq = ctx.getSequence();
-      const pre = [], dec = [];
+      const perf = async () => {
+        perfLines.length = 0;
+        await ctx.printTimings(); // prints, then resets the counters
+        const txt = perfLines.join("\n");
+        const num = (re) => { const m = txt.match(re); return m ? [Number(m[1]), Number(m[2])] : [null, null]; };
+        const [pms, pn] = num(/prompt eval time =\s*([\d.]+) ms \/\s*(\d+) tokens/);
+        const [ems, en] = num(/\seval time =\s*([\d.]+) ms \/\s*(\d+) runs/);
+        return { p_ms: pms, p_n: pn, e_ms: ems, e_n: en };
+      };
+      const pre = [], dec = [], preLl = [], decLl = [];
+      let decN = null;
+      const decPrompt = parseTokens(args["decode-tokens"], nVocab) ?? [prompt[0]];
+      if (decPrompt.length === 0) fail("--decode-tokens needs at least one id");
+      const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
       for (let r = 0; r <= reps; r++) {
         await seq.clearHistory();
+        await perf();
         let t0 = performance.now();
         await seq.evaluateWithoutGeneratingNewTokens(prompt);
         const tp = (performance.now() - t0) / 1000;
+        const pp = await perf();
         await seq.clearHistory();
-        const greedy = { generateNext: { token: true, options: { temperature: 0 } } };
-        let input = [[prompt[0], greedy]];
+        await perf();
+        let input = decPrompt.map((t, i) => (i === decPrompt.length - 1 ? [t, greedy] : t));
         t0 = performance.now();
         for (let i = 0; i < ng; i++) {
           const res = await seq.controlledEvaluate(input);
-          input = [[res[0].next.token, greedy]];
+          input = [[res[input.length - 1].next.token, greedy]];
         }
         const td = (performance.now() - t0) / 1000;
-        if (r > 0) { pre.push(tp); dec.push(td); }
+        const dp = await perf();
+        if (r > 0) {
+          pre.push(tp); dec.push(td);
+          preLl.push(pp.p_ms != null ? pp.p_ms / 1000 : null);
+          // llama.cpp counts a one-token batch as 'eval': the decode steps
+          decLl.push(dp.e_ms != null ? dp.e_ms / 1000 : null);
+          decN = dp.e_n;
+        }
       }
-      const med = (a) => { const b = a.slice().sort((x, y) => x - y); const m = b.length >> 1; return b.length % 2 ? b[m] : (b[m - 1] + b[m]) / 2; };
+      const med = (a) => {
+        if (a.some((x) => x == null)) return null;
+        const b = a.slice().sort((x, y) => x - y); const m = b.length >> 1;
+        return b.length % 2 ? b[m] : (b[m - 1] + b[m]) / 2;
+      };
+      const rate = (n, t) => (t == null || t <= 0 ? null : n / t);
       return {
         threads, prompt_tokens: np, gen_tokens: ng, reps,
-        prefill_s: pre, decode_s: dec,
-        prefill_tps: np / med(pre), decode_tps: ng / med(dec),
+        decode_steps: decN,
+        prefill_tps: rate(np, med(preLl)), decode_tps: rate(decN ?? ng, med(decLl)),
+        prefill_wall_tps: rate(np, med(pre)), decode_wall_tps: rate(ng, med(dec)),
+        prefill_s: preLl, decode_s: decLl, prefill_wall_s: pre, decode_wall_s: dec,
         llama_cpp: llama.llamaCppRelease?.release ?? null
       };
     }
