@@ -119,6 +119,7 @@ gguf_threads <- function(n = NULL) {
 .gguf_vec_dot_type <- function(type_id) .Call(C_rgguf_vec_dot_type, as.integer(type_id))
 
 .onLoad <- function(libname, pkgname) {
+  loadNamespace("Rfmalloc") # the registry's C callables (imported; loaded first)
   n <- getOption("Rgguf.threads")
   if (!is.null(n)) gguf_threads(n)
   .gguf_backend(TRUE)
