@@ -3,3 +3,8 @@
  * `const llm_arch llm_arch_<name>` defined in core/src/llm_arch_<name>.c.
  * Included twice by llm_model.c (declarations, then the table). */
 LLM_ARCH(llama)
+LLM_ARCH(qwen2)
+LLM_ARCH(qwen3)
+LLM_ARCH(qwen3moe)
+LLM_ARCH(gemma_embedding)
+LLM_ARCH(lfm2)
