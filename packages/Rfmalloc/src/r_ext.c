@@ -17,9 +17,17 @@
 
 static SEXP ext_tag(void) { return Rf_install("fm_ext_codec"); }
 
+/* Live stores, so that a registrant that unloads can release its codecs
+ * (Rfmalloc_ext_release): their matrices then raise instead of calling
+ * code or reading a mapping that is gone. */
+static fmr_ext_store *live_stores;
+
 static void ext_finalize(SEXP ptr) {
   fmr_ext_store *s = R_ExternalPtrAddr(ptr);
   if (s) {
+    if (s->prev) s->prev->next = s->next;
+    else live_stores = s->next;
+    if (s->next) s->next->prev = s->prev;
     free(s);
     R_ClearExternalPtr(ptr);
   }
@@ -32,6 +40,9 @@ const fmr_ext_store *fmr_ext_store_of(SEXP storage) {
     fmr_stop(FM_ECLOSED, "the bytes behind this external-codec matrix are gone (an external "
                          "pointer does not survive saveRDS() or a new session); make the "
                          "matrix again from its source");
+  if (!s->codec)
+    fmr_stop(FM_ECLOSED, "the codec of this external-codec matrix was released (the package "
+                         "that made it was unloaded); make the matrix again");
   return s;
 }
 
@@ -53,6 +64,10 @@ static SEXP ext_storage_new(const fm_ext_codec *codec, const void *data, double 
   s->n_cols = (int64_t)n_cols;
   s->stride = (int64_t)stride;
   s->n_bytes = n_bytes;
+  s->prev = NULL;
+  s->next = live_stores;
+  if (live_stores) live_stores->prev = s;
+  live_stores = s;
   SEXP ptr = PROTECT(R_MakeExternalPtr(s, ext_tag(), owner));
   R_RegisterCFinalizerEx(ptr, ext_finalize, TRUE);
   UNPROTECT(1);
@@ -64,6 +79,19 @@ SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_r
                          SEXP dimnames, const char *source);
 void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
 int Rfmalloc_backend_unregister(const char *name);
+int Rfmalloc_ext_release(const fm_ext_codec *codec);
+
+int Rfmalloc_ext_release(const fm_ext_codec *codec) {
+  int n = 0;
+  for (fmr_ext_store *s = live_stores; s; s = s->next) {
+    if (s->codec == codec) {
+      s->codec = NULL;
+      s->data = NULL;
+      n++;
+    }
+  }
+  return n;
+}
 
 SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_rows,
                          double n_cols, double stride, double n_bytes, SEXP owner,
@@ -157,6 +185,8 @@ SEXP fmr_test_ext_matrix(SEXP tm, SEXP s_rows, SEXP s_cols) {
   return Rfmalloc_ext_matrix(&rowmajor_codec, REAL_RO(tm), nr, nc, 0, 8.0 * nr * nc, tm,
                              R_NilValue, "test rowmajor");
 }
+
+SEXP fmr_test_ext_release(void) { return Rf_ScalarInteger(Rfmalloc_ext_release(&rowmajor_codec)); }
 
 SEXP fmr_test_ext_backend(SEXP s_on) {
   Rfmalloc_backend_unregister("ext_rowmajor");

@@ -7,7 +7,9 @@
 
 /* What an external-pointer storage tagged `fm_ext_codec` points at. */
 typedef struct fmr_ext_store {
-  const fm_ext_codec *codec; /* borrowed from the registrant (static storage) */
+  const fm_ext_codec *codec; /* borrowed from the registrant (static storage);
+                                NULL once the registrant released it */
+  struct fmr_ext_store *prev, *next; /* the list of live stores (r_ext.c) */
   const void *data;          /* borrowed: bytes kept alive by the pointer's owner */
   int64_t n_rows, n_cols;    /* stored shape */
   int64_t stride;            /* passed to the codec as fm_mat.col_stride */
@@ -16,7 +18,7 @@ typedef struct fmr_ext_store {
 
 /* The store behind storage, or NULL when storage is not external-codec
  * storage. Raises fm_error_eclosed when the pointer was cleared (after
- * saveRDS()/readRDS()). */
+ * saveRDS()/readRDS()) or its codec released (the registrant unloaded). */
 const fmr_ext_store *fmr_ext_store_of(SEXP storage);
 
 #endif

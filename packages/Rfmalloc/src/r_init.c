@@ -56,6 +56,7 @@ SEXP fmr_test_backend(SEXP name, SEXP on);
 SEXP fmr_ext_info(SEXP storage);
 SEXP fmr_test_ext_matrix(SEXP tm, SEXP nrow, SEXP ncol);
 SEXP fmr_test_ext_backend(SEXP on);
+SEXP fmr_test_ext_release(void);
 
 /* r_stats.c: streamed statistics and PCA */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
@@ -70,6 +71,7 @@ SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_r
                          SEXP dimnames, const char *source);
 void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
 int Rfmalloc_backend_unregister(const char *name);
+int Rfmalloc_ext_release(const fm_ext_codec *codec);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -120,6 +122,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_ext_info, 1),
     CALLDEF(fmr_test_ext_matrix, 3),
     CALLDEF(fmr_test_ext_backend, 1),
+    CALLDEF(fmr_test_ext_release, 0),
 
     /* r_stats.c: streamed statistics and PCA */
     CALLDEF(fmr_colvar, 3),
@@ -139,6 +142,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
                       (DL_FUNC)&Rfmalloc_backend_register);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_unregister",
                       (DL_FUNC)&Rfmalloc_backend_unregister);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
 }
 
 /* Runs when the DLL is unloaded: close every map this process still holds so

@@ -118,6 +118,13 @@ gguf_threads <- function(n = NULL) {
 # GGML's name of the type a product quantizes the operand to, for a type id.
 .gguf_vec_dot_type <- function(type_id) .Call(C_rgguf_vec_dot_type, as.integer(type_id))
 
+# Views made over Rgguf's codecs raise fm_error_eclosed afterwards; the
+# "ggml" backend leaves the registry; open files are closed.
+.onUnload <- function(libpath) {
+  .Call(C_rgguf_unload)
+  library.dynam.unload("Rgguf", libpath)
+}
+
 .onLoad <- function(libname, pkgname) {
   loadNamespace("Rfmalloc") # the registry's C callables (imported; loaded first)
   n <- getOption("Rgguf.threads")

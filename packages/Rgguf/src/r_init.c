@@ -5,8 +5,13 @@
 
 #include "r_calls.h"
 
+static SEXP rgguf_unload(void);
+
+static const R_CallMethodDef init_calls[] = {{"rgguf_unload", (DL_FUNC)&rgguf_unload, 0},
+                                             {NULL, NULL, 0}};
+
 static const R_CallMethodDef *const module_tables[] = {rgguf_file_calls, rgguf_tensor_calls,
-                                                       rgguf_write_calls};
+                                                       rgguf_write_calls, init_calls};
 
 void R_init_Rgguf(DllInfo *dll) {
   static R_CallMethodDef all[128];
@@ -22,10 +27,18 @@ void R_init_Rgguf(DllInfo *dll) {
   rgguf_tensor_init();
 }
 
-/* Runs when the DLL is unloaded: the GGML backend leaves Rfmalloc's registry
- * (its code is about to go) and every open GGUF mapping is closed. */
-void R_unload_Rgguf(DllInfo *dll) {
-  (void)dll;
+/* Before the DLL goes: views forget our codecs, the GGML backend leaves
+ * Rfmalloc's registry (its code is about to go) and every open GGUF mapping
+ * is closed. Idempotent. Called by .onUnload (R/tensor.R) through
+ * rgguf_unload: with dynamic symbol lookup off, R does not find
+ * R_unload_Rgguf itself, which stays for loaders that do. */
+static SEXP rgguf_unload(void) {
   rgguf_tensor_unload();
   rgguf_close_all();
+  return R_NilValue;
+}
+
+void R_unload_Rgguf(DllInfo *dll) {
+  (void)dll;
+  rgguf_unload();
 }

@@ -192,7 +192,14 @@ void rgguf_tensor_init(void) {
   }
 }
 
-void rgguf_tensor_unload(void) { Rfmalloc_backend_unregister(backend_name); }
+/* Before the DLL goes: views made over our codecs forget them (they raise
+ * fm_error_eclosed instead of calling unloaded code or reading a closed
+ * mapping), and the backend leaves the registry. */
+void rgguf_tensor_unload(void) {
+  for (int t = 0; t < GGML_TYPE_COUNT; t++)
+    if (codecs[t].decode) (void)Rfmalloc_ext_release(&codecs[t]);
+  Rfmalloc_backend_unregister(backend_name);
+}
 
 SEXP rgguf_backend_register(SEXP s_on) {
   Rfmalloc_backend_unregister(backend_name);

@@ -92,6 +92,17 @@ static inline SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *da
                    const char *))R_GetCCallable("Rfmalloc", "Rfmalloc_ext_matrix");
   return fun(codec, data, n_rows, n_cols, stride, n_bytes, owner, dimnames, source);
 }
+
+/* Release codec: every live matrix made over it forgets the codec and its
+ * data, and raises fm_error_eclosed from then on. Call it from the
+ * registrant's R_unload_<pkg> for each codec, before the code and the bytes
+ * behind them go away. Returns the number of matrices released. */
+static inline int Rfmalloc_ext_release(const fm_ext_codec *codec) {
+  static int (*fun)(const fm_ext_codec *) = NULL;
+  if (!fun)
+    fun = (int (*)(const fm_ext_codec *))R_GetCCallable("Rfmalloc", "Rfmalloc_ext_release");
+  return fun(codec);
+}
 #endif
 
 #ifdef FM_BACKEND_H
