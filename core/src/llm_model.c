@@ -527,7 +527,7 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   if (in2->n_embd_out == 0) in2->n_embd_out = hp->n_embd;
   in2->n_layer = hp->n_layer;
   for (int64_t il = 0; il < hp->n_layer; il++)
-    if (hp->n_head[il] > 0) {
+    if (hp->n_head[il] > 0 && hp->n_head_kv[il] > 0) { /* an attention layer */
       in2->n_head = hp->n_head[il];
       in2->n_head_kv = hp->n_head_kv[il];
       break;
