@@ -153,3 +153,19 @@ test_that("a handle from another session raises fm_error_eclosed", {
   expect_output(print(g2), "closed")
   expect_length(gguf_metadata(g), 19L)
 })
+
+test_that("a 3-D tensor: numeric is an (ne1, ne0, ne2) array, a view stacks ne1 * ne2 rows", {
+  v <- as.double(1:12) # GGML element (i0, i1, i2) = 1 + i0 + 3 i1 + 6 i2
+  f <- write_gguf(gguf_bytes(list(), list(gguf_tensor_spec("t3", c(3, 2, 2), 0,
+                                                           writeBin(v, raw(), size = 4)))))
+  g <- gguf_open(f)
+  a <- gguf_tensor(g, "t3", "numeric")
+  expect_identical(dim(a), c(2L, 3L, 2L))
+  expect_identical(a[2, 3, 2], 1 + 2 + 3 * 1 + 6 * 1)  # R [i, j, k] = GGML (j-1, i-1, k-1)
+  expect_identical(a[, , 1], matrix(v[1:6], 2, 3, byrow = TRUE))
+  V <- gguf_tensor(g, "t3")
+  expect_identical(dim(V), c(4L, 3L))
+  expect_identical(as.matrix(V), matrix(v, 4, 3, byrow = TRUE))
+  expect_identical(V %*% c(1, 0, 0), matrix(v[c(1, 4, 7, 10)], 4, 1))
+  expect_identical(Rfmalloc::fmalloc_last_backend(), "ggml")
+})
