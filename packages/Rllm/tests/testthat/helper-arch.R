@@ -54,7 +54,15 @@ arch_gguf_vocab <- function(n_vocab = 512L) {
 # list: path, arch, hparams (the values written), n_vocab.
 # type: GGML type of the 2-D weight matrices ("F32" or "F16"); norms,
 # biases and the convolution kernel stay F32.
-arch_gguf_write <- function(arch, path, seed = 1L, type = "F32") {
+# dense: gemma-embedding only, add the sentence-transformers head
+# (dense_2.weight [n_embd, 96], dense_3.weight [96, n_embd] and their
+# <arch>.dense_{2,3}_feat_{in,out} keys).
+# drop: names of tensors to leave out (to make malformed files).
+# hparams: a list replacing entries of the architecture's hyperparameters
+# below (e.g. list(n_swa = 1000L)); the weights drawn stay the same as long
+# as shapes do.
+arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
+                            drop = character(), hparams = list()) {
   arch <- match.arg(arch, arch_gguf_names)
   if (exists(".Random.seed", envir = globalenv())) {
     old <- get(".Random.seed", envir = globalenv())
@@ -92,6 +100,7 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32") {
                              n_swa = 4L, swa_pattern = 6L, pooling = 1L, eps = 1e-6),
     lfm2 = list(n_layer = 4L, n_head = 4L, n_head_kv = c(0L, 0L, 2L, 0L), head_dim = 16L,
                 n_ff = 128L, l_cache = 3L, rope_base = 1e6, eps = 1e-5))
+  hp <- utils::modifyList(hp, hparams)
 
   key <- function(k) paste0(arch, ".", k)
   md <- list(general.architecture = arch,
@@ -180,6 +189,16 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32") {
   # final norm: LFM2's is named token_embd_norm in llama.cpp's GGUFs
   tn[[if (arch == "lfm2") "token_embd_norm.weight" else "output_norm.weight"]] <- vec(n_embd)
   if (arch %in% c("qwen2", "qwen3moe")) tn$output.weight <- mat(n_embd, n_vocab, gain = 2)
+  if (dense && arch == "gemma-embedding") {
+    d <- 96L
+    md[[key("dense_2_feat_in")]] <- u32(n_embd)
+    md[[key("dense_2_feat_out")]] <- u32(d)
+    md[[key("dense_3_feat_in")]] <- u32(d)
+    md[[key("dense_3_feat_out")]] <- u32(n_embd)
+    tn$dense_2.weight <- mat(n_embd, d)
+    tn$dense_3.weight <- mat(d, n_embd)
+  }
+  tn <- tn[setdiff(names(tn), drop)]
   Rgguf::gguf_write(path, md, tn)
   invisible(list(path = path, arch = arch, hparams = hp, n_vocab = n_vocab))
 }
