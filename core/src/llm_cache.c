@@ -83,6 +83,7 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
   }
   if (mem) {
     c->base = (void *)(((uintptr_t)mem + CACHE_ALIGN - 1) & ~(uintptr_t)(CACHE_ALIGN - 1));
+    c->mem_off = (size_t)((char *)c->base - (char *)mem);
   } else {
     if (posix_memalign(&c->heap, CACHE_ALIGN, need) != 0) {
       c->heap = NULL;
@@ -144,6 +145,32 @@ void fm_llm_cache_free(fm_llm_cache *c) {
   free(c->v);
   free(c->s);
   free(c);
+}
+
+fm_status fm_llm_cache_rebase(fm_llm_cache *c, void *mem, size_t n_bytes, fm_err *err) {
+  if (!c || !mem) return fm_err_set(err, FM_EARG, "fm_llm_cache_rebase: NULL argument");
+  if (c->heap) return fm_err_set(err, FM_EARG, "the cache is on the heap; it cannot move");
+  /* The contents sit mem_off bytes into the caller's buffer, wherever it is. */
+  void *base = (char *)mem + c->mem_off;
+  if (base == c->base) return FM_OK;
+  if (n_bytes < c->n_bytes + c->mem_off)
+    return fm_err_set(err, FM_EARG, "the moved cache buffer of %zu bytes is too small", n_bytes);
+  if ((uintptr_t)base % CACHE_ALIGN != 0)
+    return fm_err_set(err, FM_EARG, "the cache buffer moved to an address of another alignment");
+  ggml_backend_buffer_t nb = ggml_backend_cpu_buffer_from_ptr(base, c->n_bytes ? c->n_bytes : 1);
+  if (!nb) return fm_err_set(err, FM_ENOMEM, "out of memory rebasing a cache");
+  for (int64_t il = 0; il < c->m->hp.n_layer; il++) {
+    struct ggml_tensor *ts[3] = {c->k[il], c->v[il], c->s[il]};
+    for (int j = 0; j < 3; j++)
+      if (ts[j]) {
+        ts[j]->data = (char *)base + ((char *)ts[j]->data - (char *)c->base);
+        ts[j]->buffer = nb;
+      }
+  }
+  ggml_backend_buffer_free(c->buf);
+  c->buf = nb;
+  c->base = base;
+  return FM_OK;
 }
 
 void fm_llm_cache_clear(fm_llm_cache *c) {

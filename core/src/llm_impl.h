@@ -132,6 +132,7 @@ struct fm_llm_cache {
   void *heap;         /* owned memory or NULL */
   void *base;         /* aligned start of the cache memory */
   size_t n_bytes;     /* bytes used from base */
+  size_t mem_off;     /* base - the caller's buffer (caller memory only) */
   struct ggml_tensor **k; /* per layer [n_embd_k_gqa, n_ctx] or NULL */
   struct ggml_tensor **v; /* per layer [n_ctx, n_embd_v_gqa] (transposed) or NULL */
   struct ggml_tensor **s; /* per layer [state_elems] F32 or NULL */

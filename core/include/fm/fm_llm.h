@@ -128,6 +128,12 @@ FM_NODISCARD fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm
                                         void *mem, size_t n_bytes, fm_llm_cache **out,
                                         fm_err *err);
 void fm_llm_cache_free(fm_llm_cache *c); /* NULL is allowed */
+/* A caller's buffer moved (a runtime's mapping was remapped, contents
+ * kept): point the cache at mem (n_bytes). No-op when mem is where it was.
+ * Errors: FM_EARG for a heap cache, a buffer too small, or one whose
+ * alignment relative to 64 bytes changed (the contents would be shifted). */
+FM_NODISCARD fm_status fm_llm_cache_rebase(fm_llm_cache *c, void *mem, size_t n_bytes,
+                                           fm_err *err);
 /* Forget every position (n_past = 0; recurrent state zeroed). */
 void fm_llm_cache_clear(fm_llm_cache *c);
 int64_t fm_llm_cache_n_past(const fm_llm_cache *c);

@@ -1,4 +1,402 @@
-/* r_model.c: R glue of the model runtime. */
+/* r_model.c: R glue of the model runtime (fm_llm.h): models, KV caches,
+ * logits, generation, embeddings and single-token sampling.
+ *
+ * A model lives in an external pointer whose finalizer frees it; its
+ * protected slot holds the gguf_file handle (Rgguf), so the mapping the
+ * weights borrow outlives the model. A cache's external pointer protects the
+ * model's pointer and, for a cache in an Rfmalloc runtime, the mapped raw
+ * vector that holds it. Core errors become R conditions of class
+ * fm_error_<status> through the R function .rllm_raise (R/model.R), after
+ * every C resource of the call is released. Interrupts are polled between
+ * evaluations (and by GGML's abort hook on the main thread) through
+ * R_CheckUserInterrupt inside R_ToplevelExec, so R never longjmps over a
+ * GGML computation. */
+#include <R.h>
+#include <Rinternals.h>
+#include <R_ext/Rdynload.h>
+#include <Rfmalloc.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fm/fm_base.h"
+#include "fm/fm_gguf.h"
+#include "fm/fm_llm.h"
+#include <Rgguf.h>
+
 #include "r_calls.h"
 
-const R_CallMethodDef rllm_model_calls[] = {{NULL, NULL, 0}};
+/* ---- errors ------------------------------------------------------------- */
+
+static void raise_code(fm_status code, const char *msg) __attribute__((noreturn));
+static void raise_code(fm_status code, const char *msg) {
+  if (code == FM_OK) code = FM_EINTERNAL;
+  SEXP ns = Rf_findVarInFrame(R_NamespaceRegistry, Rf_install("Rllm"));
+  if (ns == R_UnboundValue || TYPEOF(ns) != ENVSXP) Rf_error("%s", msg);
+  SEXP fun = Rf_findVarInFrame(ns, Rf_install(".rllm_raise"));
+  if (fun == R_UnboundValue) Rf_error("%s", msg);
+  SEXP s_code = PROTECT(Rf_mkString(fm_status_name(code)));
+  SEXP s_msg = PROTECT(Rf_mkString(msg));
+  SEXP call = PROTECT(Rf_lang3(fun, s_code, s_msg));
+  Rf_eval(call, ns);
+  UNPROTECT(3);
+  Rf_error("%s", msg);
+}
+
+/* Raise err (copied first: the caller has released its C resources). */
+static void raise_err(const fm_err *err, const char *what) __attribute__((noreturn));
+static void raise_err(const fm_err *err, const char *what) {
+  char msg[sizeof err->msg + 300];
+  if (what && what[0])
+    snprintf(msg, sizeof msg, "%s: %s", what, err->msg[0] ? err->msg : fm_status_name(err->code));
+  else
+    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : fm_status_name(err->code));
+  raise_code(err->code, msg);
+}
+
+/* ---- interrupts --------------------------------------------------------- */
+
+static void check_interrupt(void *unused) {
+  (void)unused;
+  R_CheckUserInterrupt();
+}
+static int cancel_cb(void *ud) {
+  (void)ud;
+  return R_ToplevelExec(check_interrupt, NULL) == FALSE;
+}
+static const fm_ctl r_ctl = {cancel_cb, NULL, NULL};
+
+/* ---- external pointers -------------------------------------------------- */
+
+static SEXP tag_model_, tag_cache_;
+#define tag_model (tag_model_ ? tag_model_ : (tag_model_ = Rf_install("rllm_model")))
+#define tag_cache (tag_cache_ ? tag_cache_ : (tag_cache_ = Rf_install("rllm_cache")))
+
+static void model_finalizer(SEXP p) {
+  fm_llm_model *m = R_ExternalPtrAddr(p);
+  if (m) {
+    fm_llm_model_free(m);
+    R_ClearExternalPtr(p);
+  }
+}
+
+static void cache_finalizer(SEXP p) {
+  fm_llm_cache *c = R_ExternalPtrAddr(p);
+  if (c) {
+    fm_llm_cache_free(c);
+    R_ClearExternalPtr(p);
+  }
+}
+
+static fm_llm_model *get_model(SEXP p) {
+  if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != tag_model)
+    raise_code(FM_EARG, "not an Rllm model pointer");
+  fm_llm_model *m = R_ExternalPtrAddr(p);
+  if (!m) raise_code(FM_ECLOSED, "the model was freed (a model does not survive saveRDS or a new session)");
+  return m;
+}
+
+/* The cache, after re-checking a runtime-backed cache's memory (the runtime
+ * may have been closed: fm_error_eclosed from Rfmalloc; or its mapping
+ * moved: the cache follows it). */
+static fm_llm_cache *get_cache(SEXP p) {
+  if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != tag_cache)
+    raise_code(FM_EARG, "not an Rllm cache pointer");
+  fm_llm_cache *c = R_ExternalPtrAddr(p);
+  if (!c) raise_code(FM_ECLOSED, "the cache was freed (a cache does not survive saveRDS or a new session)");
+  SEXP prot = R_ExternalPtrProtected(p);
+  SEXP mem = VECTOR_ELT(prot, 1);
+  if (mem != R_NilValue) {
+    double nb = 0;
+    void *ptr = Rfmalloc_vec_ptr(mem, NULL, &nb);
+    if (!ptr) raise_code(FM_ECLOSED, "the cache's runtime storage is no longer mapped");
+    fm_err err;
+    fm_err_clear(&err);
+    if (fm_llm_cache_rebase(c, ptr, (size_t)nb, &err) != FM_OK) raise_err(&err, "cache");
+  }
+  return c;
+}
+
+/* ---- models ------------------------------------------------------------- */
+
+/* .Call(C_rllm_model_new, gguf_file, threads, label) */
+static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP label) {
+  const fm_gguf *g = Rgguf_file(file);
+  int nt = Rf_asInteger(threads);
+  const char *lab = CHAR(STRING_ELT(label, 0));
+  fm_err err;
+  fm_err_clear(&err);
+  fm_llm_model *m = NULL;
+  if (fm_llm_model_new(g, nt, &m, &err) != FM_OK) raise_err(&err, lab);
+  SEXP p = PROTECT(R_MakeExternalPtr(m, tag_model, file));
+  R_RegisterCFinalizerEx(p, model_finalizer, TRUE);
+  UNPROTECT(1);
+  return p;
+}
+
+static SEXP rllm_model_free(SEXP p) {
+  if (TYPEOF(p) == EXTPTRSXP && R_ExternalPtrTag(p) == tag_model) model_finalizer(p);
+  return R_NilValue;
+}
+
+static SEXP mk_int_or_na(int64_t v) {
+  return Rf_ScalarReal((double)v);
+}
+
+/* Eos/eot/eom ids from the tokenizer metadata (integer, may be empty). */
+static SEXP eog_ids(const fm_gguf *g) {
+  const char *keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                        "tokenizer.ggml.eom_token_id"};
+  int ids[3], n = 0;
+  for (int k = 0; k < 3; k++) {
+    int64_t i = fm_gguf_find_kv(g, keys[k]);
+    int64_t v;
+    if (i >= 0 && fm_gguf_get_i64(fm_gguf_kv_at(g, i), 0, &v) == 0 && v >= 0 && v < INT32_MAX) {
+      int dup = 0;
+      for (int j = 0; j < n; j++) dup |= ids[j] == (int)v;
+      if (!dup) ids[n++] = (int)v;
+    }
+  }
+  SEXP r = PROTECT(Rf_allocVector(INTSXP, n));
+  for (int j = 0; j < n; j++) INTEGER(r)[j] = ids[j];
+  UNPROTECT(1);
+  return r;
+}
+
+static SEXP rllm_model_info(SEXP p) {
+  int nprot = 0;
+  fm_llm_model *m = get_model(p);
+  const fm_llm_info *in = fm_llm_model_info(m);
+  SEXP file = R_ExternalPtrProtected(p);
+  const char *names[] = {"arch", "name", "n_vocab", "n_embd", "n_embd_out", "n_layer", "n_head",
+                         "n_head_kv", "n_embd_head_k", "n_embd_head_v", "n_ff", "n_rot",
+                         "n_ctx_train", "n_expert", "n_expert_used", "rope_freq_base", "norm_eps",
+                         "rope_neox", "causal", "pooling", "tied_output", "n_params",
+                         "weight_bytes", "threads", "eog"};
+  int n = (int)(sizeof names / sizeof names[0]);
+  SEXP r = PROTECT(Rf_allocVector(VECSXP, n));
+  nprot++;
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+  nprot++;
+  for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  int i = 0;
+  SET_VECTOR_ELT(r, i++, Rf_mkString(in->arch));
+  SET_VECTOR_ELT(r, i++, Rf_mkString(in->name));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_vocab));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_embd));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_embd_out));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_layer));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_head));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_head_kv));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_embd_head_k));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_embd_head_v));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_ff));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_rot));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_ctx_train));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_expert));
+  SET_VECTOR_ELT(r, i++, mk_int_or_na(in->n_expert_used));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarReal(in->rope_freq_base));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarReal(in->norm_eps));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(in->rope_neox));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(in->causal));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(in->pooling));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(in->tied_output));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_params));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_weight_bytes));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(fm_llm_model_threads(m)));
+  SET_VECTOR_ELT(r, i++, eog_ids(Rgguf_file(file)));
+  Rf_setAttrib(r, R_NamesSymbol, nm);
+  UNPROTECT(nprot);
+  return r;
+}
+
+static SEXP rllm_model_set_threads(SEXP p, SEXP threads) {
+  fm_llm_model *m = get_model(p);
+  fm_err err;
+  fm_err_clear(&err);
+  if (fm_llm_model_set_threads(m, Rf_asInteger(threads), &err) != FM_OK) raise_err(&err, NULL);
+  return R_NilValue;
+}
+
+/* ---- caches ------------------------------------------------------------- */
+
+static SEXP rllm_cache_bytes(SEXP p, SEXP n_ctx, SEXP type) {
+  fm_llm_model *m = get_model(p);
+  return Rf_ScalarReal((double)fm_llm_cache_bytes(m, (int64_t)Rf_asReal(n_ctx),
+                                                  (fm_llm_kv_type)Rf_asInteger(type)));
+}
+
+/* .Call(C_rllm_cache_new, model_ptr, n_ctx, type, mem): mem is NULL (heap)
+ * or a raw vector from Rfmalloc_vec_alloc of fm_llm_cache_bytes bytes. */
+static SEXP rllm_cache_new(SEXP p, SEXP n_ctx, SEXP type, SEXP mem) {
+  int nprot = 0;
+  fm_llm_model *m = get_model(p);
+  void *ptr = NULL;
+  double nb = 0;
+  if (mem != R_NilValue) {
+    ptr = Rfmalloc_vec_ptr(mem, NULL, &nb);
+    if (!ptr) raise_code(FM_EARG, "cache storage is not an Rfmalloc mapped vector");
+  }
+  SEXP prot = PROTECT(Rf_allocVector(VECSXP, 2));
+  nprot++;
+  SET_VECTOR_ELT(prot, 0, p);
+  SET_VECTOR_ELT(prot, 1, mem);
+  fm_err err;
+  fm_err_clear(&err);
+  fm_llm_cache *c = NULL;
+  if (fm_llm_cache_new(m, (int64_t)Rf_asReal(n_ctx), (fm_llm_kv_type)Rf_asInteger(type), ptr,
+                       (size_t)nb, &c, &err) != FM_OK)
+    raise_err(&err, "cache");
+  SEXP r = PROTECT(R_MakeExternalPtr(c, tag_cache, prot));
+  nprot++;
+  R_RegisterCFinalizerEx(r, cache_finalizer, TRUE);
+  UNPROTECT(nprot);
+  return r;
+}
+
+static SEXP rllm_cache_clear(SEXP p) {
+  fm_llm_cache_clear(get_cache(p));
+  return R_NilValue;
+}
+
+static SEXP rllm_cache_state(SEXP p) {
+  fm_llm_cache *c = get_cache(p);
+  SEXP r = PROTECT(Rf_allocVector(REALSXP, 3));
+  REAL(r)[0] = (double)fm_llm_cache_n_past(c);
+  REAL(r)[1] = (double)fm_llm_cache_n_ctx(c);
+  REAL(r)[2] = (double)fm_llm_cache_type(c);
+  UNPROTECT(1);
+  return r;
+}
+
+/* .Call(C_rllm_runtime_raw, runtime, bytes): a zero-filled raw vector in
+ * an Rfmalloc runtime's mapping. */
+static SEXP rllm_runtime_raw(SEXP rt, SEXP bytes) {
+  return Rfmalloc_vec_alloc(rt, 4, Rf_asReal(bytes));
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+/* .Call(C_rllm_logits, model_ptr, cache_ptr or NULL, tokens (integer, 0-based), all) */
+static SEXP rllm_logits(SEXP p, SEXP cp, SEXP tokens, SEXP all) {
+  int nprot = 0;
+  fm_llm_model *m = get_model(p);
+  fm_llm_cache *c = cp == R_NilValue ? NULL : get_cache(cp);
+  int64_t n = XLENGTH(tokens), V = fm_llm_model_info(m)->n_vocab;
+  int want_all = Rf_asLogical(all) == TRUE;
+  int64_t ncol = want_all ? n : 1;
+  SEXP r = PROTECT(Rf_allocMatrix(REALSXP, (int)V, (int)ncol));
+  nprot++;
+  float *buf = (float *)R_alloc((size_t)(V * ncol), sizeof(float));
+  fm_err err;
+  fm_err_clear(&err);
+  if (fm_llm_eval(m, c, INTEGER(tokens), n, want_all ? FM_LLM_OUT_ALL : FM_LLM_OUT_LAST, buf,
+                  &r_ctl, &err) != FM_OK)
+    raise_err(&err, NULL);
+  double *d = REAL(r);
+  for (int64_t i = 0; i < V * ncol; i++) d[i] = (double)buf[i];
+  UNPROTECT(nprot);
+  return r;
+}
+
+static fm_status make_sampler(SEXP temperature, SEXP top_k, SEXP top_p, SEXP seed, int64_t V,
+                              fm_llm_sampler **s, fm_err *err) {
+  fm_llm_sampling sp;
+  sp.temperature = Rf_asReal(temperature);
+  sp.top_k = (int64_t)Rf_asReal(top_k);
+  sp.top_p = Rf_asReal(top_p);
+  sp.seed = (uint64_t)(int64_t)Rf_asReal(seed);
+  return fm_llm_sampler_new(&sp, V, s, err);
+}
+
+/* .Call(C_rllm_generate, model, cache, prompt, n_new, temperature, top_k,
+ *       top_p, seed, stop) -> list(tokens, prefill_s, decode_s, n_prefill, n_decode) */
+static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP temperature, SEXP top_k,
+                          SEXP top_p, SEXP seed, SEXP stop) {
+  int nprot = 0;
+  fm_llm_model *m = get_model(p);
+  fm_llm_cache *c = get_cache(cp);
+  int64_t nn = (int64_t)Rf_asReal(n_new), V = fm_llm_model_info(m)->n_vocab;
+  int32_t *out = (int32_t *)R_alloc((size_t)(nn > 0 ? nn : 1), sizeof(int32_t));
+  SEXP res = PROTECT(Rf_allocVector(VECSXP, 5));
+  nprot++;
+  fm_err err;
+  fm_err_clear(&err);
+  fm_llm_sampler *s = NULL;
+  if (make_sampler(temperature, top_k, top_p, seed, V, &s, &err) != FM_OK) raise_err(&err, NULL);
+  int64_t n_out = 0;
+  fm_llm_timings t;
+  fm_status st = fm_llm_generate(m, c, INTEGER(prompt), XLENGTH(prompt), nn, s, INTEGER(stop),
+                                 XLENGTH(stop), out, &n_out, &t, &r_ctl, &err);
+  fm_llm_sampler_free(s);
+  if (st != FM_OK) raise_err(&err, NULL);
+  SEXP toks = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n_out));
+  nprot++;
+  for (int64_t i = 0; i < n_out; i++) INTEGER(toks)[i] = out[i];
+  SET_VECTOR_ELT(res, 0, toks);
+  SET_VECTOR_ELT(res, 1, Rf_ScalarReal(t.prefill_s));
+  SET_VECTOR_ELT(res, 2, Rf_ScalarReal(t.decode_s));
+  SET_VECTOR_ELT(res, 3, Rf_ScalarReal((double)t.n_prefill));
+  SET_VECTOR_ELT(res, 4, Rf_ScalarReal((double)t.n_decode));
+  UNPROTECT(nprot);
+  return res;
+}
+
+/* .Call(C_rllm_embed, model, tokens, pooling) -> numeric n_embd_out */
+static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
+  int nprot = 0;
+  fm_llm_model *m = get_model(p);
+  int64_t E = fm_llm_model_info(m)->n_embd_out;
+  SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)E));
+  nprot++;
+  float *buf = (float *)R_alloc((size_t)E, sizeof(float));
+  fm_err err;
+  fm_err_clear(&err);
+  if (fm_llm_embed(m, INTEGER(tokens), XLENGTH(tokens), (fm_llm_pooling)Rf_asInteger(pooling), buf,
+                   &r_ctl, &err) != FM_OK)
+    raise_err(&err, NULL);
+  for (int64_t i = 0; i < E; i++) REAL(r)[i] = (double)buf[i];
+  UNPROTECT(nprot);
+  return r;
+}
+
+/* .Call(C_rllm_sample, logits (double), temperature, top_k, top_p, seed, n)
+ * -> n tokens drawn from one sampler (0-based ids). */
+static SEXP rllm_sample(SEXP logits, SEXP temperature, SEXP top_k, SEXP top_p, SEXP seed, SEXP n) {
+  int nprot = 0;
+  R_xlen_t V = XLENGTH(logits);
+  int nd = Rf_asInteger(n);
+  float *x = (float *)R_alloc((size_t)(V > 0 ? V : 1), sizeof(float));
+  for (R_xlen_t i = 0; i < V; i++) x[i] = (float)REAL(logits)[i];
+  SEXP r = PROTECT(Rf_allocVector(INTSXP, nd));
+  nprot++;
+  fm_err err;
+  fm_err_clear(&err);
+  fm_llm_sampler *s = NULL;
+  if (make_sampler(temperature, top_k, top_p, seed, (int64_t)V, &s, &err) != FM_OK)
+    raise_err(&err, NULL);
+  for (int i = 0; i < nd; i++) {
+    int64_t tok = fm_llm_sampler_next(s, x);
+    INTEGER(r)[i] = tok < 0 ? NA_INTEGER : (int)tok;
+  }
+  fm_llm_sampler_free(s);
+  UNPROTECT(nprot);
+  return r;
+}
+
+#define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 3),
+                                            CALLDEF(rllm_model_free, 1),
+                                            CALLDEF(rllm_model_info, 1),
+                                            CALLDEF(rllm_model_set_threads, 2),
+                                            CALLDEF(rllm_cache_bytes, 3),
+                                            CALLDEF(rllm_cache_new, 4),
+                                            CALLDEF(rllm_cache_clear, 1),
+                                            CALLDEF(rllm_runtime_raw, 2),
+                                            CALLDEF(rllm_cache_state, 1),
+                                            CALLDEF(rllm_logits, 4),
+                                            CALLDEF(rllm_generate, 9),
+                                            CALLDEF(rllm_embed, 3),
+                                            CALLDEF(rllm_sample, 6),
+                                            {NULL, NULL, 0}};

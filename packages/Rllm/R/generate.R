@@ -1,0 +1,100 @@
+# Generation (core: fm_llm_generate; glue: src/r_model.c).
+
+#' Generate tokens from a prompt
+#'
+#' Evaluates the prompt in one batch, then picks each new token from the
+#' previous logits with [rllm_sample()]'s rule and evaluates it, one at a
+#' time, in a KV cache. `temperature = 0` (the default) is greedy decoding,
+#' ties broken by the lowest token id. Generation stops after `n_new`
+#' tokens, or after emitting an end-of-generation token when `stop_at_eog`
+#' is `TRUE`.
+#'
+#' @param model an `rllm_model` from [rllm_gguf_model()].
+#' @param prompt a character string or raw vector (tokenized with
+#'   [rllm_tokenize()], adding BOS/EOS as the model's metadata says when
+#'   `add_special` is `TRUE`), or an integer vector of 0-based token ids
+#'   used as given.
+#' @param n_new number of tokens to generate (>= 0).
+#' @param temperature,top_k,top_p,seed sampling parameters, see
+#'   [rllm_sample()]; `seed = NULL` draws one from R's generator.
+#' @param cache `NULL` (a fresh cache of `length(prompt) + n_new`
+#'   positions) or an [rllm_cache()] of this model: the prompt then
+#'   continues what the cache holds, and the cache keeps the prompt and the
+#'   generated tokens (all but the last, which is not evaluated).
+#' @param runtime where a fresh cache lives: `NULL` (default:
+#'   `model$runtime`, else the heap) or an Rfmalloc runtime.
+#' @param add_special,parse_special passed to [rllm_tokenize()] for a text
+#'   prompt.
+#' @param stop_at_eog stop after a token listed in `model$info$eog` (the
+#'   tokenizer's end-of-sequence/turn ids) or reported as end of generation
+#'   by the tokenizer. Default `TRUE`.
+#' @return A list: `raw`, the bytes of the generated tokens
+#'   ([rllm_detokenize()], special tokens rendered as nothing; use
+#'   [rawToChar()] to read them as text); `tokens`, their integer ids;
+#'   `prompt_tokens`; `timings`, a list of `prefill_s` (seconds to evaluate
+#'   the prompt and pick the first token), `decode_s` (seconds for the rest),
+#'   `n_prefill`, `n_decode` (tokens evaluated after the prompt),
+#'   `prefill_tps` and `decode_tps` (tokens per second).
+#' @section Errors: `fm_error_earg` for bad arguments (token ids outside the
+#'   vocabulary, a text prompt without a tokenizer); `fm_error_enospc` when a
+#'   given cache cannot hold the prompt and `n_new - 1` more tokens (checked
+#'   before starting); an interrupt condition when the user interrupts.
+#' @examples
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   m <- rllm_gguf_model(p, threads = 1)
+#'   g <- rllm_generate(m, "Once upon a time", n_new = 32)
+#'   rawToChar(g$raw)
+#' }
+#' @export
+rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 40L,
+                          top_p = 0.95, seed = NULL, cache = NULL, runtime = NULL,
+                          add_special = TRUE, parse_special = FALSE, stop_at_eog = TRUE) {
+  .rllm_check_model(model)
+  n_new <- .rllm_check_count(n_new, "n_new", 0)
+  s <- .rllm_sampling(temperature, top_k, top_p, seed)
+  if (is.character(prompt) || is.raw(prompt)) {
+    if (is.character(prompt) && (length(prompt) != 1L || is.na(prompt))) {
+      Rfmalloc::fm_abort("earg", "prompt must be one string, a raw vector or token ids")
+    }
+    if (is.null(model$tokenizer)) {
+      Rfmalloc::fm_abort("earg", "this model has no tokenizer; give the prompt as token ids")
+    }
+    ids <- rllm_tokenize(model, prompt, add_special = add_special, parse_special = parse_special)
+  } else {
+    ids <- prompt
+  }
+  ids <- .rllm_check_tokens(ids, model$info$n_vocab, "prompt")
+  cache <- .rllm_check_cache(cache, model)
+  if (is.null(cache)) {
+    cache <- rllm_cache(model, length(ids) + max(n_new, 1L), runtime = runtime)
+  }
+  if (!is.logical(stop_at_eog) || length(stop_at_eog) != 1L || is.na(stop_at_eog)) {
+    Rfmalloc::fm_abort("earg", "stop_at_eog must be TRUE or FALSE")
+  }
+  stop <- if (stop_at_eog) .rllm_eog_ids(model) else integer()
+  r <- .Call(C_rllm_generate, model$ptr, cache$ptr, ids, n_new, s$temperature, s$top_k,
+             s$top_p, s$seed, stop)
+  toks <- r[[1L]]
+  raw <- if (length(toks) && !is.null(model$tokenizer)) {
+    rllm_detokenize(model, toks)
+  } else {
+    raw(0)
+  }
+  tm <- list(prefill_s = r[[2L]], decode_s = r[[3L]], n_prefill = as.integer(r[[4L]]),
+             n_decode = as.integer(r[[5L]]))
+  tm$prefill_tps <- if (tm$prefill_s > 0) tm$n_prefill / tm$prefill_s else NA_real_
+  tm$decode_tps <- if (tm$decode_s > 0 && tm$n_decode > 0) tm$n_decode / tm$decode_s else NA_real_
+  list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm)
+}
+
+# End-of-generation ids: the metadata's eos/eot/eom, plus those the
+# tokenizer reports (when it offers a list).
+.rllm_eog_ids <- function(model) {
+  ids <- model$info$eog
+  tok <- model$tokenizer
+  if (!is.null(tok) && is.list(tok) && !is.null(tok$eog)) ids <- c(ids, tok$eog)
+  ids <- unique(as.integer(ids))
+  ids[!is.na(ids) & ids >= 0L & ids < model$info$n_vocab]
+}

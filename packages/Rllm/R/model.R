@@ -1,0 +1,391 @@
+# Models, KV caches and logits (core: fm_llm.h; glue: src/r_model.c).
+
+# Signal an fm_error condition from C (r_model.c) for the R function that
+# made the .Call.
+.rllm_raise <- function(code, message) {
+  Rfmalloc::fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
+}
+
+.rllm_describe <- function(x) {
+  if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
+  if (is.null(x)) return("NULL")
+  paste0("an object of type ", typeof(x), " and length ", length(x))
+}
+
+.rllm_check_model <- function(model, call = sys.call(-1L)) {
+  if (!inherits(model, "rllm_model")) {
+    Rfmalloc::fm_abort("earg", "model must come from rllm_gguf_model(), not ",
+                       .rllm_describe(model), call = call)
+  }
+  model
+}
+
+.rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L)) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x) || x != floor(x) || x < min || x > 2^31 - 1) {
+    Rfmalloc::fm_abort("earg", name, " must be a whole number >= ", min, ", not ",
+                       if (is.numeric(x) && length(x) == 1L) format(x) else .rllm_describe(x),
+                       call = call)
+  }
+  as.integer(x)
+}
+
+# Token ids: integer-valued, no NA, in [0, n_vocab).
+.rllm_check_tokens <- function(tokens, n_vocab, name = "tokens", call = sys.call(-1L)) {
+  if (!is.numeric(tokens) || length(tokens) < 1L) {
+    Rfmalloc::fm_abort("earg", name, " must be a non-empty integer vector of token ids, not ",
+                       .rllm_describe(tokens), call = call)
+  }
+  bad <- which(is.na(tokens) | tokens != floor(tokens) | tokens < 0 | tokens >= n_vocab)
+  if (length(bad)) {
+    Rfmalloc::fm_abort("earg", name, "[", bad[1L], "] is ", tokens[bad[1L]],
+                       ", not a token id in [0, ", n_vocab, ")", call = call)
+  }
+  as.integer(tokens)
+}
+
+#' Default number of threads for model evaluation
+#'
+#' The option `rllm.threads` when set; otherwise the number of logical
+#' cores ([parallel::detectCores()]), limited to 2 under `R CMD check`
+#' (when `_R_CHECK_LIMIT_CORES_` is set) and to `OMP_THREAD_LIMIT` when
+#' that is set.
+#' @return A whole number >= 1.
+#' @examples
+#' rllm_threads()
+#' @export
+rllm_threads <- function() {
+  opt <- getOption("rllm.threads")
+  if (!is.null(opt)) return(max(1L, as.integer(opt)))
+  n <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
+  if (is.na(n) || n < 1L) n <- 1L
+  if (nzchar(Sys.getenv("_R_CHECK_LIMIT_CORES_"))) n <- min(n, 2L)
+  lim <- suppressWarnings(as.integer(Sys.getenv("OMP_THREAD_LIMIT", "")))
+  if (!is.na(lim) && lim >= 1L) n <- min(n, lim)
+  as.integer(n)
+}
+
+#' Load a language model from a GGUF file
+#'
+#' Builds a model over the weights of a GGUF file without copying them:
+#' every tensor stays, quantized as stored, in the file's read-only mapping
+#' (opened with [Rgguf::gguf_open()]) and GGML's CPU kernels read its blocks
+#' in place. Hyperparameters come from the metadata
+#' (`<arch>.embedding_length`, `block_count`, `attention.head_count`,
+#' `attention.head_count_kv`, `feed_forward_length`,
+#' `rope.dimension_count`, `rope.freq_base`,
+#' `attention.layer_norm_rms_epsilon`, `context_length`,
+#' `attention.causal`, `pooling_type`, `expert_count`, ...); the vocabulary
+#' size is the number of rows of `token_embd.weight`. Every tensor the graph
+#' uses is checked for presence, shape and type before any computation.
+#'
+#' Architectures: `llama` (also llama-family mixtures of experts such as
+#' Mixtral) and the others listed in the error message for an unknown one.
+#' The llama graph is RMSNorm, rotary position embedding (adjacent pairs;
+#' NEOX-style halves for the architectures llama.cpp runs that way),
+#' grouped-query attention over a KV cache, SwiGLU feed-forward, a final
+#' RMSNorm and the output projection (tied to `token_embd.weight` when
+#' `output.weight` is absent).
+#'
+#' @param path path of a `.gguf` file, or a `gguf_file` from
+#'   [Rgguf::gguf_open()].
+#' @param runtime `NULL`, or an Rfmalloc runtime
+#'   ([Rfmalloc::open_fmalloc()]) in which [rllm_cache()] and
+#'   [rllm_generate()] place this model's KV caches by default.
+#' @param threads number of CPU threads for evaluation (default
+#'   [rllm_threads()]).
+#' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
+#'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
+#'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
+#'   `n_embd_head_k`, `n_embd_head_v`, `n_ff`, `n_rot`, `n_ctx_train`,
+#'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
+#'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
+#'   `n_params`, `weight_bytes`, `threads`, `eog`: end-of-generation ids
+#'   from the tokenizer metadata), `tokenizer` (an `rllm_tokenizer` built
+#'   from the same metadata) and `runtime`. The model does not survive
+#'   `saveRDS()`; load it again.
+#' @section Errors: conditions raised through [Rfmalloc::fm_abort()], with
+#'   messages naming the file: `fm_error_eunsupported` for an unknown
+#'   `general.architecture` (named, with the known ones) or an unsupported
+#'   RoPE scaling; `fm_error_eformat` for a missing or mistyped metadata key
+#'   or a tensor that is missing or has the wrong shape or type (named);
+#'   errors of [Rgguf::gguf_open()] for files that are not valid GGUF (a
+#'   header cut short, a tensor past the end of the file, a metadata array
+#'   claiming 2^62 elements); `fm_error_earg` for bad arguments.
+#' @source The GGUF key and tensor names of GGML's `docs/gguf.md`; the
+#'   operator sequence follows the LLaMA paper (Touvron et al. 2023) as
+#'   llama.cpp evaluates it, which the package's tests use as the oracle.
+#' @seealso [rllm_logits()], [rllm_generate()], [rllm_embed()],
+#'   [rllm_cache()].
+#' @examples
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   m <- rllm_gguf_model(p, threads = 1)
+#'   print(m)
+#' }
+#' @export
+rllm_gguf_model <- function(path, runtime = NULL, threads = rllm_threads()) {
+  if (inherits(path, "gguf_file")) {
+    g <- path
+  } else {
+    if (!is.character(path) || length(path) != 1L || is.na(path)) {
+      Rfmalloc::fm_abort("earg", "path must be a single string or a gguf_file, not ",
+                         .rllm_describe(path))
+    }
+    g <- Rgguf::gguf_open(path)
+  }
+  threads <- .rllm_check_count(threads, "threads", 1)
+  if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
+    Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
+                       .rllm_describe(runtime))
+  }
+  full <- attr(g, "path")
+  if (is.null(full)) full <- "model"
+  ptr <- .Call(C_rllm_model_new, g, threads, basename(full))
+  model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
+                          runtime = runtime), class = "rllm_model")
+  model$info <- .Call(C_rllm_model_info, ptr)
+  tok_fun <- get0("rllm_tokenizer", envir = asNamespace("Rllm"), mode = "function",
+                  inherits = FALSE)
+  if (!is.null(tok_fun)) model$tokenizer <- tok_fun(g)
+  model
+}
+
+#' @export
+print.rllm_model <- function(x, ...) {
+  i <- x$info
+  cat(sprintf("<rllm_model> %s%s\n", i$arch, if (nzchar(i$name)) paste0(" '", i$name, "'") else ""))
+  cat(sprintf("  file: %s\n", x$path))
+  cat(sprintf("  %d layers, n_embd %d, %d heads (%d KV, head size %d), n_ff %d, vocab %d\n",
+              as.integer(i$n_layer), as.integer(i$n_embd), as.integer(i$n_head),
+              as.integer(i$n_head_kv), as.integer(i$n_embd_head_k), as.integer(i$n_ff),
+              as.integer(i$n_vocab)))
+  if (i$n_expert > 0) cat(sprintf("  %d experts, %d used per token\n", as.integer(i$n_expert),
+                                  as.integer(i$n_expert_used)))
+  cat(sprintf("  RoPE %s (%d dims, base %g), %s attention, context %d, %s output\n",
+              if (i$rope_neox) "neox" else "normal", as.integer(i$n_rot), i$rope_freq_base,
+              if (i$causal) "causal" else "non-causal", as.integer(i$n_ctx_train),
+              if (i$tied_output) "tied" else "untied"))
+  cat(sprintf("  %.0f parameters in %s bytes of the mapping; %d threads\n", i$n_params,
+              format(i$weight_bytes, big.mark = ","), as.integer(i$threads)))
+  invisible(x)
+}
+
+#' Set a model's number of evaluation threads
+#'
+#' @param model an `rllm_model`.
+#' @param threads whole number >= 1.
+#' @return `model`, invisibly, with `info$threads` updated (the change also
+#'   applies to other copies of the same model object).
+#' @export
+rllm_set_threads <- function(model, threads) {
+  .rllm_check_model(model)
+  threads <- .rllm_check_count(threads, "threads", 1)
+  .Call(C_rllm_model_set_threads, model$ptr, threads)
+  model$info$threads <- threads
+  invisible(model)
+}
+
+.rllm_kv_type <- function(type, call = sys.call(-1L)) {
+  if (!is.character(type) || length(type) != 1L || !type %in% c("f16", "f32")) {
+    Rfmalloc::fm_abort("earg", "type must be \"f16\" or \"f32\"", call = call)
+  }
+  if (type == "f16") 1L else 0L
+}
+
+#' A KV cache for a model
+#'
+#' Holds the keys and values of every attention layer for up to `n_ctx`
+#' positions of one sequence, and how many are filled (`n_past`).
+#' [rllm_logits()] and [rllm_generate()] given a cache evaluate new tokens at
+#' positions `n_past, n_past + 1, ...` and advance it. Keys are stored as
+#' `n_ctx` rows of `n_head_kv * head_size` values and values transposed,
+#' in F16 by default as llama.cpp does (greedy results then match it), or
+#' F32.
+#'
+#' @param model an `rllm_model`.
+#' @param n_ctx positions (default: the model's training context, at most
+#'   4096).
+#' @param runtime `NULL` (default: `model$runtime`) for the heap, or an
+#'   Rfmalloc runtime: the cache is then one raw vector of that runtime's
+#'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object.
+#' @param type `"f16"` or `"f32"`.
+#' @return An object of class `"rllm_cache"` (a list: `ptr`, `model`,
+#'   `n_ctx`, `type`, `bytes`, `storage` (the raw vector in the runtime, or
+#'   `NULL`)). [rllm_cache_clear()] forgets its contents.
+#' @section Errors: `fm_error_earg` for bad arguments; `fm_error_enospc`
+#'   when the runtime is full; `fm_error_enomem`.
+#' @examples
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   m <- rllm_gguf_model(p, threads = 1)
+#'   kv <- rllm_cache(m, 64)
+#'   l1 <- rllm_logits(m, c(1L, 403L), cache = kv)
+#'   l2 <- rllm_logits(m, 407L, cache = kv) # continues at position 2
+#'   print(kv)
+#' }
+#' @export
+rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32")) {
+  .rllm_check_model(model)
+  type <- match.arg(type)
+  if (is.null(n_ctx)) {
+    n_ctx <- model$info$n_ctx_train
+    if (!is.finite(n_ctx) || n_ctx < 1) n_ctx <- 4096
+    n_ctx <- min(n_ctx, 4096)
+  }
+  n_ctx <- .rllm_check_count(n_ctx, "n_ctx", 1)
+  if (is.null(runtime)) runtime <- model$runtime
+  kv <- .rllm_kv_type(type)
+  bytes <- .Call(C_rllm_cache_bytes, model$ptr, n_ctx, kv)
+  if (!(bytes > 0)) Rfmalloc::fm_abort("earg", "a cache of ", n_ctx, " positions is too large")
+  storage <- NULL
+  if (!is.null(runtime)) {
+    if (!inherits(runtime, "fmalloc_runtime")) {
+      Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
+                         .rllm_describe(runtime))
+    }
+    storage <- .rllm_runtime_raw(runtime, bytes)
+  }
+  ptr <- .Call(C_rllm_cache_new, model$ptr, n_ctx, kv, storage)
+  structure(list(ptr = ptr, model = model$ptr, n_ctx = n_ctx, type = type, bytes = bytes,
+                 storage = storage), class = "rllm_cache")
+}
+
+# A zero-filled raw vector of `bytes` in an Rfmalloc runtime (C callable
+# Rfmalloc_vec_alloc through Rfmalloc's exported helper).
+.rllm_runtime_raw <- function(runtime, bytes) {
+  .Call(C_rllm_runtime_raw, runtime, bytes)
+}
+
+.rllm_check_cache <- function(cache, model, call = sys.call(-1L)) {
+  if (is.null(cache)) return(NULL)
+  if (!inherits(cache, "rllm_cache")) {
+    Rfmalloc::fm_abort("earg", "cache must be NULL or from rllm_cache(), not ",
+                       .rllm_describe(cache), call = call)
+  }
+  if (!identical(cache$model, model$ptr)) {
+    Rfmalloc::fm_abort("emismatch", "the cache was made for another model", call = call)
+  }
+  cache
+}
+
+#' @rdname rllm_cache
+#' @param cache an `rllm_cache`.
+#' @export
+rllm_cache_clear <- function(cache) {
+  if (!inherits(cache, "rllm_cache")) {
+    Rfmalloc::fm_abort("earg", "cache must come from rllm_cache(), not ", .rllm_describe(cache))
+  }
+  .Call(C_rllm_cache_clear, cache$ptr)
+  invisible(cache)
+}
+
+#' @rdname rllm_cache
+#' @return `rllm_cache_n_past()`: the number of filled positions.
+#' @export
+rllm_cache_n_past <- function(cache) {
+  if (!inherits(cache, "rllm_cache")) {
+    Rfmalloc::fm_abort("earg", "cache must come from rllm_cache(), not ", .rllm_describe(cache))
+  }
+  as.integer(.Call(C_rllm_cache_state, cache$ptr)[1L])
+}
+
+#' @export
+print.rllm_cache <- function(x, ...) {
+  st <- .Call(C_rllm_cache_state, x$ptr)
+  cat(sprintf("<rllm_cache> %d of %d positions filled, %s, %s bytes on %s\n", as.integer(st[1]),
+              as.integer(st[2]), x$type, format(x$bytes, big.mark = ","),
+              if (is.null(x$storage)) "the heap" else "an Rfmalloc runtime"))
+  invisible(x)
+}
+
+#' Next-token logits of a token sequence
+#'
+#' Evaluates `tokens` as one batch. Without a cache they sit at positions
+#' `0, 1, ...` (in a transient cache); with a cache they continue it at
+#' positions `n_past, n_past + 1, ...` and the cache advances.
+#'
+#' @param model an `rllm_model`.
+#' @param tokens integer vector of 0-based token ids (as llama.cpp numbers
+#'   them; see [rllm_tokenize()]).
+#' @param cache `NULL` or an [rllm_cache()] of this model.
+#' @param all `TRUE` for the logits after every token, `FALSE` (default)
+#'   for those after the last one only.
+#' @return A numeric matrix of `n_vocab` rows and one column per token
+#'   (`all = TRUE`) or one column: column `j` holds the unnormalized
+#'   log-probabilities of the token following `tokens[j]`. Computed in
+#'   single precision. On CPU, a batch evaluated in a fresh or cleared cache
+#'   gives bit-identical logits to the same batch without a cache; a prefix
+#'   evaluated token by token agrees with the whole-prefix evaluation to
+#'   about 1e-5 (tested bound 1e-4 absolute).
+#' @section Errors: `fm_error_earg` for token ids that are missing, not
+#'   whole or outside `[0, n_vocab)` (the first is named);
+#'   `fm_error_enospc` when the cache cannot hold the tokens (it is then
+#'   unchanged); `fm_error_emismatch` for a cache of another model;
+#'   an interrupt condition when the user interrupts.
+#' @export
+rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
+  .rllm_check_model(model)
+  tokens <- .rllm_check_tokens(tokens, model$info$n_vocab)
+  cache <- .rllm_check_cache(cache, model)
+  if (!is.logical(all) || length(all) != 1L || is.na(all)) {
+    Rfmalloc::fm_abort("earg", "all must be TRUE or FALSE")
+  }
+  .Call(C_rllm_logits, model$ptr, if (is.null(cache)) NULL else cache$ptr, tokens, all)
+}
+
+#' Pick tokens from a logits vector
+#'
+#' The sampler [rllm_generate()] uses, on a logits vector of your own.
+#' `temperature = 0` is greedy: the largest logit, ties broken by the
+#' lowest token id (`NaN` never wins). Otherwise: logits divided by
+#' `temperature`; the `top_k` largest kept (`top_k <= 0`: all; ties at the
+#' cut go to lower ids); of those, the smallest prefix in decreasing order
+#' whose softmax probability reaches `top_p`; one token drawn from the
+#' renormalized probabilities with a uniform from the core's xoshiro256**
+#' generator seeded by `seed` (the same seed gives the same tokens).
+#'
+#' @param logits numeric vector (one per token id; `NaN` and `-Inf` are
+#'   never drawn).
+#' @param temperature number >= 0.
+#' @param top_k whole number (<= 0: no limit).
+#' @param top_p number in (0, 1].
+#' @param seed `NULL` (drawn from R's generator, so [set.seed()] applies)
+#'   or a number.
+#' @param n how many tokens to draw (one sampler, consecutive draws).
+#' @return Integer vector of `n` 0-based token ids (`NA` when every logit is
+#'   `NaN` or `-Inf`).
+#' @examples
+#' rllm_sample(c(1, 3, 3, 2))  # 1: the lower of the tied maxima
+#' rllm_sample(c(1, 3, 3, 2), temperature = 1, seed = 42, n = 5)
+#' @export
+rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed = NULL,
+                        n = 1L) {
+  if (!is.numeric(logits) || length(logits) < 1L) {
+    Rfmalloc::fm_abort("earg", "logits must be a non-empty numeric vector")
+  }
+  s <- .rllm_sampling(temperature, top_k, top_p, seed)
+  n <- .rllm_check_count(n, "n", 0)
+  .Call(C_rllm_sample, as.double(logits), s$temperature, s$top_k, s$top_p, s$seed, n)
+}
+
+.rllm_sampling <- function(temperature, top_k, top_p, seed, call = sys.call(-1L)) {
+  if (!is.numeric(temperature) || length(temperature) != 1L || is.na(temperature) ||
+      temperature < 0) {
+    Rfmalloc::fm_abort("earg", "temperature must be a number >= 0", call = call)
+  }
+  if (!is.numeric(top_k) || length(top_k) != 1L || is.na(top_k) || top_k != floor(top_k)) {
+    Rfmalloc::fm_abort("earg", "top_k must be a whole number", call = call)
+  }
+  if (!is.numeric(top_p) || length(top_p) != 1L || is.na(top_p) || top_p <= 0 || top_p > 1) {
+    Rfmalloc::fm_abort("earg", "top_p must be a number in (0, 1]", call = call)
+  }
+  if (is.null(seed)) seed <- sample.int(.Machine$integer.max, 1L)
+  if (!is.numeric(seed) || length(seed) != 1L || is.na(seed) || seed != floor(seed) ||
+      abs(seed) > 2^53) {
+    Rfmalloc::fm_abort("earg", "seed must be NULL or a whole number", call = call)
+  }
+  list(temperature = as.double(temperature), top_k = as.double(max(top_k, -1)),
+       top_p = as.double(top_p), seed = as.double(seed))
+}

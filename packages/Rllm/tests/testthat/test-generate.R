@@ -1,0 +1,132 @@
+# Generation: greedy tokens against llama.cpp, the tie-break rule, seeded
+# sampling, caches and timings; pooled embeddings.
+
+gen_variants <- c("stories260K.gguf", "derived/stories260K-F16.gguf",
+                  "derived/stories260K-Q8_0.gguf", "derived/stories260K-Q4_0.gguf",
+                  "derived/stories260K-Q4_K_M.gguf")
+
+test_that("64 greedy tokens after 'Once upon a time' equal llama.cpp's", {
+  skip_if_no_oracle()
+  for (f in gen_variants) {
+    path <- gguf_fixture(f)
+    m <- rllm_gguf_model(path, threads = 1)
+    ref <- llama_oracle("generate", path, prompt = "Once upon a time", add_special = TRUE, n = 64,
+                        threads = 1)
+    ours <- rllm_generate(m, ref$prompt_tokens, n_new = 64, stop_at_eog = FALSE)
+    expect_identical(ours$tokens, ref$tokens, label = f)
+  }
+})
+
+test_that("greedy generation on stories260K gives the recorded story", {
+  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  g <- rllm_generate(m, c(1L, 403L, 407L, 261L, 378L), n_new = 16)
+  # llama.cpp's (node-llama-cpp 3.21.1) first 16 greedy tokens.
+  expect_identical(g$tokens, c(432L, 383L, 286L, 261L, 376L, 298L, 315L, 421L, 395L, 317L,
+                               426L, 338L, 401L, 396L, 267L, 337L))
+  expect_identical(g$prompt_tokens, c(1L, 403L, 407L, 261L, 378L))
+  expect_identical(g$timings$n_prefill, 5L)
+  expect_identical(g$timings$n_decode, 15L)
+  expect_true(g$timings$prefill_s >= 0 && g$timings$decode_s >= 0)
+  skip_if(is.null(m$tokenizer), "tokenizer not available")
+  expect_identical(rawToChar(g$raw), ", there was a little girl named Lily. She loved to play")
+  # A text prompt is tokenized with BOS (add_bos by default for SentencePiece).
+  g2 <- rllm_generate(m, "Once upon a time", n_new = 16)
+  expect_identical(g2$tokens, g$tokens)
+  expect_identical(rllm_generate(m, charToRaw("Once upon a time"), n_new = 16)$tokens, g$tokens)
+})
+
+test_that("greedy ties go to the lowest token id; NaN never wins", {
+  expect_identical(rllm_sample(c(1, 3, 3, 2)), 1L)
+  expect_identical(rllm_sample(c(NaN, 5, 7, 7, NaN)), 2L)
+  expect_identical(rllm_sample(c(-Inf, -Inf, 0)), 2L)
+  expect_identical(rllm_sample(c(NaN, NaN)), NA_integer_)
+  # top_k = 1 or a tiny top_p also pick the lowest-id maximum.
+  expect_identical(rllm_sample(c(1, 3, 3, 2), temperature = 1, top_k = 1, n = 10), rep(1L, 10))
+  expect_identical(rllm_sample(c(1, 3, 3, 2), temperature = 1, top_k = 0, top_p = 1e-9, n = 10),
+                   rep(1L, 10))
+})
+
+test_that("sampling follows softmax(logits / temperature) and is deterministic per seed", {
+  x <- c(0, 1, 2, 3)
+  d <- rllm_sample(x, temperature = 1, top_k = 0, top_p = 1, seed = 1, n = 20000)
+  p <- exp(x) / sum(exp(x))
+  expect_lt(max(abs(tabulate(d + 1L, 4) / 20000 - p)), 0.015)
+  # top_k = 2 keeps ids 3 and 2 only.
+  d2 <- rllm_sample(x, temperature = 1, top_k = 2, top_p = 1, seed = 1, n = 2000)
+  expect_setequal(unique(d2), c(2L, 3L))
+  # top_p = 0.6: p(3) = 0.64 reaches it alone.
+  expect_identical(unique(rllm_sample(x, temperature = 1, top_k = 0, top_p = 0.6, n = 100)), 3L)
+  expect_identical(rllm_sample(x, temperature = 2, seed = 9, n = 50),
+                   rllm_sample(x, temperature = 2, seed = 9, n = 50))
+  set.seed(3)
+  a <- rllm_sample(x, temperature = 1, n = 50)
+  set.seed(3)
+  expect_identical(rllm_sample(x, temperature = 1, n = 50), a)
+
+  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  ids <- c(1L, 403L, 407L, 261L, 378L)
+  g1 <- rllm_generate(m, ids, n_new = 32, temperature = 0.9, seed = 11, stop_at_eog = FALSE)
+  g2 <- rllm_generate(m, ids, n_new = 32, temperature = 0.9, seed = 11, stop_at_eog = FALSE)
+  g3 <- rllm_generate(m, ids, n_new = 32, temperature = 0.9, seed = 12, stop_at_eog = FALSE)
+  expect_identical(g1$tokens, g2$tokens)
+  expect_false(identical(g1$tokens, g3$tokens))
+  expect_error(rllm_generate(m, ids, temperature = -1), class = "fm_error_earg")
+  expect_error(rllm_generate(m, ids, top_p = 0), class = "fm_error_earg")
+})
+
+test_that("generation continues a cache, and a runtime cache gives the same tokens", {
+  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  ids <- c(1L, 403L, 407L, 261L, 378L)
+  full <- rllm_generate(m, ids, n_new = 20)
+  kv <- rllm_cache(m, 64)
+  a <- rllm_generate(m, ids, n_new = 10, cache = kv)
+  expect_identical(rllm_cache_n_past(kv), 5L + 9L) # the last token is not evaluated
+  b <- rllm_generate(m, a$tokens[10], n_new = 10, cache = kv)
+  expect_identical(c(a$tokens, b$tokens), full$tokens)
+  small <- rllm_cache(m, 8)
+  expect_error(rllm_generate(m, ids, n_new = 10, cache = small), class = "fm_error_enospc")
+
+  backing <- tempfile(fileext = ".bin")
+  rt <- Rfmalloc::open_fmalloc(backing, size_gb = 0.05, mode = "scratch")
+  on.exit({
+    Rfmalloc::cleanup_fmalloc(rt)
+    unlink(backing)
+  }, add = TRUE)
+  expect_identical(rllm_generate(m, ids, n_new = 20, runtime = rt)$tokens, full$tokens)
+  mr <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), runtime = rt, threads = 1)
+  expect_identical(rllm_generate(mr, ids, n_new = 20)$tokens, full$tokens)
+})
+
+test_that("pooled embeddings: mean, cls and last of the final normed states", {
+  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  ids <- c(1L, 403L, 407L, 261L, 378L)
+  e <- rllm_embed(m, ids, pooling = "mean")
+  expect_identical(dim(e), c(64L, 1L))
+  expect_true(all(is.finite(e)))
+  # Causal model: "cls" is the first token's state, which sees only itself,
+  # so it is the same for any continuation.
+  c1 <- rllm_embed(m, ids, pooling = "cls")
+  c2 <- rllm_embed(m, ids[1:2], pooling = "cls")
+  expect_lt(max(abs(c1 - c2)), 1e-5)
+  # mean of one token equals its last and cls.
+  one <- sapply(c("mean", "cls", "last"), function(p) rllm_embed(m, ids[1], pooling = p))
+  expect_lt(max(abs(one - one[, 1])), 1e-5)
+  # normalize gives unit columns; a list gives one column per sequence.
+  en <- rllm_embed(m, list(ids, ids[1:3]), normalize = TRUE)
+  expect_equal(colSums(en^2), c(1, 1), tolerance = 1e-6)
+  expect_equal(en[, 1], as.numeric(e / sqrt(sum(e^2))), tolerance = 1e-6)
+  expect_error(rllm_embed(m, integer()), class = "fm_error_earg")
+})
+
+test_that("embeddings match llama.cpp's pooled embedding", {
+  skip_if_no_oracle()
+  path <- gguf_fixture("stories260K.gguf")
+  m <- rllm_gguf_model(path, threads = 1)
+  ids <- c(1L, 403L, 407L, 261L, 378L)
+  for (p in c("mean", "last")) {
+    ref <- llama_oracle("embed", path, tokens = ids, pooling = p, threads = 1)
+    ours <- rllm_embed(m, ids, pooling = p)[, 1]
+    cosine <- sum(ours * ref$embedding) / sqrt(sum(ours^2) * sum(ref$embedding^2))
+    expect_gt(cosine, 0.9999, label = p)
+  }
+})

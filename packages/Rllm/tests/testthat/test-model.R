@@ -1,0 +1,186 @@
+# The model runtime: loading, logits, caches (heap and Rfmalloc runtime),
+# errors; and logits against llama.cpp (the oracle) on stories260K and its
+# quantized variants.
+
+story_variants <- c("stories260K.gguf", "derived/stories260K-F16.gguf",
+                    "derived/stories260K-Q8_0.gguf", "derived/stories260K-Q4_0.gguf",
+                    "derived/stories260K-Q4_K_M.gguf")
+
+# "<s> Once upon a time" as llama.cpp tokenizes it (see test-oracle.R).
+once_ids <- c(1L, 403L, 407L, 261L, 378L)
+
+story_model <- function(file = "stories260K.gguf", ...) {
+  rllm_gguf_model(gguf_fixture(file), threads = 1, ...)
+}
+
+test_that("stories260K loads with the hyperparameters of its metadata", {
+  m <- story_model()
+  i <- m$info
+  expect_identical(i$arch, "llama")
+  expect_equal(c(i$n_vocab, i$n_embd, i$n_layer, i$n_head, i$n_head_kv, i$n_ff, i$n_rot,
+                 i$n_ctx_train, i$n_embd_head_k),
+               c(512, 64, 5, 8, 4, 172, 8, 2048, 8))
+  expect_false(i$rope_neox)
+  expect_true(i$causal)
+  expect_false(i$tied_output)
+  expect_equal(i$n_params, 292800) # fixture README
+  expect_equal(i$weight_bytes, 292800 * 4)
+  expect_identical(i$eog, 2L)
+  expect_output(print(m), "5 layers, n_embd 64, 8 heads \\(4 KV, head size 8\\)")
+  m2 <- rllm_set_threads(m, 1)
+  expect_identical(m2$info$threads, 1L)
+})
+
+test_that("logits are shaped, finite, and identical with a fresh, cleared or runtime cache", {
+  m <- story_model()
+  a <- rllm_logits(m, once_ids, all = TRUE)
+  expect_identical(dim(a), c(512L, 5L))
+  expect_true(all(is.finite(a)))
+  last <- rllm_logits(m, once_ids)
+  expect_identical(dim(last), c(512L, 1L))
+  expect_lt(max(abs(last - a[, 5])), 1e-4)
+
+  kv <- rllm_cache(m, 32)
+  expect_identical(rllm_cache_n_past(kv), 0L)
+  b <- rllm_logits(m, once_ids, cache = kv, all = TRUE)
+  expect_identical(b, a) # cached == uncached, bit for bit, same batch shape
+  expect_identical(rllm_cache_n_past(kv), 5L)
+  rllm_cache_clear(kv)
+  expect_identical(rllm_logits(m, once_ids, cache = kv, all = TRUE), a)
+
+  # An Rfmalloc runtime holds the cache: same bits.
+  backing <- tempfile(fileext = ".bin")
+  rt <- Rfmalloc::open_fmalloc(backing, size_gb = 0.05, mode = "scratch")
+  on.exit({
+    Rfmalloc::cleanup_fmalloc(rt)
+    unlink(backing)
+  }, add = TRUE)
+  kr <- rllm_cache(m, 32, runtime = rt)
+  expect_false(is.null(kr$storage))
+  expect_output(print(kr), "Rfmalloc runtime")
+  expect_identical(rllm_logits(m, once_ids, cache = kr, all = TRUE), a)
+})
+
+test_that("logits do not depend on the thread count", {
+  m <- story_model("derived/stories260K-Q4_K_M.gguf")
+  a <- rllm_logits(m, once_ids, all = TRUE)
+  rllm_set_threads(m, 2)
+  on.exit(rllm_set_threads(m, 1))
+  expect_identical(rllm_logits(m, once_ids, all = TRUE), a)
+})
+
+test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
+  # Measured on stories260K (F32 weights, F16 cache): max abs difference 0
+  # to ~1e-6 (GEMV vs GEMM kernels and summation lengths may differ).
+  for (f in story_variants[c(1, 3)]) {
+    m <- story_model(f)
+    whole <- rllm_logits(m, once_ids, all = TRUE)
+    kv <- rllm_cache(m, 16)
+    step <- vapply(once_ids, function(t) rllm_logits(m, t, cache = kv)[, 1], numeric(512))
+    expect_lt(max(abs(step - whole)), 1e-4)
+    expect_identical(apply(step, 2, which.max), apply(whole, 2, which.max))
+  }
+})
+
+test_that("a cache continues at n_past and refuses tokens that do not fit", {
+  m <- story_model()
+  kv <- rllm_cache(m, 6)
+  rllm_logits(m, once_ids[1:3], cache = kv)
+  l2 <- rllm_logits(m, once_ids[4:5], cache = kv, all = TRUE)
+  whole <- rllm_logits(m, once_ids, all = TRUE)
+  expect_lt(max(abs(l2 - whole[, 4:5])), 1e-4)
+  expect_error(rllm_logits(m, c(1L, 2L), cache = kv), class = "fm_error_enospc")
+  expect_identical(rllm_cache_n_past(kv), 5L) # unchanged by the refusal
+  other <- story_model("derived/stories260K-Q8_0.gguf")
+  expect_error(rllm_logits(other, 1L, cache = kv), class = "fm_error_emismatch")
+})
+
+test_that("bad token ids and arguments are R errors", {
+  m <- story_model()
+  expect_error(rllm_logits(m, c(1, 512)), class = "fm_error_earg")
+  expect_error(rllm_logits(m, c(1, NA)), class = "fm_error_earg")
+  expect_error(rllm_logits(m, -1), class = "fm_error_earg")
+  expect_error(rllm_logits(m, integer()), class = "fm_error_earg")
+  expect_error(rllm_logits(list(), 1), class = "fm_error_earg")
+  expect_error(rllm_cache(m, 0), class = "fm_error_earg")
+  expect_error(rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 0),
+               class = "fm_error_earg")
+})
+
+# Byte surgery on a copy of stories260K.gguf (the copies are generated here).
+patched_copy <- function(edit) {
+  src <- gguf_fixture("stories260K.gguf")
+  b <- readBin(src, "raw", file.size(src))
+  b <- edit(b)
+  f <- tempfile(fileext = ".gguf")
+  writeBin(b, f)
+  f
+}
+at <- function(b, s) grepRaw(charToRaw(s), b, fixed = TRUE)
+
+test_that("bad GGUFs give R errors naming the problem, never an abort", {
+  # Unknown architecture: general.architecture "llama" -> "llamb".
+  f <- patched_copy(function(b) {
+    o <- at(b, "general.architecture") + nchar("general.architecture") + 4 + 8
+    b[o + 4] <- charToRaw("b")
+    b
+  })
+  expect_error(rllm_gguf_model(f), "unknown architecture 'llamb'",
+               class = "fm_error_eunsupported")
+  # A missing tensor: blk.0.attn_q.weight renamed to blk.0.attn_X.weight.
+  f <- patched_copy(function(b) {
+    o <- at(b, "blk.0.attn_q.weight")
+    b[o + nchar("blk.0.attn_")] <- charToRaw("X")
+    b
+  })
+  expect_error(rllm_gguf_model(f), "tensor 'blk.0.attn_q.weight' is missing",
+               class = "fm_error_eformat")
+  # A tensor of the wrong shape: blk.1.attn_q.weight ne[1] 64 -> 32.
+  f <- patched_copy(function(b) {
+    o <- at(b, "blk.1.attn_q.weight") + nchar("blk.1.attn_q.weight") + 4 + 8
+    b[o:(o + 7)] <- c(writeBin(32L, raw(), size = 4), as.raw(rep(0, 4)))
+    b
+  })
+  expect_error(rllm_gguf_model(f), "blk.1.attn_q.weight' has shape \\[64, 32",
+               class = "fm_error_eformat")
+  # A header cut short, a tensor past the end of the file.
+  f <- patched_copy(function(b) b[1:100])
+  expect_error(rllm_gguf_model(f), class = "fm_error_eformat")
+  f <- patched_copy(function(b) b[1:(length(b) - 100)])
+  expect_error(rllm_gguf_model(f), class = "fm_error_eformat")
+  # A metadata array claiming 2^62 elements (tokenizer.ggml.tokens).
+  f <- patched_copy(function(b) {
+    o <- at(b, "tokenizer.ggml.tokens") + nchar("tokenizer.ggml.tokens") + 4 + 4
+    b[o:(o + 7)] <- as.raw(c(0, 0, 0, 0, 0, 0, 0, 0x40))
+    b
+  })
+  expect_error(rllm_gguf_model(f), class = "fm_error_eformat")
+  # Not a language model at all.
+  expect_error(rllm_gguf_model(gguf_fixture("derived", "quant-zoo-stories260K.gguf")),
+               "unknown architecture 'quant-zoo'", class = "fm_error_eunsupported")
+})
+
+test_that("logits match llama.cpp's on stories260K and its F16, Q8_0, Q4_0, Q4_K_M variants", {
+  skip_if_no_oracle()
+  for (f in story_variants) {
+    path <- gguf_fixture(f)
+    m <- rllm_gguf_model(path, threads = 1)
+    ref <- llama_oracle("logits", path, tokens = once_ids, all = TRUE, threads = 1)
+    ours <- rllm_logits(m, once_ids, all = TRUE)
+    expect_identical(dim(ref$logits), dim(ours), label = f)
+    for (j in seq_len(ncol(ours))) {
+      # The oracle gives log-softmax: compare after removing each column's
+      # log-sum-exp from ours.
+      lse <- max(ours[, j]) + log(sum(exp(ours[, j] - max(ours[, j]))))
+      d <- abs((ours[, j] - lse) - ref$logits[, j])
+      ok <- is.finite(ref$logits[, j])
+      # Measured max |diff|: F32 8e-5, F16 6.7e-3, Q8_0/Q4_0/Q4_K_M ~2e-6.
+      expect_lt(max(d[ok]), 0.02, label = sprintf("%s position %d", f, j))
+      x <- ours[ok, j] - mean(ours[ok, j])
+      y <- ref$logits[ok, j] - mean(ref$logits[ok, j])
+      expect_gt(sum(x * y) / sqrt(sum(x * x) * sum(y * y)), 0.99999)
+    }
+    top5 <- order(-ours[, 5], seq_len(512))[1:5] - 1L
+    expect_identical(top5, ref$top5, label = f)
+  }
+})
