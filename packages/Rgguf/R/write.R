@@ -137,36 +137,59 @@ print.gguf_value <- function(x, ...) {
 #' Pairs tensor values (or already encoded bytes) with the GGML type and
 #' shape that [gguf_write()] stores.
 #'
+#' @section Orientation:
+#' The same as [gguf_tensor()]'s: a GGML tensor of shape `ne = c(ne0, ne1)`
+#' (`ne0` contiguous) is an R matrix of `ne1` rows and `ne0` columns (a
+#' weight `W` with `W %*% x` the model's product), a vector is a 1-D tensor
+#' of `ne0 = length(x)`, and an array of dim `c(ne1, ne0, ne2[, ne3])` is a
+#' 3-D or 4-D tensor. So `gguf_tensor(g, name, "numeric")` gives back what
+#' was written (rounded to the type), except that GGML's writer drops
+#' trailing extents of 1 (a 1 x n matrix reads back as a vector of n). With
+#' `dim` given, `x` is instead a
+#' plain vector in GGML's memory order (`ne0` fastest) and `dim` is `ne`.
+#'
 #' @param x numbers (a vector, matrix or array; `NA`/`NaN` are stored as
 #'   NaN in float types) or a raw vector holding the tensor's encoded bytes
-#'   exactly as GGML lays them out (blocks of `type`, rows of `ne[1]`...).
+#'   exactly as GGML lays them out (blocks of `type`, `ne0` fastest).
 #' @param type GGML type name, case-insensitive: `"F32"`, `"F16"`, `"BF16"`,
 #'   `"I8"`, `"I16"`, `"I32"` and the quantized `"Q4_0"`, `"Q4_1"`,
 #'   `"Q5_0"`, `"Q5_1"`, `"Q8_0"`, `"Q2_K"`, `"Q3_K"`, `"Q4_K"`, `"Q5_K"`,
 #'   `"Q6_K"` from numbers (quantized by GGML's `ggml_quantize_chunk`
 #'   without an importance matrix, after rounding to float32); from raw
 #'   bytes any type GGML knows.
-#' @param dim the GGML shape `ne` (1 to 4 extents, `ne[1]` the contiguous
-#'   one). Default: `dim(x)`, or `length(x)` for a vector; required for raw
-#'   bytes. R's first dimension is GGML's `ne[0]`, so a matrix with `nrow`
-#'   = `ne[0]` keeps its memory order.
-#' @return an object of class `"gguf_tensor_data"` (a list: `data`, `type`
-#'   (GGML type id), `dim`).
+#' @param dim `NULL` (the shape follows `x`, see Orientation) or the GGML
+#'   shape `ne` (1 to 4 extents, `ne0` first) of `x` taken as a flat vector
+#'   in GGML's memory order; required for raw bytes.
+#' @return an object of class `"gguf_tensor_data"` (a list: `data` in
+#'   GGML's memory order, `type` (GGML type id), `dim` (`ne`)).
 #' @seealso [gguf_write()]
 #' @examples
-#' gguf_tensor_data(matrix(rnorm(64), 32, 2), "Q8_0")
+#' # a 2 x 32 weight (ne = c(32, 2)) quantized to Q8_0
+#' gguf_tensor_data(matrix(rnorm(64), 2, 32), "Q8_0")
+#' # the same shape from values in GGML order
+#' gguf_tensor_data(rnorm(64), "F16", dim = c(32, 2))
 #' @export
 gguf_tensor_data <- function(x, type = "F32", dim = NULL) {
   id <- .ggml_type_id(type, "gguf_tensor_data")
+  if (!is.raw(x) && !is.numeric(x) && !is.logical(x))
+    Rfmalloc::fm_abort("earg", "gguf_tensor_data: x must be numeric or raw, not ",
+                       .gguf_describe(x), call = NULL)
   if (is.null(dim)) {
     if (is.raw(x))
       Rfmalloc::fm_abort("earg", "gguf_tensor_data: raw bytes need dim (the GGML shape ne)",
                          call = NULL)
-    dim <- if (is.null(base::dim(x))) length(x) else base::dim(x)
+    d <- base::dim(x)
+    if (length(d) > 4L)
+      Rfmalloc::fm_abort("earg", "gguf_tensor_data: x has ", length(d),
+                         " dimensions; GGUF tensors have 1 to 4", call = NULL)
+    if (length(d) >= 2L) {
+      # R's [ne1, ne0, ne2, ne3] to GGML's memory order (ne0 fastest)
+      x <- aperm(x, c(2L, 1L, seq_along(d)[-(1:2)]))
+      dim <- c(d[2L], d[1L], d[-(1:2)])
+    } else {
+      dim <- length(x)
+    }
   }
-  if (!is.raw(x) && !is.numeric(x) && !is.logical(x))
-    Rfmalloc::fm_abort("earg", "gguf_tensor_data: x must be numeric or raw, not ",
-                       .gguf_describe(x), call = NULL)
   if (is.logical(x)) x <- as.integer(x)
   data <- x
   attributes(data) <- NULL
@@ -220,13 +243,14 @@ print.gguf_tensor_data <- function(x, ...) {
 #'   array. `NA` values are refused. The key `general.alignment` is written
 #'   from `alignment` (when it differs from 32) and may not be given here.
 #' @param tensors named list of tensors: numeric vectors, matrices or arrays
-#'   (stored as F32, shape `dim(x)` with R's first dimension as GGML's
-#'   contiguous `ne[0]`), or [gguf_tensor_data()] objects for other types
-#'   and for encoded bytes. Names are the tensor names (at most 63 bytes,
-#'   unique). Quantized types need `ne[0]` to be a multiple of their block
-#'   (32 or 256 values).
+#'   (stored as F32, oriented as [gguf_tensor()] returns them: a matrix of
+#'   `ne1` rows and `ne0` columns, see [gguf_tensor_data()]), or
+#'   [gguf_tensor_data()] objects for other types and for encoded bytes.
+#'   Names are the tensor names (at most 63 bytes, unique). Quantized types
+#'   need `ne0` to be a multiple of their block (32 or 256 values).
 #' @param alignment alignment of the data section and of every tensor, in
-#'   bytes: a power of two (GGUF's default is 32).
+#'   bytes: a power of two from 1 to 65536 (GGUF's default is 32). Other
+#'   values are written as the key `general.alignment` (uint32), first.
 #' @return `path`, invisibly.
 #' @section Errors: `fm_error_earg` for a malformed argument (naming the key
 #'   or tensor and what was expected), `fm_error_eunsupported` for a type
@@ -241,8 +265,12 @@ print.gguf_tensor_data <- function(x, ...) {
 #'   metadata = list(general.architecture = "demo",
 #'                   demo.block_count = gguf_u32(2),
 #'                   demo.scale = gguf_f32(0.5)),
-#'   tensors = list(w = matrix(as.numeric(1:64), 32, 2),
-#'                  w8 = gguf_tensor_data(matrix(as.numeric(1:64), 32, 2), "Q8_0")))
+#'   tensors = list(w = matrix(as.numeric(1:64), 2, 32),
+#'                  w8 = gguf_tensor_data(matrix(as.numeric(1:64), 2, 32), "Q8_0")))
+#' g <- gguf_open(f)
+#' gguf_tensors(g)
+#' gguf_tensor(g, "w", "numeric")[, 1:4]
+#' rm(g)
 #' unlink(f)
 #' @export
 gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32L) {
@@ -257,8 +285,8 @@ gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32
                            !all(nzchar(names(tensors))))))
     Rfmalloc::fm_abort("earg", "tensors must be a named list (one entry per tensor)")
   if (!is.numeric(alignment) || length(alignment) != 1L || is.na(alignment) ||
-      alignment != round(alignment) || alignment < 1 || alignment > 2^30)
-    Rfmalloc::fm_abort("earg", "alignment must be a positive power of two")
+      alignment != round(alignment) || alignment < 1 || alignment > 65536)
+    Rfmalloc::fm_abort("earg", "alignment must be a power of two from 1 to 65536")
   dir <- dirname(path.expand(path))
   if (!dir.exists(dir))
     Rfmalloc::fm_abort("eio", "cannot write '", path, "': directory '", dir, "' does not exist")

@@ -13,9 +13,11 @@
  * importance matrix for the quantized types); integers fill I8/I16/I32;
  * a raw vector is taken as already encoded bytes of the type.
  * Shapes: ne[0] (the contiguous dimension) is R's first dimension. */
+#define _POSIX_C_SOURCE 200809L /* fmemopen */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -247,6 +249,44 @@ static void set_kv(struct gguf_context *ctx, const char *key, int t, int is_arra
   gguf_set_arr_data(ctx, key, (enum gguf_type)t, scratch, (size_t)n);
 }
 
+/* An empty GGUF context whose alignment is `align`. GGML's writer pads
+ * tensors and the data section to the context's alignment, which only its
+ * reader sets (from general.alignment; gguf_set_val_u32 stores the key but
+ * leaves the padding at 32), so the context comes from GGML reading a
+ * header of no tensors and that one key, from memory. NULL on failure. */
+static struct gguf_context *aligned_context(int align) {
+  static const char key[] = GGUF_KEY_GENERAL_ALIGNMENT;
+  /* the header (57 bytes) padded to the data section, which is empty */
+  size_t size = ((57 + (size_t)align - 1) / (size_t)align) * (size_t)align;
+  unsigned char *buf = calloc(size, 1);
+  if (!buf) return NULL;
+  size_t n = 0;
+  uint32_t u32;
+  uint64_t u64;
+  memcpy(buf + n, GGUF_MAGIC, 4), n += 4;
+  u32 = GGUF_VERSION, memcpy(buf + n, &u32, 4), n += 4;
+  u64 = 0, memcpy(buf + n, &u64, 8), n += 8; /* tensors */
+  u64 = 1, memcpy(buf + n, &u64, 8), n += 8; /* key-value pairs */
+  u64 = sizeof key - 1, memcpy(buf + n, &u64, 8), n += 8;
+  memcpy(buf + n, key, sizeof key - 1), n += sizeof key - 1;
+  u32 = GGUF_TYPE_UINT32, memcpy(buf + n, &u32, 4), n += 4;
+  u32 = (uint32_t)align, memcpy(buf + n, &u32, 4), n += 4;
+  FILE *f = fmemopen(buf, size, "rb");
+  if (!f) {
+    free(buf);
+    return NULL;
+  }
+  struct gguf_init_params p = {true, NULL};
+  struct gguf_context *gg = gguf_init_from_file_ptr(f, p);
+  fclose(f);
+  free(buf);
+  if (gg && gguf_get_alignment(gg) != (size_t)align) {
+    gguf_free(gg);
+    gg = NULL;
+  }
+  return gg;
+}
+
 /* .Call entry: path (string), keys (character), vtypes (integer, GGUF
  * numbering of the scalar or element type), is_array (logical), values
  * (list), tnames (character), ttypes (integer ggml type ids), tdims (list of
@@ -271,8 +311,8 @@ static SEXP fmr_gguf_write(SEXP path, SEXP keys, SEXP vtypes, SEXP is_array, SEX
   if (TYPEOF(alignment) != INTSXP || XLENGTH(alignment) != 1)
     return write_fail("earg", "alignment must be a single integer");
   int align = INTEGER(alignment)[0];
-  if (align == NA_INTEGER || align < 1 || (align & (align - 1)) != 0) {
-    snprintf(msg, sizeof msg, "alignment must be a positive power of two, got %d", align);
+  if (align == NA_INTEGER || align < 1 || align > 65536 || (align & (align - 1)) != 0) {
+    snprintf(msg, sizeof msg, "alignment must be a power of two from 1 to 65536, got %d", align);
     return write_fail("earg", msg);
   }
 
@@ -440,13 +480,11 @@ static SEXP fmr_gguf_write(SEXP path, SEXP keys, SEXP vtypes, SEXP is_array, SEX
   struct ggml_init_params ip = {ctx_bytes, NULL, false};
   struct ggml_context *gctx = ggml_init(ip);
   if (!gctx) return write_fail("enomem", "gguf_write: could not allocate the GGML context");
-  struct gguf_context *gg = gguf_init_empty();
+  struct gguf_context *gg = align == GGUF_DEFAULT_ALIGNMENT ? gguf_init_empty() : aligned_context(align);
   if (!gg) {
     ggml_free(gctx);
-    return write_fail("enomem", "gguf_write: could not allocate the GGUF context");
+    return write_fail("enomem", "gguf_write: could not create the GGUF context");
   }
-  /* GGML reads general.alignment when tensors are added, so it comes first. */
-  if (align != GGUF_DEFAULT_ALIGNMENT) gguf_set_val_u32(gg, GGUF_KEY_GENERAL_ALIGNMENT, (uint32_t)align);
   for (R_xlen_t i = 0; i < n_kv; i++)
     set_kv(gg, kv_keys[i], INTEGER(vtypes)[i], LOGICAL(is_array)[i] == TRUE,
            VECTOR_ELT(values, i), kv_strs[i], kv_scratch);

@@ -78,14 +78,12 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
   n_vocab <- length(voc$tokens)
   n_embd <- 64L
 
-  # weights: N(0, sd) with sd = gain / sqrt(fan_in) (fan_in = ne[0])
-  mat <- function(ne0, ne1, gain = 1) {
-    gguf_tensor_data_or_f32(matrix(rnorm(ne0 * ne1, sd = gain / sqrt(ne0)), ne0, ne1), type)
-  }
+  # weights: N(0, sd) with sd = gain / sqrt(fan_in) (fan_in = ne0), drawn
+  # in GGML's memory order (ne0 fastest)
+  ggml <- function(x, ne, t = type) Rgguf::gguf_tensor_data(x, t, dim = ne)
+  mat <- function(ne0, ne1, gain = 1) ggml(rnorm(ne0 * ne1, sd = gain / sqrt(ne0)), c(ne0, ne1))
   vec <- function(n, mean = 1, sd = 0.1) rnorm(n, mean, sd)
-  exps <- function(ne0, ne1, ne2) {
-    gguf_tensor_data_or_f32(array(rnorm(ne0 * ne1 * ne2, sd = 1 / sqrt(ne0)), c(ne0, ne1, ne2)), type)
-  }
+  exps <- function(ne0, ne1, ne2) ggml(rnorm(ne0 * ne1 * ne2, sd = 1 / sqrt(ne0)), c(ne0, ne1, ne2))
 
   hp <- switch(arch,
     qwen2 = list(n_layer = 2L, n_head = 4L, n_head_kv = 2L, head_dim = 16L, n_ff = 128L,
@@ -145,16 +143,15 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
   # embeddings: tied outputs (qwen3, lfm2) read logits off token_embd, so
   # keep them near unit scale (a spread of a few nats, nothing underflows)
   emb_sd <- switch(arch, "gemma-embedding" = 0.15, qwen3 = , lfm2 = 0.3, 1)
-  tn <- list(token_embd.weight = gguf_tensor_data_or_f32(
-    matrix(rnorm(n_embd * n_vocab, sd = emb_sd), n_embd, n_vocab), type))
+  tn <- list(token_embd.weight = ggml(rnorm(n_embd * n_vocab, sd = emb_sd), c(n_embd, n_vocab)))
   hd <- hp$head_dim
   for (il in seq_len(hp$n_layer) - 1L) {
     b <- function(name) sprintf("blk.%d.%s", il, name)
     kv <- if (length(hp$n_head_kv) > 1L) hp$n_head_kv[il + 1L] else hp$n_head_kv
     tn[[b("attn_norm.weight")]] <- vec(n_embd)
     if (arch == "lfm2" && kv == 0L) {
-      tn[[b("shortconv.conv.weight")]] <- matrix(rnorm(hp$l_cache * n_embd, sd = 0.5),
-                                                 hp$l_cache, n_embd)
+      tn[[b("shortconv.conv.weight")]] <- ggml(rnorm(hp$l_cache * n_embd, sd = 0.5),
+                                               c(hp$l_cache, n_embd), "F32")
       tn[[b("shortconv.in_proj.weight")]] <- mat(n_embd, 3L * n_embd)
       tn[[b("shortconv.out_proj.weight")]] <- mat(n_embd, n_embd)
     } else {
@@ -201,10 +198,6 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
   tn <- tn[setdiff(names(tn), drop)]
   Rgguf::gguf_write(path, md, tn)
   invisible(list(path = path, arch = arch, hparams = hp, n_vocab = n_vocab))
-}
-
-gguf_tensor_data_or_f32 <- function(x, type) {
-  if (identical(toupper(type), "F32")) x else Rgguf::gguf_tensor_data(x, type)
 }
 
 # A fixed token sequence for the comparisons: BOS then 11 ordinary ids.
