@@ -123,7 +123,14 @@ ours_rates <- function(tm, n_prompt_tokens) {
 }
 bench_ours <- function(path) {
   m <- ours_model(path)
-  gen <- function(prompt, n) Rllm::rllm_generate(m, prompt, n_new = n, temperature = 0)
+  # the whole n tokens even past an end-of-generation token, as the peers
+  gen <- function(prompt, n) {
+    if ("stop_at_eog" %in% names(formals(Rllm::rllm_generate))) {
+      Rllm::rllm_generate(m, prompt, n_new = n, temperature = 0, stop_at_eog = FALSE)
+    } else {
+      Rllm::rllm_generate(m, prompt, n_new = n, temperature = 0)
+    }
+  }
   pre <- dec <- numeric()
   for (r in 0:reps) {
     p <- ours_rates(gen(prompt_ids, 1L)$timings, length(prompt_ids))[["prefill"]]
