@@ -9,7 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdatomic.h>
+
 #include "llm_impl.h"
+
+static atomic_llong cache_serial;
+
+static int64_t next_serial(void) { return (int64_t)atomic_fetch_add(&cache_serial, 1) + 1; }
 
 #define CACHE_ALIGN 64
 
@@ -22,6 +28,8 @@ static size_t layout(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv, si
   const llm_hparams *hp = &m->hp;
   enum ggml_type t = kv == FM_LLM_KV_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
   size_t total = 0;
+  if (n_ctx > INT64_MAX - LLM_KV_PAD) return 0;
+  n_ctx = (n_ctx + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   for (int64_t il = 0; il < hp->n_layer; il++) {
     if (hp->n_head_kv[il] > 0) {
       int64_t ek = llm_n_embd_k_gqa(hp, il), ev = llm_n_embd_v_gqa(hp, il), bk, bv;
@@ -73,6 +81,8 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
   }
   c->m = m;
   c->n_ctx = n_ctx;
+  c->n_cells = (n_ctx + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
+  c->serial = next_serial();
   c->type = kv;
   c->k = calloc((size_t)L, sizeof *c->k);
   c->v = calloc((size_t)L, sizeof *c->v);
@@ -105,8 +115,8 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
   const llm_hparams *hp = &m->hp;
   for (int64_t il = 0; il < L; il++) {
     if (hp->n_head_kv[il] > 0) {
-      c->k[il] = ggml_new_tensor_2d(c->ctx, t, llm_n_embd_k_gqa(hp, il), n_ctx);
-      c->v[il] = ggml_new_tensor_2d(c->ctx, t, n_ctx, llm_n_embd_v_gqa(hp, il));
+      c->k[il] = ggml_new_tensor_2d(c->ctx, t, llm_n_embd_k_gqa(hp, il), c->n_cells);
+      c->v[il] = ggml_new_tensor_2d(c->ctx, t, c->n_cells, llm_n_embd_v_gqa(hp, il));
       if (ggml_backend_tensor_alloc(c->buf, c->k[il], (char *)c->base + off[il]) !=
               GGML_STATUS_SUCCESS ||
           ggml_backend_tensor_alloc(c->buf, c->v[il], (char *)c->base + off[L + il]) !=
@@ -170,6 +180,7 @@ fm_status fm_llm_cache_rebase(fm_llm_cache *c, void *mem, size_t n_bytes, fm_err
   ggml_backend_buffer_free(c->buf);
   c->buf = nb;
   c->base = base;
+  c->serial = next_serial(); /* graphs built over the old address are stale */
   return FM_OK;
 }
 

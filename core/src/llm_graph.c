@@ -48,6 +48,27 @@ struct ggml_tensor *llm_build_mask(llm_build *b, int kind) {
   return b->mask[kind];
 }
 
+struct ggml_tensor *llm_build_k_idx(llm_build *b) {
+  if (!b->inp_k_idx) {
+    b->inp_k_idx = ggml_new_tensor_1d(b->ctx, GGML_TYPE_I64, b->n_tokens);
+    ggml_set_input(b->inp_k_idx);
+  }
+  return b->inp_k_idx;
+}
+
+struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev) {
+  int i = 0;
+  for (; i < 8 && b->inp_v_idx[i]; i++)
+    if (b->v_idx_ev[i] == ev) return b->inp_v_idx[i];
+  struct ggml_tensor *t = ggml_new_tensor_1d(b->ctx, GGML_TYPE_I64, ev * b->n_tokens);
+  ggml_set_input(t);
+  if (i < 8) {
+    b->inp_v_idx[i] = t;
+    b->v_idx_ev[i] = ev;
+  }
+  return t;
+}
+
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x) {
   return b->inp_out_ids ? ggml_get_rows(b->ctx, x, b->inp_out_ids) : x;
 }
@@ -96,15 +117,17 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
     k = rope(b, k);
   }
 
-  /* Store this batch's keys and values at cells n_past .. n_past + n - 1. */
+  /* Store this batch's keys and values at cells n_past .. n_past + n - 1
+   * (rows named by index inputs, so the graph does not depend on n_past).
+   * V is stored transposed: element (c, t) goes to cell c * n_cells + p_t
+   * of the cache viewed as one-element rows. */
   struct ggml_tensor *kc = b->cache->k[il], *vc = b->cache->v[il];
   int64_t ek = hk * nkv, ev = hv * nkv;
-  struct ggml_tensor *kdst =
-      ggml_view_1d(ctx, kc, n * ek, ggml_row_size(kc->type, ek) * (size_t)b->n_past);
-  ggml_build_forward_expand(b->gf, ggml_cpy(ctx, k, kdst));
-  struct ggml_tensor *vdst =
-      ggml_view_2d(ctx, vc, n, ev, vc->nb[1], ggml_element_size(vc) * (size_t)b->n_past);
-  ggml_build_forward_expand(b->gf, ggml_cpy(ctx, ggml_transpose(ctx, v), vdst));
+  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, kc, ggml_reshape_2d(ctx, k, ek, n),
+                                                 llm_build_k_idx(b)));
+  struct ggml_tensor *vflat = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
+  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, vflat, ggml_reshape_2d(ctx, v, 1, ev * n),
+                                                 llm_build_v_idx(b, ev)));
 
   /* Attention over the n_kv cells. */
   int mk = o ? o->mask : LLM_MASK_DEFAULT;
@@ -253,103 +276,125 @@ static void fill_mask(const llm_build *b, int kind, float *d) {
       case LLM_MASK_SWA_SYM: vis = (pi - j <= hp->n_swa / 2) && (j - pi <= hp->n_swa / 2); break;
       default: vis = j <= pi; break;
       }
-      row[j] = vis ? 0.0f : -INFINITY;
+      row[j] = (vis && j < b->n_past + b->n_tokens) ? 0.0f : -INFINITY;
     }
   }
 }
 
-/* Build, allocate, fill and compute one graph. mode: 0 logits of the chosen
- * rows, 1 pooled embedding. Copies the result to dst (n_rows x n_cols). */
+/* Build (or reuse), allocate, fill and compute the graph of one batch:
+ * logits of the last n_out tokens, or (embed) the pooled embedding. Copies
+ * the result (F32, contiguous) to dst and advances c->n_past. */
 static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n,
                            int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
                            const fm_ctl *ctl, fm_err *err) {
   fm_status st = FM_OK;
-  struct ggml_init_params ip = {m->graph_mem_size, m->graph_mem, true};
-  struct ggml_context *ctx = ggml_init(ip);
-  if (!ctx) return fm_err_set(err, FM_ENOMEM, "out of memory for a graph");
-  llm_build b;
-  memset(&b, 0, sizeof b);
-  b.m = m;
-  b.cache = c;
-  b.ctx = ctx;
-  b.gf = ggml_new_graph_custom(ctx, (size_t)m->graph_size, false);
-  b.n_tokens = n;
-  b.n_past = c->n_past;
-  b.n_kv = c->n_past + n;
-  b.n_outputs = embed ? n : n_out;
-  b.want_pool = embed;
-  b.pooling = pooling;
-  b.inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
-  ggml_set_name(b.inp_tokens, "inp_tokens");
-  ggml_set_input(b.inp_tokens);
-  if (!embed && n_out < n) {
-    b.inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
-    ggml_set_input(b.inp_out_ids);
-  }
-  st = m->arch->build(&b, err);
-  if (st != FM_OK) goto done;
-  struct ggml_tensor *res;
-  if (embed) {
-    if (pooling == FM_LLM_POOL_MEAN) {
-      b.inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
-      ggml_set_input(b.inp_pool);
-      res = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, b.hidden)), b.inp_pool);
+  int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
+  if (n_kv > c->n_cells) n_kv = c->n_cells;
+  int64_t key[6] = {c->serial, n, n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9};
+  llm_build *b = m->gb;
+  if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
+    if (m->gctx) ggml_free(m->gctx);
+    m->gctx = NULL;
+    memset(m->gkey, 0, sizeof m->gkey);
+    if (!b) b = m->gb = malloc(sizeof *b);
+    if (!b) return fm_err_set(err, FM_ENOMEM, "out of memory for a graph");
+    memset(b, 0, sizeof *b);
+    struct ggml_init_params ip = {m->graph_mem_size, m->graph_mem, true};
+    struct ggml_context *ctx = ggml_init(ip);
+    if (!ctx) return fm_err_set(err, FM_ENOMEM, "out of memory for a graph");
+    m->gctx = ctx;
+    b->m = m;
+    b->cache = c;
+    b->ctx = ctx;
+    b->gf = ggml_new_graph_custom(ctx, (size_t)m->graph_size, false);
+    b->n_tokens = n;
+    b->n_past = c->n_past;
+    b->n_kv = n_kv;
+    b->n_outputs = embed ? n : n_out;
+    b->want_pool = embed;
+    b->pooling = pooling;
+    b->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
+    ggml_set_name(b->inp_tokens, "inp_tokens");
+    ggml_set_input(b->inp_tokens);
+    if (!embed && n_out < n) {
+      b->inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
+      ggml_set_input(b->inp_out_ids);
+    }
+    st = m->arch->build(b, err);
+    if (st != FM_OK) goto fail;
+    struct ggml_tensor *res;
+    if (embed) {
+      if (pooling == FM_LLM_POOL_MEAN) {
+        b->inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
+        ggml_set_input(b->inp_pool);
+        res = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, b->hidden)), b->inp_pool);
+      } else {
+        b->inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+        ggml_set_input(b->inp_pool);
+        res = ggml_get_rows(ctx, b->hidden, b->inp_pool);
+      }
+      if (b->pool_proj) res = b->pool_proj(b, res);
     } else {
-      b.inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
-      ggml_set_input(b.inp_pool);
-      res = ggml_get_rows(ctx, b.hidden, b.inp_pool);
+      res = b->logits ? b->logits : ggml_mul_mat(ctx, m->output, b->hidden);
+      if (!b->logits && m->hp.final_softcap > 0.0f) {
+        res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
+        res = ggml_tanh(ctx, res);
+        res = ggml_scale(ctx, res, m->hp.final_softcap);
+      }
     }
-    if (b.pool_proj) res = b.pool_proj(&b, res);
-  } else {
-    res = b.logits ? b.logits : ggml_mul_mat(ctx, m->output, b.hidden);
-    if (!b.logits && m->hp.final_softcap > 0.0f) {
-      res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
-      res = ggml_tanh(ctx, res);
-      res = ggml_scale(ctx, res, m->hp.final_softcap);
+    ggml_set_output(res);
+    ggml_build_forward_expand(b->gf, res);
+    b->result = res;
+    if (!ggml_gallocr_alloc_graph(m->galloc, b->gf)) {
+      st = fm_err_set(err, FM_ENOMEM, "out of memory for the compute buffer");
+      goto fail;
     }
+    memcpy(m->gkey, key, sizeof key);
   }
-  ggml_set_output(res);
-  ggml_build_forward_expand(b.gf, res);
-  if (!ggml_gallocr_alloc_graph(m->galloc, b.gf)) {
-    st = fm_err_set(err, FM_ENOMEM, "out of memory for the compute buffer");
-    goto done;
-  }
-  /* Inputs. */
-  memcpy(b.inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
-  if (b.inp_pos && b.inp_pos->data)
-    for (int64_t i = 0; i < n; i++) ((int32_t *)b.inp_pos->data)[i] = (int32_t)(b.n_past + i);
+  b->n_past = c->n_past;
+  struct ggml_tensor *res = b->result;
+
+  /* Inputs (host memory: the CPU backend's buffers). */
+  memcpy(b->inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
+  if (b->inp_pos && b->inp_pos->data)
+    for (int64_t i = 0; i < n; i++) ((int32_t *)b->inp_pos->data)[i] = (int32_t)(b->n_past + i);
   for (int k = 0; k < LLM_MASK_COUNT; k++)
-    if (b.mask[k] && b.mask[k]->data) fill_mask(&b, k, b.mask[k]->data);
-  if (b.inp_out_ids && b.inp_out_ids->data)
-    for (int64_t i = 0; i < n_out; i++) ((int32_t *)b.inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
-  if (b.inp_pool && b.inp_pool->data) {
+    if (b->mask[k] && b->mask[k]->data) fill_mask(b, k, b->mask[k]->data);
+  if (b->inp_out_ids && b->inp_out_ids->data)
+    for (int64_t i = 0; i < n_out; i++)
+      ((int32_t *)b->inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
+  if (b->inp_k_idx && b->inp_k_idx->data)
+    for (int64_t i = 0; i < n; i++) ((int64_t *)b->inp_k_idx->data)[i] = b->n_past + i;
+  for (int j = 0; j < 8 && b->inp_v_idx[j]; j++) {
+    int64_t ev = b->v_idx_ev[j], *d = b->inp_v_idx[j]->data;
+    if (!d) continue;
+    for (int64_t t = 0; t < n; t++)
+      for (int64_t ch = 0; ch < ev; ch++) d[ch + t * ev] = ch * c->n_cells + b->n_past + t;
+  }
+  if (b->inp_pool && b->inp_pool->data) {
     if (pooling == FM_LLM_POOL_MEAN)
-      for (int64_t i = 0; i < n; i++) ((float *)b.inp_pool->data)[i] = 1.0f / (float)n;
+      for (int64_t i = 0; i < n; i++) ((float *)b->inp_pool->data)[i] = 1.0f / (float)n;
     else
-      ((int32_t *)b.inp_pool->data)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
+      ((int32_t *)b->inp_pool->data)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
   }
   ggml_backend_cpu_set_n_threads(m->backend, m->n_threads);
   m->ctl = ctl;
   m->caller = pthread_self();
   ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);
-  enum ggml_status gs = ggml_backend_graph_compute(m->backend, b.gf);
+  enum ggml_status gs = ggml_backend_graph_compute(m->backend, b->gf);
   m->ctl = NULL;
-  if (gs == GGML_STATUS_ABORTED) {
-    st = fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
-    goto done;
-  }
-  if (gs != GGML_STATUS_SUCCESS) {
-    st = fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed (status %d)", (int)gs);
-    goto done;
-  }
-  if (res->type != GGML_TYPE_F32 || !ggml_is_contiguous(res)) {
-    st = fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
-    goto done;
-  }
+  if (gs == GGML_STATUS_ABORTED) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  if (gs != GGML_STATUS_SUCCESS)
+    return fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed (status %d)", (int)gs);
+  if (res->type != GGML_TYPE_F32 || !ggml_is_contiguous(res))
+    return fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
   memcpy(dst, res->data, ggml_nbytes(res));
   c->n_past += n;
-done:
-  ggml_free(ctx);
+  return FM_OK;
+fail:
+  if (m->gctx) ggml_free(m->gctx);
+  m->gctx = NULL;
+  memset(m->gkey, 0, sizeof m->gkey);
   return st;
 }
 

@@ -118,14 +118,26 @@ struct fm_llm_model {
   struct ggml_tensor *extra[LLM_EXTRA_TENSORS]; /* architecture-specific globals */
   llm_layer *layers; /* n_layer */
   void *arch_data;   /* owned by the architecture; free()d with the model */
+  /* The last graph, reused while its key matches (decode steps of one
+   * cache share a graph for every 32 positions; see llm_graph.c). */
+  struct ggml_context *gctx; /* metadata of that graph (in graph_mem) */
+  llm_build *gb;             /* its inputs and result */
+  int64_t gkey[6];           /* cache serial, n_tokens, n_kv, n_out, embed, pooling */
   /* during one evaluation */
   const fm_ctl *ctl;
   pthread_t caller;
 };
 
+/* Cells of a cache are allocated, and attended over, in multiples of this
+ * (as llama.cpp pads its non-flash-attention cache), so one graph serves
+ * LLM_KV_PAD consecutive decode steps. */
+#define LLM_KV_PAD 32
+
 struct fm_llm_cache {
   const fm_llm_model *m; /* borrowed */
   int64_t n_ctx, n_past;
+  int64_t n_cells;    /* n_ctx rounded up to LLM_KV_PAD: cells allocated */
+  int64_t serial;     /* unique per cache and per rebase: keys reused graphs */
   fm_llm_kv_type type;
   struct ggml_context *ctx; /* tensor metadata */
   ggml_backend_buffer_t buf;
@@ -133,8 +145,8 @@ struct fm_llm_cache {
   void *base;         /* aligned start of the cache memory */
   size_t n_bytes;     /* bytes used from base */
   size_t mem_off;     /* base - the caller's buffer (caller memory only) */
-  struct ggml_tensor **k; /* per layer [n_embd_k_gqa, n_ctx] or NULL */
-  struct ggml_tensor **v; /* per layer [n_ctx, n_embd_v_gqa] (transposed) or NULL */
+  struct ggml_tensor **k; /* per layer [n_embd_k_gqa, n_cells] or NULL */
+  struct ggml_tensor **v; /* per layer [n_cells, n_embd_v_gqa] (transposed) or NULL */
   struct ggml_tensor **s; /* per layer [state_elems] F32 or NULL */
 };
 
@@ -150,8 +162,11 @@ enum {
   LLM_MASK_COUNT
 };
 
-/* One graph under construction: an evaluation of n_tokens tokens at
- * positions n_past.. against n_kv = n_past + n_tokens cache cells. */
+/* One graph: an evaluation of n_tokens tokens at positions n_past.. against
+ * the first n_kv cells of the cache (n_past + n_tokens rounded up to
+ * LLM_KV_PAD; cells past n_past + n_tokens are masked). The graph's
+ * structure depends on n_tokens and n_kv only, never on n_past: positions,
+ * masks and the cells written are inputs, so the graph is reused. */
 struct llm_build {
   llm_model *m;
   struct fm_llm_cache *cache;
@@ -166,8 +181,12 @@ struct llm_build {
   struct ggml_tensor *inp_out_ids;    /* I32 [n_outputs] or NULL (all tokens) */
   struct ggml_tensor *mask[LLM_MASK_COUNT]; /* F32 [n_kv, n_tokens] */
   struct ggml_tensor *inp_pool;       /* F32 [n_tokens, 1] mean weights, or I32 row */
+  struct ggml_tensor *inp_k_idx;      /* I64 [n_tokens]: cache rows of the new keys */
+  struct ggml_tensor *inp_v_idx[8];   /* I64 [ev * n_tokens]: cells of the new values */
+  int64_t v_idx_ev[8];                /* the ev of each inp_v_idx */
   struct ggml_tensor *hidden;         /* set by build: [n_embd, n_outputs] */
   struct ggml_tensor *logits;         /* optionally set by build */
+  struct ggml_tensor *result;         /* the graph output (logits or embedding) */
   struct ggml_tensor *(*pool_proj)(llm_build *b, struct ggml_tensor *pooled);
 };
 
@@ -214,6 +233,9 @@ static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
 struct ggml_tensor *llm_build_inp_embd(llm_build *b);
 /* Positions n_past.. as an I32 input [n_tokens]. */
 struct ggml_tensor *llm_build_inp_pos(llm_build *b);
+/* Index inputs of the cache writes (filled per evaluation). */
+struct ggml_tensor *llm_build_k_idx(llm_build *b);
+struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev);
 /* The mask input of a kind (LLM_MASK_*). */
 struct ggml_tensor *llm_build_mask(llm_build *b, int kind);
 

@@ -554,6 +554,8 @@ fail:
 
 void fm_llm_model_free(fm_llm_model *m) {
   if (!m) return;
+  if (m->gctx) ggml_free(m->gctx);
+  free(m->gb);
   if (m->galloc) ggml_gallocr_free(m->galloc);
   if (m->wbuf) ggml_backend_buffer_free(m->wbuf);
   if (m->backend) ggml_backend_free(m->backend);
