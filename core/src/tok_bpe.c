@@ -15,51 +15,53 @@
 
 #include "tok_impl.h"
 
-static fm_status try_pair(const fm_tok *t, tok_scratch *s, const uint8_t *text, int64_t l, int64_t r,
+static fm_status try_pair(const fm_tok *t, tok_scratch *s, const uint8_t *word, int32_t l, int32_t r,
                           fm_err *err) {
   if (l < 0 || r < 0) return FM_OK;
   const tok_sym *a = &s->sym[l], *b = &s->sym[r];
-  size_t size = a->n + b->n;
-  if (a->n > UINT32_MAX) return FM_OK;
-  int32_t rank = tok_map_get(&t->merges, text + a->off, size, (uint32_t)a->n);
+  uint32_t size = a->n + b->n;
+  int32_t rank = tok_map_get(&t->merges, word + a->off, size, a->n);
   if (rank < 0) return FM_OK;
-  tok_bigram g = {(double)rank, l, r, size};
+  tok_bigram g = {((uint64_t)(uint32_t)rank << 32) | (uint32_t)l, (uint32_t)r, size};
   return tok_heap_push(s, g, err);
 }
 
-static fm_status encode_word(const fm_tok *t, tok_scratch *s, const uint8_t *text, size_t a, size_t b,
-                             fm_tok_ids *out, fm_err *err) {
+static fm_status encode_word(const fm_tok *t, tok_scratch *s, const uint8_t *word, size_t n, fm_tok_ids *out,
+                             fm_err *err) {
   fm_status st;
   if (t->sp.ignore_merges) {
-    int32_t id = tok_map_get(&t->vocab, text + a, b - a, 0);
+    int32_t id = tok_map_get(&t->vocab, word, n, 0);
     if (id >= 0) return tok_push_id(out, id, err);
   }
+  if (n > TOK_MAX_MERGE_BYTES)
+    return fm_err_set(err, FM_EUNSUPPORTED, "BPE: a pre-token of %zu bytes is longer than 2 GiB", n);
   s->n_sym = 0;
   s->n_heap = 0;
-  for (size_t i = a; i < b; i++)
+  for (uint32_t i = 0; i < (uint32_t)n; i++)
     if ((st = tok_sym_push(s, i, 1, err))) return st;
-  for (size_t i = 1; i < s->n_sym; i++)
-    if ((st = try_pair(t, s, text, (int64_t)i - 1, (int64_t)i, err))) return st;
+  for (int32_t i = 1; i < (int32_t)s->n_sym; i++)
+    if ((st = try_pair(t, s, word, i - 1, i, err))) return st;
   while (s->n_heap) {
     tok_bigram g = tok_heap_pop(s);
-    tok_sym *l = &s->sym[g.left], *r = &s->sym[g.right];
+    int32_t left = (int32_t)(g.order & UINT32_MAX);
+    tok_sym *l = &s->sym[left], *r = &s->sym[g.right];
     if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
     l->n += r->n;
     r->n = 0;
     l->next = r->next;
-    if (r->next >= 0) s->sym[r->next].prev = g.left;
-    if ((st = try_pair(t, s, text, l->prev, g.left, err))) return st;
-    if ((st = try_pair(t, s, text, g.left, s->sym[g.left].next, err))) return st;
+    if (r->next >= 0) s->sym[r->next].prev = left;
+    if ((st = try_pair(t, s, word, l->prev, left, err))) return st;
+    if ((st = try_pair(t, s, word, left, s->sym[left].next, err))) return st;
   }
-  for (int64_t i = 0; i != -1 && s->n_sym; i = s->sym[i].next) {
+  for (int32_t i = 0; i != -1 && s->n_sym; i = s->sym[i].next) {
     const tok_sym *y = &s->sym[i];
-    int32_t id = tok_map_get(&t->vocab, text + y->off, y->n, 0);
+    int32_t id = tok_map_get(&t->vocab, word + y->off, y->n, 0);
     if (id >= 0) {
       if ((st = tok_push_id(out, id, err))) return st;
       continue;
     }
-    for (size_t j = 0; j < y->n; j++) {
-      int32_t bid = t->byte_id[text[y->off + j]];
+    for (uint32_t j = 0; j < y->n; j++) {
+      int32_t bid = t->byte_id[word[y->off + j]];
       if (bid >= 0 && (st = tok_push_id(out, bid, err))) return st;
     }
   }
@@ -75,7 +77,7 @@ fm_status tok_bpe_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, s
   size_t a = 0;
   for (size_t p = 0; p < s->n_ends; p++) {
     size_t b = s->ends[p];
-    if ((st = encode_word(t, s, text, s->u.off[a], s->u.off[b], out, err))) return st;
+    if ((st = encode_word(t, s, text + s->u.off[a], s->u.off[b] - s->u.off[a], out, err))) return st;
     a = b;
   }
   return FM_OK;

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "fm/fm_tok.h"
 
@@ -36,8 +37,6 @@ enum {
 size_t tok_utf8_next(const uint8_t *s, size_t n, uint32_t *cp);
 /* Bytes of cp in UTF-8 (1..4); cp must be a scalar value. */
 size_t tok_utf8_put(uint32_t cp, uint8_t out[4]);
-/* SentencePiece's piece length from the lead byte (1 for continuation bytes). */
-size_t tok_utf8_lead_len(uint8_t b);
 unsigned tok_cp_class(uint32_t cp);
 uint32_t tok_cp_lower(uint32_t cp);     /* simple lower-case mapping */
 uint32_t tok_cp_nfd_first(uint32_t cp); /* first code point of the canonical decomposition */
@@ -81,21 +80,33 @@ int32_t tok_map_get(const tok_map *m, const uint8_t *key, size_t len, uint32_t a
 
 /* ---- scratch of one tokenize call ---- */
 
-/* A symbol of the merge loops: bytes [off, off + n) of the text; n == 0 once
- * merged into its left neighbour. */
+/* A symbol of the merge loops: bytes [off, off + n) of the text being
+ * merged (offsets from its first byte); n == 0 once merged into its left
+ * neighbour. Merge loops run on at most INT32_MAX bytes at a time. */
 typedef struct tok_sym {
-  size_t off, n;
-  int64_t prev, next;
+  uint32_t off, n;
+  int32_t prev, next;
 } tok_sym;
 
-/* A candidate merge of symbols left and right, valid while their lengths
- * still sum to size. Ordered by key, then by left (both ascending):
- * SentencePiece key = -score, BPE key = merge rank. */
+/* A candidate merge of symbol `left` with symbol `right`, valid while their
+ * lengths still sum to size. order = key << 32 | left: pairs pop by key,
+ * then leftmost first (SentencePiece key: tok_score_key(score), so higher
+ * scores first; BPE key: the merge rank). */
 typedef struct tok_bigram {
-  double key;
-  int64_t left, right;
-  size_t size;
+  uint64_t order;
+  uint32_t right, size;
 } tok_bigram;
+#define TOK_MAX_MERGE_BYTES ((size_t)INT32_MAX)
+
+/* A key that sorts ascending as scores sort descending (NaN last). */
+static inline uint32_t tok_score_key(float score) {
+  float f = -score;
+  uint32_t b;
+  if (f != f) f = (float)1e38 * 10.0f; /* NaN: +inf */
+  if (f == 0.0f) f = 0.0f;           /* -0 and +0 tie */
+  memcpy(&b, &f, sizeof b);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
 
 typedef struct tok_scratch {
   tok_units u;
@@ -111,7 +122,7 @@ typedef struct tok_scratch {
 void tok_scratch_clear(tok_scratch *s);
 FM_NODISCARD fm_status tok_reserve(void **p, size_t *cap, size_t need, size_t elem, fm_err *err);
 FM_NODISCARD fm_status tok_buf_append(tok_scratch *s, const void *p, size_t n, fm_err *err);
-FM_NODISCARD fm_status tok_sym_push(tok_scratch *s, size_t off, size_t n, fm_err *err);
+FM_NODISCARD fm_status tok_sym_push(tok_scratch *s, uint32_t off, uint32_t n, fm_err *err);
 FM_NODISCARD fm_status tok_heap_push(tok_scratch *s, tok_bigram b, fm_err *err);
 tok_bigram tok_heap_pop(tok_scratch *s);
 FM_NODISCARD fm_status tok_push_id(fm_tok_ids *v, int32_t id, fm_err *err);

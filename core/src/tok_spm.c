@@ -2,7 +2,10 @@
  * it (Kudo and Richardson 2018; llama.cpp's llm_tokenizer_spm behaviour).
  *
  * The text gets a leading space when asked (add_space_prefix), every space
- * becomes U+2581, and the result is split into pieces by UTF-8 lead byte.
+ * becomes U+2581, and the result is split into UTF-8 characters, a byte
+ * of ill-formed UTF-8 being a piece of its own (llama.cpp goes by the lead
+ * byte alone, which can swallow the bytes of a following U+2581; on
+ * well-formed text the two agree).
  * Then, repeatedly, the adjacent pair whose concatenation is a token with
  * the highest score is merged (ties: the leftmost pair). A final piece that
  * is a token is emitted; any other (a character outside the vocabulary, or
@@ -14,13 +17,13 @@
 
 static const uint8_t SPACE_MARK[3] = {0xE2, 0x96, 0x81}; /* U+2581 */
 
-static fm_status try_pair(const fm_tok *t, tok_scratch *s, int64_t l, int64_t r, fm_err *err) {
+static fm_status try_pair(const fm_tok *t, tok_scratch *s, int32_t l, int32_t r, fm_err *err) {
   if (l < 0 || r < 0) return FM_OK;
   const tok_sym *a = &s->sym[l], *b = &s->sym[r];
-  size_t size = a->n + b->n;
+  uint32_t size = a->n + b->n;
   int32_t id = tok_map_get(&t->vocab, s->buf + a->off, size, 0);
   if (id < 0) return FM_OK;
-  tok_bigram g = {-(double)t->score[id], l, r, size};
+  tok_bigram g = {((uint64_t)tok_score_key(t->score[id]) << 32) | (uint32_t)l, (uint32_t)r, size};
   return tok_heap_push(s, g, err);
 }
 
@@ -40,29 +43,33 @@ fm_status tok_spm_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, s
   if ((st = tok_buf_append(s, text + a, n - a, err))) return st;
   size_t len = s->n_buf;
   if (len == 0) return FM_OK;
+  if (len > TOK_MAX_MERGE_BYTES)
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "SentencePiece: a text of %zu bytes between special tokens is longer than 2 GiB", len);
 
   for (size_t off = 0; off < len;) {
-    size_t k = tok_utf8_lead_len(s->buf[off]);
-    if (k > len - off) k = len - off;
-    if ((st = tok_sym_push(s, off, k, err))) return st;
+    uint32_t cp;
+    size_t k = tok_utf8_next(s->buf + off, len - off, &cp);
+    if ((st = tok_sym_push(s, (uint32_t)off, (uint32_t)k, err))) return st;
     off += k;
   }
-  for (size_t i = 1; i < s->n_sym; i++)
-    if ((st = try_pair(t, s, (int64_t)i - 1, (int64_t)i, err))) return st;
+  for (int32_t i = 1; i < (int32_t)s->n_sym; i++)
+    if ((st = try_pair(t, s, i - 1, i, err))) return st;
 
   while (s->n_heap) {
     tok_bigram g = tok_heap_pop(s);
-    tok_sym *l = &s->sym[g.left], *r = &s->sym[g.right];
+    int32_t left = (int32_t)(g.order & UINT32_MAX);
+    tok_sym *l = &s->sym[left], *r = &s->sym[g.right];
     if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
     l->n += r->n;
     r->n = 0;
     l->next = r->next;
-    if (r->next >= 0) s->sym[r->next].prev = g.left;
-    if ((st = try_pair(t, s, l->prev, g.left, err))) return st;
-    if ((st = try_pair(t, s, g.left, s->sym[g.left].next, err))) return st;
+    if (r->next >= 0) s->sym[r->next].prev = left;
+    if ((st = try_pair(t, s, l->prev, left, err))) return st;
+    if ((st = try_pair(t, s, left, s->sym[left].next, err))) return st;
   }
 
-  for (int64_t i = 0; i != -1; i = s->sym[i].next) {
+  for (int32_t i = 0; i != -1; i = s->sym[i].next) {
     const tok_sym *y = &s->sym[i];
     int32_t id = tok_map_get(&t->vocab, s->buf + y->off, y->n, 0);
     if (id >= 0) {

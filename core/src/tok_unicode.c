@@ -10,12 +10,6 @@
 
 #include "tok_impl.h"
 
-size_t tok_utf8_lead_len(uint8_t b) {
-  /* SentencePiece (and llama.cpp) look at the high nibble only. */
-  static const uint8_t len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return len[b >> 4];
-}
-
 static int cont(uint8_t b) { return (b & 0xC0) == 0x80; }
 
 size_t tok_utf8_next(const uint8_t *s, size_t n, uint32_t *cp) {

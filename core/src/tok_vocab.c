@@ -33,19 +33,17 @@ fm_status tok_buf_append(tok_scratch *s, const void *p, size_t n, fm_err *err) {
   return FM_OK;
 }
 
-fm_status tok_sym_push(tok_scratch *s, size_t off, size_t n, fm_err *err) {
+fm_status tok_sym_push(tok_scratch *s, uint32_t off, uint32_t n, fm_err *err) {
   fm_status st = tok_reserve((void **)&s->sym, &s->cap_sym, s->n_sym + 1, sizeof *s->sym, err);
   if (st) return st;
-  int64_t i = (int64_t)s->n_sym;
+  int32_t i = (int32_t)s->n_sym;
   s->sym[i] = (tok_sym){off, n, i - 1, -1};
   if (i > 0) s->sym[i - 1].next = i;
   s->n_sym++;
   return FM_OK;
 }
 
-static int bigram_less(const tok_bigram *a, const tok_bigram *b) {
-  return a->key < b->key || (a->key == b->key && a->left < b->left);
-}
+static inline int bigram_less(const tok_bigram *a, const tok_bigram *b) { return a->order < b->order; }
 
 fm_status tok_heap_push(tok_scratch *s, tok_bigram b, fm_err *err) {
   fm_status st = tok_reserve((void **)&s->heap, &s->cap_heap, s->n_heap + 1, sizeof *s->heap, err);
@@ -299,7 +297,7 @@ static int flag_or(int v, int dflt) { return v == FM_TOK_DEFAULT ? dflt : v != 0
 /* End-of-turn tokens of common chat templates (texts as stored). */
 static const char *const eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>", "<|eom_id|>", "<|end_of_text|>"};
+    ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"), "<|eom_id|>", "<|end_of_text|>"};
 
 static void add_eog(fm_tok *t, int32_t id) {
   if (id < 0) return;

@@ -16,8 +16,9 @@
  *
  * Text is bytes. Tokenizing: bytes that do not form well-formed UTF-8
  * (Unicode 15, table 3-7) never fail and never crash:
- *   - SentencePiece splits text by lead byte as llama.cpp does; a piece that
- *     is not a token falls back to one <0xNN> byte token per byte, so every
+ *   - SentencePiece makes such a byte a piece of its own, which falls back
+ *     to its <0xNN> byte token (llama.cpp splits by lead byte alone, so a
+ *     bad lead byte can swallow the bytes of the next space mark), so every
  *     input byte survives;
  *   - byte-level BPE pre-tokenizes such a byte as one unit of its own,
  *     classed like U+FFFD (neither letter, number, punctuation nor space), and

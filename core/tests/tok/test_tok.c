@@ -348,7 +348,7 @@ static void tokenize_str(const fm_tok *t, const char *s, unsigned flags, fm_tok_
  * pieces outside the vocabulary fall back to bytes, or to <unk>. */
 static void test_spm_small(void) {
   const char *toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "c", "ab", "bc",
-                        "\xE2\x96\x81" "a", "abc", "<0x61>", "<0xC3>", "<0xA9>", "<0x20>"};
+                        ("\xE2\x96\x81" "a"), "abc", "<0x61>", "<0xC3>", "<0xA9>", "<0x20>"};
   /*                      0       1      2      3 (▁)        4    5    6    7     8
    *                      9 (▁a)  10     11     12           13        14 */
   float sc[] = {0, 0, 0, -5, -1, -1, -1, -2, -1.5f, -3, -4, 0, 0, 0, 0};
@@ -409,7 +409,7 @@ static void test_spm_small(void) {
 /* Byte-level BPE with merge ranks, GPT-2 pre-tokenizer. */
 static void test_bpe_small(void) {
   /* bytes needed: ' ' is "Ġ" (C4 A0) in GPT-2's alphabet */
-  const char *toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "bc", "\xC4\xA0" "a", "abc", "<|end|>", "\xC3\xA9", "X"};
+  const char *toks[] = {"a", "b", "c", "\xC4\xA0", "ab", "bc", ("\xC4\xA0" "a"), "abc", "<|end|>", "\xC3\xA9", "X"};
   /*                     0    1    2    3 (Ġ)      4     5     6 (Ġa)          7      8          9 (é)      10 */
   const char *merges[] = {"b c", "a b", "\xC4\xA0 a", "a bc"};
   int32_t ty[] = {1, 1, 1, 1, 1, 1, 1, 1, 3, 1, 4};
@@ -574,8 +574,8 @@ static void test_pretokenizers(void) {
 }
 
 static void test_wpm_small(void) {
-  const char *toks[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "\xE2\x96\x81" "un", "aff", "able", "\xE2\x96\x81" "a",
-                        "\xE2\x96\x81" ",", "\xE2\x96\x81" "\xE4\xBD\xA0", "\xE2\x96\x81" "cafe"};
+  const char *toks[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", ("\xE2\x96\x81" "un"), "aff", "able", ("\xE2\x96\x81" "a"),
+                        ("\xE2\x96\x81" ","), ("\xE2\x96\x81" "\xE4\xBD\xA0"), ("\xE2\x96\x81" "cafe")};
   /*                      0        1        2        3        4 (▁un)              5      6       7 (▁a)
    *                      8 (▁,)               9 (▁你)                        10 (▁cafe) */
   int32_t ty[] = {3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1};
@@ -697,7 +697,7 @@ static fm_status from_bytes(const uint8_t *buf, size_t n, fm_tok **t, fm_err *er
 
 static void test_gguf_keys(void) {
   static uint8_t buf[4096];
-  const char *toks[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "h"};
+  const char *toks[] = {"<unk>", "<s>", "</s>", ("\xE2\x96\x81" "h")};
   fm_tok *t = NULL;
   fm_err err;
   size_t n;
