@@ -106,12 +106,6 @@ out:
 
 static char g_dir[64];
 
-/* The R stand-ins (tests/ggml_r_stubs.c) sit in the static library
- * fmalloc_ggml, before libggml.a on the link line; nothing of ours calls them,
- * so this reference pulls their object in for libggml.a to find. */
-void Rf_error(const char *fmt, ...);
-void (*volatile fm_test_keep_r_stubs)(const char *, ...) = Rf_error;
-
 /* A file from GGML's writer: every value type, and one 2-row tensor of every
  * type GGML knows (rows of two blocks), filled with a byte pattern. */
 static void ggml_written(void) {
