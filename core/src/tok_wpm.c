@@ -7,7 +7,9 @@
  * Basic tokenization, per code point: each precomposed character is
  * replaced by the first code point of its canonical decomposition (NFD;
  * this strips accents from precomposed letters); whitespace ends a word;
- * NUL, U+FFFD, control characters and bytes of ill-formed UTF-8 are dropped;
+ * NUL, U+FFFD, control characters, combining marks (all of \p{M}, so
+ * decomposed accents go too, as in llama.cpp) and bytes of ill-formed UTF-8
+ * are dropped;
  * punctuation, ASCII symbols and CJK ideographs are words of their own;
  * everything is lower-cased. Each word, prefixed with U+2581, is then cut
  * greedily into the longest vocabulary entries from the left; a word with a
@@ -67,7 +69,7 @@ fm_status tok_wpm_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, s
       if ((st = end_word(t, s, out, err))) return st;
       continue;
     }
-    if (cp == 0 || cp == 0xFFFD || (cl & TOK_CL_C)) continue;
+    if (cp == 0 || cp == 0xFFFD || (cl & (TOK_CL_C | TOK_CL_M))) continue;
     uint8_t u8[4];
     size_t k = tok_utf8_put(tok_cp_lower(cp), u8);
     if ((cl & TOK_CL_P) || (cp < 0x7F && (cl & TOK_CL_S)) || tok_cp_is_cjk(cp)) {

@@ -598,9 +598,13 @@ static void test_wpm_small(void) {
   const char *back = "unaffable , a \xE4\xBD\xA0 cafe";
   CHECK(len == strlen(back) && memcmp(s, back, len) == 0);
   free(s);
-  /* ill-formed bytes and control characters are dropped */
+  /* ill-formed bytes, control characters and combining marks (Mn U+0301,
+   * Mc U+093E, Me U+20DD) are dropped: "cafe" + U+0301 is "cafe" */
   tokenize_str(t, "a\xFF\x01", 0, &v);
   CHECK(v.n == 1 && v.ids[0] == 7);
+  tokenize_str(t, "cafe\xCC\x81 a\xE0\xA4\xBE\xE2\x83\x9D", 0, &v);
+  int32_t w2[] = {10, 7};
+  CHECK(ids_equal(&v, w2, 2));
   fm_tok_free(t);
   fm_tok_ids_clear(&v);
 }

@@ -196,7 +196,7 @@ test_that("extra strings tokenize as llama.cpp does (oracle)", {
   # one node start per call: two texts per vocabulary
   texts <- c(paste("Hello, y'all! How're you?\n\n  Fine...\t42 * 3.14 = 131.88",
                    "Gr\u00fc\u00dfe aus K\u00f6ln \u2014 \u4e16\u754c\u4f60\u597d \U0001F999\U0001F600",
-                   "\u0436\u0451\u043b\u0442\u044b\u0439 caf\u00e9 na\u0308ive 1234567"),
+                   "\u0436\u0451\u043b\u0442\u044b\u0439 caf\u00e9 na\u0308ive \u0915\u093e a\u20ddb 1234567"),
              "def f(x):\n    return x**2  # square\r\n<|endoftext|><s>[CLS]")
   for (name in c("llama-spm", "gpt-2", "deepseek-coder", "falcon", "bert-bge")) {
     v <- tok_fixture("vocab", paste0("ggml-vocab-", name, ".gguf"))
