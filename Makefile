@@ -62,6 +62,7 @@ test: setup core-test core-asan core-valgrind r-test
 
 demo: setup install
 	@$(RENV) Rscript tools/demo.R
+	@$(RENV) Rscript tools/demo_llm.R
 
 # bench/run.R (foundation), bench/readers.R (readers against plink2);
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
