@@ -140,6 +140,14 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
   struct ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); /* [hk, n, nh] */
   struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
                                         ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
+  if (kc->type == GGML_TYPE_F16 && hk < 32) {
+    /* Small heads: GGML's F16 dot product of fewer than 32 elements runs a
+     * scalar loop with a conversion per element; the same products from
+     * F32 copies (keys as stored, queries rounded to F16 as GGML's F16 path
+     * rounds them) cost a fraction of that. */
+    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+    qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+  }
   struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp);                   /* [n_kv, n, nh] */
   kq = ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
   struct ggml_tensor *vv =
@@ -377,7 +385,14 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     else
       ((int32_t *)b->inp_pool->data)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
   }
-  ggml_backend_cpu_set_n_threads(m->backend, m->n_threads);
+  /* 2026-11-30: a batch of under ~4 MFLOP (the decode step of a tiny model)
+   * runs on one thread: each of its ~30 nodes per layer is microseconds of
+   * work, and a thread barrier per node costs more than the split saves
+   * (stories260K decode on 2 cores: ~3,800 tokens/s on one thread, at best
+   * ~1,600 on two). Results do not depend on the thread count. */
+  int nt = m->n_threads;
+  if (2.0 * (double)m->info.n_params * (double)n < 4e6) nt = 1;
+  ggml_backend_cpu_set_n_threads(m->backend, nt);
   m->ctl = ctl;
   m->caller = pthread_self();
   ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);

@@ -109,7 +109,11 @@ void fm_llm_model_free(fm_llm_model *m); /* NULL is allowed */
 
 const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
 
-/* Number of GGML worker threads for the next evaluations. FM_EARG if < 1. */
+/* Number of GGML worker threads for the next evaluations. FM_EARG if < 1.
+ * An upper bound: a batch of under ~4 MFLOP (2 x parameters x tokens; the
+ * decode step of a tiny model) runs on one thread, where synchronizing
+ * threads per operator would cost more than it saves. Results do not
+ * depend on the thread count. */
 FM_NODISCARD fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err);
 int fm_llm_model_threads(const fm_llm_model *m);
 

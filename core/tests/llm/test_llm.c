@@ -16,12 +16,6 @@
 #include "fm/fm_llm.h"
 #include "fm_test.h"
 
-/* libggml.a calls R's printing and error entry points; referencing one
- * here pulls the stand-ins (core/tests/ggml_r_stubs.c, inside the
- * fmalloc_ggml archive) into the link before libggml.a needs them. */
-void Rf_error(const char *fmt, ...);
-void (*volatile fm_test_keep_r_stubs)(const char *, ...) = Rf_error;
-
 static char model_path[1024];
 
 static int find_model(const char *name) {
