@@ -11,7 +11,7 @@
 struct fm_gguf;
 
 extern const R_CallMethodDef rgguf_file_calls[];   /* r_file.c: open, metadata, directory */
-extern const R_CallMethodDef rgguf_tensor_calls[]; /* r_tensor.c: views, decode, GGML backend */
+extern const R_CallMethodDef rgguf_tensor_calls[]; /* r_tensor.c: views, numeric, GGML backend */
 extern const R_CallMethodDef rgguf_write_calls[];  /* r_write.c: GGUF writer (GGML's) */
 
 /* R_RegisterCCallable of the functions in inst/include/Rgguf.h (r_file.c). */
