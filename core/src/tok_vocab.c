@@ -644,6 +644,8 @@ fm_status fm_tok_from_gguf(const fm_gguf *g, fm_tok **out, fm_err *err) {
   if (!has_model)
     return fm_err_set(err, FM_EUNSUPPORTED, "the GGUF file has no tokenizer (no key tokenizer.ggml.model)");
   if ((st = get_string(g, "tokenizer.ggml.pre", pre, sizeof pre, &has_pre, err))) return st;
+  if (strcmp(model, "no") == 0 || strcmp(model, "none") == 0)
+    return fm_err_set(err, FM_EUNSUPPORTED, "the GGUF file declares no tokenizer (tokenizer.ggml.model '%s')", model);
   if (strcmp(model, "llama") && strcmp(model, "gpt2") && strcmp(model, "bert"))
     return fm_err_set(err, FM_EUNSUPPORTED,
                       "tokenizer.ggml.model '%s' is not supported (expected llama, gpt2 or bert)", model);

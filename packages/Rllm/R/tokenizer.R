@@ -142,7 +142,8 @@ rllm_tokenizer <- function(x) {
 #' ([rllm_tokenizer()]), with the results of llama.cpp's tokenizer.
 #'
 #' Text is bytes: a string is tokenized as its UTF-8 bytes (strings in
-#' another declared encoding are translated first), a raw vector as given.
+#' another declared encoding are translated first; a string marked `"bytes"`
+#' is taken as its bytes), a raw vector as given.
 #' Bytes that are not well-formed UTF-8 never fail: SentencePiece encodes
 #' them as `<0xNN>` byte tokens, byte-level BPE as the tokens of those bytes
 #' (both round-trip through [rllm_detokenize()]), WordPiece drops them.

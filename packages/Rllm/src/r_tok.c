@@ -73,9 +73,10 @@ static SEXP fmr_tok_from_path(SEXP path) {
   if (st) {
     /* name the file when the message does not */
     if (!strstr(err.msg, p)) {
-      char msg[sizeof err.msg];
-      snprintf(msg, sizeof msg, "%s: %s", p, err.msg);
-      memcpy(err.msg, msg, sizeof msg);
+      char msg[2 * sizeof err.msg + 16];
+      snprintf(msg, sizeof msg, "%.200s: %s", p, err.msg);
+      memcpy(err.msg, msg, sizeof err.msg - 1);
+      err.msg[sizeof err.msg - 1] = '\0';
     }
     return error_marker(&err);
   }
@@ -147,8 +148,10 @@ static SEXP fmr_tok_tokenize(SEXP p, SEXP text, SEXP add_special, SEXP parse_spe
     s = (const char *)RAW(text);
     n = (size_t)XLENGTH(text);
   } else if (Rf_isString(text) && XLENGTH(text) == 1 && STRING_ELT(text, 0) != NA_STRING) {
-    s = Rf_translateCharUTF8(STRING_ELT(text, 0));
-    n = strlen(s);
+    SEXP c = STRING_ELT(text, 0);
+    /* a string marked "bytes" is taken as its bytes (R cannot translate it) */
+    s = Rf_getCharCE(c) == CE_BYTES ? CHAR(c) : Rf_translateCharUTF8(c);
+    n = Rf_getCharCE(c) == CE_BYTES ? (size_t)LENGTH(c) : strlen(s);
   } else {
     return earg("text must be a single non-missing string or a raw vector");
   }

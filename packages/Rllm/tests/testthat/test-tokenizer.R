@@ -59,6 +59,9 @@ test_that("a string and its UTF-8 bytes tokenize alike", {
   expect_identical(rllm_tokenize(tok, s), rllm_tokenize(tok, charToRaw(enc2utf8(s))))
   latin1 <- iconv(s <- "caf\u00e9", "UTF-8", "latin1")
   expect_identical(rllm_tokenize(tok, latin1), rllm_tokenize(tok, charToRaw(enc2utf8(s))))
+  b <- rawToChar(as.raw(c(0x61, 0xff, 0x62)))
+  Encoding(b) <- "bytes"
+  expect_identical(rllm_tokenize(tok, b), rllm_tokenize(tok, as.raw(c(0x61, 0xff, 0x62))))
 })
 
 test_that("stories260K: ids, BOS, byte fallback and a character split across tokens", {
