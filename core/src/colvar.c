@@ -9,6 +9,12 @@
  *             ss = sum(d^2) - sum(d)^2/n.  (The mean refinement is R's mean().)
  *   BED2      exact from the genotype counts of fm_codec_bed2_col_counts.
  *   DOS8      exact from a 255-bin histogram of the observed bytes.
+ *   EXT       (codecs without a path of their own) the F64 two-pass on the
+ *             doubles fm_panel_decode gives, accumulated row by row in the
+ *             same order as for F64 storage, so the result is bit-identical
+ *             to F64 storage of the decoded values whatever the panel shape;
+ *             a column taller than one panel is decoded twice (once per pass)
+ *             rather than held whole.
  *
  * Design note (2024-05): for the counted codecs, values are small integers q
  * (0..2 for BED2; 0..254 for DOS8, dosage q/127) so S1 = sum q and S2 = sum q^2
@@ -53,6 +59,11 @@ static void col_f64(const unsigned char *col, int64_t n, double *mean, double *v
   *nobs = m;
   if (m == 0) return;
   const double mu = s / (double)m;
+  if (!isfinite(mu)) { /* an infinite value: mean +-Inf (or NaN for both), as R's mean() */
+    *mean = mu;
+    *var = NAN;
+    return;
+  }
   double sd = 0.0, ss = 0.0;
   for (int64_t i = 0; i < n; i++) {
     double v;
@@ -129,6 +140,91 @@ static void hist_moments(const int64_t *h, int n_bins, double *mean, double *var
   }
 }
 
+/* The generic path (EXT): per block of columns, the two passes of col_f64
+ * over decoded panels. Row tiles are visited in row order in both passes,
+ * so each column's sums run over its values in the same order as col_f64
+ * on a dense column: the panel plan changes nothing but the work between
+ * polls. Cancellation is polled before each panel decode. */
+static fm_status colvar_decoded(const fm_mat *x, double *mean_out, double *var_out,
+                                int64_t *n_obs_out, size_t budget, const fm_ctl *ctl,
+                                fm_err *err) {
+  const int64_t n = x->n_rows, p = x->n_cols;
+  if (n == 0) {
+    for (int64_t j = 0; j < p; j++) put(mean_out, var_out, n_obs_out, j, NAN, NAN, 0);
+    if (p > 0) fm_ctl_progress(ctl, (double)p, (double)p);
+    return FM_OK;
+  }
+  const fm_panel_plan plan = fm_panel_plan_for(x, budget);
+  const int64_t rows = plan.rows < n ? plan.rows : n, cols = plan.cols < p ? plan.cols : p;
+  const int one_tile = rows >= n;
+  fm_status st = FM_OK;
+  double *panel = malloc((size_t)rows * (size_t)cols * sizeof *panel);
+  double *s = malloc((size_t)cols * 4 * sizeof *s); /* s, mu, sd, ss per column */
+  int64_t *m = malloc((size_t)cols * sizeof *m);
+  if (!panel || !s || !m) {
+    st = fm_err_set(err, FM_ENOMEM, "fm_stats_colvar: cannot allocate a %lld x %lld panel",
+                    (long long)rows, (long long)cols);
+    goto fail;
+  }
+  double *mu = s + cols, *sd = s + 2 * cols, *ss = s + 3 * cols;
+  for (int64_t c0 = 0; c0 < p; c0 += cols) {
+    const int64_t nb = c0 + cols <= p ? cols : p - c0;
+    for (int64_t b = 0; b < nb; b++) {
+      s[b] = sd[b] = ss[b] = 0.0;
+      m[b] = 0;
+    }
+    for (int pass = 1; pass <= 2; pass++) {
+      if (pass == 2) {
+        for (int64_t b = 0; b < nb; b++) mu[b] = m[b] > 0 ? s[b] / (double)m[b] : 0.0;
+      }
+      for (int64_t r0 = 0; r0 < n; r0 += rows) {
+        const int64_t nr = r0 + rows <= n ? rows : n - r0;
+        if (pass == 1 || !one_tile) {
+          if (fm_ctl_cancelled(ctl)) {
+            st = fm_err_set(err, FM_ECANCELLED,
+                            "fm_stats_colvar: cancelled after %lld of %lld columns",
+                            (long long)c0, (long long)p);
+            goto fail;
+          }
+          st = fm_panel_decode(x, NULL, r0, nr, c0, nb, panel, nr, err);
+          if (st != FM_OK) goto fail;
+        }
+        for (int64_t b = 0; b < nb; b++) {
+          const double *col = panel + b * nr;
+          if (pass == 1) {
+            for (int64_t i = 0; i < nr; i++)
+              if (!isnan(col[i])) {
+                s[b] += col[i];
+                m[b]++;
+              }
+          } else {
+            for (int64_t i = 0; i < nr; i++)
+              if (!isnan(col[i])) {
+                const double d = col[i] - mu[b];
+                sd[b] += d;
+                ss[b] += d * d;
+              }
+          }
+        }
+      }
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      const int64_t k = m[b];
+      const int finite = isfinite(mu[b]); /* else as col_f64: mean +-Inf or NaN, var NaN */
+      const double mean = k == 0 ? NAN : finite ? mu[b] + sd[b] / (double)k : mu[b];
+      const double var =
+          k > 1 && finite ? (ss[b] - sd[b] * sd[b] / (double)k) / (double)(k - 1) : NAN;
+      put(mean_out, var_out, n_obs_out, c0 + b, mean, var, k);
+    }
+    fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
+  }
+fail:
+  free(panel);
+  free(s);
+  free(m);
+  return st;
+}
+
 fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, int64_t *n_obs_out,
                           const fm_ctl *ctl, fm_err *err) {
   int64_t *cols = NULL, *counts = NULL;
@@ -153,6 +249,7 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
   case FM_CODEC_I32: elem = 4; break;
   case FM_CODEC_BED2: elem = 1; break; /* a quarter byte, rounded up: block sizing only */
   case FM_CODEC_DOS8: elem = 1; break;
+  case FM_CODEC_EXT: elem = 8; break; /* decoded doubles */
   default: return fm_err_set(err, FM_EARG, "fm_stats_colvar: unknown codec id %d", (int)x->codec);
   }
   const int64_t min_stride = fm_mat_min_stride(x->codec, n);
@@ -167,6 +264,12 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
   int64_t block = (int64_t)((double)target / col_bytes);
   if (block < 1) block = 1;
   if (block > p) block = p > 0 ? p : 1;
+
+  if (x->codec == FM_CODEC_EXT) {
+    if (!x->ext || !x->ext->decode)
+      return fm_err_set(err, FM_EARG, "fm_stats_colvar: the external codec has no decoder");
+    return colvar_decoded(x, mean_out, var_out, n_obs_out, target, ctl, err);
+  }
 
   if (x->codec == FM_CODEC_BED2) {
     cols = malloc((size_t)block * sizeof *cols);

@@ -33,7 +33,7 @@ static void kadd(ksum *k, double x) {
   k->s = t;
 }
 
-static double kval(const ksum *k) { return k->s + k->c; }
+static double kval(const ksum *k) { return isfinite(k->s) ? k->s + k->c : k->s; }
 
 /* Oracle: the corrected two-pass algorithm (Chan, Golub and LeVeque 1983)
  * over the observed values (NaN = missing), with compensated sums and no long
@@ -53,6 +53,11 @@ static void naive(const double *col, int64_t n, double *mean, double *var, int64
     return;
   }
   double mu = kval(&s) / (double)m;
+  if (!isfinite(mu)) { /* R: mean(c(1, Inf)) is Inf, var() NaN */
+    *mean = mu;
+    *var = NAN;
+    return;
+  }
   ksum r = {0, 0};
   for (int64_t i = 0; i < n; i++)
     if (!isnan(col[i])) kadd(&r, col[i] - mu);
@@ -73,6 +78,7 @@ static void naive(const double *col, int64_t n, double *mean, double *var, int64
 
 static int same_or_both_nan(double a, double b, double rtol) {
   if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+  if (a == b) return 1; /* infinities too */
   return fabs(a - b) <= rtol * (fabs(a) + fabs(b)) + 1e-300;
 }
 
@@ -365,6 +371,168 @@ static void test_cancel_and_progress(void) {
   free(x);
 }
 
+/* ---- external codecs: the generic path over fm_panel_decode --------------- */
+
+/* An external codec whose decoder is another matrix's panel decode (ud: the
+ * inner fm_mat), so that every codec can be pushed through the generic path;
+ * fail_at >= 0 makes the decode of a panel holding that row fail. */
+typedef struct wrap {
+  const fm_mat *inner;
+  int64_t fail_at;
+} wrap;
+
+static fm_status wrap_decode(const fm_mat *x, int64_t r0, int64_t n_rows, int64_t c0,
+                             int64_t n_cols, double *out, int64_t ld, fm_err *err) {
+  const wrap *w = x->ext->ud;
+  if (w->fail_at >= r0 && w->fail_at < r0 + n_rows)
+    return fm_err_set(err, FM_EFORMAT, "wrap: row %lld is bad", (long long)w->fail_at);
+  return fm_panel_decode(w->inner, NULL, r0, n_rows, c0, n_cols, out, ld, err);
+}
+
+static void wrapped(const fm_mat *inner, wrap *w, fm_ext_codec *codec, fm_mat *out) {
+  fm_err err = {0};
+  w->inner = inner;
+  w->fail_at = -1;
+  codec->name = "wrap";
+  codec->decode = wrap_decode;
+  codec->ud = w;
+  CHECK_OK(fm_mat_init_ext(out, codec, inner->data ? inner->data : (const void *)codec,
+                           inner->n_rows, inner->n_cols, 0, &err),
+           &err);
+}
+
+/* colvar of the wrapped F64 matrix equals colvar of the F64 matrix bit for
+ * bit under panels of every shape (whole, row tiles of 7, 1 x 1). */
+static void test_ext_f64_bit_identical(void) {
+  const int64_t n = 203, p = 37;
+  fm_rng r;
+  fm_rng_seed(&r, 21);
+  double *x = malloc((size_t)(n * p) * sizeof *x);
+  for (int64_t i = 0; i < n * p; i++) {
+    double u = fm_rng_unif(&r);
+    x[i] = u < 0.05 ? NAN : u < 0.1 ? r_na_real() : 1e6 + 3.0 * fm_rng_norm(&r);
+  }
+  for (int64_t i = 0; i < n; i++) x[i + 3 * n] = NAN; /* all missing */
+  for (int64_t i = 1; i < n; i++) x[i + 4 * n] = NAN; /* one observed */
+  x[7 + 6 * n] = INFINITY;
+  fm_mat f, e;
+  fm_err err = {0};
+  CHECK_OK(fm_mat_init(&f, FM_CODEC_F64, x, n, p, n * 8, &err), &err);
+  wrap w;
+  fm_ext_codec codec;
+  wrapped(&f, &w, &codec, &e);
+  double mf[37], vf[37], me[37], ve[37];
+  int64_t of[37], oe[37];
+  CHECK_OK(fm_stats_colvar(&f, mf, vf, of, NULL, &err), &err);
+  const size_t budgets[] = {0, 8 * 7 * 8, 8};
+  for (size_t b = 0; b < 3; b++) {
+    fm_panel_set_budget(budgets[b]);
+    memset(me, 0, sizeof me);
+    CHECK_OK(fm_stats_colvar(&e, me, ve, oe, NULL, &err), &err);
+    CHECK(memcmp(mf, me, sizeof mf) == 0);
+    CHECK(memcmp(vf, ve, sizeof vf) == 0);
+    CHECK(memcmp(of, oe, sizeof of) == 0);
+  }
+  fm_panel_set_budget(0);
+  CHECK(oe[3] == 0 && isnan(me[3]) && isnan(ve[3]));
+  CHECK(oe[4] == 1 && me[4] == x[4 * n] && isnan(ve[4]));
+  CHECK(isinf(me[6]) && isnan(ve[6]));
+  check_against(&e, x, 1e-12);
+  /* a column index through the external codec */
+  int64_t idx[4] = {36, 0, 0, 17};
+  double *dense = malloc((size_t)(n * 4) * sizeof *dense);
+  for (int j = 0; j < 4; j++) memcpy(dense + j * n, x + idx[j] * n, (size_t)n * sizeof *x);
+  e.col_index = idx;
+  e.n_cols = 4;
+  check_against(&e, dense, 1e-12);
+  free(dense);
+  free(x);
+}
+
+/* The other codecs through the generic path agree with the oracle. */
+static void test_ext_other_codecs(void) {
+  const int64_t n = 101, p = 11;
+  fm_rng r;
+  fm_rng_seed(&r, 22);
+  int32_t *g = malloc((size_t)(n * p) * sizeof *g);
+  double *dense = malloc((size_t)(n * p) * sizeof *dense), *d = malloc((size_t)(n * p) * sizeof *d);
+  for (int64_t i = 0; i < n * p; i++) {
+    g[i] = fm_rng_unif(&r) < 0.1 ? INT32_MIN : (int32_t)(fm_rng_next(&r) % 3);
+    dense[i] = g[i] == INT32_MIN ? NAN : (double)g[i];
+  }
+  fm_err err = {0};
+  fm_mat inner, e;
+  wrap w;
+  fm_ext_codec codec;
+  CHECK_OK(fm_mat_init(&inner, FM_CODEC_I32, g, n, p, n * 4, &err), &err);
+  wrapped(&inner, &w, &codec, &e);
+  check_against(&e, dense, 1e-13);
+  const int64_t cb = fm_codec_bed2_col_bytes(n);
+  uint8_t *bytes = malloc((size_t)(cb * p));
+  CHECK_OK(fm_codec_bed2_encode(g, n, p, n, bytes, &err), &err);
+  CHECK_OK(fm_mat_init(&inner, FM_CODEC_BED2, bytes, n, p, cb, &err), &err);
+  wrapped(&inner, &w, &codec, &e);
+  check_against(&e, dense, 1e-13);
+  for (int64_t i = 0; i < n * p; i++) d[i] = fm_rng_unif(&r) < 0.07 ? NAN : 2.0 * fm_rng_unif(&r);
+  uint8_t *q = malloc((size_t)(n * p));
+  CHECK_OK(fm_codec_dos8_encode(d, n, p, n, q, n, &err), &err);
+  for (int64_t i = 0; i < n * p; i++) dense[i] = fm_codec_dos8_value(q[i]);
+  CHECK_OK(fm_mat_init(&inner, FM_CODEC_DOS8, q, n, p, n, &err), &err);
+  wrapped(&inner, &w, &codec, &e);
+  check_against(&e, dense, 1e-13);
+  free(q);
+  free(bytes);
+  free(g);
+  free(d);
+  free(dense);
+}
+
+static void test_ext_errors_cancel_empty(void) {
+  const int64_t n = 50, p = 40;
+  double *x = calloc((size_t)(n * p), sizeof *x);
+  double mean[40], var[40];
+  int64_t nobs[40];
+  fm_err err = {0};
+  fm_mat f, e;
+  wrap w;
+  fm_ext_codec codec;
+  CHECK_OK(fm_mat_init(&f, FM_CODEC_F64, x, n, p, n * 8, &err), &err);
+  wrapped(&f, &w, &codec, &e);
+  /* the codec's own error comes back */
+  w.fail_at = 33;
+  fm_panel_set_budget(8 * 10); /* 10 x 1 panels: the failing one comes later */
+  CHECK(fm_stats_colvar(&e, mean, var, nobs, NULL, &err) == FM_EFORMAT);
+  CHECK(strstr(err.msg, "row 33") != NULL);
+  w.fail_at = -1;
+  /* cancellation polled per panel; progress per column block */
+  ctl_state s = {0, 1000000, 0, 0, 0};
+  fm_ctl ctl = {cancel_cb, progress_cb, &s};
+  CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, &ctl, &err), &err);
+  CHECK(s.polls >= 2 * 5 * 40); /* 5 row tiles, two passes, 40 columns */
+  CHECK(s.last_done == 40 && s.last_total == 40);
+  CHECK(mean[0] == 0 && var[0] == 0 && nobs[0] == n);
+  s = (ctl_state){0, 3, 0, 0, 0};
+  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, &ctl, &err) == FM_ECANCELLED);
+  fm_panel_set_budget(0);
+  /* a column index beyond the stored columns, no decoder */
+  int64_t idx[1] = {40};
+  e.col_index = idx;
+  e.n_cols = 1;
+  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  e.col_index = NULL;
+  e.n_cols = p;
+  fm_ext_codec none = {"none", NULL, NULL};
+  e.ext = &none;
+  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  /* 0 rows */
+  e.ext = &codec;
+  e.n_rows = 0;
+  for (int j = 0; j < 40; j++) nobs[j] = 9;
+  CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, NULL, &err), &err);
+  CHECK(isnan(mean[0]) && isnan(var[39]) && nobs[0] == 0 && nobs[39] == 0);
+  free(x);
+}
+
 int main(void) {
   FM_RUN(test_f64_random_with_nan);
   FM_RUN(test_f64_padded_stride);
@@ -375,5 +543,8 @@ int main(void) {
   FM_RUN(test_empty_shapes);
   FM_RUN(test_errors);
   FM_RUN(test_cancel_and_progress);
+  FM_RUN(test_ext_f64_bit_identical);
+  FM_RUN(test_ext_other_codecs);
+  FM_RUN(test_ext_errors_cancel_empty);
   FM_TEST_END();
 }

@@ -30,21 +30,32 @@
 #' Streamed column means and variances
 #'
 #' Column means and variances of a dense matrix (plain R or fmalloc-mapped)
-#' or of a codec matrix (`"bed2"` hardcalls, `"dos8"` dosages), computed one
-#' bounded block of columns at a time; nothing is decoded whole.
+#' or of a codec matrix (`"bed2"` hardcalls, `"dos8"` dosages, or an external
+#' codec such as a GGUF tensor view from Rgguf), computed one bounded block
+#' of columns at a time; nothing is decoded whole. External codecs are decoded
+#' in panels of at most [fmalloc_panel_budget()] bytes (a column taller than
+#' one panel is decoded twice, once per pass), and give exactly what dense
+#' storage of the decoded values gives.
 #'
 #' Missing values (`NA`, `NaN`, missing genotype calls) are excluded when
 #' `na.rm = TRUE` (the default): a column holding `NA, 1, 2` has mean 1.5
 #' and variance 0.5. With `na.rm = FALSE` a column with any missing value
 #' gives `NA`. Variances use the denominator `n_obs - 1`, as [var()], and
-#' are computed by the two-pass algorithm (dense storage) or exactly from
-#' genotype counts (`"bed2"`), so they do not depend on block size.
+#' are computed by the two-pass algorithm (dense storage and external
+#' codecs) or exactly from genotype counts (`"bed2"`, `"dos8"`), so they do
+#' not depend on block size. A column holding `Inf` has mean `Inf` (as
+#' [colMeans()]) and variance `NaN` (as [var()]).
 #' On a view from [fmalloc_standardize()] they are the statistics of the
 #' standardized values (missing values imputed by the view count as observed).
 #'
 #' @param x a numeric matrix, an fmalloc matrix, or an `fmalloc_codec_matrix`.
 #' @param na.rm drop missing values (default `TRUE`).
 #' @return A double vector of length `ncol(x)`, named by `colnames(x)`.
+#' @section Errors: `fm_error_earg` for an object that is not a matrix of a
+#'   supported kind; `fm_error_eclosed` when its runtime was closed or its
+#'   external codec released (the package that made it was unloaded);
+#'   `fm_error_eformat` when a mapped file shrank; an external codec's own
+#'   decode errors.
 #' @section Source: Chan, Golub and LeVeque (1983), "Algorithms for computing
 #'   the sample variance", The American Statistician 37(3).
 #' @examples

@@ -95,3 +95,32 @@ test_that("a vector on the left of %*% is a row, and bad budgets are refused", {
     expect_error(fmalloc_panel_budget(bad), class = "fm_error_earg")
   }
 })
+
+test_that("column statistics of an external-codec matrix stream through panel decode", {
+  set.seed(31)
+  m <- matrix(rnorm(41 * 23, mean = 1e6, sd = 3), 41, 23)
+  m[sample(length(m), 60)] <- NA
+  m[, 5] <- NA          # all missing
+  m[-1, 6] <- NA        # one observed
+  m[3, 7] <- Inf        # an infinite value: mean Inf, variance NaN, as base R
+  X <- fmalloc_test_ext_matrix(m)
+  old <- fmalloc_panel_budget()
+  on.exit(fmalloc_panel_budget(old), add = TRUE)
+  v <- fmalloc_colVars(m)
+  mu <- fmalloc_colMeans(m)
+  for (budget in c(0, 8, 8 * 7 * 3)) { # whole columns, 1 x 1 panels, row tiles of 7
+    fmalloc_panel_budget(budget)
+    # the dense two-pass over the decoded doubles: identical to dense storage
+    expect_identical(fmalloc_colVars(X), v)
+    expect_identical(fmalloc_colMeans(X), mu)
+  }
+  fmalloc_panel_budget(0)
+  expect_equal(mu, colMeans(m, na.rm = TRUE), tolerance = 1e-12)
+  expect_equal(v[-7], apply(m, 2, var, na.rm = TRUE)[-7], tolerance = 1e-12)
+  expect_identical(mu[7], Inf)
+  expect_true(is.nan(v[7]))
+  expect_true(is.na(mu[5]) && is.na(v[5]) && is.na(v[6]))
+  expect_identical(mu[6], m[1, 6])
+  expect_identical(fmalloc_colVars(X, na.rm = FALSE), fmalloc_colVars(m, na.rm = FALSE))
+  expect_identical(fmalloc_colVars(fmalloc_select(X, c(23, 1, 1))), v[c(23, 1, 1)])
+})
