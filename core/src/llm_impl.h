@@ -126,6 +126,7 @@ struct fm_llm_model {
   /* during one evaluation */
   const fm_ctl *ctl;
   pthread_t caller;
+  double last_poll; /* seconds (CLOCK_MONOTONIC) of the last cancel poll */
 };
 
 /* Cells of a cache are allocated, and attended over, in multiples of this

@@ -120,6 +120,36 @@ static void test_logits_and_cache(void) {
   free(t);
 }
 
+static int cancel_after_calls;
+static int cancel_cb(void *ud) {
+  (void)ud;
+  return --cancel_after_calls < 0;
+}
+
+static void test_cancel(void) {
+  if (!open_story()) return;
+  fm_err err;
+  fm_llm_cache *c = NULL;
+  CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
+  float lg[512];
+  fm_ctl ctl = {cancel_cb, NULL, NULL};
+  cancel_after_calls = 0; /* the poll before starting stops it */
+  CHECK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, lg, &ctl, &err) == FM_ECANCELLED);
+  CHECK(fm_llm_cache_n_past(c) == 0);
+  /* Generation stops between tokens, keeping what it made. */
+  fm_llm_sampling greedy = {0, 40, 0.95, 1};
+  fm_llm_sampler *s = NULL;
+  CHECK_OK(fm_llm_sampler_new(&greedy, 512, &s, &err), &err);
+  int32_t out[16];
+  int64_t n = -1;
+  cancel_after_calls = 3;
+  CHECK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 16, s, NULL, 0, out, &n, NULL, &ctl, &err) ==
+        FM_ECANCELLED);
+  CHECK(n >= 1 && n < 16);
+  fm_llm_sampler_free(s);
+  fm_llm_cache_free(c);
+}
+
 static void test_generate(void) {
   if (!open_story()) return;
   fm_err err;
@@ -324,6 +354,7 @@ int main(void) {
   FM_RUN(test_info);
   FM_RUN(test_logits_and_cache);
   FM_RUN(test_generate);
+  FM_RUN(test_cancel);
   FM_RUN(test_embed);
   FM_RUN(test_argmax_sampler);
   FM_RUN(test_errors);

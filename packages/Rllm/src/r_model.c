@@ -17,6 +17,7 @@
 #include <Rfmalloc.h>
 
 #include <math.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -61,8 +62,16 @@ static void check_interrupt(void *unused) {
   (void)unused;
   R_CheckUserInterrupt();
 }
+/* At most every 20 ms: R's check processes events and costs far more than
+ * a decode step of a small model. */
 static int cancel_cb(void *ud) {
   (void)ud;
+  static double last = 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+  if (now - last < 0.02) return 0;
+  last = now;
   return R_ToplevelExec(check_interrupt, NULL) == FALSE;
 }
 static const fm_ctl r_ctl = {cancel_cb, NULL, NULL};
