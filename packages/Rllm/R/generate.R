@@ -89,12 +89,12 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm)
 }
 
-# End-of-generation ids: the metadata's eos/eot/eom, plus those the
-# tokenizer reports (when it offers a list).
+# End-of-generation ids: the metadata's eos/eot/eom, plus the tokenizer's
+# eos/eot/eom and its eog list when it has one.
 .rllm_eog_ids <- function(model) {
   ids <- model$info$eog
   tok <- model$tokenizer
-  if (!is.null(tok) && is.list(tok) && !is.null(tok$eog)) ids <- c(ids, tok$eog)
+  if (!is.null(tok) && is.list(tok)) ids <- c(ids, tok$eog, tok$eos, tok$eot, tok$eom)
   ids <- unique(as.integer(ids))
   ids[!is.na(ids) & ids >= 0L & ids < model$info$n_vocab]
 }

@@ -26,6 +26,7 @@ test_that("greedy generation on stories260K gives the recorded story", {
   expect_identical(g$prompt_tokens, c(1L, 403L, 407L, 261L, 378L))
   expect_identical(g$timings$n_prefill, 5L)
   expect_identical(g$timings$n_decode, 15L)
+  expect_identical(Rllm:::.rllm_eog_ids(m), 2L) # </s>: generation stops after it
   expect_true(g$timings$prefill_s >= 0 && g$timings$decode_s >= 0)
   skip_if(is.null(m$tokenizer), "tokenizer not available")
   expect_identical(rawToChar(g$raw), ", there was a little girl named Lily. She loved to play")
