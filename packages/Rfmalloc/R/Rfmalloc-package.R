@@ -41,11 +41,15 @@
 #' @keywords internal
 "_PACKAGE"
 
+# The package's clean-up (fmr_unload in src/r_init.c, which R_unload_Rfmalloc
+# also runs; R never calls the latter because dynamic symbol lookup is off):
+# close every map this process holds, so vectors over them raise
+# fm_error_eclosed and a reloaded namespace can open the same files. The
+# shared library itself stays loaded on purpose: ALTREP class methods and
+# external-pointer finalizers of vectors that may still exist point into it,
+# and unloading it would turn their next use (or the next GC) into a crash.
+# A later loadNamespace() finds it loaded and reuses it.
 .onUnload <- function(libpath) {
-  # Close every map this process holds. The shared library itself stays
-  # loaded on purpose: ALTREP class methods and external-pointer finalizers
-  # of vectors that may still exist point into it, and unloading it would
-  # turn their next use (or the next GC) into a crash.
-  try(.Call(fmr_runtime_close_all), silent = TRUE)
+  .Call(fmr_unload)
   invisible(NULL)
 }

@@ -58,6 +58,9 @@ SEXP fmr_test_ext_matrix(SEXP tm, SEXP nrow, SEXP ncol);
 SEXP fmr_test_ext_backend(SEXP on);
 SEXP fmr_test_ext_release(void);
 
+/* r_init.c: the package's clean-up before its namespace goes */
+static SEXP fmr_unload(void);
+
 /* r_stats.c: streamed statistics and PCA */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts, SEXP progress);
@@ -124,6 +127,9 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_test_ext_backend, 1),
     CALLDEF(fmr_test_ext_release, 0),
 
+    /* r_init.c: the package's clean-up before its namespace goes */
+    CALLDEF(fmr_unload, 0),
+
     /* r_stats.c: streamed statistics and PCA */
     CALLDEF(fmr_colvar, 3),
     CALLDEF(fmr_rpca, 6),
@@ -145,9 +151,19 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
 }
 
-/* Runs when the DLL is unloaded: close every map this process still holds so
- * no mapping or lock outlives the code that owns it. */
+/* The clean-up before the namespace goes: close every runtime this process
+ * still holds, so that no mapping or file lock outlives the package (a new
+ * session or a reloaded namespace can open the same files); vectors over
+ * them raise fm_error_eclosed afterwards. Idempotent and never raises.
+ * Called by .onUnload (R/Rfmalloc-package.R) through fmr_unload: with
+ * dynamic symbol lookup off R never finds R_unload_Rfmalloc, which stays
+ * for loaders that do. The DLL itself stays loaded (see .onUnload). */
+static SEXP fmr_unload(void) {
+  fmr_runtime_close_all_c();
+  return R_NilValue;
+}
+
 void R_unload_Rfmalloc(DllInfo *dll) {
   (void)dll;
-  fmr_runtime_close_all_c();
+  fmr_unload();
 }

@@ -211,6 +211,48 @@ test_that("unloading the namespace closes every map", {
   expect_true(res$open)
 })
 
+test_that("the namespace unloads and reloads: maps closed by .onUnload, everything works again", {
+  path <- fm_tmp()
+  res <- run_r('rt <- open_fmalloc("@p@", size_gb = 0.05)
+                x <- create_fmalloc_vector("double", 3, rt)
+                x[] <- c(2, 4, 9)
+                fmalloc_save(x, "x")
+                fmalloc_sync(rt)
+                E <- fmalloc_test_ext_matrix(matrix(c(1, 2, 3, 4, 5, 7), 2, 3))
+                n_backends <- length(fmalloc_backends())
+                out <- list()
+                for (cycle in 1:2) {
+                  unloadNamespace("Rfmalloc")
+                  loaded <- "Rfmalloc" %in% loadedNamespaces()
+                  suppressPackageStartupMessages(library(Rfmalloc)) # S4 methods need it attached
+                  rt2 <- Rfmalloc::open_fmalloc("@p@")  # the lock was released
+                  y <- Rfmalloc::fmalloc_get(rt2, "x")
+                  z <- Rfmalloc::create_fmalloc_matrix("double", 4, 2, rt2)
+                  z[] <- c(1, 2, 3, 6, 0, 0, 0, 4)
+                  out[[cycle]] <- list(
+                    loaded = loaded,
+                    old = tryCatch(x[1], error = function(e) class(e)[1]),
+                    y = y * 1, colvars = Rfmalloc::fmalloc_colVars(z),
+                    ext = as.matrix(E), ext_colvars = Rfmalloc::fmalloc_colVars(E),
+                    product = E %*% c(1, 1, 1),
+                    n_backends = length(Rfmalloc::fmalloc_backends()),
+                    n_dll = sum(names(getLoadedDLLs()) == "Rfmalloc"))
+                  x <- y
+                }
+                result <- list(out = out, n_backends = n_backends)', p = path)
+  for (o in res$out) {
+    expect_false(o$loaded)
+    expect_identical(o$old, "fm_error_eclosed")
+    expect_identical(o$y, c(2, 4, 9))
+    expect_identical(o$colvars, c(var(c(1, 2, 3, 6)), var(c(0, 0, 0, 4))))
+    expect_identical(o$ext, matrix(c(1, 2, 3, 4, 5, 7), 2, 3))
+    expect_identical(o$ext_colvars, c(0.5, 0.5, 2))
+    expect_equal(o$product, matrix(c(9, 13), 2, 1))
+    expect_identical(o$n_backends, res$n_backends)
+    expect_identical(o$n_dll, 1L) # the DLL stayed loaded and was reused
+  }
+})
+
 test_that("truncation from outside is detected by a streamed pass and at the next open", {
   path <- fm_tmp()
   rt <- fm_runtime(path)
