@@ -155,6 +155,7 @@ if (Sys.getenv("BENCH_LLAMAR", "1") != "0") {
     cat("bench llm: installing llamaR from CRAN (compiles llama.cpp; takes several minutes)\n")
     repos <- getOption("repos")
     if (is.null(repos) || identical(unname(repos["CRAN"]), "@CRAN@")) repos <- c(CRAN = "https://cloud.r-project.org")
+    if (!nzchar(Sys.getenv("MAKEFLAGS"))) Sys.setenv(MAKEFLAGS = "-j2")
     try(utils::install.packages("llamaR", lib = .libPaths()[1], repos = repos, quiet = TRUE), silent = TRUE)
   }
   llamar_ok <- requireNamespace("llamaR", quietly = TRUE)
