@@ -267,14 +267,15 @@ static double now_s(void);
 
 /* GGML's abort hook, called between operators: polls the caller's cancel
  * callback on the calling thread only (R's interrupt check must not run on a
- * worker), at most every 20 ms (it may cost microseconds, operators less). */
+ * worker), every FM_LLM_POLL_OPS-th call, so that where a run stops depends
+ * on the graph, never on the clock (callers that find polling costly throttle
+ * inside their callback, as the R glue does). */
+#define FM_LLM_POLL_OPS 64
 static bool abort_cb(void *data) {
   llm_model *m = data;
   if (!m->ctl || !m->ctl->cancel) return false;
   if (!pthread_equal(pthread_self(), m->caller)) return false;
-  double t = now_s();
-  if (t - m->last_poll < 0.02) return false;
-  m->last_poll = t;
+  if (++m->poll_count % FM_LLM_POLL_OPS != 0) return false;
   return fm_ctl_cancelled(m->ctl) != 0;
 }
 
@@ -403,7 +404,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   ggml_backend_cpu_set_n_threads(m->backend, nt);
   m->ctl = ctl;
   m->caller = pthread_self();
-  m->last_poll = now_s();
+  m->poll_count = 0;
   ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);
   enum ggml_status gs = ggml_backend_graph_compute(m->backend, b->gf);
   m->ctl = NULL;

@@ -126,7 +126,7 @@ struct fm_llm_model {
   /* during one evaluation */
   const fm_ctl *ctl;
   pthread_t caller;
-  double last_poll; /* seconds (CLOCK_MONOTONIC) of the last cancel poll */
+  uint64_t poll_count; /* abort-hook calls on the calling thread in this evaluation */
 };
 
 /* Cells of a cache are allocated, and attended over, in multiples of this

@@ -151,8 +151,8 @@ fm_llm_kv_type fm_llm_cache_type(const fm_llm_cache *c);
 /* Evaluate tokens[0..n_tokens) at positions n_past .. n_past + n_tokens - 1
  * of cache c (then n_past += n_tokens), or, with c == NULL, from position 0
  * in a transient F16 heap cache of n_tokens positions. ctl's cancel is
- * polled before starting and, on the calling thread, between operators (at
- * most every 20 ms).
+ * polled before starting and, on the calling thread, between every 64th
+ * operator (a count, not a clock: where a run stops is reproducible).
  * Shape:  logits (written unless out == FM_LLM_OUT_NONE; may then be NULL)
  *         is n_vocab x 1 for LAST, n_vocab x n_tokens for ALL, col-major.
  * Errors: FM_EARG (n_tokens < 1, a token id outside [0, n_vocab), NULL

@@ -121,8 +121,10 @@ static void test_logits_and_cache(void) {
 }
 
 static int cancel_after_calls;
+static int cancel_calls;
 static int cancel_cb(void *ud) {
   (void)ud;
+  cancel_calls++;
   return --cancel_after_calls < 0;
 }
 
@@ -136,13 +138,22 @@ static void test_cancel(void) {
   cancel_after_calls = 0; /* the poll before starting stops it */
   CHECK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, lg, &ctl, &err) == FM_ECANCELLED);
   CHECK(fm_llm_cache_n_past(c) == 0);
-  /* Generation stops between tokens, keeping what it made. */
+  /* Generation stops between tokens, keeping what it made: count the polls
+   * of the whole run (polling is by operator count, so the count repeats),
+   * then stop halfway through them. */
   fm_llm_sampling greedy = {0, 40, 0.95, 1};
   fm_llm_sampler *s = NULL;
   CHECK_OK(fm_llm_sampler_new(&greedy, 512, &s, &err), &err);
   int32_t out[16];
   int64_t n = -1;
-  cancel_after_calls = 3;
+  cancel_after_calls = 1 << 30;
+  cancel_calls = 0;
+  CHECK_OK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 16, s, NULL, 0, out, &n, NULL, &ctl, &err),
+           &err);
+  CHECK(n == 16 && cancel_calls >= 16);
+  fm_llm_cache_clear(c);
+  cancel_after_calls = cancel_calls / 2;
+  n = -1;
   CHECK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 16, s, NULL, 0, out, &n, NULL, &ctl, &err) ==
         FM_ECANCELLED);
   CHECK(n >= 1 && n < 16);
