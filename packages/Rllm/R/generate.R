@@ -29,7 +29,8 @@
 #'   tokenizer's end-of-sequence/turn ids) or reported as end of generation
 #'   by the tokenizer. Default `TRUE`.
 #' @return A list: `raw`, the bytes of the generated tokens
-#'   ([rllm_detokenize()], special tokens rendered as nothing; use
+#'   ([rllm_detokenize()] with `strip_space = FALSE`, so the bytes continue
+#'   the prompt's: a leading space stays; special tokens render as nothing; use
 #'   [rawToChar()] to read them as text); `tokens`, their integer ids;
 #'   `prompt_tokens`; `timings`, a list of `prefill_s` (seconds to evaluate
 #'   the prompt and pick the first token), `decode_s` (seconds for the rest),
@@ -78,7 +79,7 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
              s$top_p, s$seed, stop)
   toks <- r[[1L]]
   raw <- if (length(toks) && !is.null(model$tokenizer)) {
-    rllm_detokenize(model, toks)
+    rllm_detokenize(model, toks, strip_space = FALSE)
   } else {
     raw(0)
   }

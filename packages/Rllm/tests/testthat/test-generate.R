@@ -34,6 +34,12 @@ test_that("greedy generation on stories260K gives the recorded story", {
   g2 <- rllm_generate(m, "Once upon a time", n_new = 16)
   expect_identical(g2$tokens, g$tokens)
   expect_identical(rllm_generate(m, charToRaw("Once upon a time"), n_new = 16)$tokens, g$tokens)
+  # The bytes continue the prompt's: a generated token's leading space stays
+  # (after "time," the story goes on with "▁there").
+  g3 <- rllm_generate(m, "Once upon a time,", n_new = 8)
+  expect_identical(substr(rawToChar(g3$raw), 1, 1), " ")
+  expect_identical(paste0("Once upon a time,", rawToChar(g3$raw)),
+                   rawToChar(rllm_detokenize(m, c(g3$prompt_tokens, g3$tokens))))
 })
 
 test_that("greedy ties go to the lowest token id; NaN never wins", {
