@@ -14,7 +14,6 @@ SEXP fmr_runtime_open(SEXP path, SEXP cap_bytes, SEXP mode, SEXP read_only);
 SEXP fmr_runtime_close(SEXP rt, SEXP sync);
 SEXP fmr_runtime_sync(SEXP rt);
 SEXP fmr_runtime_check(SEXP rt);
-SEXP fmr_runtime_close_all(void);
 SEXP fmr_runtime_state(SEXP rt);
 SEXP fmr_runtime_info(SEXP rt);
 SEXP fmr_runtime_dir(SEXP rt);
@@ -84,7 +83,6 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_runtime_close, 2),
     CALLDEF(fmr_runtime_sync, 1),
     CALLDEF(fmr_runtime_check, 1),
-    CALLDEF(fmr_runtime_close_all, 0),
     CALLDEF(fmr_runtime_state, 1),
     CALLDEF(fmr_runtime_info, 1),
     CALLDEF(fmr_runtime_dir, 1),

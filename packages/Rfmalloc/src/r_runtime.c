@@ -346,11 +346,6 @@ SEXP fmr_runtime_check(SEXP rt) {
 
 void fmr_runtime_check_handle(SEXP rt) { fmr_runtime_check_pages(fmr_runtime_get(rt)); }
 
-SEXP fmr_runtime_close_all(void) {
-  fmr_runtime_close_all_c();
-  return R_NilValue;
-}
-
 static const char *mode_name(fm_map_mode m) {
   return m == FM_MAP_SCRATCH ? "scratch" : "persistent";
 }
