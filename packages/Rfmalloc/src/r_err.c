@@ -7,7 +7,9 @@
  * message is copied into R before anything longjmps. The namespace is looked
  * up in R_NamespaceRegistry on each raise (no cached SEXP that a reload could
  * leave dangling); when the namespace is gone (after unload) the error is a
- * plain R error with the same text. */
+ * plain R error with the same text. Other packages raise through the C
+ * callable Rfmalloc_raise (inst/include/Rfmalloc.h), so there is one copy of
+ * this code. */
 #include "r_glue.h"
 
 #include <stdarg.h>
@@ -54,6 +56,16 @@ void fmr_stop(fm_status code, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   raise_named(code, msg);
+}
+
+/* The C callable Rfmalloc_raise (inst/include/Rfmalloc.h): the same
+ * condition for other packages' glue. msg is copied first, so it may point
+ * into memory that R's allocation could free. */
+void Rfmalloc_raise(int status, const char *msg) {
+  char copy[1024];
+  snprintf(copy, sizeof copy, "%s", msg ? msg : "");
+  if (!copy[0]) snprintf(copy, sizeof copy, "fmalloc error (%s)", fm_status_name((fm_status)status));
+  raise_named((fm_status)status, copy);
 }
 
 /* ---- interrupts --------------------------------------------------------- */

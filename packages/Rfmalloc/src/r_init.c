@@ -75,6 +75,9 @@ void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
 int Rfmalloc_backend_unregister(const char *name);
 int Rfmalloc_ext_release(const fm_ext_codec *codec);
 
+/* r_err.c: the error converter as a C callable */
+void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 static const R_CallMethodDef call_methods[] = {
@@ -147,6 +150,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_unregister",
                       (DL_FUNC)&Rfmalloc_backend_unregister);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
 }
 
 /* The clean-up before the namespace goes: close every runtime this process

@@ -1,12 +1,6 @@
 # GGUF files: open (validated by the core reader before GGML sees them),
 # metadata with exact types, the tensor directory.
 
-# Signal an fm_error condition from C (r_file.c), for the R function that
-# made the .Call.
-.rgguf_raise <- function(code, message) {
-  Rfmalloc::fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
-}
-
 .check_file <- function(x) {
   if (!inherits(x, "gguf_file")) {
     Rfmalloc::fm_abort("earg", "x must be a GGUF file from gguf_open(), not ",

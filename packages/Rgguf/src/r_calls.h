@@ -17,13 +17,6 @@ extern const R_CallMethodDef rgguf_write_calls[];  /* r_write.c: GGUF writer (GG
 /* R_RegisterCCallable of the functions in inst/include/Rgguf.h (r_file.c). */
 void rgguf_init_callables(void);
 
-/* r_file.c: the package's one converter from a core error to an R condition
- * (classes fm_error_<status>, through Rfmalloc::fm_abort); never return.
- * Copy what you need and release C resources before calling them. */
-void rgguf_raise(const fm_err *err) __attribute__((noreturn));
-void rgguf_stop(fm_status code, const char *fmt, ...)
-    __attribute__((noreturn, format(printf, 2, 3)));
-
 /* r_file.c: the open file behind a gguf_file handle (borrowed while x is
  * reachable); raises fm_error_earg for another object, fm_error_eclosed for
  * a closed handle, fm_error_eformat when the file shrank since it was opened. */

@@ -1,7 +1,8 @@
 /* r_file.c: R glue of the GGUF reader (fm_gguf.h): gguf_open() handles,
  * metadata with exact types, the tensor directory, the C callable
- * Rgguf_file (inst/include/Rgguf.h) and the one error converter of the
- * package (rgguf_raise / rgguf_stop, through Rfmalloc::fm_abort).
+ * Rgguf_file (inst/include/Rgguf.h). Errors are raised through Rfmalloc's
+ * converter (Rfmalloc_stopf / Rfmalloc_raise_err in Rfmalloc.h: classes
+ * fm_error_<status>, as Rfmalloc::fm_abort).
  *
  * A handle is an external pointer tagged `gguf_file` whose address is an
  * open fm_gguf (the file's read-only mapping). Its finalizer closes the
@@ -11,57 +12,13 @@
 
 #include "fm/fm_gguf.h"
 
+#include <Rfmalloc.h>
+
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- errors --------------------------------------------------------------
- * Conditions are built by Rgguf's R function .rgguf_raise (R/file.R), which
- * calls Rfmalloc::fm_abort: classes c("fm_error_<status>", "fm_error",
- * "error", "condition"). The message is copied before anything longjmps. */
-static void raise_named(fm_status code, const char *msg) __attribute__((noreturn));
-
-static void raise_named(fm_status code, const char *msg) {
-  if (code == FM_OK) code = FM_EINTERNAL;
-  SEXP ns = Rf_findVarInFrame(R_NamespaceRegistry, Rf_install("Rgguf"));
-  if (ns == R_UnboundValue || TYPEOF(ns) != ENVSXP) Rf_error("%s", msg);
-  SEXP fun = Rf_findVarInFrame(ns, Rf_install(".rgguf_raise"));
-  if (fun == R_UnboundValue) Rf_error("%s", msg);
-  int nprot = 0;
-  SEXP s_code = PROTECT(Rf_mkString(fm_status_name(code)));
-  nprot++;
-  SEXP s_msg = PROTECT(Rf_mkString(msg));
-  nprot++;
-  SEXP call = PROTECT(Rf_lang3(fun, s_code, s_msg));
-  nprot++;
-  Rf_eval(call, ns);
-  UNPROTECT(nprot);
-  Rf_error("%s", msg);
-}
-
-void rgguf_raise(const fm_err *err) {
-  char msg[sizeof err->msg];
-  fm_status code = err ? err->code : FM_EINTERNAL;
-  if (err && err->msg[0]) {
-    memcpy(msg, err->msg, sizeof msg);
-    msg[sizeof msg - 1] = '\0';
-  } else {
-    snprintf(msg, sizeof msg, "GGUF error (%s)", fm_status_name(code));
-  }
-  raise_named(code, msg);
-}
-
-void rgguf_stop(fm_status code, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  raise_named(code, msg);
-}
 
 /* ---- handles ------------------------------------------------------------ */
 
@@ -109,7 +66,7 @@ void rgguf_close_all(void) {
 /* The external pointer of a gguf_file object (the object is the pointer). */
 static SEXP handle_ptr(SEXP x) {
   if (TYPEOF(x) != EXTPTRSXP || R_ExternalPtrTag(x) != file_tag())
-    rgguf_stop(FM_EARG, "expected a GGUF file from gguf_open(), not an object of type %s",
+    Rfmalloc_stopf(FM_EARG, "expected a GGUF file from gguf_open(), not an object of type %s",
                Rf_type2char(TYPEOF(x)));
   return x;
 }
@@ -119,13 +76,13 @@ const fm_gguf *rgguf_file_of(SEXP x) {
   const fm_gguf *g = R_ExternalPtrAddr(ptr);
   if (!g) {
     SEXP path = Rf_getAttrib(ptr, Rf_install("path"));
-    rgguf_stop(FM_ECLOSED,
+    Rfmalloc_stopf(FM_ECLOSED,
                "GGUF file '%s' is closed (a handle does not survive saveRDS(), a new session "
                "or unloading Rgguf); open it again with gguf_open()",
                TYPEOF(path) == STRSXP && XLENGTH(path) == 1 ? CHAR(STRING_ELT(path, 0)) : "?");
   }
   fm_err err;
-  if (fm_gguf_check(g, &err) != FM_OK) rgguf_raise(&err);
+  if (fm_gguf_check(g, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return g;
 }
 
@@ -134,15 +91,15 @@ static const struct fm_gguf *Rgguf_file(SEXP x) { return rgguf_file_of(x); }
 
 SEXP rgguf_open(SEXP s_path) {
   if (TYPEOF(s_path) != STRSXP || XLENGTH(s_path) != 1 || STRING_ELT(s_path, 0) == NA_STRING)
-    rgguf_stop(FM_EARG, "path must be a single string");
+    Rfmalloc_stopf(FM_EARG, "path must be a single string");
   const char *path = Rf_translateCharUTF8(STRING_ELT(s_path, 0));
   live_handle *h = malloc(sizeof *h);
-  if (!h) rgguf_stop(FM_ENOMEM, "cannot allocate a GGUF handle");
+  if (!h) Rfmalloc_stopf(FM_ENOMEM, "cannot allocate a GGUF handle");
   fm_gguf *g = NULL;
   fm_err err;
   if (fm_gguf_open(path, &g, &err) != FM_OK) {
     free(h);
-    rgguf_raise(&err);
+    Rfmalloc_raise_err(&err, NULL);
   }
   SEXP ptr = PROTECT(R_MakeExternalPtr(g, file_tag(), R_NilValue));
   h->ptr = ptr;
@@ -220,13 +177,13 @@ static int utf8_valid(const unsigned char *s, size_t n) {
 }
 
 static SEXP str_elt(const char *s, size_t len) {
-  if (len > INT_MAX) rgguf_stop(FM_EUNSUPPORTED, "a metadata string of %zu bytes is too long for R", len);
+  if (len > INT_MAX) Rfmalloc_stopf(FM_EUNSUPPORTED, "a metadata string of %zu bytes is too long for R", len);
   return Rf_mkCharLenCE(s, (int)len, utf8_valid((const unsigned char *)s, len) ? CE_UTF8 : CE_BYTES);
 }
 
 static SEXP kv_value(const fm_gguf_kv *kv) {
   const uint64_t n = kv->n;
-  if (n > (uint64_t)R_XLEN_T_MAX) rgguf_stop(FM_EUNSUPPORTED, "metadata array of %llu elements", (unsigned long long)n);
+  if (n > (uint64_t)R_XLEN_T_MAX) Rfmalloc_stopf(FM_EUNSUPPORTED, "metadata array of %llu elements", (unsigned long long)n);
   const R_xlen_t nn = (R_xlen_t)n;
   SEXP out = R_NilValue;
   switch (kv->elem_type) {
@@ -235,7 +192,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     int *o = INTEGER(out);
     for (R_xlen_t i = 0; i < nn; i++) {
       int64_t v = 0;
-      if (fm_gguf_get_i64(kv, (uint64_t)i, &v) != 0) { UNPROTECT(1); rgguf_stop(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
+      if (fm_gguf_get_i64(kv, (uint64_t)i, &v) != 0) { UNPROTECT(1); Rfmalloc_stopf(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
       o[i] = (int)v;
     }
     break;
@@ -244,7 +201,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     out = PROTECT(Rf_allocVector(REALSXP, nn));
     double *o = REAL(out);
     for (R_xlen_t i = 0; i < nn; i++)
-      if (fm_gguf_get_f64(kv, (uint64_t)i, &o[i]) != 0) { UNPROTECT(1); rgguf_stop(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
+      if (fm_gguf_get_f64(kv, (uint64_t)i, &o[i]) != 0) { UNPROTECT(1); Rfmalloc_stopf(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
     break;
   }
   case FM_GGUF_U64: case FM_GGUF_I64: {
@@ -283,7 +240,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     out = PROTECT(Rf_allocVector(LGLSXP, nn));
     for (R_xlen_t i = 0; i < nn; i++) {
       int64_t v = 0;
-      if (fm_gguf_get_i64(kv, (uint64_t)i, &v) != 0) { UNPROTECT(1); rgguf_stop(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
+      if (fm_gguf_get_i64(kv, (uint64_t)i, &v) != 0) { UNPROTECT(1); Rfmalloc_stopf(FM_EINTERNAL, "metadata element %lld unreadable", (long long)i); }
       LOGICAL(out)[i] = v != 0;
     }
     break;
@@ -293,7 +250,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     for (R_xlen_t i = 0; i < nn && !has_nul; i++) {
       const char *s = NULL;
       size_t len = 0;
-      if (fm_gguf_get_str(kv, (uint64_t)i, &s, &len) != 0) rgguf_stop(FM_EINTERNAL, "metadata string %lld unreadable", (long long)i);
+      if (fm_gguf_get_str(kv, (uint64_t)i, &s, &len) != 0) Rfmalloc_stopf(FM_EINTERNAL, "metadata string %lld unreadable", (long long)i);
       has_nul = memchr(s, 0, len) != NULL;
     }
     out = PROTECT(Rf_allocVector(has_nul ? VECSXP : STRSXP, nn));
@@ -312,7 +269,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     break;
   }
   default:
-    rgguf_stop(FM_EUNSUPPORTED, "metadata value type %d is not supported", (int)kv->elem_type);
+    Rfmalloc_stopf(FM_EUNSUPPORTED, "metadata value type %d is not supported", (int)kv->elem_type);
   }
   UNPROTECT(1);
   return out;
@@ -322,7 +279,7 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
 SEXP rgguf_metadata(SEXP x) {
   const fm_gguf *g = rgguf_file_of(x);
   const int64_t n = fm_gguf_n_kv(g);
-  if (n > INT_MAX) rgguf_stop(FM_EUNSUPPORTED, "%lld metadata keys", (long long)n);
+  if (n > INT_MAX) Rfmalloc_stopf(FM_EUNSUPPORTED, "%lld metadata keys", (long long)n);
   int nprot = 0;
   SEXP vals = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)n)); nprot++;
   SEXP keys = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)n)); nprot++;
@@ -351,7 +308,7 @@ SEXP rgguf_metadata(SEXP x) {
 SEXP rgguf_tensors(SEXP x) {
   const fm_gguf *g = rgguf_file_of(x);
   const int64_t n = fm_gguf_n_tensors(g);
-  if (n > INT_MAX) rgguf_stop(FM_EUNSUPPORTED, "%lld tensors", (long long)n);
+  if (n > INT_MAX) Rfmalloc_stopf(FM_EUNSUPPORTED, "%lld tensors", (long long)n);
   static const char *const names[] = {"name", "type", "type_id", "n_dims", "ne0",
                                       "ne1",  "ne2",  "ne3",     "offset", "bytes"};
   SEXP out = PROTECT(Rf_allocVector(VECSXP, 10));

@@ -52,7 +52,7 @@ SEXP rgguf_threads(SEXP s_n) {
   if (!Rf_isNull(s_n)) {
     int n = Rf_asInteger(s_n);
     if (n == NA_INTEGER || n < 1 || n > 512)
-      rgguf_stop(FM_EARG, "the number of threads must be a whole number in 1..512");
+      Rfmalloc_stopf(FM_EARG, "the number of threads must be a whole number in 1..512");
     backend_opts.n_threads = n;
   }
   return Rf_ScalarInteger(backend_opts.n_threads);
@@ -62,12 +62,12 @@ SEXP rgguf_threads(SEXP s_n) {
 
 static const fm_gguf_tensor *find_tensor(const fm_gguf *g, SEXP s_name) {
   if (TYPEOF(s_name) != STRSXP || XLENGTH(s_name) != 1 || STRING_ELT(s_name, 0) == NA_STRING)
-    rgguf_stop(FM_EARG, "name must be a single string");
+    Rfmalloc_stopf(FM_EARG, "name must be a single string");
   const char *name = Rf_translateCharUTF8(STRING_ELT(s_name, 0));
   const int64_t i = fm_gguf_find_tensor(g, name);
   const char *path = fm_gguf_path(g);
   if (i < 0)
-    rgguf_stop(FM_EARG, "GGUF file '%s' has no tensor named '%s'", path ? path : "?", name);
+    Rfmalloc_stopf(FM_EARG, "GGUF file '%s' has no tensor named '%s'", path ? path : "?", name);
   return fm_gguf_tensor_at(g, i);
 }
 
@@ -75,10 +75,10 @@ SEXP rgguf_tensor_view(SEXP x, SEXP s_name, SEXP s_source) {
   const fm_gguf *g = rgguf_file_of(x);
   const fm_gguf_tensor *t = find_tensor(g, s_name);
   if (TYPEOF(s_source) != STRSXP || XLENGTH(s_source) != 1 || STRING_ELT(s_source, 0) == NA_STRING)
-    rgguf_stop(FM_EARG, "source must be a single string");
+    Rfmalloc_stopf(FM_EARG, "source must be a single string");
   fm_mat m;
   fm_err err;
-  if (fm_llm_tensor_view(g, t, &m, &err) != FM_OK) rgguf_raise(&err);
+  if (fm_llm_tensor_view(g, t, &m, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return Rfmalloc_ext_matrix(m.ext, m.data, (double)m.n_rows, (double)m.n_cols,
                              (double)m.col_stride, (double)t->n_bytes, x, R_NilValue,
                              CHAR(STRING_ELT(s_source, 0)));
@@ -92,14 +92,14 @@ SEXP rgguf_tensor_numeric(SEXP x, SEXP s_name) {
   const fm_gguf_tensor *t = find_tensor(g, s_name);
   const int64_t n = fm_llm_tensor_n_elements(t);
   if (n < 0 || (double)n > (double)R_XLEN_T_MAX || n > (int64_t)4e15)
-    rgguf_stop(FM_EUNSUPPORTED, "tensor '%.*s' has too many elements for an R vector",
+    Rfmalloc_stopf(FM_EUNSUPPORTED, "tensor '%.*s' has too many elements for an R vector",
                (int)t->name_len, t->name);
   int nprot = 0;
   SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)n)); nprot++;
   fm_err err;
   if (fm_llm_tensor_dequantize(g, t, REAL(out), n, &err) != FM_OK) {
     UNPROTECT(nprot);
-    rgguf_raise(&err);
+    Rfmalloc_raise_err(&err, NULL);
   }
   if (t->n_dims > 1) {
     const int nd = t->n_dims > 4 ? 4 : (int)t->n_dims;

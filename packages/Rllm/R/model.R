@@ -1,11 +1,5 @@
 # Models, KV caches and logits (core: fm_llm.h; glue: src/r_model.c).
 
-# Signal an fm_error condition from C (r_model.c) for the R function that
-# made the .Call.
-.rllm_raise <- function(code, message) {
-  Rfmalloc::fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
-}
-
 .rllm_describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
   if (is.null(x)) return("NULL")

@@ -6,15 +6,15 @@
  * weights borrow outlives the model. A cache's external pointer protects the
  * model's pointer and, for a cache in an Rfmalloc runtime, the mapped raw
  * vector that holds it. Core errors become R conditions of class
- * fm_error_<status> through the R function .rllm_raise (R/model.R), after
- * every C resource of the call is released. Interrupts are polled between
+ * fm_error_<status> through Rfmalloc's converter (Rfmalloc_raise and
+ * Rfmalloc_raise_err, Rfmalloc.h), after every C resource of the call is
+ * released. Interrupts are polled between
  * evaluations (and by GGML's abort hook on the main thread) through
  * R_CheckUserInterrupt inside R_ToplevelExec, so R never longjmps over a
  * GGML computation. */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
-#include <Rfmalloc.h>
 
 #include <math.h>
 #include <time.h>
@@ -24,37 +24,10 @@
 #include "fm/fm_base.h"
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include <Rfmalloc.h>
 #include <Rgguf.h>
 
 #include "r_calls.h"
-
-/* ---- errors ------------------------------------------------------------- */
-
-static void raise_code(fm_status code, const char *msg) __attribute__((noreturn));
-static void raise_code(fm_status code, const char *msg) {
-  if (code == FM_OK) code = FM_EINTERNAL;
-  SEXP ns = Rf_findVarInFrame(R_NamespaceRegistry, Rf_install("Rllm"));
-  if (ns == R_UnboundValue || TYPEOF(ns) != ENVSXP) Rf_error("%s", msg);
-  SEXP fun = Rf_findVarInFrame(ns, Rf_install(".rllm_raise"));
-  if (fun == R_UnboundValue) Rf_error("%s", msg);
-  SEXP s_code = PROTECT(Rf_mkString(fm_status_name(code)));
-  SEXP s_msg = PROTECT(Rf_mkString(msg));
-  SEXP call = PROTECT(Rf_lang3(fun, s_code, s_msg));
-  Rf_eval(call, ns);
-  UNPROTECT(3);
-  Rf_error("%s", msg);
-}
-
-/* Raise err (copied first: the caller has released its C resources). */
-static void raise_err(const fm_err *err, const char *what) __attribute__((noreturn));
-static void raise_err(const fm_err *err, const char *what) {
-  char msg[sizeof err->msg + 300];
-  if (what && what[0])
-    snprintf(msg, sizeof msg, "%s: %s", what, err->msg[0] ? err->msg : fm_status_name(err->code));
-  else
-    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : fm_status_name(err->code));
-  raise_code(err->code, msg);
-}
 
 /* ---- interrupts --------------------------------------------------------- */
 
@@ -100,9 +73,9 @@ static void cache_finalizer(SEXP p) {
 
 static fm_llm_model *get_model(SEXP p) {
   if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != tag_model)
-    raise_code(FM_EARG, "not an Rllm model pointer");
+    Rfmalloc_raise(FM_EARG, "not an Rllm model pointer");
   fm_llm_model *m = R_ExternalPtrAddr(p);
-  if (!m) raise_code(FM_ECLOSED, "the model was freed (a model does not survive saveRDS or a new session)");
+  if (!m) Rfmalloc_raise(FM_ECLOSED, "the model was freed (a model does not survive saveRDS or a new session)");
   return m;
 }
 
@@ -111,18 +84,18 @@ static fm_llm_model *get_model(SEXP p) {
  * moved: the cache follows it). */
 static fm_llm_cache *get_cache(SEXP p) {
   if (TYPEOF(p) != EXTPTRSXP || R_ExternalPtrTag(p) != tag_cache)
-    raise_code(FM_EARG, "not an Rllm cache pointer");
+    Rfmalloc_raise(FM_EARG, "not an Rllm cache pointer");
   fm_llm_cache *c = R_ExternalPtrAddr(p);
-  if (!c) raise_code(FM_ECLOSED, "the cache was freed (a cache does not survive saveRDS or a new session)");
+  if (!c) Rfmalloc_raise(FM_ECLOSED, "the cache was freed (a cache does not survive saveRDS or a new session)");
   SEXP prot = R_ExternalPtrProtected(p);
   SEXP mem = VECTOR_ELT(prot, 1);
   if (mem != R_NilValue) {
     double nb = 0;
     void *ptr = Rfmalloc_vec_ptr(mem, NULL, &nb);
-    if (!ptr) raise_code(FM_ECLOSED, "the cache's runtime storage is no longer mapped");
+    if (!ptr) Rfmalloc_raise(FM_ECLOSED, "the cache's runtime storage is no longer mapped");
     fm_err err;
     fm_err_clear(&err);
-    if (fm_llm_cache_rebase(c, ptr, (size_t)nb, &err) != FM_OK) raise_err(&err, "cache");
+    if (fm_llm_cache_rebase(c, ptr, (size_t)nb, &err) != FM_OK) Rfmalloc_raise_err(&err, "cache");
   }
   return c;
 }
@@ -137,7 +110,7 @@ static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP label) {
   fm_err err;
   fm_err_clear(&err);
   fm_llm_model *m = NULL;
-  if (fm_llm_model_new(g, nt, &m, &err) != FM_OK) raise_err(&err, lab);
+  if (fm_llm_model_new(g, nt, &m, &err) != FM_OK) Rfmalloc_raise_err(&err, lab);
   SEXP p = PROTECT(R_MakeExternalPtr(m, tag_model, file));
   R_RegisterCFinalizerEx(p, model_finalizer, TRUE);
   UNPROTECT(1);
@@ -224,7 +197,7 @@ static SEXP rllm_model_set_threads(SEXP p, SEXP threads) {
   fm_llm_model *m = get_model(p);
   fm_err err;
   fm_err_clear(&err);
-  if (fm_llm_model_set_threads(m, Rf_asInteger(threads), &err) != FM_OK) raise_err(&err, NULL);
+  if (fm_llm_model_set_threads(m, Rf_asInteger(threads), &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return R_NilValue;
 }
 
@@ -245,7 +218,7 @@ static SEXP rllm_cache_new(SEXP p, SEXP n_ctx, SEXP type, SEXP mem) {
   double nb = 0;
   if (mem != R_NilValue) {
     ptr = Rfmalloc_vec_ptr(mem, NULL, &nb);
-    if (!ptr) raise_code(FM_EARG, "cache storage is not an Rfmalloc mapped vector");
+    if (!ptr) Rfmalloc_raise(FM_EARG, "cache storage is not an Rfmalloc mapped vector");
   }
   SEXP prot = PROTECT(Rf_allocVector(VECSXP, 2));
   nprot++;
@@ -256,7 +229,7 @@ static SEXP rllm_cache_new(SEXP p, SEXP n_ctx, SEXP type, SEXP mem) {
   fm_llm_cache *c = NULL;
   if (fm_llm_cache_new(m, (int64_t)Rf_asReal(n_ctx), (fm_llm_kv_type)Rf_asInteger(type), ptr,
                        (size_t)nb, &c, &err) != FM_OK)
-    raise_err(&err, "cache");
+    Rfmalloc_raise_err(&err, "cache");
   SEXP r = PROTECT(R_MakeExternalPtr(c, tag_cache, prot));
   nprot++;
   R_RegisterCFinalizerEx(r, cache_finalizer, TRUE);
@@ -302,7 +275,7 @@ static SEXP rllm_logits(SEXP p, SEXP cp, SEXP tokens, SEXP all) {
   fm_err_clear(&err);
   if (fm_llm_eval(m, c, INTEGER(tokens), n, want_all ? FM_LLM_OUT_ALL : FM_LLM_OUT_LAST, buf,
                   &r_ctl, &err) != FM_OK)
-    raise_err(&err, NULL);
+    Rfmalloc_raise_err(&err, NULL);
   double *d = REAL(r);
   for (int64_t i = 0; i < V * ncol; i++) d[i] = (double)buf[i];
   UNPROTECT(nprot);
@@ -333,13 +306,13 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
   fm_err err;
   fm_err_clear(&err);
   fm_llm_sampler *s = NULL;
-  if (make_sampler(temperature, top_k, top_p, seed, V, &s, &err) != FM_OK) raise_err(&err, NULL);
+  if (make_sampler(temperature, top_k, top_p, seed, V, &s, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   int64_t n_out = 0;
   fm_llm_timings t;
   fm_status st = fm_llm_generate(m, c, INTEGER(prompt), XLENGTH(prompt), nn, s, INTEGER(stop),
                                  XLENGTH(stop), out, &n_out, &t, &r_ctl, &err);
   fm_llm_sampler_free(s);
-  if (st != FM_OK) raise_err(&err, NULL);
+  if (st != FM_OK) Rfmalloc_raise_err(&err, NULL);
   SEXP toks = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n_out));
   nprot++;
   for (int64_t i = 0; i < n_out; i++) INTEGER(toks)[i] = out[i];
@@ -364,7 +337,7 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   fm_err_clear(&err);
   if (fm_llm_embed(m, INTEGER(tokens), XLENGTH(tokens), (fm_llm_pooling)Rf_asInteger(pooling), buf,
                    &r_ctl, &err) != FM_OK)
-    raise_err(&err, NULL);
+    Rfmalloc_raise_err(&err, NULL);
   for (int64_t i = 0; i < E; i++) REAL(r)[i] = (double)buf[i];
   UNPROTECT(nprot);
   return r;
@@ -384,7 +357,7 @@ static SEXP rllm_sample(SEXP logits, SEXP temperature, SEXP top_k, SEXP top_p, S
   fm_err_clear(&err);
   fm_llm_sampler *s = NULL;
   if (make_sampler(temperature, top_k, top_p, seed, (int64_t)V, &s, &err) != FM_OK)
-    raise_err(&err, NULL);
+    Rfmalloc_raise_err(&err, NULL);
   for (int i = 0; i < nd; i++) {
     int64_t tok = fm_llm_sampler_next(s, x);
     INTEGER(r)[i] = tok < 0 ? NA_INTEGER : (int)tok;

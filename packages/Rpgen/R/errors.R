@@ -11,9 +11,3 @@
 #' released its state (see "Progress and interrupts" in [rpgen_read()]).
 #' @name rpgen_errors
 NULL
-
-# Signal an fm_error condition from C (r_rpgen.c), for the R function that
-# made the .Call.
-.rpg_raise <- function(code, message) {
-  fm_abort(code, message, call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
-}

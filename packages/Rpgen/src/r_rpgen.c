@@ -4,11 +4,11 @@
  * error (which longjmps) never leaks it. Destination storage comes from
  * Rfmalloc's C API (Rfmalloc_vec_alloc / Rfmalloc_vec_ptr): Rpgen compiles no
  * allocator of its own. Core errors become R conditions of class
- * fm_error_<status> through the R function .rpg_raise (R/errors.R). */
+ * fm_error_<status> through Rfmalloc's converter (Rfmalloc_raise_err,
+ * Rfmalloc.h). */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
-#include <Rfmalloc.h>
 
 #include <math.h>
 #include <setjmp.h>
@@ -23,34 +23,7 @@
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
 
-/* ---- errors ------------------------------------------------------------- */
-
-static void raise_named(fm_status code, const char *msg) __attribute__((noreturn));
-static void raise_named(fm_status code, const char *msg) {
-  if (code == FM_OK) code = FM_EINTERNAL;
-  SEXP ns = Rf_findVarInFrame(R_NamespaceRegistry, Rf_install("Rpgen"));
-  if (ns == R_UnboundValue || TYPEOF(ns) != ENVSXP) Rf_error("%s", msg);
-  SEXP fun = Rf_findVarInFrame(ns, Rf_install(".rpg_raise"));
-  if (fun == R_UnboundValue) Rf_error("%s", msg);
-  SEXP s_code = PROTECT(Rf_mkString(fm_status_name(code)));
-  SEXP s_msg = PROTECT(Rf_mkString(msg));
-  SEXP call = PROTECT(Rf_lang3(fun, s_code, s_msg));
-  Rf_eval(call, ns);
-  UNPROTECT(3);
-  Rf_error("%s", msg);
-}
-
-static void rpg_raise(const fm_err *err) __attribute__((noreturn));
-static void rpg_raise(const fm_err *err) {
-  char msg[sizeof err->msg];
-  if (err->msg[0]) {
-    memcpy(msg, err->msg, sizeof msg);
-    msg[sizeof msg - 1] = '\0';
-  } else {
-    snprintf(msg, sizeof msg, "genotype reader error (%s)", fm_status_name(err->code));
-  }
-  raise_named(err->code, msg);
-}
+#include <Rfmalloc.h>
 
 /* ---- interrupts and progress -------------------------------------------- */
 
@@ -136,7 +109,7 @@ static fm_ctl glue_ctl_init(glue_ctl *g, SEXP progress, SEXP token) {
  * error (st != FM_OK). */
 static void glue_finish(glue_ctl *g, fm_status st, const fm_err *err) {
   if (g->jumped) R_ContinueUnwind(g->token);
-  if (st != FM_OK) rpg_raise(err);
+  if (st != FM_OK) Rfmalloc_raise_err(err, NULL);
 }
 
 /* ---- readers ------------------------------------------------------------ */
@@ -212,7 +185,7 @@ SEXP rpg_open(SEXP s_format, SEXP paths, SEXP s_region, SEXP counted, SEXP s_opt
   }
   if (st != FM_OK) {
     fm_reader_close(r);
-    rpg_raise(&err);
+    Rfmalloc_raise_err(&err, NULL);
   }
   R_SetExternalPtrAddr(xp, r);
   UNPROTECT(1);
@@ -255,7 +228,7 @@ SEXP rpg_set_sex(SEXP xp, SEXP sex) {
       codes[i] = (uint8_t)(x == 1 || x == 2 ? x : (x == 0 || x == NA_INTEGER ? 0 : 3));
     }
   }
-  if (fm_reader_set_sex(r, codes, n, &err) != FM_OK) rpg_raise(&err);
+  if (fm_reader_set_sex(r, codes, n, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return R_NilValue;
 }
 
@@ -265,7 +238,7 @@ SEXP rpg_sample_sex(SEXP xp, SEXP path) {
   fm_reader *r = get_reader(xp);
   fm_err err;
   fm_err_clear(&err);
-  if (fm_fmt_sample_sex(r, CHAR(STRING_ELT(path, 0)), &err) != FM_OK) rpg_raise(&err);
+  if (fm_fmt_sample_sex(r, CHAR(STRING_ELT(path, 0)), &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return R_NilValue;
 }
 
@@ -410,7 +383,7 @@ SEXP rpg_dest_bytes(SEXP s_kind, SEXP s_ns, SEXP s_nv) {
   fm_err_clear(&err);
   if (fm_dest_bytes((fm_dest_kind)Rf_asInteger(s_kind), (int64_t)Rf_asReal(s_ns),
                     (int64_t)Rf_asReal(s_nv), &n, &err) != FM_OK)
-    rpg_raise(&err);
+    Rfmalloc_raise_err(&err, NULL);
   return Rf_ScalarReal((double)n);
 }
 
@@ -458,7 +431,7 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   uint64_t need = 0;
   fm_err err;
   fm_err_clear(&err);
-  if (fm_dest_bytes(d.kind, d.n_out_samples, d.n_out_variants, &need, &err) != FM_OK) rpg_raise(&err);
+  if (fm_dest_bytes(d.kind, d.n_out_samples, d.n_out_variants, &need, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   if ((double)need > n_bytes) Rf_error("destination storage holds %.0f bytes, %.0f needed", n_bytes, (double)need);
   meta_ud m;
   memset(&m, 0, sizeof m);

@@ -11,7 +11,8 @@
  *   5 PLINK two-bit hardcalls, 6 one-byte dosages, 7 one-bit haplotypes.
  * Packed dtypes (5..7) are seen by R as raw vectors of their bytes.
  * Errors are raised as R conditions of class fm_error_<status> (they
- * longjmp), so call these only where an R error is allowed.
+ * longjmp), so call these only where an R error is allowed; other packages
+ * raise theirs the same way through Rfmalloc_raise and its wrappers.
  * Main thread only. */
 #ifndef RFMALLOC_H
 #define RFMALLOC_H
@@ -19,6 +20,9 @@
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
+
+#include <stdarg.h>
+#include <stdio.h>
 
 /* A new zero-filled mapped vector of `length` elements (bytes for packed
  * dtypes) in the runtime handle rt (class "fmalloc_runtime"). A temporary:
@@ -58,6 +62,59 @@ static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, doub
   double row_bytes = 64.0 * (double)(((long long)n_haps + 511) / 512);
   return (const unsigned long long *)((const char *)data + (size_t)(locus * row_bytes));
 }
+
+/* ---- errors ---------------------------------------------------------------
+ * One converter from a core status to an R condition, for every package's
+ * glue. Release C resources first, then raise: these never return. */
+
+/* Raise the condition that Rfmalloc's fm_abort(code, msg) raises for the R
+ * function that made the .Call: class c("fm_error_<status name>",
+ * "fm_error", "error", "condition"), or for status FM_ECANCELLED an
+ * interrupt c("fm_error_ecancelled", "fm_error", "interrupt", "condition").
+ * status is an fm_status value (fm_base.h); FM_OK and unknown values raise
+ * fm_error_einternal. msg (UTF-8 or native text) is copied before anything
+ * longjmps; an empty one becomes "fmalloc error (<status name>)". */
+static inline void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
+static inline void Rfmalloc_raise(int status, const char *msg) {
+  static void (*fun)(int, const char *) = NULL;
+  if (!fun) fun = (void (*)(int, const char *))R_GetCCallable("Rfmalloc", "Rfmalloc_raise");
+  fun(status, msg);
+  Rf_error("%s", msg ? msg : ""); /* not reached: Rfmalloc_raise never returns */
+}
+
+/* Rfmalloc_raise(status, <the printf-style message>); messages are cut at
+ * 1023 bytes. */
+static inline void Rfmalloc_stopf(int status, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 2, 3)));
+static inline void Rfmalloc_stopf(int status, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  Rfmalloc_raise(status, msg);
+}
+
+#ifdef FM_BASE_H
+/* Raise a core error (available when "fm/fm_base.h" is included before this
+ * header): Rfmalloc_raise(err->code, err->msg), the message prefixed by
+ * "<what>: " when what is a non-empty string; an empty message becomes
+ * "fmalloc error (<status name>)"; err NULL raises fm_error_einternal. err is
+ * copied first, so it may live in memory the caller has released. */
+static inline void Rfmalloc_raise_err(const fm_err *err, const char *what)
+    __attribute__((noreturn));
+static inline void Rfmalloc_raise_err(const fm_err *err, const char *what) {
+  char text[sizeof err->msg + 32], msg[sizeof text + 258];
+  fm_status code = err ? err->code : FM_EINTERNAL;
+  if (err && err->msg[0])
+    snprintf(text, sizeof text, "%.*s", (int)sizeof err->msg, err->msg);
+  else
+    snprintf(text, sizeof text, "fmalloc error (%s)", fm_status_name(code));
+  if (what && what[0]) snprintf(msg, sizeof msg, "%.255s: %s", what, text);
+  else snprintf(msg, sizeof msg, "%s", text);
+  Rfmalloc_raise((int)code, msg);
+}
+#endif
 
 /* ---- external codecs and the backend registry ---------------------------
  * Available when "fm/fm_panel.h" (external codecs) or "fm/fm_backend.h"
