@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "fm/fm_fileview.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -114,18 +115,12 @@ static void errors_and_null(void) {
 }
 
 int main(void) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/fm_fileview_test.XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!fm_test_tmpdir(g_dir, sizeof g_dir, "fm_fileview_test.")) return 1;
   FM_RUN(open_reads_bytes);
   FM_RUN(empty_file);
   FM_RUN(truncation_detected);
   FM_RUN(rename_replace_keeps_bytes);
   FM_RUN(errors_and_null);
-  const char *names[] = {"data.bin", "empty.bin", "trunc.bin", "model.bin", "model.tmp"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tpath(names[i]));
-  rmdir(g_dir);
+  fm_test_rmtree(g_dir);
   FM_TEST_END();
 }

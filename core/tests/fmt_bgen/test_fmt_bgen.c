@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fm/fm_fmt_bgen.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 #include "fm_test_fmt.h"
 
 #include <string.h>
@@ -20,12 +21,8 @@
 static char fixdir[1024];
 
 static int find_fixtures(void) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(fixdir, sizeof fixdir, "%s/genotypes/1kg_phase3_subset", base);
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%s/text/1kg_bi_chr22.traw", fixdir);
-  return access(probe, R_OK) == 0;
+  return fm_test_fixture(fixdir, sizeof fixdir, "genotypes/1kg_phase3_subset",
+                         "text/1kg_bi_chr22.traw");
 }
 
 /* ---- oracles -------------------------------------------------------------- */

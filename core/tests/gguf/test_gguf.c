@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include "fm/fm_gguf.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 #include <fcntl.h>
 #include <string.h>
@@ -811,18 +812,9 @@ static void fixture_cuts(void) {
 }
 
 int main(void) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(fixdir, sizeof fixdir, "%s/gguf", base);
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%s/stories260K.gguf", fixdir);
-  have_fixtures = access(probe, R_OK) == 0;
+  have_fixtures = fm_test_fixture(fixdir, sizeof fixdir, "gguf", "stories260K.gguf");
   if (!have_fixtures) printf("SKIP: GGUF fixtures not found at %s (set RFMALLOC_FIXTURES)\n", fixdir);
-  snprintf(g_dir, sizeof g_dir, "/tmp/fm_gguf_XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!fm_test_tmpdir(g_dir, sizeof g_dir, "fm_gguf_")) return 1;
   FM_RUN(type_traits);
   FM_RUN(valid_file_reads);
   FM_RUN(every_cut_fails);
@@ -835,8 +827,6 @@ int main(void) {
   FM_RUN(fixture_derived);
   FM_RUN(fixture_vocab);
   FM_RUN(fixture_cuts);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+  fm_test_rmtree(g_dir);
   FM_TEST_END();
 }

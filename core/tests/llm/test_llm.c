@@ -15,22 +15,16 @@
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 static char model_path[1024];
-
-static int find_model(const char *name) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(model_path, sizeof model_path, "%s/gguf/%s", base, name);
-  return access(model_path, R_OK) == 0;
-}
 
 static fm_gguf *g_story;
 static fm_llm_model *m_story;
 
 static int open_story(void) {
   if (m_story) return 1;
-  if (!find_model("stories260K.gguf")) {
+  if (!fm_test_fixture(model_path, sizeof model_path, "gguf/stories260K.gguf", NULL)) {
     fprintf(stderr, "stories260K.gguf not found (RFMALLOC_FIXTURES): model cases skipped\n");
     return 0;
   }

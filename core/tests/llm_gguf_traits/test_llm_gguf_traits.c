@@ -13,6 +13,7 @@
 #define _GNU_SOURCE
 #include "fm/fm_gguf.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 #include <ggml.h>
 #include <gguf.h>
@@ -223,23 +224,12 @@ static void fixtures(void) {
 }
 
 int main(void) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(fixdir, sizeof fixdir, "%s/gguf", base);
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%s/stories260K.gguf", fixdir);
-  have_fixtures = access(probe, R_OK) == 0;
+  have_fixtures = fm_test_fixture(fixdir, sizeof fixdir, "gguf", "stories260K.gguf");
   if (!have_fixtures) printf("SKIP: GGUF fixtures not found at %s (set RFMALLOC_FIXTURES)\n", fixdir);
-  snprintf(g_dir, sizeof g_dir, "/tmp/fm_gguf_ggml_XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!fm_test_tmpdir(g_dir, sizeof g_dir, "fm_gguf_ggml_")) return 1;
   FM_RUN(type_table);
   FM_RUN(ggml_written);
   FM_RUN(fixtures);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_dir);
+  fm_test_rmtree(g_dir);
   FM_TEST_END();
 }

@@ -21,6 +21,7 @@
 #include "fm/fm_llm_tensor.h"
 #include "fm/fm_panel.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 #include <ggml.h>
 #include <string.h>
@@ -482,10 +483,8 @@ static void errors(void) {
 }
 
 int main(void) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(zoo_path, sizeof zoo_path, "%s/gguf/derived/quant-zoo-stories260K.gguf", base);
-  have_zoo = access(zoo_path, R_OK) == 0;
+  have_zoo =
+      fm_test_fixture(zoo_path, sizeof zoo_path, "gguf/derived/quant-zoo-stories260K.gguf", NULL);
   if (!have_zoo)
     printf("SKIP: quant-zoo fixture not found at %s (set RFMALLOC_FIXTURES); zoo cases skipped\n",
            zoo_path);

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "fm/fm_map.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 #include "map_impl.h" /* fmi_map_open_with: small metadata slots */
 
 #include <dirent.h>
@@ -108,28 +109,6 @@ static void write_file(const char *path, const void *buf, size_t n) {
   if (fd < 0) return;
   CHECK(write(fd, buf, n) == (ssize_t)n);
   close(fd);
-}
-
-static uint8_t *read_file(const char *path, size_t *n) {
-  struct stat sb;
-  *n = 0;
-  if (stat(path, &sb) != 0) return NULL;
-  uint8_t *buf = malloc((size_t)sb.st_size + 1);
-  int fd = open(path, O_RDONLY);
-  if (!buf || fd < 0) {
-    free(buf);
-    if (fd >= 0) close(fd);
-    return NULL;
-  }
-  size_t got = 0;
-  while (got < (size_t)sb.st_size) {
-    ssize_t r = read(fd, buf + got, (size_t)sb.st_size - got);
-    if (r <= 0) break;
-    got += (size_t)r;
-  }
-  close(fd);
-  *n = got;
-  return buf;
 }
 
 static uint64_t file_size(const char *path) {
@@ -1058,7 +1037,7 @@ static void corrupt_files(void) {
   CHECK_OK(fm_map_sync(m, &err), &err);
   fm_map_close(m);
   size_t n = 0;
-  uint8_t *img = read_file(good, &n);
+  uint8_t *img = fm_test_read_file(good, &n);
   CHECK(img && n >= DATA_OFF + b - DATA_OFF + 100000);
   if (!img) return;
   uint8_t *buf = malloc(n);
@@ -1084,7 +1063,7 @@ static void corrupt_files(void) {
   expect_eformat(bad, "not an fmalloc file");
   /* A failed writer open leaves a foreign file alone. */
   size_t tn = 0;
-  uint8_t *back = read_file(bad, &tn);
+  uint8_t *back = fm_test_read_file(bad, &tn);
   CHECK(back && tn == strlen(text) && memcmp(back, text, tn) == 0);
   free(back);
 
@@ -1161,7 +1140,7 @@ static void corrupt_files(void) {
  * (docs/formats/fmalloc.md: seq at 8, payload_bytes at 16, lease at 48). */
 static void patch_newest_slot(const char *path, uint64_t field, uint64_t v) {
   size_t n = 0;
-  uint8_t *img = read_file(path, &n);
+  uint8_t *img = fm_test_read_file(path, &n);
   CHECK(img && n >= DATA_OFF);
   if (!img || n < DATA_OFF) {
     free(img);
@@ -1426,7 +1405,7 @@ static void file_identity(void) {
   make_one(path, 71, &uid1, id1);
   CHECK(!id_is_zero(id1));
   size_t n = 0;
-  uint8_t *img = read_file(path, &n);
+  uint8_t *img = fm_test_read_file(path, &n);
   CHECK(img && n >= DATA_OFF);
   if (!img || n < DATA_OFF) {
     free(img);
@@ -1498,7 +1477,7 @@ static void file_identity(void) {
 /* Copy the bytes of file src over dst in place (same inode, no truncation). */
 static void overwrite_in_place(const char *dst, const char *src) {
   size_t n = 0;
-  uint8_t *img = read_file(src, &n);
+  uint8_t *img = fm_test_read_file(src, &n);
   int fd = open(dst, O_WRONLY);
   CHECK(img && fd >= 0);
   if (img && fd >= 0) CHECK(pwrite(fd, img, n, 0) == (ssize_t)n);
@@ -1675,11 +1654,7 @@ static int selected(const char *name, int argc, char **argv) {
   } while (0)
 
 int main(int argc, char **argv) {
-  snprintf(g_dir, sizeof g_dir, "/tmp/fm_map_test.XXXXXX");
-  if (!mkdtemp(g_dir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!fm_test_tmpdir(g_dir, sizeof g_dir, "fm_map_test.")) return 1;
   /* no fork */
   RUN(basic_roundtrip); /* forks one reader at the end */
   RUN(big_offsets);

@@ -4,6 +4,7 @@
  * 46 cases each, tokenized with add_special = false, parse_special = false),
  * which node-llama-cpp 3.21.1 (llama.cpp v0.4.0) reproduces; plus small
  * vocabularies built here with values worked out by hand. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,35 +13,10 @@
 #include "fm/fm_gguf.h"
 #include "fm/fm_tok.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 static char fixdir[1024];
 static int have_fixtures;
-
-static void find_fixtures(void) {
-  const char *env = getenv("RFMALLOC_FIXTURES");
-  const char *base = env && env[0] ? env : "../../../shared/fixtures";
-  snprintf(fixdir, sizeof fixdir, "%s/gguf/vocab", base);
-  char probe[1100];
-  snprintf(probe, sizeof probe, "%s/ggml-vocab-gpt-2.gguf", fixdir);
-  have_fixtures = access(probe, R_OK) == 0;
-}
-
-static char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)len + 1);
-  if (buf && fread(buf, 1, (size_t)len, f) != (size_t)len) {
-    free(buf);
-    buf = NULL;
-  }
-  fclose(f);
-  if (buf) buf[len] = 0;
-  *n = (size_t)len;
-  return buf;
-}
 
 static fm_tok *open_vocab(const char *name) {
   char path[1200];
@@ -87,9 +63,9 @@ static int run_vectors(const char *name, int lossless) {
   char path[1200];
   size_t n_inp, n_out;
   snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.inp", fixdir, name);
-  char *inp = read_file(path, &n_inp);
+  char *inp = fm_test_read_file(path, &n_inp);
   snprintf(path, sizeof path, "%s/ggml-vocab-%s.gguf.out", fixdir, name);
-  char *outp = read_file(path, &n_out);
+  char *outp = fm_test_read_file(path, &n_out);
   fm_tok *t = open_vocab(name);
   CHECK(inp && outp && t);
   if (!inp || !outp || !t) {
@@ -742,7 +718,7 @@ static void test_gguf_keys(void) {
 }
 
 int main(void) {
-  find_fixtures();
+  have_fixtures = fm_test_fixture(fixdir, sizeof fixdir, "gguf/vocab", "ggml-vocab-gpt-2.gguf");
   if (!have_fixtures) printf("tok: ../shared/fixtures/gguf/vocab absent; vector tests skipped\n");
   FM_RUN(test_vectors_llama_spm);
   FM_RUN(test_vectors_gpt2);
