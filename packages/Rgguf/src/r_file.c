@@ -86,8 +86,9 @@ const fm_gguf *rgguf_file_of(SEXP x) {
   return g;
 }
 
-/* C callable (inst/include/Rgguf.h). */
+/* C callables (inst/include/Rgguf.h). */
 static const struct fm_gguf *Rgguf_file(SEXP x) { return rgguf_file_of(x); }
+static void Rgguf_check(SEXP x) { (void)rgguf_file_of(x); }
 
 SEXP rgguf_open(SEXP s_path) {
   if (TYPEOF(s_path) != STRSXP || XLENGTH(s_path) != 1 || STRING_ELT(s_path, 0) == NA_STRING)
@@ -349,4 +350,5 @@ const R_CallMethodDef rgguf_file_calls[] = {
 
 void rgguf_init_callables(void) {
   R_RegisterCCallable("Rgguf", "Rgguf_file", (DL_FUNC)&Rgguf_file);
+  R_RegisterCCallable("Rgguf", "Rgguf_check", (DL_FUNC)&Rgguf_check);
 }
