@@ -16,11 +16,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef unsigned long long ull;
@@ -122,11 +125,22 @@ struct fm_gguf {
   int64_t *kv_hash;        /* (kv_cap) owned; entry index + 1, 0 empty */
   int64_t *t_hash;         /* (t_cap) owned */
   size_t kv_cap, t_cap;    /* powers of two, >= 2 * count, or 0 */
-  /* fm_gguf_open only: the read-only mapping and its descriptor. */
+  /* fm_gguf_open only: the read-only mapping and its descriptor; what
+   * fm_gguf_check compares with (the modification time and a checksum of
+   * the header and directory, bytes [0, data_offset)); the list of open
+   * files that fm_gguf_check_addr searches. */
   void *map;
   size_t map_len;
   int fd;
+  int64_t mtime_ns;
+  uint64_t head_sum;
+  atomic_int settled; /* mtime alone tells a write since opening (below) */
+  struct fm_gguf *open_prev, *open_next;
 };
+
+/* Files from fm_gguf_open that are still open (fm_gguf_check_addr). */
+static pthread_mutex_t open_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct fm_gguf *open_list;
 
 /* The name messages use for the file: the path, or its last component when
  * the path is long, so the message keeps room for the numbers. */
@@ -269,8 +283,63 @@ static fm_status skip_value(cursor *c, uint32_t t, const char *key, int key_len,
 }
 
 #define MAX_NAME_IN_MSG 60
-/* key_len for "%.*s": at most MAX_NAME_IN_MSG bytes of a name. */
-static int mlen(size_t n) { return n > MAX_NAME_IN_MSG ? MAX_NAME_IN_MSG : (int)n; }
+/* key_len for "%.*s": at most MAX_NAME_IN_MSG bytes of a name (names are
+ * checked UTF-8 before any message prints them; a cut is moved back to the
+ * start of a character, so messages stay valid UTF-8). */
+static int mlen_of(const char *s, size_t n) {
+  if (n <= MAX_NAME_IN_MSG) return (int)n;
+  size_t k = MAX_NAME_IN_MSG;
+  while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+  return (int)k;
+}
+
+/* The offset in s of the first byte at which s stops being UTF-8 text
+ * without NUL (RFC 3629: a NUL; a byte that starts no character; a
+ * sequence cut short, overlong, a surrogate or above U+10FFFF), or n. */
+static size_t text_bad_at(const char *str, size_t n) {
+  const unsigned char *s = (const unsigned char *)str;
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    if (c == 0) return i;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    size_t len;
+    unsigned min;
+    if ((c & 0xE0) == 0xC0) len = 2, min = 0x80, c &= 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, min = 0x800, c &= 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, min = 0x10000, c &= 0x07;
+    else return i;
+    if (len > n - i) return i;
+    for (size_t k = 1; k < len; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return i;
+      c = (c << 6) | (s[i + k] & 0x3Fu);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return i;
+    i += len;
+  }
+  return n;
+}
+
+/* Keys and tensor names are UTF-8 text without NUL (the specification's
+ * strings are UTF-8; GGML keeps names as C strings, so a NUL would cut a
+ * name short and two different names could then collide). what: "metadata
+ * key" or "tensor name"; at: the byte of the string's length field. */
+static fm_status check_name(cursor *c, const char *s, size_t n, size_t at, const char *what) {
+  size_t bad = text_bad_at(s, n);
+  if (bad == n) return FM_OK;
+  unsigned char b = (unsigned char)s[bad];
+  int pl = mlen_of(s, bad);
+  if (b == 0)
+    return fm_err_set(c->err, FM_EFORMAT,
+                      "%s: the %s at byte %zu holds a NUL byte at byte %zu (the valid text before it begins '%.*s'), expected UTF-8 text without NUL",
+                      c->name, what, at, at + 8 + bad, pl, s);
+  return fm_err_set(c->err, FM_EFORMAT,
+                    "%s: the %s at byte %zu is not valid UTF-8 at byte %zu (byte 0x%02x; the valid text before it begins '%.*s')",
+                    c->name, what, at, at + 8 + bad, (unsigned)b, pl, s);
+}
 
 static fm_status parse_kv(fm_gguf *g, cursor *c, int64_t i) {
   kv_impl *e = &g->kvs[i];
@@ -278,8 +347,9 @@ static fm_status parse_kv(fm_gguf *g, cursor *c, int64_t i) {
   size_t at = c->off;
   fm_status st = get_str(c, &kv->key, &kv->key_len, "a metadata key");
   if (st) return st;
+  if ((st = check_name(c, kv->key, kv->key_len, at, "metadata key"))) return st;
   const char *key = kv->key;
-  int kl = mlen(kv->key_len);
+  int kl = mlen_of(kv->key, kv->key_len);
   size_t slot = 0;
   int64_t dup = hash_find(g, g->kv_hash, g->kv_cap, kv_name, key, kv->key_len, &slot);
   if (dup >= 0)
@@ -351,8 +421,9 @@ static fm_status parse_tensor(fm_gguf *g, cursor *c, int64_t i) {
   size_t at = c->off;
   fm_status st = get_str(c, &t->name, &t->name_len, "a tensor name");
   if (st) return st;
+  if ((st = check_name(c, t->name, t->name_len, at, "tensor name"))) return st;
   const char *nm = t->name;
-  int nl = mlen(t->name_len);
+  int nl = mlen_of(t->name, t->name_len);
   if (t->name_len > MAX_TENSOR_NAME)
     return fm_err_set(c->err, FM_EFORMAT,
                       "%s: tensor name '%.*s...' at byte %zu has %zu bytes, expected at most %u",
@@ -465,7 +536,7 @@ static fm_status check_data(fm_gguf *g, cursor *c) {
     if (rel > room || t->n_bytes > room - rel) {
       st = fm_err_set(c->err, FM_EFORMAT,
                       "%s: tensor '%.*s' of %llu bytes at offset %llu of the data section (byte %llu) lies past the end of the file at byte %zu",
-                      c->name, mlen(t->name_len), t->name, (ull)t->n_bytes, (ull)rel,
+                      c->name, mlen_of(t->name, t->name_len), t->name, (ull)t->n_bytes, (ull)rel,
                       (ull)g->data_offset, c->size);
       goto done;
     }
@@ -478,8 +549,8 @@ static fm_status check_data(fm_gguf *g, cursor *c) {
       const fm_gguf_tensor *x = &g->tensors[spans[i - 1].i], *y = &g->tensors[spans[i].i];
       st = fm_err_set(c->err, FM_EFORMAT,
                       "%s: tensors '%.*s' [%llu, %llu) and '%.*s' [%llu, %llu) overlap", c->name,
-                      mlen(x->name_len), x->name, (ull)spans[i - 1].off, (ull)spans[i - 1].end,
-                      mlen(y->name_len), y->name, (ull)spans[i].off, (ull)spans[i].end);
+                      mlen_of(x->name, x->name_len), x->name, (ull)spans[i - 1].off, (ull)spans[i - 1].end,
+                      mlen_of(y->name, y->name_len), y->name, (ull)spans[i].off, (ull)spans[i].end);
       goto done;
     }
   }
@@ -595,6 +666,41 @@ fm_status fm_gguf_parse(const void *data, size_t size, const char *path, fm_gguf
   return FM_OK;
 }
 
+/* A checksum of the header and directory for fm_gguf_check (not
+ * cryptographic: it tells a rewritten header from the one parsed), 8 bytes
+ * a step. */
+static uint64_t head_checksum(const uint8_t *p, size_t n) {
+  uint64_t h = UINT64_C(0x9E3779B97F4A7C15) ^ (uint64_t)n;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, p + i, 8);
+    h = (h ^ w) * UINT64_C(0xFF51AFD7ED558CCD);
+    h ^= h >> 29;
+  }
+  uint64_t w = 0;
+  if (i < n) memcpy(&w, p + i, n - i);
+  h = (h ^ w) * UINT64_C(0xC4CEB9FE1A85EC53);
+  return h ^ (h >> 32);
+}
+
+static int64_t mtime_ns(const struct stat *sb) {
+  return (int64_t)sb->st_mtim.tv_sec * 1000000000 + (int64_t)sb->st_mtim.tv_nsec;
+}
+
+static int64_t wall_ns(void) {
+  struct timespec ts;
+  if (clock_gettime(CLOCK_REALTIME, &ts) != 0) return 0;
+  return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+/* File times advance in ticks of a few milliseconds, so a rewrite within
+ * the tick of the last write before opening would keep the modification
+ * time. Until a check a second past that write finds the header intact,
+ * every check compares the header checksum; afterwards any write shows in
+ * the size or the modification time. */
+#define SETTLE_NS INT64_C(1000000000)
+
 fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err) {
   if (out) *out = NULL;
   if (!path || !path[0] || !out)
@@ -635,12 +741,27 @@ fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err) {
   g->map = map;
   g->map_len = (size_t)size;
   g->fd = fd;
+  g->mtime_ns = mtime_ns(&sb);
+  g->head_sum = head_checksum(g->base, (size_t)g->data_offset);
+  atomic_init(&g->settled, wall_ns() - g->mtime_ns > SETTLE_NS);
+  pthread_mutex_lock(&open_lock);
+  g->open_next = open_list;
+  if (open_list) open_list->open_prev = g;
+  open_list = g;
+  pthread_mutex_unlock(&open_lock);
   *out = g;
   return FM_OK;
 }
 
 void fm_gguf_close(fm_gguf *g) {
   if (!g) return;
+  if (g->fd >= 0) {
+    pthread_mutex_lock(&open_lock);
+    if (g->open_prev) g->open_prev->open_next = g->open_next;
+    else if (open_list == g) open_list = g->open_next;
+    if (g->open_next) g->open_next->open_prev = g->open_prev;
+    pthread_mutex_unlock(&open_lock);
+  }
   if (g->map) munmap(g->map, g->map_len);
   if (g->fd >= 0) close(g->fd);
   free_parts(g);
@@ -655,9 +776,39 @@ fm_status fm_gguf_check(const fm_gguf *g, fm_err *err) {
     return fm_err_set(err, FM_EIO, "cannot stat '%s': %s", g->path, strerror(errno));
   uint64_t now = sb.st_size > 0 ? (uint64_t)sb.st_size : 0;
   if (now < g->map_len)
-    return fm_err_set(err, FM_EFORMAT, "%s: the file shrank from %zu to %llu bytes since it was opened",
+    return fm_err_set(err, FM_EFORMAT,
+                      "%s: the file shrank from %zu to %llu bytes since it was opened; open it again",
                       msg_name(g->path), g->map_len, (ull)now);
+  /* Written to since: the mapped pages show the file's bytes now (they are
+   * never copied, as nothing writes them), so a header rewritten in place
+   * would change what the parsed directory points at. */
+  const int written = now != g->map_len || mtime_ns(&sb) != g->mtime_ns;
+  const int settled = atomic_load_explicit(&((fm_gguf *)(uintptr_t)g)->settled, memory_order_relaxed);
+  if (!written && settled) return FM_OK;
+  const int64_t t = settled ? 0 : wall_ns();
+  if (head_checksum(g->base, (size_t)g->data_offset) != g->head_sum)
+    return fm_err_set(err, FM_EFORMAT,
+                      "%s: the file was rewritten since it was opened (its header and tensor directory, bytes 0-%llu, changed); open it again",
+                      msg_name(g->path), (ull)g->data_offset);
+  if (!written && !settled && t - g->mtime_ns > SETTLE_NS)
+    atomic_store_explicit(&((fm_gguf *)(uintptr_t)g)->settled, 1, memory_order_relaxed);
   return FM_OK;
+}
+
+fm_status fm_gguf_check_addr(const void *p, fm_err *err) {
+  const uintptr_t a = (uintptr_t)p;
+  fm_status st = FM_OK;
+  if (!p) return FM_OK;
+  pthread_mutex_lock(&open_lock);
+  for (const fm_gguf *g = open_list; g; g = g->open_next) {
+    const uintptr_t lo = (uintptr_t)g->map;
+    if (g->map && a >= lo && a - lo < g->map_len) {
+      st = fm_gguf_check(g, err);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&open_lock);
+  return st;
 }
 
 /* ---- accessors ----------------------------------------------------------------- */

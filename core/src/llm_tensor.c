@@ -102,6 +102,9 @@ static fm_status panel_decode(const fm_mat *x, int64_t r0, int64_t n_rows, int64
   const type_info *ti = x->ext ? (const type_info *)x->ext->ud : NULL;
   if (!ti || !ti->to_float || ti->blck < 1 || ti->blck > DECODE_CHUNK)
     return fm_err_set(err, FM_EINTERNAL, "gguf decode: no decoder for this codec");
+  /* The file behind the bytes has not shrunk (one fstat a panel). */
+  fm_status st = fm_gguf_check_addr(x->data, err);
+  if (st != FM_OK) return st;
   float tmp[DECODE_CHUNK];
   const int64_t blck = ti->blck;
   const int64_t per_call = DECODE_CHUNK / blck; /* blocks per to_float call */
@@ -166,6 +169,7 @@ fm_status fm_llm_tensor_view(const fm_gguf *g, const fm_gguf_tensor *t, fm_mat *
   const type_info *ti;
   fm_status st = decoder_for(g, t, &ti, err);
   if (st != FM_OK) return st;
+  if ((st = fm_gguf_check(g, err)) != FM_OK) return st;
   const int64_t ne0 = t->ne[0];
   int64_t n_rows = 1;
   for (int d = 1; d < FM_GGUF_MAX_DIMS; d++)
@@ -201,6 +205,7 @@ fm_status fm_llm_tensor_dequantize(const fm_gguf *g, const fm_gguf_tensor *t, do
     return fm_err_set(err, FM_EARG, "tensor '%.*s' has %lld elements, not %lld", (int)t->name_len,
                       t->name, (long long)n_el, (long long)n);
   if (n == 0) return FM_OK;
+  if ((st = fm_gguf_check(g, err)) != FM_OK) return st;
   if ((uint64_t)n > SIZE_MAX / sizeof(float))
     return fm_err_set(err, FM_ENOMEM, "tensor '%.*s': %lld floats do not fit in memory",
                       (int)t->name_len, t->name, (long long)n);
@@ -272,6 +277,9 @@ fm_status fm_llm_tensor_backend(void *ud, const fm_product *p, const fm_ctl *ctl
   }
   if (fm_ctl_cancelled(ctl))
     return fm_err_set(err, FM_ECANCELLED, "ggml: cancelled before the product");
+  /* The file behind the view has not shrunk since it was opened. */
+  fm_status cst = fm_gguf_check_addr(x->data, err);
+  if (cst != FM_OK) return cst;
   int n_threads = opts ? opts->n_threads : 1;
   if (n_threads < 1) n_threads = 1;
   if (n_threads > 512) n_threads = 512;

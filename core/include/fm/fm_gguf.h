@@ -21,7 +21,11 @@
  * tensor names unique (and at most 63 bytes, GGML's limit). docs/formats/gguf.md
  * lists every check.
  *
- * Thread safety: a parsed fm_gguf is immutable; readers may share it. */
+ * Keys and tensor names must be UTF-8 text without NUL (metadata string
+ * values may hold any bytes).
+ *
+ * Thread safety: a parsed fm_gguf is immutable (but for fm_gguf_check's
+ * atomic flag); readers may share it. */
 #ifndef FM_GGUF_H
 #define FM_GGUF_H
 
@@ -81,11 +85,29 @@ FM_NODISCARD fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err
 
 void fm_gguf_close(fm_gguf *g); /* NULL is allowed */
 
-/* For a file from fm_gguf_open: FM_EFORMAT naming the file and both sizes
- * when it shrank since it was opened (reading a mapped page past the new end
- * would raise SIGBUS; check before a long pass). FM_EIO when fstat fails.
- * FM_OK for parsed memory. */
+/* For a file from fm_gguf_open, one fstat(): FM_EFORMAT naming the file and
+ * both sizes when it shrank since it was opened (reading a mapped page past
+ * the new end would raise SIGBUS), and FM_EFORMAT "rewritten" when it was
+ * written to since (size or modification time changed) and its header and
+ * tensor directory, bytes [0, fm_gguf_data_offset), no longer hold what was
+ * parsed (the directory points into the mapping, which shows the file's
+ * bytes now). Growth that leaves the header alone (an append) is fine;
+ * tensor bytes rewritten in place are not detected (values change, reads
+ * stay inside the mapping). FM_EIO when fstat fails; FM_OK for parsed
+ * memory. Call it before each pass over mapped bytes; a truncation during
+ * the pass itself cannot be caught (mmap semantics). Cost: one fstat, plus
+ * a checksum of the header when the file was written to, and also while
+ * the file's last write before opening is under a second old (file times
+ * advance in ticks of milliseconds, so until then a rewrite might keep the
+ * modification time). Thread-safe (an atomic flag records the latter). */
 FM_NODISCARD fm_status fm_gguf_check(const fm_gguf *g, fm_err *err);
+
+/* fm_gguf_check of the open file (from fm_gguf_open, not yet closed) whose
+ * mapping holds address p; FM_OK when p lies in none (parsed memory, NULL).
+ * For code that has a tensor's bytes but not its fm_gguf (the panel decoder
+ * and the GGML backend of fm_llm_tensor.h). Thread-safe: a mutex guards the
+ * list of open files, which fm_gguf_open and fm_gguf_close update. */
+FM_NODISCARD fm_status fm_gguf_check_addr(const void *p, fm_err *err);
 
 /* The path given to fm_gguf_parse/open (borrowed from g; NULL if none). */
 const char *fm_gguf_path(const fm_gguf *g);

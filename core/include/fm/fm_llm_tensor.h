@@ -18,6 +18,11 @@
  * copied: GGML has no to_float for it). GGML's formats decode each block on
  * its own, so a panel equals the matching part of the whole tensor's
  * to_float bit for bit, for any tiling (oracle: core/tests/llm_tensor/).
+ * Before each panel, and before each product of the backend, the file whose
+ * mapping holds the bytes is checked (fm_gguf_check_addr: one fstat):
+ * FM_EFORMAT "shrank" / "rewritten" instead of a SIGBUS when the file was
+ * truncated or its header rewritten under an open handle; fm_llm_tensor_view
+ * and fm_llm_tensor_dequantize check the file (fm_gguf_check) likewise.
  *
  * The backend (fm_llm_tensor_backend) computes X B for a view (FM_OP_XB, no
  * column index, identity transform): a GGML tensor whose data pointer is the
@@ -76,7 +81,8 @@ const char *fm_llm_tensor_vec_dot_type(uint32_t type);
  * Errors: FM_EARG (NULL argument); FM_EUNSUPPORTED naming the tensor, the
  *         file and the type when GGML cannot decode it to floats;
  *         FM_EFORMAT when the tensor's byte count is not its rows times
- *         the row size; FM_EINTERNAL when GGML's block traits differ from
+ *         the row size, or when g's file shrank or was rewritten
+ *         (fm_gguf_check); FM_EINTERNAL when GGML's block traits differ from
  *         the reader's table.
  * Owns:   borrows g and t (t from fm_gguf_tensor_at(g, ...)); *out borrows
  *         g's mapping and is valid while g is open. */
@@ -110,7 +116,9 @@ typedef struct fm_llm_tensor_backend_opts {
  * p->y = X p->b for p->x a view from fm_llm_tensor_view (recognised by its
  * codec) or declines.
  * Shape:  p as in fm_backend.h (FM_OP_XB: b is ne0 x k, y n_rows x k).
- * Errors: FM_EUNSUPPORTED (declines, y untouched); FM_ENOMEM (GGML context
+ * Errors: FM_EUNSUPPORTED (declines, y untouched); FM_EFORMAT when the
+ *         view's file shrank or was rewritten (fm_gguf_check_addr, before
+ *         anything is computed); FM_ENOMEM (GGML context
  *         or work buffer); FM_ECANCELLED (ctl->cancel, before or during the
  *         graph; y then unspecified); FM_EINTERNAL when GGML fails.
  * Owns:   borrows everything in p and ud; writes only p->y. */

@@ -401,6 +401,104 @@ static void metadata_errors(void) {
   free(kv.p);
 }
 
+/* Keys and tensor names: UTF-8 text without NUL, else FM_EFORMAT naming the
+ * string's byte and the bad byte's. Key bytes start at 24 + 8 = 32. */
+static void name_errors(void) {
+  fm_err err;
+  uint64_t ne[1] = {8};
+  static const struct {
+    const char *bytes;
+    size_t n;
+    size_t bad; /* offset of the bad byte, or n when valid */
+  } keys[] = {
+      {"ab\0cd", 5, 2},                 /* NUL */
+      {"a\xff", 2, 1},                  /* not a lead byte */
+      {"ab\xc3", 3, 2},                 /* cut short */
+      {"\xc3(", 2, 0},                  /* bad continuation */
+      {"k\xc0\x80", 3, 1},              /* overlong NUL */
+      {"\xe0\x80\xaf", 3, 0},           /* overlong '/' */
+      {"x\xed\xa0\x80", 4, 1},          /* surrogate U+D800 */
+      {"\xf4\x90\x80\x80", 4, 0},       /* above U+10FFFF */
+      {"\x80", 1, 0},                   /* lone continuation */
+      {"h\xc3\xa9", 3, 3},              /* valid: U+00E9 */
+      {"\xf0\x9f\x98\x80.k", 6, 6},     /* valid: U+1F600 */
+      {"\xef\xbf\xbf\xf4\x8f\xbf\xbf", 7, 7}, /* valid: U+FFFF, U+10FFFF */
+  };
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+    buf kv = {0};
+    put_u64(&kv, keys[i].n);
+    put(&kv, keys[i].bytes, keys[i].n);
+    put_u32(&kv, FM_GGUF_U8), put_u8(&kv, 7);
+    char at[64];
+    snprintf(at, sizeof at, "at byte %zu", 32 + keys[i].bad);
+    fm_status st = one_tensor(3, &kv, 1, 1, ne, 0, 0, 32, &err);
+    if (keys[i].bad == keys[i].n) {
+      CHECK_OK(st, &err);
+    } else {
+      CHECK(st == FM_EFORMAT && has(err.msg, "metadata key at byte 24") && has(err.msg, at));
+      CHECK(has(err.msg, keys[i].bytes[keys[i].bad] ? "not valid UTF-8" : "NUL byte"));
+    }
+    free(kv.p);
+  }
+  /* a valid key is found by its bytes */
+  buf b = {0};
+  put_header(&b, 3, 0, 1);
+  kv_u32(&b, "h\xc3\xa9", 5);
+  fm_gguf *g = NULL;
+  CHECK_OK(parse_buf(&b, &g, &err), &err);
+  CHECK(g && fm_gguf_find_kv(g, "h\xc3\xa9") == 0);
+  close_parsed(g);
+  free(b.p);
+  /* the message shows at most 60 bytes of the text before the bad byte,
+   * cut at a character: 35 two-byte characters then 0xff */
+  memset(&b, 0, sizeof b);
+  char key[72];
+  for (int i = 0; i < 35; i++) key[2 * i] = (char)0xc3, key[2 * i + 1] = (char)0xa9;
+  key[70] = (char)0xff;
+  put_header(&b, 3, 0, 1);
+  put_u64(&b, 71), put(&b, key, 71), put_u32(&b, FM_GGUF_U8), put_u8(&b, 1);
+  CHECK(parse_buf(&b, &g, &err) == FM_EFORMAT && has(err.msg, "at byte 102") && has(err.msg, "0xff"));
+  char want[80];
+  want[0] = '\'';
+  memcpy(want + 1, key, 60);
+  want[61] = '\'';
+  want[62] = 0;
+  CHECK(has(err.msg, want));
+  free(b.p);
+  /* tensor names: bytes from 32 (no metadata) */
+  static const struct {
+    const char *bytes;
+    size_t n, bad;
+  } names[] = {{"t\0u", 3, 1}, {"\x80w", 2, 0}, {"w\xc3\xa9", 3, 3}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    memset(&b, 0, sizeof b);
+    put_header(&b, 3, 1, 0);
+    put_u64(&b, names[i].n), put(&b, names[i].bytes, names[i].n);
+    put_u32(&b, 1), put_u64(&b, 8), put_u32(&b, 0), put_u64(&b, 0);
+    pad_to(&b, 32);
+    for (int k = 0; k < 32; k++) put_u8(&b, 0);
+    fm_status st = parse_buf(&b, &g, &err);
+    if (names[i].bad == names[i].n) {
+      CHECK_OK(st, &err);
+      CHECK(g && fm_gguf_find_tensor(g, "w\xc3\xa9") == 0);
+      close_parsed(g);
+      g = NULL;
+    } else {
+      char at[64];
+      snprintf(at, sizeof at, "at byte %zu", 32 + names[i].bad);
+      CHECK(st == FM_EFORMAT && has(err.msg, "tensor name at byte 24") && has(err.msg, at));
+    }
+    free(b.p);
+  }
+  /* metadata string values may hold any bytes */
+  buf kv = {0};
+  kv_head(&kv, "v", FM_GGUF_STRING), put_u64(&kv, 3), put(&kv, "a\0\xff", 3);
+  kv_head(&kv, "tokens", FM_GGUF_ARRAY), put_u32(&kv, FM_GGUF_STRING), put_u64(&kv, 2);
+  put_u64(&kv, 1), put(&kv, "\xfe", 1), put_u64(&kv, 2), put(&kv, "\0\0", 2);
+  CHECK_OK(one_tensor(3, &kv, 2, 1, ne, 0, 0, 32, &err), &err);
+  free(kv.p);
+}
+
 static void alignment_errors(void) {
   fm_err err;
   uint64_t ne[1] = {8};
@@ -571,6 +669,67 @@ static void open_files(void) {
   CHECK(fm_gguf_open(path, &g, &err) == FM_EFORMAT && has(err.msg, "0 bytes"));
   fm_gguf_close(NULL);
   CHECK(fm_gguf_check(NULL, &err) == FM_EARG);
+  free(b.p);
+}
+
+/* fm_gguf_check and fm_gguf_check_addr on a file changed under an open
+ * handle: growth is fine, a header rewritten in place (same size, and in
+ * the same tick of the file clock) and a truncation are FM_EFORMAT, also
+ * through any address inside the mapping; tensor bytes rewritten in place
+ * are not detected (documented). */
+static void changed_files(void) {
+  char path[128];
+  snprintf(path, sizeof path, "%s/c.gguf", g_dir);
+  buf b;
+  build_valid(&b);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  CHECK(fd >= 0 && write(fd, b.p, b.n) == (ssize_t)b.n);
+  if (fd >= 0) close(fd);
+  fm_gguf *g = NULL, *h = NULL;
+  fm_err err;
+  CHECK_OK(fm_gguf_open(path, &g, &err), &err);
+  CHECK_OK(fm_gguf_open(path, &h, &err), &err); /* a second mapping of the same file */
+  if (!g || !h) return;
+  const uint8_t *w = fm_gguf_tensor_data(g, fm_gguf_tensor_at(g, fm_gguf_find_tensor(g, "w")));
+  const uint8_t *hw = fm_gguf_tensor_data(h, fm_gguf_tensor_at(h, 0));
+  CHECK_OK(fm_gguf_check_addr(w, &err), &err);
+  CHECK_OK(fm_gguf_check_addr(fm_gguf_bytes(g), &err), &err);
+  CHECK_OK(fm_gguf_check_addr(NULL, &err), &err);
+  /* growth */
+  fd = open(path, O_WRONLY | O_APPEND);
+  CHECK(fd >= 0 && write(fd, "tail", 4) == 4);
+  if (fd >= 0) close(fd);
+  CHECK_OK(fm_gguf_check(g, &err), &err);
+  CHECK_OK(fm_gguf_check_addr(w + T0_BYTES - 1, &err), &err);
+  /* a tensor byte rewritten in place: not detected */
+  const size_t data_at = (size_t)(w - fm_gguf_bytes(g));
+  fd = open(path, O_WRONLY);
+  CHECK(fd >= 0 && pwrite(fd, "\x55", 1, (off_t)data_at) == 1);
+  CHECK_OK(fm_gguf_check(g, &err), &err);
+  CHECK(w[0] == 0x55); /* the mapping shows the file's bytes now */
+  /* a header byte rewritten in place ("general..." -> "General..."): both
+   * handles, through their files and through their tensor addresses */
+  CHECK(fd >= 0 && pwrite(fd, "G", 1, 32) == 1);
+  CHECK(fm_gguf_check(g, &err) == FM_EFORMAT && has(err.msg, "rewritten since it was opened") &&
+        has(err.msg, path));
+  CHECK(fm_gguf_check_addr(w, &err) == FM_EFORMAT && has(err.msg, "rewritten"));
+  CHECK(fm_gguf_check_addr(hw, &err) == FM_EFORMAT && has(err.msg, "rewritten"));
+  CHECK_OK(fm_gguf_check_addr(&err, &err), &err); /* an address in no mapping */
+  /* restored: intact again */
+  CHECK(fd >= 0 && pwrite(fd, "g", 1, 32) == 1);
+  if (fd >= 0) close(fd);
+  CHECK_OK(fm_gguf_check(g, &err), &err);
+  CHECK_OK(fm_gguf_check_addr(hw, &err), &err);
+  /* cut inside w's data */
+  CHECK(truncate(path, (off_t)data_at + 8) == 0);
+  CHECK(fm_gguf_check_addr(w, &err) == FM_EFORMAT && has(err.msg, "shrank from") &&
+        has(err.msg, "bytes since it was opened"));
+  CHECK(fm_gguf_check(h, &err) == FM_EFORMAT && has(err.msg, "shrank"));
+  /* closed handles leave the list: their addresses are unknown again */
+  fm_gguf_close(g);
+  CHECK(fm_gguf_check_addr(hw, &err) == FM_EFORMAT);
+  fm_gguf_close(h);
+  CHECK_OK(fm_gguf_check_addr(hw, &err), &err);
   free(b.p);
 }
 
@@ -820,9 +979,11 @@ int main(void) {
   FM_RUN(every_cut_fails);
   FM_RUN(header_errors);
   FM_RUN(metadata_errors);
+  FM_RUN(name_errors);
   FM_RUN(alignment_errors);
   FM_RUN(tensor_errors);
   FM_RUN(open_files);
+  FM_RUN(changed_files);
   FM_RUN(fixture_stories);
   FM_RUN(fixture_derived);
   FM_RUN(fixture_vocab);

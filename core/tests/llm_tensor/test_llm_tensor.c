@@ -12,7 +12,8 @@
  *  - hand-built files (no fixtures needed): Q4_0 and Q8_0 blocks with values
  *    worked out from the block layout (nibble order), a 3-D F32 tensor's
  *    stacked view and R-orientation array, an I32 tensor GGML cannot
- *    decode (FM_EUNSUPPORTED), argument errors;
+ *    decode (FM_EUNSUPPORTED), argument errors; a file truncated under an
+ *    open view (FM_EFORMAT from the decoder, the backend, view, dequantize);
  *  - declines: t(X) B, column subsets, transforms, NaN/Inf/huge operands,
  *    other codecs; cancellation. */
 #define _GNU_SOURCE
@@ -448,6 +449,57 @@ static void stacked_f32(void) {
   fm_gguf_close(g);
 }
 
+/* A view whose file is truncated under the open handle: the panel decoder,
+ * the backend, a new view and fm_llm_tensor_dequantize return FM_EFORMAT
+ * ("shrank") instead of touching the pages past the new end (SIGBUS). */
+static void truncated_file(void) {
+  char dir[64], path[128];
+  if (!fm_test_tmpdir(dir, sizeof dir, "fm_llm_tensor_")) {
+    CHECK(0);
+    return;
+  }
+  snprintf(path, sizeof path, "%s/t.gguf", dir);
+  /* 64 rows of one Q8_0 block: row r has d = 1, q[j] = (r + j) % 50 - 25 */
+  static uint8_t data[64 * 34];
+  const uint16_t d = f16_bits(1.0);
+  for (int r = 0; r < 64; r++) {
+    memcpy(data + 34 * r, &d, 2);
+    for (int j = 0; j < 32; j++) data[34 * r + 2 + j] = (uint8_t)(int8_t)((r + j) % 50 - 25);
+  }
+  const int64_t ne[2] = {32, 64};
+  static buf b;
+  one_tensor_file(&b, GGML_TYPE_Q8_0, 2, ne, data, sizeof data);
+  FILE *f = fopen(path, "wb");
+  CHECK(f && fwrite(b.d, 1, b.n, f) == b.n);
+  if (f) fclose(f);
+  fm_gguf *g = NULL;
+  fm_err err;
+  CHECK_OK(fm_gguf_open(path, &g, &err), &err);
+  if (g) {
+    const fm_gguf_tensor *t = fm_gguf_tensor_at(g, 0);
+    fm_mat x;
+    CHECK_OK(fm_llm_tensor_view(g, t, &x, &err), &err);
+    double out[64 * 32], bv[32], y[64];
+    CHECK_OK(fm_panel_decode(&x, NULL, 0, 64, 0, 32, out, 64, &err), &err);
+    CHECK(out[0] == -25 && out[63 + 64 * 31] == (63 + 31) % 50 - 25);
+    for (int j = 0; j < 32; j++) bv[j] = 1;
+    fm_llm_tensor_backend_opts opts = {1};
+    fm_product pr = {FM_OP_XB, &x, NULL, bv, 32, 1, y, 64};
+    CHECK_OK(fm_llm_tensor_backend(&opts, &pr, NULL, &err), &err);
+    CHECK(truncate(path, 100) == 0);
+    y[0] = 12345;
+    CHECK(fm_panel_decode(&x, NULL, 63, 1, 0, 32, out, 1, &err) == FM_EFORMAT &&
+          strstr(err.msg, "shrank from") && strstr(err.msg, "to 100 bytes"));
+    CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EFORMAT && strstr(err.msg, "shrank"));
+    CHECK(y[0] == 12345); /* nothing computed */
+    CHECK(fm_llm_tensor_view(g, t, &x, &err) == FM_EFORMAT && strstr(err.msg, "shrank"));
+    CHECK(fm_llm_tensor_dequantize(g, t, out, 64 * 32, &err) == FM_EFORMAT &&
+          strstr(err.msg, path));
+    fm_gguf_close(g);
+  }
+  fm_test_rmtree(dir);
+}
+
 static void errors(void) {
   int32_t iv[4] = {1, 2, 3, 4};
   const int64_t ne[1] = {4};
@@ -493,6 +545,7 @@ int main(void) {
   FM_RUN(zoo_declines);
   FM_RUN(hand_blocks);
   FM_RUN(stacked_f32);
+  FM_RUN(truncated_file);
   FM_RUN(errors);
   FM_TEST_END();
 }
