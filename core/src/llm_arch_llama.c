@@ -12,14 +12,4 @@ static fm_status load(llm_model *m, fm_err *err) {
   return llm_bind_decoder_layers(m, err);
 }
 
-static fm_status build(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  o.moe.gating_sigmoid = 0;
-  o.moe.norm_weights = 1;
-  o.moe.act = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
-}
-
-const llm_arch llm_arch_llama = {"llama", load, build, NULL};
+const llm_arch llm_arch_llama = {"llama", load, llm_build_llama_decoder, NULL};

@@ -10,28 +10,7 @@
 
 static fm_status load(llm_model *m, fm_err *err) {
   m->hp.rope_neox = 1;
-  fm_status st = llm_bind_decoder_layers(m, err);
-  if (st != FM_OK) return st;
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    if (!l->bq || !l->bk || !l->bv)
-      return fm_err_set(err, FM_EFORMAT,
-                        "tensor 'blk.%lld.attn_%s.bias' is missing (architecture qwen2 has "
-                        "Q, K and V biases)",
-                        (long long)il, !l->bq ? "q" : !l->bk ? "k" : "v");
-    if (l->ffn_gate_inp)
-      return fm_err_set(err, FM_EFORMAT,
-                        "layer %lld has experts (ffn_gate_inp); qwen2 is a dense architecture",
-                        (long long)il);
-  }
-  return FM_OK;
+  return llm_bind_decoder_layers_need(m, LLM_NEED_QKV_BIAS | LLM_NEED_DENSE, err);
 }
 
-static fm_status build(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
-}
-
-const llm_arch llm_arch_qwen2 = {"qwen2", load, build, NULL};
+const llm_arch llm_arch_qwen2 = {"qwen2", load, llm_build_llama_decoder, NULL};

@@ -11,26 +11,7 @@
 
 static fm_status load(llm_model *m, fm_err *err) {
   m->hp.rope_neox = 1;
-  fm_status st = llm_bind_decoder_layers(m, err);
-  if (st != FM_OK) return st;
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    if (!l->attn_q_norm || !l->attn_k_norm)
-      return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.attn_%s_norm.weight' is missing (architecture qwen3)",
-                        (long long)il, !l->attn_q_norm ? "q" : "k");
-    if (l->ffn_gate_inp)
-      return fm_err_set(err, FM_EFORMAT,
-                        "layer %lld has experts (ffn_gate_inp); use architecture qwen3moe",
-                        (long long)il);
-  }
-  return FM_OK;
+  return llm_bind_decoder_layers_need(m, LLM_NEED_QK_NORM | LLM_NEED_DENSE, err);
 }
 
-static fm_status build(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
-}
-
-const llm_arch llm_arch_qwen3 = {"qwen3", load, build, NULL};
+const llm_arch llm_arch_qwen3 = {"qwen3", load, llm_build_llama_decoder, NULL};

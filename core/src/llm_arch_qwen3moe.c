@@ -15,33 +15,7 @@
 
 static fm_status load(llm_model *m, fm_err *err) {
   m->hp.rope_neox = 1;
-  if (m->hp.n_expert < 1 || m->hp.n_expert_used < 1)
-    return fm_err_set(err, FM_EFORMAT,
-                      "metadata keys 'qwen3moe.expert_count' (%lld) and 'qwen3moe.expert_used_count' "
-                      "(%lld) must be >= 1",
-                      (long long)m->hp.n_expert, (long long)m->hp.n_expert_used);
-  fm_status st = llm_bind_decoder_layers(m, err);
-  if (st != FM_OK) return st;
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    if (!l->attn_q_norm || !l->attn_k_norm)
-      return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.attn_%s_norm.weight' is missing (architecture qwen3moe)",
-                        (long long)il, !l->attn_q_norm ? "q" : "k");
-    if (!l->ffn_gate_inp)
-      return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.ffn_gate_inp.weight' is missing (architecture qwen3moe)",
-                        (long long)il);
-  }
-  return FM_OK;
+  return llm_bind_decoder_layers_need(m, LLM_NEED_QK_NORM | LLM_NEED_MOE, err);
 }
 
-static fm_status build(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  o.moe.gating_sigmoid = 0;
-  o.moe.norm_weights = 1;
-  o.moe.act = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
-}
-
-const llm_arch llm_arch_qwen3moe = {"qwen3moe", load, build, NULL};
+const llm_arch llm_arch_qwen3moe = {"qwen3moe", load, llm_build_llama_decoder, NULL};

@@ -261,6 +261,16 @@ fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err
   return FM_OK;
 }
 
+fm_status llm_build_llama_decoder(llm_build *b, fm_err *err) {
+  llm_decoder_opts o = {0};
+  o.norm = LLM_NORM_RMS;
+  o.ffn = LLM_FFN_SWIGLU;
+  o.moe.gating_sigmoid = 0;
+  o.moe.norm_weights = 1;
+  o.moe.act = LLM_FFN_SWIGLU;
+  return llm_build_decoder(b, &o, err);
+}
+
 /* ---- evaluation ------------------------------------------------------------ */
 
 static double now_s(void);

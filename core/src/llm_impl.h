@@ -23,7 +23,10 @@
  *      ([n_embd, n_outputs]); optionally set b->logits (else
  *      mul_mat(output, hidden) is applied) or, for embedding models,
  *      pool_proj (applied to the pooled vector).
- *      Most decoder-only models need only llm_build_decoder() with options.
+ *      Most decoder-only models need only llm_build_decoder() with options,
+ *      or llm_build_llama_decoder() itself as build, with a load that sets
+ *      the RoPE mode and calls llm_bind_decoder_layers_need() (see
+ *      llm_arch_qwen3.c).
  *   state_elems(m, il): F32 elements of recurrent per-layer state kept in the
  *      cache (convolution tails, SSM states); NULL or 0 for none. The cache
  *      gives them to the graph as b->cache->s[il] (zeroed on clear).
@@ -291,12 +294,30 @@ typedef struct llm_decoder_opts {
 } llm_decoder_opts;
 fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err);
 
+/* llm_build_decoder() as llama builds it: RMSNorm, SwiGLU feed-forward, and
+ * on expert layers softmax routing with the top n_expert_used weights
+ * renormalized to sum 1 and SwiGLU experts (llama, Mixtral, qwen2, qwen3,
+ * qwen3moe). An llm_arch's build. */
+fm_status llm_build_llama_decoder(llm_build *b, fm_err *err);
+
 /* ---- architectures (llm_arch_*.c) ------------------------------------------ */
 
 /* Binds the standard decoder layer tensors (attn_norm, attn_q/k/v/output
  * with optional biases and q/k norms, ffn_norm, dense or MoE FFN, post
  * norms when present) with shapes from m->hp. */
 fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err);
+
+/* llm_bind_decoder_layers(), then FM_EFORMAT (naming the layer, the tensor
+ * and m->arch_name) unless every layer has what need (LLM_NEED_* flags)
+ * asks; LLM_NEED_MOE also requires <arch>.expert_count and
+ * expert_used_count >= 1 (checked before binding). */
+enum {
+  LLM_NEED_QKV_BIAS = 1u, /* attn_{q,k,v}.bias */
+  LLM_NEED_QK_NORM = 2u,  /* attn_{q,k}_norm.weight */
+  LLM_NEED_DENSE = 4u,    /* no ffn_gate_inp (experts) */
+  LLM_NEED_MOE = 8u       /* ffn_gate_inp and the expert tensors */
+};
+fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err);
 
 const llm_arch *llm_arch_find(const char *name, size_t len);
 

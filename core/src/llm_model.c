@@ -451,6 +451,39 @@ fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err) {
   return FM_OK;
 }
 
+fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err) {
+  const llm_hparams *hp = &m->hp;
+  const char *a = m->arch_name;
+  if ((need & LLM_NEED_MOE) && (hp->n_expert < 1 || hp->n_expert_used < 1))
+    return fm_err_set(err, FM_EFORMAT,
+                      "metadata keys '%s.expert_count' (%lld) and '%s.expert_used_count' (%lld) "
+                      "must be >= 1",
+                      a, (long long)hp->n_expert, a, (long long)hp->n_expert_used);
+  fm_status st = llm_bind_decoder_layers(m, err);
+  if (st != FM_OK) return st;
+  for (int64_t il = 0; il < hp->n_layer; il++) {
+    const llm_layer *l = &m->layers[il];
+    if ((need & LLM_NEED_QKV_BIAS) && (!l->bq || !l->bk || !l->bv))
+      return fm_err_set(err, FM_EFORMAT,
+                        "tensor 'blk.%lld.attn_%s.bias' is missing (architecture %s has Q, K and V "
+                        "biases)",
+                        (long long)il, !l->bq ? "q" : !l->bk ? "k" : "v", a);
+    if ((need & LLM_NEED_QK_NORM) && (!l->attn_q_norm || !l->attn_k_norm))
+      return fm_err_set(err, FM_EFORMAT,
+                        "tensor 'blk.%lld.attn_%s_norm.weight' is missing (architecture %s)",
+                        (long long)il, !l->attn_q_norm ? "q" : "k", a);
+    if ((need & LLM_NEED_DENSE) && l->ffn_gate_inp)
+      return fm_err_set(err, FM_EFORMAT,
+                        "layer %lld has experts (ffn_gate_inp); %s is a dense architecture",
+                        (long long)il, a);
+    if ((need & LLM_NEED_MOE) && !l->ffn_gate_inp)
+      return fm_err_set(err, FM_EFORMAT,
+                        "tensor 'blk.%lld.ffn_gate_inp.weight' is missing (architecture %s)",
+                        (long long)il, a);
+  }
+  return FM_OK;
+}
+
 /* ---- the model ------------------------------------------------------------- */
 
 fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, fm_err *err) {
