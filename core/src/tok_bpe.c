@@ -15,15 +15,8 @@
 
 #include "tok_impl.h"
 
-static fm_status try_pair(const fm_tok *t, tok_scratch *s, const uint8_t *word, int32_t l, int32_t r,
-                          fm_err *err) {
-  if (l < 0 || r < 0) return FM_OK;
-  const tok_sym *a = &s->sym[l], *b = &s->sym[r];
-  uint32_t size = a->n + b->n;
-  int32_t rank = tok_map_get(&t->merges, word + a->off, size, a->n);
-  if (rank < 0) return FM_OK;
-  tok_bigram g = {((uint64_t)(uint32_t)rank << 32) | (uint32_t)l, (uint32_t)r, size};
-  return tok_heap_push(s, g, err);
+static int64_t pair_rank(const fm_tok *t, const uint8_t *word, const tok_sym *a, const tok_sym *b) {
+  return tok_map_get(&t->merges, word + a->off, a->n + b->n, a->n);
 }
 
 static fm_status encode_word(const fm_tok *t, tok_scratch *s, const uint8_t *word, size_t n, fm_tok_ids *out,
@@ -39,20 +32,7 @@ static fm_status encode_word(const fm_tok *t, tok_scratch *s, const uint8_t *wor
   s->n_heap = 0;
   for (uint32_t i = 0; i < (uint32_t)n; i++)
     if ((st = tok_sym_push(s, i, 1, err))) return st;
-  for (int32_t i = 1; i < (int32_t)s->n_sym; i++)
-    if ((st = try_pair(t, s, word, i - 1, i, err))) return st;
-  while (s->n_heap) {
-    tok_bigram g = tok_heap_pop(s);
-    int32_t left = (int32_t)(g.order & UINT32_MAX);
-    tok_sym *l = &s->sym[left], *r = &s->sym[g.right];
-    if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
-    l->n += r->n;
-    r->n = 0;
-    l->next = r->next;
-    if (r->next >= 0) s->sym[r->next].prev = left;
-    if ((st = try_pair(t, s, word, l->prev, left, err))) return st;
-    if ((st = try_pair(t, s, word, left, s->sym[left].next, err))) return st;
-  }
+  if ((st = tok_merge_symbols(t, s, word, pair_rank, err))) return st;
   for (int32_t i = 0; i != -1 && s->n_sym; i = s->sym[i].next) {
     const tok_sym *y = &s->sym[i];
     int32_t id = tok_map_get(&t->vocab, word + y->off, y->n, 0);

@@ -125,6 +125,17 @@ FM_NODISCARD fm_status tok_buf_append(tok_scratch *s, const void *p, size_t n, f
 FM_NODISCARD fm_status tok_sym_push(tok_scratch *s, uint32_t off, uint32_t n, fm_err *err);
 FM_NODISCARD fm_status tok_heap_push(tok_scratch *s, tok_bigram b, fm_err *err);
 tok_bigram tok_heap_pop(tok_scratch *s);
+/* The key of merging adjacent symbols a (left) and b, both spans of bytes:
+ * lower keys merge first (SentencePiece: tok_score_key of the merged
+ * piece's score; BPE: the merge rank); -1 when the pair does not merge. */
+typedef int64_t (*tok_pair_key_fn)(const fm_tok *t, const uint8_t *bytes, const tok_sym *a,
+                                   const tok_sym *b);
+/* Merge the linked symbols s->sym[0..n_sym) over bytes greedily: while some
+ * adjacent pair has a key, merge the pair of lowest key, leftmost first
+ * (stale candidates are skipped). Merged-away symbols are left with n == 0;
+ * the survivors stay linked through next from symbol 0. */
+FM_NODISCARD fm_status tok_merge_symbols(const fm_tok *t, tok_scratch *s, const uint8_t *bytes,
+                                         tok_pair_key_fn key, fm_err *err);
 FM_NODISCARD fm_status tok_push_id(fm_tok_ids *v, int32_t id, fm_err *err);
 
 /* ---- BPE pre-tokenizers (tok_pre.c) ---- */

@@ -17,14 +17,9 @@
 
 static const uint8_t SPACE_MARK[3] = {0xE2, 0x96, 0x81}; /* U+2581 */
 
-static fm_status try_pair(const fm_tok *t, tok_scratch *s, int32_t l, int32_t r, fm_err *err) {
-  if (l < 0 || r < 0) return FM_OK;
-  const tok_sym *a = &s->sym[l], *b = &s->sym[r];
-  uint32_t size = a->n + b->n;
-  int32_t id = tok_map_get(&t->vocab, s->buf + a->off, size, 0);
-  if (id < 0) return FM_OK;
-  tok_bigram g = {((uint64_t)tok_score_key(t->score[id]) << 32) | (uint32_t)l, (uint32_t)r, size};
-  return tok_heap_push(s, g, err);
+static int64_t pair_key(const fm_tok *t, const uint8_t *buf, const tok_sym *a, const tok_sym *b) {
+  int32_t id = tok_map_get(&t->vocab, buf + a->off, a->n + b->n, 0);
+  return id < 0 ? -1 : (int64_t)tok_score_key(t->score[id]);
 }
 
 fm_status tok_spm_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, size_t n, int prefix_space,
@@ -53,21 +48,7 @@ fm_status tok_spm_encode(const fm_tok *t, tok_scratch *s, const uint8_t *text, s
     if ((st = tok_sym_push(s, (uint32_t)off, (uint32_t)k, err))) return st;
     off += k;
   }
-  for (int32_t i = 1; i < (int32_t)s->n_sym; i++)
-    if ((st = try_pair(t, s, i - 1, i, err))) return st;
-
-  while (s->n_heap) {
-    tok_bigram g = tok_heap_pop(s);
-    int32_t left = (int32_t)(g.order & UINT32_MAX);
-    tok_sym *l = &s->sym[left], *r = &s->sym[g.right];
-    if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
-    l->n += r->n;
-    r->n = 0;
-    l->next = r->next;
-    if (r->next >= 0) s->sym[r->next].prev = left;
-    if ((st = try_pair(t, s, l->prev, left, err))) return st;
-    if ((st = try_pair(t, s, left, s->sym[left].next, err))) return st;
-  }
+  if ((st = tok_merge_symbols(t, s, s->buf, pair_key, err))) return st;
 
   for (int32_t i = 0; i != -1; i = s->sym[i].next) {
     const tok_sym *y = &s->sym[i];

@@ -74,6 +74,37 @@ tok_bigram tok_heap_pop(tok_scratch *s) {
   return top;
 }
 
+static fm_status try_pair(const fm_tok *t, tok_scratch *s, const uint8_t *bytes,
+                          tok_pair_key_fn key, int32_t l, int32_t r, fm_err *err) {
+  if (l < 0 || r < 0) return FM_OK;
+  const tok_sym *a = &s->sym[l], *b = &s->sym[r];
+  int64_t k = key(t, bytes, a, b);
+  if (k < 0) return FM_OK;
+  tok_bigram g = {((uint64_t)(uint32_t)k << 32) | (uint32_t)l, (uint32_t)r, a->n + b->n};
+  return tok_heap_push(s, g, err);
+}
+
+fm_status tok_merge_symbols(const fm_tok *t, tok_scratch *s, const uint8_t *bytes,
+                            tok_pair_key_fn key, fm_err *err) {
+  fm_status st;
+  s->n_heap = 0;
+  for (int32_t i = 1; i < (int32_t)s->n_sym; i++)
+    if ((st = try_pair(t, s, bytes, key, i - 1, i, err))) return st;
+  while (s->n_heap) {
+    tok_bigram g = tok_heap_pop(s);
+    int32_t left = (int32_t)(g.order & UINT32_MAX);
+    tok_sym *l = &s->sym[left], *r = &s->sym[g.right];
+    if (l->n == 0 || r->n == 0 || l->n + r->n != g.size) continue; /* stale */
+    l->n += r->n;
+    r->n = 0;
+    l->next = r->next;
+    if (r->next >= 0) s->sym[r->next].prev = left;
+    if ((st = try_pair(t, s, bytes, key, l->prev, left, err))) return st;
+    if ((st = try_pair(t, s, bytes, key, left, s->sym[left].next, err))) return st;
+  }
+  return FM_OK;
+}
+
 fm_status tok_push_id(fm_tok_ids *v, int32_t id, fm_err *err) {
   if (v->n == v->cap) {
     size_t cap = (size_t)v->cap;
