@@ -65,6 +65,19 @@ gguf_fixture <- function(...) {
   normalizePath(p)
 }
 
+# A scratch Rfmalloc runtime of 50 MB for the calling test, closed and its
+# backing file removed when that test ends.
+scratch_runtime <- function(env = parent.frame()) {
+  backing <- tempfile(fileext = ".bin")
+  rt <- Rfmalloc::open_fmalloc(backing, size_gb = 0.05, mode = "scratch")
+  done <- substitute({
+    Rfmalloc::cleanup_fmalloc(rt)
+    unlink(backing)
+  }, list(rt = rt, backing = backing))
+  do.call(on.exit, list(done, add = TRUE), envir = env)
+  rt
+}
+
 # Run one oracle command and return its parsed JSON as a list.
 #   llama_oracle("generate", model = path, tokens = c(1, 403), n = 64)
 #   llama_oracle("logits", model = path, tokens = ids, all = TRUE)

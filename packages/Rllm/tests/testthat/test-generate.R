@@ -93,12 +93,7 @@ test_that("generation continues a cache, and a runtime cache gives the same toke
   small <- rllm_cache(m, 8)
   expect_error(rllm_generate(m, ids, n_new = 10, cache = small), class = "fm_error_enospc")
 
-  backing <- tempfile(fileext = ".bin")
-  rt <- Rfmalloc::open_fmalloc(backing, size_gb = 0.05, mode = "scratch")
-  on.exit({
-    Rfmalloc::cleanup_fmalloc(rt)
-    unlink(backing)
-  }, add = TRUE)
+  rt <- scratch_runtime()
   expect_identical(rllm_generate(m, ids, n_new = 20, runtime = rt)$tokens, full$tokens)
   mr <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), runtime = rt, threads = 1)
   expect_identical(rllm_generate(mr, ids, n_new = 20)$tokens, full$tokens)

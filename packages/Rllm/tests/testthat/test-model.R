@@ -49,12 +49,7 @@ test_that("logits are shaped, finite, and identical with a fresh, cleared or run
   expect_identical(rllm_logits(m, once_ids, cache = kv, all = TRUE), a)
 
   # An Rfmalloc runtime holds the cache: same bits.
-  backing <- tempfile(fileext = ".bin")
-  rt <- Rfmalloc::open_fmalloc(backing, size_gb = 0.05, mode = "scratch")
-  on.exit({
-    Rfmalloc::cleanup_fmalloc(rt)
-    unlink(backing)
-  }, add = TRUE)
+  rt <- scratch_runtime()
   kr <- rllm_cache(m, 32, runtime = rt)
   expect_false(is.null(kr$storage))
   expect_output(print(kr), "Rfmalloc runtime")

@@ -4,21 +4,9 @@
 # parse_special FALSE), hand-checked ids of stories260K's 512-token
 # SentencePiece vocabulary, and, when node is there, llama.cpp itself.
 
-tok_fixture <- function(...) {
-  root <- Sys.getenv("RFMALLOC_FIXTURES", "")
-  if (!nzchar(root)) {
-    root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
-  }
-  p <- file.path(root, "gguf", ...)
-  if (!file.exists(p)) {
-    testthat::skip(sprintf("fixture gguf/%s not found: ../shared/fixtures is absent", file.path(...)))
-  }
-  normalizePath(p)
-}
-
 # The cases of one vocabulary: list(text = list of raw, ids = list of integer).
 vocab_cases <- function(name) {
-  v <- tok_fixture("vocab", paste0("ggml-vocab-", name, ".gguf"))
+  v <- gguf_fixture("vocab", paste0("ggml-vocab-", name, ".gguf"))
   inp <- paste0(v, ".inp")
   txt <- rawToChar(readBin(inp, "raw", file.size(inp)))
   # strsplit drops the empty piece after the final separator, as the format says
@@ -54,7 +42,7 @@ test_that("all 46 upstream cases of each of the 5 vocabularies give llama.cpp's 
 })
 
 test_that("a string and its UTF-8 bytes tokenize alike", {
-  tok <- rllm_tokenizer(tok_fixture("vocab", "ggml-vocab-gpt-2.gguf"))
+  tok <- rllm_tokenizer(gguf_fixture("vocab", "ggml-vocab-gpt-2.gguf"))
   s <- "Gr\u00fc\u00dfe, \u4e16\u754c! \U0001F999"
   expect_identical(rllm_tokenize(tok, s), rllm_tokenize(tok, charToRaw(enc2utf8(s))))
   latin1 <- iconv(s <- "caf\u00e9", "UTF-8", "latin1")
@@ -65,7 +53,7 @@ test_that("a string and its UTF-8 bytes tokenize alike", {
 })
 
 test_that("stories260K: ids, BOS, byte fallback and a character split across tokens", {
-  tok <- rllm_tokenizer(tok_fixture("stories260K.gguf"))
+  tok <- rllm_tokenizer(gguf_fixture("stories260K.gguf"))
   expect_s3_class(tok, "rllm_tokenizer")
   expect_identical(tok$model, "llama")
   expect_identical(tok$n_vocab, 512L)
@@ -106,7 +94,7 @@ test_that("stories260K: ids, BOS, byte fallback and a character split across tok
 })
 
 test_that("special tokens in text are plain text unless parse_special", {
-  tok <- rllm_tokenizer(tok_fixture("stories260K.gguf"))
+  tok <- rllm_tokenizer(gguf_fixture("stories260K.gguf"))
   plain <- rllm_tokenize(tok, "<s>hi</s>", add_special = FALSE)
   expect_false(any(c(1L, 2L) %in% plain))
   expect_identical(rawToChar(rllm_detokenize(tok, plain)), "<s>hi</s>")
@@ -116,14 +104,14 @@ test_that("special tokens in text are plain text unless parse_special", {
   expect_identical(rawToChar(rllm_detokenize(tok, parsed)), "hi")
   expect_identical(rawToChar(rllm_detokenize(tok, parsed, special = TRUE)), "<s> hi</s>")
 
-  gpt <- rllm_tokenizer(tok_fixture("vocab", "ggml-vocab-gpt-2.gguf"))
+  gpt <- rllm_tokenizer(gguf_fixture("vocab", "ggml-vocab-gpt-2.gguf"))
   expect_identical(gpt$pre, "gpt-2")
   expect_false(gpt$add_bos)
   txt <- "a<|endoftext|>b"
   expect_false(50256L %in% rllm_tokenize(gpt, txt))
   expect_identical(rllm_tokenize(gpt, txt, parse_special = TRUE), c(64L, 50256L, 65L))
 
-  bert <- rllm_tokenizer(tok_fixture("vocab", "ggml-vocab-bert-bge.gguf"))
+  bert <- rllm_tokenizer(gguf_fixture("vocab", "ggml-vocab-bert-bge.gguf"))
   expect_identical(rllm_tokenize(bert, "Hello world"), c(101L, 7592L, 2088L, 102L))
   expect_identical(rllm_tokenize(bert, "a [SEP] b", add_special = FALSE), c(1037L, 1031L, 19802L, 1033L, 1038L))
   expect_identical(rllm_tokenize(bert, "a [SEP] b", add_special = FALSE, parse_special = TRUE),
@@ -132,14 +120,14 @@ test_that("special tokens in text are plain text unless parse_special", {
 
   # deepseek-coder's user-defined tokens (the bytes F5.. FF as GPT-2
   # characters, e.g. 32009 "\u00fc") are matched even without parse_special
-  ds <- rllm_tokenizer(tok_fixture("vocab", "ggml-vocab-deepseek-coder.gguf"))
+  ds <- rllm_tokenizer(gguf_fixture("vocab", "ggml-vocab-deepseek-coder.gguf"))
   expect_identical(rllm_tokenize(ds, "F\u00fchrer", add_special = FALSE), c(37L, 32009L, 71L, 6247L))
   expect_identical(ds$bos, 32013L)
   expect_identical(rllm_tokenize(ds, "x")[1], 32013L) # add_bos_token TRUE
 })
 
 test_that("tokenizers come from paths, gguf_file handles and model objects, and survive saving", {
-  path <- tok_fixture("stories260K.gguf")
+  path <- gguf_fixture("stories260K.gguf")
   tok <- rllm_tokenizer(path)
   g <- Rgguf::gguf_open(path)
   tg <- rllm_tokenizer(g)
@@ -161,7 +149,7 @@ test_that("tokenizers come from paths, gguf_file handles and model objects, and 
 })
 
 test_that("bad inputs raise fm_error conditions", {
-  tok <- rllm_tokenizer(tok_fixture("stories260K.gguf"))
+  tok <- rllm_tokenizer(gguf_fixture("stories260K.gguf"))
   expect_error(rllm_tokenize(tok, c("a", "b")), class = "fm_error_earg")
   expect_error(rllm_tokenize(tok, NA_character_), class = "fm_error_earg")
   expect_error(rllm_tokenize(tok, 1), class = "fm_error_earg")
@@ -176,7 +164,7 @@ test_that("bad inputs raise fm_error conditions", {
   expect_error(rllm_tokenizer(file.path(tempdir(), "no-such.gguf")), class = "fm_error_eio")
   expect_error(rllm_tokenizer(3), class = "fm_error_earg")
   # a GGUF without a tokenizer
-  zoo <- tok_fixture("derived", "quant-zoo-stories260K.gguf")
+  zoo <- gguf_fixture("derived", "quant-zoo-stories260K.gguf")
   expect_error(rllm_tokenizer(zoo), class = "fm_error_eunsupported")
   # not a GGUF file at all
   f <- tempfile(fileext = ".gguf")
@@ -202,7 +190,7 @@ test_that("extra strings tokenize as llama.cpp does (oracle)", {
                    "\u0436\u0451\u043b\u0442\u044b\u0439 caf\u00e9 na\u0308ive \u0915\u093e a\u20ddb 1234567"),
              "def f(x):\n    return x**2  # square\r\n<|endoftext|><s>[CLS]")
   for (name in c("llama-spm", "gpt-2", "deepseek-coder", "falcon", "bert-bge")) {
-    v <- tok_fixture("vocab", paste0("ggml-vocab-", name, ".gguf"))
+    v <- gguf_fixture("vocab", paste0("ggml-vocab-", name, ".gguf"))
     tok <- rllm_tokenizer(v)
     s <- texts[1]
     want <- llama_oracle("tokenize", v, text = s)$tokens
@@ -212,7 +200,7 @@ test_that("extra strings tokenize as llama.cpp does (oracle)", {
     expect_identical(rllm_tokenize(tok, s, add_special = TRUE, parse_special = TRUE), want,
                      label = sprintf("%s with add_special and parse_special", name))
   }
-  m <- tok_fixture("stories260K.gguf")
+  m <- gguf_fixture("stories260K.gguf")
   tok <- rllm_tokenizer(m)
   s <- "Once upon a time, Lily met a big \u0436 dog. <s> The end.</s>"
   expect_identical(rllm_tokenize(tok, s), llama_oracle("tokenize", m, text = s, add_special = TRUE)$tokens)
@@ -226,7 +214,7 @@ test_that("the llama3, qwen2 and starcoder pre-tokenizers split as llama.cpp's (
   skip_if_not(exists("gguf_write", envir = asNamespace("Rgguf")), "Rgguf::gguf_write not available")
   # GPT-2's vocabulary and merges, rewritten by GGML's GGUF writer with another
   # tokenizer.ggml.pre: the pre-tokenizer alone decides the differences
-  src <- tok_fixture("vocab", "ggml-vocab-gpt-2.gguf")
+  src <- gguf_fixture("vocab", "ggml-vocab-gpt-2.gguf")
   md <- Rgguf::gguf_metadata(Rgguf::gguf_open(src))
   ty <- attr(md, "gguf_type")
   vals <- lapply(names(md), function(k) {
