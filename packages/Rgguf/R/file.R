@@ -23,23 +23,44 @@
 #' that remain (a metadata array claiming 2^62 elements is an error, not an
 #' allocation); the type and value of `general.alignment`; tensor types,
 #' dimensions, and every tensor's bytes inside the file, aligned and not
-#' overlapping. A file that fails a check raises an R error; nothing aborts
-#' R.
+#' overlapping; keys and tensor names UTF-8 text without NUL (GGUF strings
+#' are UTF-8; GGML keeps names as C strings). A file that fails a check
+#' raises an R error; nothing aborts R.
 #'
 #' The handle keeps the file's mapping alive; tensor views made by
 #' [gguf_tensor()] borrow it (no tensor byte is copied). The mapping is
 #' released when the handle and every view are garbage collected. A handle
 #' does not survive `saveRDS()` or a new session: open the file again.
 #'
+#' @section A file changed on disk while open:
+#' The mapping shows the file's bytes as they are now. Every call that
+#' reads through a handle or a view (metadata, the directory, a view's
+#' decode, `%*%`, `as = "numeric"`; Rllm before each evaluation through the
+#' C callable `Rgguf_check()`) first checks the file with one `fstat()`. A
+#' file truncated below its size at opening, or whose header and tensor
+#' directory were rewritten in place, raises `fm_error_eformat` ("the file
+#' shrank from N to M bytes since it was opened", "the file was rewritten
+#' since it was opened") at the next call instead of killing R with
+#' SIGBUS; open it again. Growth (an append) is fine. Tensor bytes rewritten
+#' in place, the file keeping its size and header, are not detected: views
+#' then read the new values. A truncation *during* a call cannot be caught
+#' and can still crash R: that is how memory mappings work, so do not
+#' truncate or rewrite a model file that an R session is using (replacing
+#' it with a new file, as `mv` or `file.rename()` do, is safe: the handle
+#' keeps the old file).
+#'
 #' @param path path of a `.gguf` file.
 #' @return An object of class `"gguf_file"` (an external pointer, with the
 #'   normalized path as attribute `path`). Other packages reach the parsed
-#'   file from C through `Rgguf_file()` (`inst/include/Rgguf.h`).
+#'   file from C through `Rgguf_file()` and check it through
+#'   `Rgguf_check()` (`inst/include/Rgguf.h`).
 #' @section Errors: conditions raised through [Rfmalloc::fm_abort()]:
 #'   `fm_error_eio` when the file does not exist or cannot be mapped;
 #'   `fm_error_eformat` for malformed bytes (wrong magic, a header cut
 #'   short, a count or length beyond the file, a bad alignment, a tensor
-#'   past the end of the file), naming the file and the byte offset;
+#'   past the end of the file, a key or tensor name holding a NUL byte or
+#'   bytes that are not UTF-8), naming the file and the byte offset, and
+#'   for a file that shrank or was rewritten since it was opened (above);
 #'   `fm_error_eunsupported` for GGUF version 1, versions above 3,
 #'   big-endian files and arrays of arrays; `fm_error_earg` for a `path`
 #'   that is not one string.
@@ -116,7 +137,7 @@ print.gguf_file <- function(x, ...) {
 #' | `uint32`, `float32`, `float64` | double (exact) |
 #' | `uint64`, `int64` | double when every value of the key is at most 2^53 in magnitude (exact); otherwise character, the decimal digits |
 #' | `bool` | logical |
-#' | `string` | character in UTF-8 (a string that is not valid UTF-8 is marked `"bytes"`); a string holding a NUL byte makes the key a list of raw vectors, one per string |
+#' | `string` | character in UTF-8 when every string of the key is UTF-8 text without NUL; otherwise the key's value is a list of raw vectors, one per string, holding its bytes exactly (tokenizer tokens may be arbitrary bytes; R strings cannot hold a NUL, and strings that are not valid UTF-8 cannot be translated) |
 #'
 #' An array is a vector of its element type's representation (for example
 #' `array<string>` is a character vector, `array<int32>` an integer
@@ -126,11 +147,14 @@ print.gguf_file <- function(x, ...) {
 #' @param x a `"gguf_file"` from [gguf_open()].
 #' @return A named list, one element per key, with attribute `"gguf_type"`:
 #'   a named character vector giving each key's GGUF type (`"uint32"`,
-#'   `"string"`, `"array<float32>"`, ...). Key names are the file's, so a
-#'   list element is reached with `md[["general.architecture"]]`.
+#'   `"string"`, `"array<float32>"`, ...). Key names are the file's (UTF-8
+#'   strings; the reader refuses others), so a list element is reached with
+#'   `md[["general.architecture"]]`. Use `rawToChar()` or `iconv(x, "UTF-8",
+#'   ..., sub = "byte")` on a raw string value as suits the caller.
 #' @section Errors: `fm_error_earg` when `x` is not a GGUF file;
 #'   `fm_error_eclosed` for a handle from another session;
-#'   `fm_error_eformat` when the file shrank since it was opened.
+#'   `fm_error_eformat` when the file shrank or was rewritten since it was
+#'   opened (see [gguf_open()]).
 #' @source GGML's `docs/gguf.md` (value types and their numbering).
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
@@ -152,7 +176,7 @@ gguf_metadata <- function(x) {
 #'
 #' @param x a `"gguf_file"` from [gguf_open()].
 #' @return A data frame with one row per tensor, in file order:
-#'   `name`; `type` (GGML's type name, such as `"f32"`, `"q4_0"`, `"q4_K"`);
+#'   `name` (UTF-8; `gguf_tensor(x, name)` finds it); `type` (GGML's type name, such as `"f32"`, `"q4_0"`, `"q4_K"`);
 #'   `type_id` (GGML's type number); `n_dims`; `ne0`, `ne1`, `ne2`, `ne3`
 #'   (the GGML shape, `ne0` the contiguous dimension, unused dimensions 1);
 #'   `offset` (absolute byte offset of the tensor's data in the file) and

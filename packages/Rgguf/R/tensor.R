@@ -59,10 +59,21 @@
 #'   survive `saveRDS()`). For `"numeric"`: a double vector, matrix or array
 #'   as described under Orientation. Values are GGML's `to_float` of the
 #'   stored blocks, exactly (single precision values widened to double).
-#' @section Errors: `fm_error_earg` for an unknown tensor name or a bad
-#'   argument; `fm_error_eunsupported` for a tensor type GGML cannot decode
-#'   to floats (integer tensors); `fm_error_eclosed` for a handle from
-#'   another session.
+#' @section Errors: `fm_error_earg` for an unknown tensor name (a name
+#'   marked `"bytes"` is looked up by its bytes) or a bad argument;
+#'   `fm_error_eunsupported` for a tensor type GGML cannot decode to floats
+#'   (integer tensors); `fm_error_eclosed` for a handle from another
+#'   session; `fm_error_eformat` when the file shrank or was rewritten since
+#'   it was opened.
+#' @section A file changed on disk:
+#' A view reads the file's mapping whenever a panel is decoded or a product
+#' runs. Each of these first checks the file (one `fstat()` per panel or
+#' product): a file truncated since [gguf_open()], or whose header was
+#' rewritten in place, raises `fm_error_eformat` at the next call instead
+#' of killing R with SIGBUS; growth is fine; tensor bytes rewritten in
+#' place are read as they are now. A truncation during a call can still
+#' crash R (memory-mapping semantics). See "A file changed on disk while
+#' open" in [gguf_open()].
 #' @source Block formats: GGML's `ggml-common.h` (block structs) and
 #'   `ggml-quants.c` (`dequantize_row_*`), reached through
 #'   `ggml_get_type_traits()`; products: `ggml_mul_mat` on GGML's CPU
@@ -86,7 +97,10 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
     Rfmalloc::fm_abort("earg", "name must be a single string, not ", .describe(name))
   }
   if (as == "numeric") return(.Call(C_rgguf_tensor_numeric, x, name))
-  source <- sprintf("tensor '%s' of %s", name, basename(attr(x, "path")))
+  # a string marked "bytes" cannot be translated (it names no tensor: the C
+  # lookup raises fm_error_earg)
+  shown <- if (identical(Encoding(name), "bytes")) encodeString(name) else name
+  source <- sprintf("tensor '%s' of %s", shown, basename(attr(x, "path")))
   .Call(C_rgguf_tensor_view, x, name, source)
 }
 
@@ -95,8 +109,20 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
 #' The number of threads GGML uses for products of GGUF tensor views
 #' ([gguf_tensor()]). The default is 1, or the option `Rgguf.threads` when
 #' set before Rgguf loads.
+#'
+#' In a child process made by `fork()` (`parallel::mclapply()`,
+#' `parallel::mcparallel()`), the backend runs on one thread: GGML's
+#' threads come from GNU OpenMP, whose thread pool does not survive a fork,
+#' and once the parent has run a multi-threaded GGML product, a
+#' multi-threaded one in the child would never return. A handler that
+#' Rgguf registers with `pthread_atfork()` sets the count to 1 in every
+#' child; there `gguf_threads()` reports 1 and `gguf_threads(n)` keeps 1.
+#' Results do not depend on the thread count, so a child's products equal
+#' the parent's. The parent keeps its setting. (Rllm does the same for its
+#' models.)
 #' @param n `NULL` to query, or a whole number in 1..512.
-#' @return The thread count in force (invisibly when setting).
+#' @return The thread count in force (invisibly when setting); 1 in a
+#'   forked child.
 #' @section Errors: `fm_error_earg` for a bad `n`.
 #' @examples
 #' old <- gguf_threads()

@@ -93,7 +93,8 @@ static void Rgguf_check(SEXP x) { (void)rgguf_file_of(x); }
 SEXP rgguf_open(SEXP s_path) {
   if (TYPEOF(s_path) != STRSXP || XLENGTH(s_path) != 1 || STRING_ELT(s_path, 0) == NA_STRING)
     Rfmalloc_stopf(FM_EARG, "path must be a single string");
-  const char *path = Rf_translateCharUTF8(STRING_ELT(s_path, 0));
+  SEXP s = STRING_ELT(s_path, 0);
+  const char *path = (Rf_getCharCE(s) == CE_BYTES) ? CHAR(s) : Rf_translateCharUTF8(s);
   live_handle *h = malloc(sizeof *h);
   if (!h) Rfmalloc_stopf(FM_ENOMEM, "cannot allocate a GGUF handle");
   fm_gguf *g = NULL;
@@ -138,7 +139,7 @@ SEXP rgguf_info(SEXP x) {
   SET_VECTOR_ELT(out, 4, Rf_ScalarReal((double)fm_gguf_n_kv(g)));
   SET_VECTOR_ELT(out, 5, Rf_ScalarReal((double)fm_gguf_n_tensors(g)));
   const char *p = fm_gguf_path(g);
-  SET_VECTOR_ELT(out, 6, p ? Rf_mkString(p) : Rf_ScalarString(NA_STRING));
+  SET_VECTOR_ELT(out, 6, p ? Rf_ScalarString(Rf_mkCharCE(p, CE_UTF8)) : Rf_ScalarString(NA_STRING));
   set_names(out, names, 7);
   UNPROTECT(1);
   return out;
@@ -150,10 +151,11 @@ SEXP rgguf_info(SEXP x) {
  *   uint32, float32, float64           -> double (exact)
  *   uint64, int64 -> double when every value of the entry is at most 2^53 in
  *                    magnitude (exact), else character (decimal digits)
- *   bool -> logical; string -> character (UTF-8; bytes that are not valid
- *   UTF-8 are marked "bytes"); a string holding a NUL byte makes the entry
- *   a list of raw vectors (one per string).
- * Arrays are vectors of the element representation. */
+ *   bool -> logical; string -> character (UTF-8) when every string of the
+ *   entry is UTF-8 text without NUL; otherwise the entry is a list of raw
+ *   vectors, one per string (its bytes, exactly).
+ * Arrays are vectors of the element representation. Keys and tensor names
+ * are UTF-8 text without NUL (the parser refuses others): CE_UTF8. */
 
 static int utf8_valid(const unsigned char *s, size_t n) {
   size_t i = 0;
@@ -177,9 +179,11 @@ static int utf8_valid(const unsigned char *s, size_t n) {
   return 1;
 }
 
+/* A string known to be UTF-8 text without NUL (a key, a tensor name, a
+ * value checked by utf8_valid and memchr). */
 static SEXP str_elt(const char *s, size_t len) {
   if (len > INT_MAX) Rfmalloc_stopf(FM_EUNSUPPORTED, "a metadata string of %zu bytes is too long for R", len);
-  return Rf_mkCharLenCE(s, (int)len, utf8_valid((const unsigned char *)s, len) ? CE_UTF8 : CE_BYTES);
+  return Rf_mkCharLenCE(s, (int)len, CE_UTF8);
 }
 
 static SEXP kv_value(const fm_gguf_kv *kv) {
@@ -247,12 +251,12 @@ static SEXP kv_value(const fm_gguf_kv *kv) {
     break;
   }
   case FM_GGUF_STRING: {
-    int has_nul = 0;
+    int has_nul = 0; /* or bytes that are not UTF-8: raw vectors */
     for (R_xlen_t i = 0; i < nn && !has_nul; i++) {
       const char *s = NULL;
       size_t len = 0;
       if (fm_gguf_get_str(kv, (uint64_t)i, &s, &len) != 0) Rfmalloc_stopf(FM_EINTERNAL, "metadata string %lld unreadable", (long long)i);
-      has_nul = memchr(s, 0, len) != NULL;
+      has_nul = memchr(s, 0, len) != NULL || !utf8_valid((const unsigned char *)s, len);
     }
     out = PROTECT(Rf_allocVector(has_nul ? VECSXP : STRSXP, nn));
     for (R_xlen_t i = 0; i < nn; i++) {

@@ -18,6 +18,7 @@
 #include <Rfmalloc.h>
 
 #include <limits.h>
+#include <pthread.h>
 #include <string.h>
 
 static const char backend_name[] = "ggml";
@@ -25,9 +26,22 @@ static const char backend_name[] = "ggml";
  * thread that runs the product (R's main thread). */
 static fm_llm_tensor_backend_opts backend_opts = {1};
 
+/* In a child made by fork() (parallel::mclapply): GNU OpenMP's thread pool
+ * does not survive fork, and once the parent has run a multi-threaded GGML
+ * call, a multi-threaded one in the child never returns. GGML runs a
+ * 1-thread graph without OpenMP, so the child's backend keeps to 1 thread.
+ * glibc drops the handler when the DLL is unloaded (dlclose). */
+static int forked_child;
+static void atfork_child(void) {
+  forked_child = 1;
+  backend_opts.n_threads = 1;
+}
+
 void rgguf_tensor_init(void) {
   /* builds the codec table now rather than inside a first decode */
   (void)fm_llm_tensor_codec(0);
+  static int atfork_set;
+  if (!atfork_set) atfork_set = pthread_atfork(NULL, NULL, atfork_child) == 0;
 }
 
 /* Before the DLL goes: views made over the core's codecs forget them (they
@@ -53,7 +67,7 @@ SEXP rgguf_threads(SEXP s_n) {
     int n = Rf_asInteger(s_n);
     if (n == NA_INTEGER || n < 1 || n > 512)
       Rfmalloc_stopf(FM_EARG, "the number of threads must be a whole number in 1..512");
-    backend_opts.n_threads = n;
+    backend_opts.n_threads = forked_child ? 1 : n;
   }
   return Rf_ScalarInteger(backend_opts.n_threads);
 }
@@ -63,11 +77,15 @@ SEXP rgguf_threads(SEXP s_n) {
 static const fm_gguf_tensor *find_tensor(const fm_gguf *g, SEXP s_name) {
   if (TYPEOF(s_name) != STRSXP || XLENGTH(s_name) != 1 || STRING_ELT(s_name, 0) == NA_STRING)
     Rfmalloc_stopf(FM_EARG, "name must be a single string");
-  const char *name = Rf_translateCharUTF8(STRING_ELT(s_name, 0));
+  /* names are UTF-8 (the reader refuses others); a string marked "bytes"
+   * is looked up by its bytes (and, not being UTF-8, not found) */
+  SEXP s = STRING_ELT(s_name, 0);
+  const char *name = (Rf_getCharCE(s) == CE_BYTES) ? CHAR(s) : Rf_translateCharUTF8(s);
   const int64_t i = fm_gguf_find_tensor(g, name);
   const char *path = fm_gguf_path(g);
   if (i < 0)
-    Rfmalloc_stopf(FM_EARG, "GGUF file '%s' has no tensor named '%s'", path ? path : "?", name);
+    Rfmalloc_stopf(FM_EARG, "GGUF file '%s' has no tensor named '%s'", path ? path : "?",
+                   (Rf_getCharCE(s) == CE_BYTES) ? "(a string marked \"bytes\")" : name);
   return fm_gguf_tensor_at(g, i);
 }
 

@@ -1,0 +1,46 @@
+# In a child made by fork() (parallel::mclapply) the GGML backend runs on one
+# thread: GNU OpenMP's pool does not survive fork, and once the parent has
+# run a multi-threaded GGML call, a multi-threaded one in the child would
+# never return. The child's product equals the parent's.
+
+test_that("W %*% x in forked children equals the parent's, on one thread there", {
+  skip_on_os("windows")
+  g <- gguf_open(quant_zoo())
+  W <- gguf_tensor(g, "w.Q4_K")
+  x <- t(gguf_tensor(g, "x", "numeric"))
+  X <- cbind(x, x * 0.5, -x)
+  old <- gguf_threads()
+  on.exit(gguf_threads(old), add = TRUE)
+  gguf_threads(2)
+  a <- W %*% X # a multi-threaded GGML call in the parent first
+  expect_identical(Rfmalloc::fmalloc_last_backend(), "ggml")
+  child <- function(i) {
+    list(threads = gguf_threads(), set = gguf_threads(4), y = W %*% X,
+         backend = Rfmalloc::fmalloc_last_backend())
+  }
+  # children that hang are killed after 120 s (the test then fails)
+  jobs <- lapply(1:2, function(i) parallel::mcparallel(child(i)))
+  res <- list()
+  left <- function() Filter(function(j) !as.character(j$pid) %in% names(res), jobs)
+  deadline <- Sys.time() + 120
+  while (length(left()) && Sys.time() < deadline) {
+    r <- parallel::mccollect(left(), wait = FALSE, timeout = 1)
+    if (!is.null(r)) res[names(r)] <- r
+  }
+  hung <- left()
+  for (j in hung) tools::pskill(j$pid, tools::SIGKILL)
+  if (length(hung)) suppressWarnings(parallel::mccollect(hung, wait = FALSE))
+  expect_length(hung, 0L)
+  for (r in res) {
+    expect_identical(r$threads, 1L)
+    expect_identical(r$set, 1L)
+    expect_identical(r$backend, "ggml")
+    expect_identical(r$y, a)
+  }
+  expect_identical(gguf_threads(), 2L) # the parent keeps its setting
+  # mclapply itself (which would wait for ever on a hung child)
+  if (length(hung) == 0L) {
+    r <- parallel::mclapply(1:2, function(i) identical(W %*% X, a), mc.cores = 2)
+    expect_identical(unlist(r), c(TRUE, TRUE))
+  }
+})
