@@ -12,7 +12,8 @@
  *    or array element, through the O(1) index) lies inside the file; scalar
  *    and element getters agree with their types (get_i64 refuses floats,
  *    get_f64 accepts every numeric type, out-of-range indices fail);
- *  - keys and tensor names are unique and found again by fm_gguf_find_*;
+ *  - keys and tensor names are well-formed UTF-8 without NUL, unique, and
+ *    found again by fm_gguf_find_*;
  *  - general.alignment, if present, is a uint32 power of two and is the
  *    reader's alignment; the data section is aligned and inside the file;
  *  - each tensor has 1..4 positive dims, a known type, rows a whole number of
@@ -36,6 +37,28 @@ static int inside(const uint8_t *base, size_t size, const void *p, uint64_t n) {
 
 static volatile uint8_t sink;
 
+/* Well-formed UTF-8 without NUL (RFC 3629: shortest forms, no surrogates,
+ * nothing above U+10FFFF), written apart from the reader's own check. */
+static int utf8_name_ok(const uint8_t *s, size_t n) {
+  for (size_t i = 0; i < n;) {
+    uint32_t c = s[i], need, min;
+    if (c == 0) return 0;
+    if (c < 0x80) { i++; continue; }
+    if ((c & 0xE0) == 0xC0) { need = 1; min = 0x80; c &= 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { need = 2; min = 0x800; c &= 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { need = 3; min = 0x10000; c &= 0x07; }
+    else return 0;
+    if (n - i - 1 < need) return 0;
+    for (uint32_t k = 1; k <= need; k++) {
+      if ((s[i + k] & 0xC0) != 0x80) return 0;
+      c = (c << 6) | (s[i + k] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    i += need + 1;
+  }
+  return 1;
+}
+
 static void check_kv(const fm_gguf *g, const uint8_t *data, size_t size, int64_t i) {
   const fm_gguf_kv *kv = fm_gguf_kv_at(g, i);
   FUZZ_ASSERT(kv != NULL);
@@ -45,8 +68,8 @@ static void check_kv(const fm_gguf *g, const uint8_t *data, size_t size, int64_t
   FUZZ_ASSERT(kv->type == FM_GGUF_ARRAY || (kv->n == 1 && kv->elem_type == kv->type));
   size_t esz = fm_gguf_vtype_size(kv->elem_type);
   if (kv->elem_type != FM_GGUF_STRING) FUZZ_ASSERT(esz > 0 && inside(data, size, kv->value, kv->n * esz));
-  /* Keys with an embedded NUL cannot be found by a C string; others must. */
-  if (kv->key_len < 256 && !memchr(kv->key, 0, kv->key_len)) {
+  FUZZ_ASSERT(utf8_name_ok((const uint8_t *)kv->key, kv->key_len));
+  if (kv->key_len < 256) {
     char key[256];
     memcpy(key, kv->key, kv->key_len);
     key[kv->key_len] = 0;
@@ -110,7 +133,8 @@ static void check_tensors(const fm_gguf *g, const uint8_t *data, size_t size) {
     const uint8_t *d = fm_gguf_tensor_data(g, t);
     FUZZ_ASSERT(d == data + t->data_offset);
     for (uint64_t k = 0; k < t->n_bytes; k++) sink ^= d[k];
-    if (!memchr(t->name, 0, t->name_len)) {
+    FUZZ_ASSERT(utf8_name_ok((const uint8_t *)t->name, t->name_len));
+    {
       char name[64];
       memcpy(name, t->name, t->name_len);
       name[t->name_len] = 0;
