@@ -304,7 +304,10 @@ fm_status llm_build_llama_decoder(llm_build *b, fm_err *err);
 
 /* Binds the standard decoder layer tensors (attn_norm, attn_q/k/v/output
  * with optional biases and q/k norms, ffn_norm, dense or MoE FFN, post
- * norms when present) with shapes from m->hp. */
+ * norms when present) with shapes from m->hp. The dense FFN is gated
+ * (ffn_up, ffn_gate and ffn_down all required) and output_norm.weight must
+ * be present, so that a file lacking any tensor the graph uses is refused
+ * at load (FM_EFORMAT naming it). */
 fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err);
 
 /* llm_bind_decoder_layers(), then FM_EFORMAT (naming the layer, the tensor

@@ -441,13 +441,21 @@ fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err) {
       int64_t ff = hp->n_ff[il] > 0 ? hp->n_ff[il] : -1;
       TRY(llm_bind(m, &l->ffn_up, 1, LLM_T_MATMUL, E, ff, 1, err, "blk.%d.ffn_up.weight", i));
       ff = l->ffn_up->ne[1];
-      TRY(llm_bind(m, &l->ffn_gate, 0, LLM_T_MATMUL, E, ff, 1, err, "blk.%d.ffn_gate.weight", i));
+      /* Required: every decoder built over these layers has a gated
+       * feed-forward (SwiGLU, GeGLU); a file without the gate is refused
+       * here, at load, not when the first graph is built. */
+      TRY(llm_bind(m, &l->ffn_gate, 1, LLM_T_MATMUL, E, ff, 1, err, "blk.%d.ffn_gate.weight", i));
       TRY(llm_bind(m, &l->ffn_down, 1, LLM_T_MATMUL, ff, E, 1, err, "blk.%d.ffn_down.weight", i));
       TRY(llm_bind(m, &l->ffn_up_b, 0, LLM_T_F32, ff, 1, 1, err, "blk.%d.ffn_up.bias", i));
       TRY(llm_bind(m, &l->ffn_gate_b, 0, LLM_T_F32, ff, 1, 1, err, "blk.%d.ffn_gate.bias", i));
       TRY(llm_bind(m, &l->ffn_down_b, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.ffn_down.bias", i));
     }
   }
+  /* The decoder ends with RMSNorm: without its weight the logits would be
+   * computed, silently wrong. */
+  if (!m->output_norm)
+    return fm_err_set(err, FM_EFORMAT, "tensor 'output_norm.weight' is missing (architecture %s)",
+                      m->arch_name);
   return FM_OK;
 }
 
