@@ -20,8 +20,14 @@
 #' @param add_special passed to [rllm_tokenize()] for text.
 #' @return A numeric matrix with `model$info$n_embd_out` rows and one column
 #'   per sequence (named by `x` when it is a named or character vector).
+#'   A sequence longer than the model's training context is embedded after
+#'   a warning of class `"rllm_warning_context"`.
 #' @section Errors: `fm_error_earg` for an empty sequence, token ids outside
-#'   the vocabulary or text without a tokenizer.
+#'   the vocabulary or `NA`, `NA` strings, or text without a tokenizer;
+#'   `fm_error_eclosed` for a model restored from a saved session;
+#'   `fm_error_eformat` when the GGUF file shrank on disk since it was
+#'   opened; `fm_error_ecancelled` (an interrupt condition) when the user
+#'   interrupts.
 #' @source Pooling as llama.cpp's `LLAMA_POOLING_TYPE_{MEAN,CLS,LAST}`
 #'   (the numbering of GGUF's `pooling_type`).
 #' @examples
@@ -58,6 +64,7 @@ rllm_embed <- function(model, x, pooling = c("model", "mean", "cls", "last"),
   out <- matrix(0, nrow = model$info$n_embd_out, ncol = length(seqs))
   for (j in seq_along(seqs)) {
     ids <- .rllm_check_tokens(seqs[[j]], model$info$n_vocab, sprintf("sequence %d", j))
+    .rllm_warn_context(model, length(ids), sprintf("sequence %d has", j), call = sys.call())
     e <- .Call(C_rllm_embed, model$ptr, ids, pool_id)
     if (normalize) {
       nrm <- sqrt(sum(e * e))

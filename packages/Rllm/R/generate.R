@@ -18,7 +18,8 @@
 #' @param temperature,top_k,top_p,seed sampling parameters, see
 #'   [rllm_sample()]; `seed = NULL` draws one from R's generator.
 #' @param cache `NULL` (a fresh cache of `length(prompt) + n_new`
-#'   positions) or an [rllm_cache()] of this model: the prompt then
+#'   positions, F16, no warning of its own) or an [rllm_cache()] of this
+#'   model: the prompt then
 #'   continues what the cache holds, and the cache keeps the prompt and the
 #'   generated tokens (all but the last, which is not evaluated).
 #' @param runtime where a fresh cache lives: `NULL` (default:
@@ -36,10 +37,31 @@
 #'   the prompt and pick the first token), `decode_s` (seconds for the rest),
 #'   `n_prefill`, `n_decode` (tokens evaluated after the prompt),
 #'   `prefill_tps` and `decode_tps` (tokens per second).
+#'   Timings are wall-clock seconds; `NA` rates when nothing was timed.
+#'
+#'   Positions past the model's training context (`model$info$n_ctx_train`)
+#'   are used, as llama.cpp allows, after a warning of class
+#'   `"rllm_warning_context"` naming both numbers (the prompt, what the
+#'   cache already holds and `n_new - 1` counted up front).
 #' @section Errors: `fm_error_earg` for bad arguments (token ids outside the
-#'   vocabulary, a text prompt without a tokenizer); `fm_error_enospc` when a
-#'   given cache cannot hold the prompt and `n_new - 1` more tokens (checked
-#'   before starting); an interrupt condition when the user interrupts.
+#'   vocabulary or `NA`, an `NA` or multi-string text prompt, a text prompt
+#'   without a tokenizer, sampling parameters as in [rllm_sample()]);
+#'   `fm_error_enospc` when a given cache cannot hold the prompt and
+#'   `n_new - 1` more tokens (checked before starting); `fm_error_emismatch`
+#'   for a cache of another model; `fm_error_eclosed` for a model or cache
+#'   restored from a saved session or a cache whose runtime was closed;
+#'   `fm_error_eformat` when the GGUF file shrank on disk since it was
+#'   opened. A user interrupt raises `fm_error_ecancelled` (an `interrupt`
+#'   condition); the error of a time limit ([setTimeLimit()]) is raised as R
+#'   raises it, and nothing is printed by the way. The cache then holds what
+#'   was evaluated before the stop.
+#' @source Greedy decoding, top-k sampling (Fan et al. 2018, "Hierarchical
+#'   Neural Story Generation") and nucleus (top-p) sampling (Holtzman et al.
+#'   2020, "The Curious Case of Neural Text Degeneration", ICLR), as
+#'   [rllm_sample()] applies them. The reference behaviour is llama.cpp's
+#'   (node-llama-cpp 3.21.1): the tests check that 64 greedy tokens after
+#'   "Once upon a time" and the top-5 next-token ids equal its own on
+#'   stories260K (F32, F16, Q8_0 and Q4_K_M).
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
 #' p <- file.path(f, "gguf", "stories260K.gguf")
@@ -68,8 +90,14 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   }
   ids <- .rllm_check_tokens(ids, model$info$n_vocab, "prompt")
   cache <- .rllm_check_cache(cache, model)
+  if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
+    Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
+                       .rllm_describe(runtime))
+  }
+  past <- if (is.null(cache)) 0 else .Call(C_rllm_cache_state, cache$ptr)[1L]
+  .rllm_warn_past_context(model, past, length(ids) + max(n_new - 1L, 0L), call = sys.call())
   if (is.null(cache)) {
-    cache <- rllm_cache(model, length(ids) + max(n_new, 1L), runtime = runtime)
+    cache <- .rllm_cache_new(model, length(ids) + max(n_new, 1L), runtime, "f16")
   }
   if (!is.logical(stop_at_eog) || length(stop_at_eog) != 1L || is.na(stop_at_eog)) {
     Rfmalloc::fm_abort("earg", "stop_at_eog must be TRUE or FALSE")

@@ -11,7 +11,39 @@
     Rfmalloc::fm_abort("earg", "model must come from rllm_gguf_model(), not ",
                        .rllm_describe(model), call = call)
   }
+  if (.Call(C_rllm_ptr_state, model$ptr) != 0L) {
+    Rfmalloc::fm_abort("eclosed", "the model was freed (a model does not survive saveRDS() ",
+                       "or a new session); load it again with rllm_gguf_model()", call = call)
+  }
   model
+}
+
+# The trained context of a model (<arch>.context_length), or NA when the
+# metadata gives none.
+.rllm_n_ctx_train <- function(model) {
+  n <- model$info$n_ctx_train
+  if (is.numeric(n) && length(n) == 1L && is.finite(n) && n > 0) n else NA_real_
+}
+
+# Warn (class "rllm_warning_context") when `n` positions exceed the model's
+# trained context; `what` says what uses them.
+.rllm_warn_context <- function(model, n, what, call = sys.call(-1L)) {
+  ctx <- .rllm_n_ctx_train(model)
+  if (is.na(ctx) || n <= ctx) return(invisible(FALSE))
+  msg <- sprintf(paste0("%s %.0f positions, more than the %.0f the model was trained on ",
+                        "(%s.context_length); logits past position %.0f may be poor"),
+                 what, n, ctx, model$info$arch, ctx)
+  warning(structure(class = c("rllm_warning_context", "warning", "condition"),
+                    list(message = msg, call = call)))
+  invisible(TRUE)
+}
+
+# Warn when evaluating n more positions after `past` crosses the trained
+# context (once per sequence: not again when `past` is already beyond it).
+.rllm_warn_past_context <- function(model, past, n, call = sys.call(-1L)) {
+  ctx <- .rllm_n_ctx_train(model)
+  if (is.na(ctx) || past > ctx || past + n <= ctx) return(invisible(FALSE))
+  .rllm_warn_context(model, past + n, "evaluating", call = call)
 }
 
 .rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L)) {
@@ -42,14 +74,28 @@
 #' The option `rllm.threads` when set; otherwise the number of logical
 #' cores ([parallel::detectCores()]), limited to 2 under `R CMD check`
 #' (when `_R_CHECK_LIMIT_CORES_` is set) and to `OMP_THREAD_LIMIT` when
-#' that is set.
+#' that is set. Always 1 in a forked child process (such as the workers of
+#' [parallel::mclapply()]): GGML's threads are GNU OpenMP threads, whose
+#' pool does not survive `fork()`, so a multi-threaded evaluation in the
+#' child of a process that already ran one would never return. Rllm
+#' registers a `pthread_atfork()` handler that makes every evaluation in a
+#' forked child single-threaded, whatever the model's thread count; results
+#' do not depend on the thread count. Use [parallel::makePSOCKcluster()]
+#' workers (fresh processes) for multi-threaded evaluation in parallel.
 #' @return A whole number >= 1.
+#' @section Errors: none (an unusable `rllm.threads` option counts as 1).
+#' @source Thread counts as GGML's CPU backend takes them
+#'   (`ggml_backend_cpu_set_n_threads`).
 #' @examples
 #' rllm_threads()
 #' @export
 rllm_threads <- function() {
+  if (isTRUE(.Call(C_rllm_forked))) return(1L)
   opt <- getOption("rllm.threads")
-  if (!is.null(opt)) return(max(1L, as.integer(opt)))
+  if (!is.null(opt)) {
+    opt <- suppressWarnings(as.integer(opt)[1L])
+    return(if (is.na(opt)) 1L else max(1L, opt))
+  }
   n <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
   if (is.na(n) || n < 1L) n <- 1L
   if (nzchar(Sys.getenv("_R_CHECK_LIMIT_CORES_"))) n <- min(n, 2L)
@@ -86,7 +132,8 @@ rllm_threads <- function() {
 #'   ([Rfmalloc::open_fmalloc()]) in which [rllm_cache()] and
 #'   [rllm_generate()] place this model's KV caches by default.
 #' @param threads number of CPU threads for evaluation (default
-#'   [rllm_threads()]).
+#'   [rllm_threads()]); in a forked child process evaluation is always
+#'   single-threaded (see [rllm_threads()]).
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
@@ -96,15 +143,23 @@ rllm_threads <- function() {
 #'   `n_params`, `weight_bytes`, `threads`, `eog`: end-of-generation ids
 #'   from the tokenizer metadata), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
-#'   `saveRDS()`; load it again.
+#'   `saveRDS()`: a restored copy prints as freed and its use raises
+#'   `fm_error_eclosed`; load it again.
 #' @section Errors: conditions raised through [Rfmalloc::fm_abort()], with
 #'   messages naming the file: `fm_error_eunsupported` for an unknown
 #'   `general.architecture` (named, with the known ones) or an unsupported
 #'   RoPE scaling; `fm_error_eformat` for a missing or mistyped metadata key
-#'   or a tensor that is missing or has the wrong shape or type (named);
+#'   or a tensor that is missing or has the wrong shape or type (named):
+#'   every tensor of every layer that the graph uses is bound and checked
+#'   here, at load, never at the first evaluation;
 #'   errors of [Rgguf::gguf_open()] for files that are not valid GGUF (a
 #'   header cut short, a tensor past the end of the file, a metadata array
-#'   claiming 2^62 elements); `fm_error_earg` for bad arguments.
+#'   claiming 2^62 elements); `fm_error_earg` for bad arguments (`NA` path).
+#'   Later, when the file shrinks on disk under a loaded model, every
+#'   evaluation ([rllm_logits()], [rllm_generate()], [rllm_embed()]) raises
+#'   `fm_error_eformat` ("the file shrank from ... to ... bytes") instead of
+#'   reading past its end (one `fstat()` per call; a truncation during an
+#'   evaluation cannot be caught).
 #' @source The GGUF key and tensor names of GGML's `docs/gguf.md`; the
 #'   operator sequence follows the LLaMA paper (Touvron et al. 2023) as
 #'   llama.cpp evaluates it, which the package's tests use as the oracle.
@@ -160,23 +215,51 @@ print.rllm_model <- function(x, ...) {
               if (i$rope_neox) "neox" else "normal", as.integer(i$n_rot), i$rope_freq_base,
               if (i$causal) "causal" else "non-causal", as.integer(i$n_ctx_train),
               if (i$tied_output) "tied" else "untied"))
-  cat(sprintf("  %.0f parameters in %s bytes of the mapping; %d threads\n", i$n_params,
-              format(i$weight_bytes, big.mark = ","), as.integer(i$threads)))
+  st <- .Call(C_rllm_ptr_state, x$ptr)
+  thr <- if (st == 0L) {
+    nt <- .Call(C_rllm_model_threads, x$ptr)
+    sprintf("%d thread%s%s", nt, if (nt == 1L) "" else "s",
+            if (isTRUE(.Call(C_rllm_forked))) " (forked child: single-threaded)" else "")
+  } else {
+    "(freed: a model does not survive saveRDS() or a new session)"
+  }
+  cat(sprintf("  %.0f parameters in %s bytes of the mapping; %s\n", i$n_params,
+              format(i$weight_bytes, big.mark = ","), thr))
   invisible(x)
 }
 
 #' Set a model's number of evaluation threads
 #'
+#' The number of GGML CPU worker threads later evaluations of `model` may
+#' use. An upper bound: a batch too small to gain from threads (a tiny
+#' model's decode step) runs on one. Logits do not depend on the thread
+#' count (bit-identical). In a forked child process (e.g. a
+#' [parallel::mclapply()] worker) evaluation is always single-threaded and
+#' a larger `threads` is recorded as 1; see [rllm_threads()] for why.
+#'
 #' @param model an `rllm_model`.
 #' @param threads whole number >= 1.
-#' @return `model`, invisibly, with `info$threads` updated (the change also
-#'   applies to other copies of the same model object).
+#' @return `model`, invisibly, with `info$threads` updated to the count in
+#'   effect (the change also applies to other copies of the same model
+#'   object).
+#' @section Errors: `fm_error_earg` for a `model` that is not an
+#'   `rllm_model` or a `threads` that is not a whole number >= 1;
+#'   `fm_error_eclosed` for a model restored from a saved session.
+#' @source Thread counts as GGML's CPU backend takes them
+#'   (`ggml_backend_cpu_set_n_threads`).
+#' @examples
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   m <- rllm_gguf_model(p, threads = 1)
+#'   m <- rllm_set_threads(m, 2)
+#'   m$info$threads
+#' }
 #' @export
 rllm_set_threads <- function(model, threads) {
   .rllm_check_model(model)
   threads <- .rllm_check_count(threads, "threads", 1)
-  .Call(C_rllm_model_set_threads, model$ptr, threads)
-  model$info$threads <- threads
+  model$info$threads <- .Call(C_rllm_model_set_threads, model$ptr, threads)
   invisible(model)
 }
 
@@ -198,17 +281,27 @@ rllm_set_threads <- function(model, threads) {
 #' F32.
 #'
 #' @param model an `rllm_model`.
-#' @param n_ctx positions (default: the model's training context, at most
-#'   4096).
+#' @param n_ctx positions (default: the model's training context,
+#'   `model$info$n_ctx_train`, at most 4096). More than the training context
+#'   is allowed, as llama.cpp allows it, with a warning of class
+#'   `"rllm_warning_context"` naming both numbers.
 #' @param runtime `NULL` (default: `model$runtime`) for the heap, or an
 #'   Rfmalloc runtime: the cache is then one raw vector of that runtime's
 #'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object.
 #' @param type `"f16"` or `"f32"`.
 #' @return An object of class `"rllm_cache"` (a list: `ptr`, `model`,
-#'   `n_ctx`, `type`, `bytes`, `storage` (the raw vector in the runtime, or
-#'   `NULL`)). [rllm_cache_clear()] forgets its contents.
-#' @section Errors: `fm_error_earg` for bad arguments; `fm_error_enospc`
-#'   when the runtime is full; `fm_error_enomem`.
+#'   `n_ctx`, `type`, `bytes` (memory in bytes), `storage` (the raw vector in
+#'   the runtime, or `NULL`)). [rllm_cache_clear()] forgets its contents and
+#'   returns the cache invisibly. A cache does not survive `saveRDS()`: a
+#'   restored copy prints as `(freed)`; one whose runtime was closed prints
+#'   as `(closed)`.
+#' @section Errors: `fm_error_earg` for bad arguments (`n_ctx` not a whole
+#'   number >= 1, `NA`); `fm_error_enospc` when the runtime is full;
+#'   `fm_error_enomem`; `fm_error_eclosed` for a cache restored from a saved
+#'   session or whose runtime was closed (by [rllm_cache_clear()],
+#'   [rllm_cache_n_past()] and the evaluation functions).
+#' @source The KV-cache layout of llama.cpp (keys position-major, values
+#'   transposed, F16 by default).
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
 #' p <- file.path(f, "gguf", "stories260K.gguf")
@@ -224,11 +317,17 @@ rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32
   .rllm_check_model(model)
   type <- match.arg(type)
   if (is.null(n_ctx)) {
-    n_ctx <- model$info$n_ctx_train
-    if (!is.finite(n_ctx) || n_ctx < 1) n_ctx <- 4096
+    n_ctx <- .rllm_n_ctx_train(model)
+    if (is.na(n_ctx)) n_ctx <- 4096
     n_ctx <- min(n_ctx, 4096)
   }
   n_ctx <- .rllm_check_count(n_ctx, "n_ctx", 1)
+  .rllm_warn_context(model, n_ctx, "a cache of", call = sys.call())
+  .rllm_cache_new(model, n_ctx, runtime, type)
+}
+
+# rllm_cache() without argument checks or the context warning.
+.rllm_cache_new <- function(model, n_ctx, runtime, type) {
   if (is.null(runtime)) runtime <- model$runtime
   kv <- .rllm_kv_type(type)
   bytes <- .Call(C_rllm_cache_bytes, model$ptr, n_ctx, kv)
@@ -252,12 +351,22 @@ rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32
   .Call(C_rllm_runtime_raw, runtime, bytes)
 }
 
+.rllm_cache_freed <- "the cache was freed (a cache does not survive saveRDS() or a new session)"
+
 .rllm_check_cache <- function(cache, model, call = sys.call(-1L)) {
   if (is.null(cache)) return(NULL)
   if (!inherits(cache, "rllm_cache")) {
     Rfmalloc::fm_abort("earg", "cache must be NULL or from rllm_cache(), not ",
                        .rllm_describe(cache), call = call)
   }
+  if (.Call(C_rllm_ptr_state, cache$ptr) != 0L) {
+    Rfmalloc::fm_abort("eclosed", .rllm_cache_freed, "; make a new one with rllm_cache()",
+                       call = call)
+  }
+  tryCatch(.Call(C_rllm_cache_state, cache$ptr), fm_error_eclosed = function(e) {
+    Rfmalloc::fm_abort("eclosed", "the cache's Rfmalloc runtime was closed (",
+                       conditionMessage(e), "); make a new cache with rllm_cache()", call = call)
+  })
   if (!identical(cache$model, model$ptr)) {
     Rfmalloc::fm_abort("emismatch", "the cache was made for another model", call = call)
   }
@@ -287,10 +396,20 @@ rllm_cache_n_past <- function(cache) {
 
 #' @export
 print.rllm_cache <- function(x, ...) {
-  st <- .Call(C_rllm_cache_state, x$ptr)
+  where <- if (is.null(x$storage)) "the heap" else "an Rfmalloc runtime"
+  if (.Call(C_rllm_ptr_state, x$ptr) != 0L) {
+    cat(sprintf("<rllm_cache> (freed) %s positions, %s, on %s: %s\n", format(x$n_ctx), x$type,
+                where, .rllm_cache_freed))
+    return(invisible(x))
+  }
+  st <- tryCatch(.Call(C_rllm_cache_state, x$ptr), fm_error_eclosed = function(e) NULL)
+  if (is.null(st)) {
+    cat(sprintf("<rllm_cache> (closed) %s positions, %s: its Rfmalloc runtime was closed\n",
+                format(x$n_ctx), x$type))
+    return(invisible(x))
+  }
   cat(sprintf("<rllm_cache> %d of %d positions filled, %s, %s bytes on %s\n", as.integer(st[1]),
-              as.integer(st[2]), x$type, format(x$bytes, big.mark = ","),
-              if (is.null(x$storage)) "the heap" else "an Rfmalloc runtime"))
+              as.integer(st[2]), x$type, format(x$bytes, big.mark = ","), where))
   invisible(x)
 }
 
@@ -314,11 +433,22 @@ print.rllm_cache <- function(x, ...) {
 #'   thread count; a prefix evaluated token by token agrees with the
 #'   whole-prefix evaluation to within 1e-4 absolute (the tested bound;
 #'   measured 0 on stories260K F32 and Q8_0).
-#' @section Errors: `fm_error_earg` for token ids that are missing, not
-#'   whole or outside `[0, n_vocab)` (the first is named);
+#'   Positions past the model's training context (`model$info$n_ctx_train`)
+#'   are evaluated, as llama.cpp does, after a warning of class
+#'   `"rllm_warning_context"` naming both numbers (given by the call that
+#'   crosses the limit).
+#' @section Errors: `fm_error_earg` for token ids that are missing (`NA`),
+#'   not whole or outside `[0, n_vocab)` (the first is named);
 #'   `fm_error_enospc` when the cache cannot hold the tokens (it is then
 #'   unchanged); `fm_error_emismatch` for a cache of another model;
-#'   an interrupt condition when the user interrupts.
+#'   `fm_error_eclosed` for a model or cache restored from a saved session,
+#'   or a cache whose runtime was closed; `fm_error_eformat` when the GGUF
+#'   file shrank on disk since it was opened. A user interrupt raises
+#'   `fm_error_ecancelled` (an `interrupt` condition); the error of an
+#'   elapsed or CPU time limit ([setTimeLimit()]) is raised as R raises it.
+#'   Either way the cache keeps its previous `n_past`.
+#' @source The operator sequence of [rllm_gguf_model()]; logits agree with
+#'   llama.cpp's (node-llama-cpp 3.21.1) as the package's tests check.
 #' @export
 rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
   .rllm_check_model(model)
@@ -327,6 +457,8 @@ rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
   if (!is.logical(all) || length(all) != 1L || is.na(all)) {
     Rfmalloc::fm_abort("earg", "all must be TRUE or FALSE")
   }
+  past <- if (is.null(cache)) 0 else .Call(C_rllm_cache_state, cache$ptr)[1L]
+  .rllm_warn_past_context(model, past, length(tokens), call = sys.call())
   .Call(C_rllm_logits, model$ptr, if (is.null(cache)) NULL else cache$ptr, tokens, all)
 }
 
@@ -351,6 +483,16 @@ rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
 #' @param n how many tokens to draw (one sampler, consecutive draws).
 #' @return Integer vector of `n` 0-based token ids (`NA` when every logit is
 #'   `NaN` or `-Inf`).
+#' @section Errors: `fm_error_earg` for `logits` that are not a non-empty
+#'   numeric vector, a `temperature` that is negative or `NA`, a `top_k`
+#'   that is not a whole number, a `top_p` outside (0, 1], a `seed` that is
+#'   not `NULL` or a whole number of magnitude <= 2^53, or an `n` that is
+#'   not a whole number >= 0. `NA` logits count as `NaN`.
+#' @source Top-k sampling (Fan et al. 2018, "Hierarchical Neural Story
+#'   Generation"); nucleus (top-p) sampling (Holtzman et al. 2020, "The
+#'   Curious Case of Neural Text Degeneration", ICLR); the order of the
+#'   filters (temperature, top-k, top-p) as in llama.cpp's default sampler
+#'   chain; xoshiro256** (Blackman and Vigna 2021).
 #' @examples
 #' rllm_sample(c(1, 3, 3, 2))  # 1: the lower of the tied maxima
 #' rllm_sample(c(1, 3, 3, 2), temperature = 1, seed = 42, n = 5)

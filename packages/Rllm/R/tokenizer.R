@@ -183,6 +183,10 @@ rllm_tokenizer <- function(x) {
 rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
   call <- sys.call()
   tok <- .tok_resolve(x, call)
+  if (is.atomic(text) && length(text) == 1L && is.na(text)) {
+    Rfmalloc::fm_abort("earg", "text is NA: a missing string cannot be tokenized (NA is not allowed)",
+                       call = call)
+  }
   if (!is.raw(text) && !(is.character(text) && length(text) == 1L && !is.na(text))) {
     Rfmalloc::fm_abort("earg", "text must be a single string or a raw vector, not ", .tok_describe(text),
                        call = call)

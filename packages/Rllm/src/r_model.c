@@ -11,12 +11,21 @@
  * released. Interrupts are polled between
  * evaluations (and by GGML's abort hook on the main thread) through
  * R_CheckUserInterrupt inside R_ToplevelExec, so R never longjmps over a
- * GGML computation. */
+ * GGML computation; a condition raised there (an interrupt, or the error of
+ * setTimeLimit()) is caught by R_tryCatch, so R's default handler prints
+ * nothing, and raised again once the core has returned.
+ *
+ * Fork: GNU OpenMP's thread pool does not survive fork(); a forked child
+ * (parallel::mclapply) whose parent already ran a multi-threaded GGML
+ * computation would wait forever for the parent's worker threads. A
+ * pthread_atfork child handler marks the process, and every evaluation in a
+ * forked child runs on one thread. */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <time.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,10 +40,42 @@
 
 /* ---- interrupts --------------------------------------------------------- */
 
-static void check_interrupt(void *unused) {
+/* The condition caught by the last poll (preserved), or NULL. */
+static SEXP pending_cond = NULL;
+
+static void pending_clear(void) {
+  if (pending_cond) {
+    R_ReleaseObject(pending_cond);
+    pending_cond = NULL;
+  }
+}
+
+static SEXP poll_body(void *unused) {
   (void)unused;
   R_CheckUserInterrupt();
+  return R_NilValue;
 }
+
+static SEXP poll_handler(SEXP cond, void *caught) {
+  *(int *)caught = 1;
+  if (!pending_cond) {
+    R_PreserveObject(cond);
+    pending_cond = cond;
+  }
+  return R_NilValue;
+}
+
+/* Inside R_ToplevelExec (no handler of the caller is visible there, so an
+ * uncaught error would be printed by R's default handler): catch errors and
+ * interrupts with R_tryCatch. */
+static void poll_r(void *caught) {
+  SEXP classes = PROTECT(Rf_allocVector(STRSXP, 2));
+  SET_STRING_ELT(classes, 0, Rf_mkChar("error"));
+  SET_STRING_ELT(classes, 1, Rf_mkChar("interrupt"));
+  R_tryCatch(poll_body, NULL, classes, poll_handler, caught, NULL, NULL);
+  UNPROTECT(1);
+}
+
 /* At most every 20 ms: R's check processes events and costs far more than
  * a decode step of a small model. */
 static int cancel_cb(void *ud) {
@@ -45,9 +86,45 @@ static int cancel_cb(void *ud) {
   double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
   if (now - last < 0.02) return 0;
   last = now;
-  return R_ToplevelExec(check_interrupt, NULL) == FALSE;
+  int caught = 0;
+  return R_ToplevelExec(poll_r, &caught) == FALSE || caught;
 }
 static const fm_ctl r_ctl = {cancel_cb, NULL, NULL};
+
+/* Raise a core error. A cancellation that an R error caused (the elapsed or
+ * CPU time limit of setTimeLimit()) raises that error again, so
+ * tryCatch(error = ) sees it as for any R code; a user interrupt raises
+ * fm_error_ecancelled (an interrupt condition). */
+static void raise_core(const fm_err *err, const char *what) __attribute__((noreturn));
+static void raise_core(const fm_err *err, const char *what) {
+  if (err->code == FM_ECANCELLED && pending_cond && Rf_inherits(pending_cond, "error")) {
+    SEXP cond = PROTECT(pending_cond);
+    R_ReleaseObject(cond);
+    pending_cond = NULL;
+    SEXP call = PROTECT(Rf_lang2(Rf_install("stop"), cond));
+    Rf_eval(call, R_BaseEnv);
+    UNPROTECT(2); /* not reached */
+  }
+  pending_clear();
+  Rfmalloc_raise_err(err, what);
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+static volatile int forked_child = 0;
+static void on_fork_child(void) { forked_child = 1; }
+
+/* .Call(C_rllm_glue_init): registers the fork handler once (.onLoad). With
+ * glibc the handler is unregistered when the DLL is unloaded. */
+static SEXP rllm_glue_init(void) {
+  static int done = 0;
+  if (!done && pthread_atfork(NULL, NULL, on_fork_child) == 0) done = 1;
+  return Rf_ScalarLogical(done);
+}
+
+/* .Call(C_rllm_forked): TRUE in a forked child of the process that loaded
+ * Rllm (evaluation is then single-threaded). */
+static SEXP rllm_forked(void) { return Rf_ScalarLogical(forked_child != 0); }
 
 /* ---- external pointers -------------------------------------------------- */
 
@@ -98,6 +175,26 @@ static fm_llm_cache *get_cache(SEXP p) {
     if (fm_llm_cache_rebase(c, ptr, (size_t)nb, &err) != FM_OK) Rfmalloc_raise_err(&err, "cache");
   }
   return c;
+}
+
+/* The model of an evaluation entry point, after checking that its GGUF file
+ * did not shrink on disk since it was opened (one fstat; reading mapped
+ * pages past a new end would kill R with SIGBUS): fm_error_eformat from
+ * Rgguf otherwise. In a forked child, one thread. */
+static fm_llm_model *eval_model(SEXP p) {
+  fm_llm_model *m = get_model(p);
+  Rgguf_check(R_ExternalPtrProtected(p));
+  if (forked_child && fm_llm_model_threads(m) > 1) {
+    fm_err err;
+    fm_err_clear(&err);
+    if (fm_llm_model_set_threads(m, 1, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  }
+  pending_clear();
+  return m;
+}
+
+static int effective_threads(const fm_llm_model *m) {
+  return forked_child ? 1 : fm_llm_model_threads(m);
 }
 
 /* ---- models ------------------------------------------------------------- */
@@ -186,7 +283,7 @@ static SEXP rllm_model_info(SEXP p) {
   SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(in->tied_output));
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_params));
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_weight_bytes));
-  SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(fm_llm_model_threads(m)));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(effective_threads(m)));
   SET_VECTOR_ELT(r, i++, eog_ids(Rgguf_file(file)));
   Rf_setAttrib(r, R_NamesSymbol, nm);
   UNPROTECT(nprot);
@@ -197,8 +294,21 @@ static SEXP rllm_model_set_threads(SEXP p, SEXP threads) {
   fm_llm_model *m = get_model(p);
   fm_err err;
   fm_err_clear(&err);
-  if (fm_llm_model_set_threads(m, Rf_asInteger(threads), &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
-  return R_NilValue;
+  int nt = Rf_asInteger(threads);
+  if (forked_child && nt > 1) nt = 1;
+  if (fm_llm_model_set_threads(m, nt, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  return Rf_ScalarInteger(effective_threads(m));
+}
+
+/* .Call(C_rllm_model_threads, model_ptr): threads the next evaluation may use. */
+static SEXP rllm_model_threads(SEXP p) { return Rf_ScalarInteger(effective_threads(get_model(p))); }
+
+/* .Call(C_rllm_ptr_state, ptr): 0 live, 1 freed (or restored from a saved
+ * session), 3 not a model or cache pointer. Never raises. */
+static SEXP rllm_ptr_state(SEXP p) {
+  if (TYPEOF(p) != EXTPTRSXP || (R_ExternalPtrTag(p) != tag_model && R_ExternalPtrTag(p) != tag_cache))
+    return Rf_ScalarInteger(3);
+  return Rf_ScalarInteger(R_ExternalPtrAddr(p) ? 0 : 1);
 }
 
 /* ---- caches ------------------------------------------------------------- */
@@ -263,7 +373,7 @@ static SEXP rllm_runtime_raw(SEXP rt, SEXP bytes) {
 /* .Call(C_rllm_logits, model_ptr, cache_ptr or NULL, tokens (integer, 0-based), all) */
 static SEXP rllm_logits(SEXP p, SEXP cp, SEXP tokens, SEXP all) {
   int nprot = 0;
-  fm_llm_model *m = get_model(p);
+  fm_llm_model *m = eval_model(p);
   fm_llm_cache *c = cp == R_NilValue ? NULL : get_cache(cp);
   int64_t n = XLENGTH(tokens), V = fm_llm_model_info(m)->n_vocab;
   int want_all = Rf_asLogical(all) == TRUE;
@@ -275,7 +385,7 @@ static SEXP rllm_logits(SEXP p, SEXP cp, SEXP tokens, SEXP all) {
   fm_err_clear(&err);
   if (fm_llm_eval(m, c, INTEGER(tokens), n, want_all ? FM_LLM_OUT_ALL : FM_LLM_OUT_LAST, buf,
                   &r_ctl, &err) != FM_OK)
-    Rfmalloc_raise_err(&err, NULL);
+    raise_core(&err, NULL);
   double *d = REAL(r);
   for (int64_t i = 0; i < V * ncol; i++) d[i] = (double)buf[i];
   UNPROTECT(nprot);
@@ -297,7 +407,7 @@ static fm_status make_sampler(SEXP temperature, SEXP top_k, SEXP top_p, SEXP see
 static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP temperature, SEXP top_k,
                           SEXP top_p, SEXP seed, SEXP stop) {
   int nprot = 0;
-  fm_llm_model *m = get_model(p);
+  fm_llm_model *m = eval_model(p);
   fm_llm_cache *c = get_cache(cp);
   int64_t nn = (int64_t)Rf_asReal(n_new), V = fm_llm_model_info(m)->n_vocab;
   int32_t *out = (int32_t *)R_alloc((size_t)(nn > 0 ? nn : 1), sizeof(int32_t));
@@ -312,7 +422,7 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
   fm_status st = fm_llm_generate(m, c, INTEGER(prompt), XLENGTH(prompt), nn, s, INTEGER(stop),
                                  XLENGTH(stop), out, &n_out, &t, &r_ctl, &err);
   fm_llm_sampler_free(s);
-  if (st != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  if (st != FM_OK) raise_core(&err, NULL);
   SEXP toks = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n_out));
   nprot++;
   for (int64_t i = 0; i < n_out; i++) INTEGER(toks)[i] = out[i];
@@ -328,7 +438,7 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
 /* .Call(C_rllm_embed, model, tokens, pooling) -> numeric n_embd_out */
 static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   int nprot = 0;
-  fm_llm_model *m = get_model(p);
+  fm_llm_model *m = eval_model(p);
   int64_t E = fm_llm_model_info(m)->n_embd_out;
   SEXP r = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)E));
   nprot++;
@@ -337,7 +447,7 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   fm_err_clear(&err);
   if (fm_llm_embed(m, INTEGER(tokens), XLENGTH(tokens), (fm_llm_pooling)Rf_asInteger(pooling), buf,
                    &r_ctl, &err) != FM_OK)
-    Rfmalloc_raise_err(&err, NULL);
+    raise_core(&err, NULL);
   for (int64_t i = 0; i < E; i++) REAL(r)[i] = (double)buf[i];
   UNPROTECT(nprot);
   return r;
@@ -381,4 +491,8 @@ const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 3),
                                             CALLDEF(rllm_generate, 9),
                                             CALLDEF(rllm_embed, 3),
                                             CALLDEF(rllm_sample, 6),
+                                            CALLDEF(rllm_glue_init, 0),
+                                            CALLDEF(rllm_forked, 0),
+                                            CALLDEF(rllm_model_threads, 1),
+                                            CALLDEF(rllm_ptr_state, 1),
                                             {NULL, NULL, 0}};
