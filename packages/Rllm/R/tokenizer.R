@@ -250,7 +250,11 @@ rllm_detokenize <- function(x, tokens, special = FALSE, strip_space = TRUE) {
 #'   `"byte"`, from `tokenizer.ggml.token_type`), `score` (double; 0 when
 #'   the file has no scores), and `bytes`, a list of raw vectors: what each
 #'   token contributes to [rllm_detokenize()] with `special = TRUE`.
-#' @section Errors: `fm_error_earg` for another `x`.
+#' @section Errors: `fm_error_earg` for another `x`; `fm_error_eclosed` as
+#'   for [rllm_tokenize()].
+#' @section Source: the `tokenizer.ggml.tokens`, `token_type` and `scores`
+#'   arrays of the GGUF metadata (GGML's `docs/gguf.md`); see
+#'   [rllm_tokenizer()].
 #' @export
 rllm_vocab <- function(x) {
   call <- sys.call()
