@@ -26,6 +26,8 @@
 # llamaR is installed into the first library path when absent
 # (install.packages("llamaR"), which compiles llama.cpp: several minutes);
 # BENCH_LLAMAR=0 skips it. A peer that is unavailable is reported as NA.
+# BENCH_THREADS (default 2) sets every engine's thread count; a count other
+# than 2 writes bench/results/llm_threads<N>.csv.
 
 args <- commandArgs(trailingOnly = FALSE)
 root <- normalizePath(file.path(dirname(sub("^--file=", "", args[grep("^--file=", args)])), ".."))
@@ -38,7 +40,7 @@ if (!file.exists(file.path(gguf_dir, models[[1]]))) {
   quit(status = 0)
 }
 models <- models[file.exists(file.path(gguf_dir, models))]
-threads <- 2L
+threads <- as.integer(Sys.getenv("BENCH_THREADS", "2"))
 reps <- as.integer(Sys.getenv("BENCH_REPS", "3"))
 n_prompt <- as.integer(Sys.getenv("BENCH_PROMPT", "128"))
 n_gen <- as.integer(Sys.getenv("BENCH_GEN", "64"))
@@ -232,5 +234,6 @@ for (i in seq_len(nrow(res))) with(res[i, ], cat(sprintf(
   r(decode_ratio_llamacpp), r(decode_ratio_llamar))))
 cat("ratio = ours / peer (> 1: ours faster); goal: >= 1.0 against llama.cpp for prefill and decode\n")
 dir.create(file.path(root, "bench", "results"), recursive = TRUE, showWarnings = FALSE)
-utils::write.csv(res, file.path(root, "bench", "results", "llm.csv"), row.names = FALSE)
-cat("wrote bench/results/llm.csv\n")
+out <- if (threads == 2L) "llm.csv" else sprintf("llm_threads%d.csv", threads)
+utils::write.csv(res, file.path(root, "bench", "results", out), row.names = FALSE)
+cat("wrote bench/results/", out, "\n", sep = "")
