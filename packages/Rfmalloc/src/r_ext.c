@@ -74,13 +74,6 @@ static SEXP ext_storage_new(const fm_ext_codec *codec, const void *data, double 
   return ptr;
 }
 
-SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_rows,
-                         double n_cols, double stride, double n_bytes, SEXP owner,
-                         SEXP dimnames, const char *source);
-void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
-int Rfmalloc_backend_unregister(const char *name);
-int Rfmalloc_ext_release(const fm_ext_codec *codec);
-
 int Rfmalloc_ext_release(const fm_ext_codec *codec) {
   int n = 0;
   for (fmr_ext_store *s = live_stores; s; s = s->next) {

@@ -3,6 +3,7 @@
 #define R_EXT_H
 
 #include "r_glue.h"
+#include "fm/fm_backend.h"
 #include "fm/fm_panel.h"
 
 /* What an external-pointer storage tagged `fm_ext_codec` points at. */
@@ -20,5 +21,13 @@ typedef struct fmr_ext_store {
  * storage. Raises fm_error_eclosed when the pointer was cleared (after
  * saveRDS()/readRDS()) or its codec released (the registrant unloaded). */
 const fmr_ext_store *fmr_ext_store_of(SEXP storage);
+
+/* C callables (inst/include/Rfmalloc.h), registered by r_init.c. */
+SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_rows,
+                         double n_cols, double stride, double n_bytes, SEXP owner,
+                         SEXP dimnames, const char *source);
+void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
+int Rfmalloc_backend_unregister(const char *name);
+int Rfmalloc_ext_release(const fm_ext_codec *codec);
 
 #endif

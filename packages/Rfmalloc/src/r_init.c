@@ -4,6 +4,7 @@
  * inst/include/Rfmalloc.h, and unload. Dynamic symbol lookup is off: an entry
  * point missing from the table cannot be called. */
 #include "r_runtime.h"
+#include "r_ext.h"
 
 #include "fm/fm_backend.h"
 
@@ -68,12 +69,6 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP opts, SEXP prog
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
-SEXP Rfmalloc_ext_matrix(const fm_ext_codec *codec, const void *data, double n_rows,
-                         double n_cols, double stride, double n_bytes, SEXP owner,
-                         SEXP dimnames, const char *source);
-void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud);
-int Rfmalloc_backend_unregister(const char *name);
-int Rfmalloc_ext_release(const fm_ext_codec *codec);
 
 /* r_err.c: the error converter as a C callable */
 void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
