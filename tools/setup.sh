@@ -36,12 +36,15 @@ if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /p
 fi
 Rscript -e '
   args <- commandArgs(TRUE)
+  choice <- if (length(args)) "with --with-simd (CPU has avx2, fma, f16c)" else
+            "without --with-simd (CPU lacks avx2, fma or f16c)"
   if (!requireNamespace("ggmlR", quietly = TRUE)) {
-    message("setup: installing ggmlR from CRAN ",
-            if (length(args)) "with --with-simd (CPU has avx2, fma, f16c)"
-            else "without --with-simd (CPU lacks avx2, fma or f16c)")
+    message("setup: installing ggmlR from CRAN ", choice)
     install.packages("ggmlR", configure.args = paste(args, collapse = " "), quiet = TRUE)
     if (!requireNamespace("ggmlR", quietly = TRUE)) stop("setup: ggmlR failed to install")
+  } else {
+    message("setup: ggmlR ", utils::packageVersion("ggmlR"), " already installed; this CPU calls for a build ",
+            choice, " (reinstall it that way if it was built otherwise)")
   }' $simd_args
 
 # llama.cpp as the reference for Rllm's tests (prebuilt, from npm); tests
