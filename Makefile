@@ -66,12 +66,14 @@ demo: setup install
 	@$(RENV) Rscript tools/demo.R
 	@$(RENV) Rscript tools/demo_llm.R
 
-# bench/run.R (foundation), bench/readers.R (readers against plink2);
+# bench/run.R (foundation), bench/readers.R (readers against plink2),
+# bench/p6_crossprod.R (BLAS on a mapped matrix vs the heap), bench/llm.R;
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
 # generates about 2.3 GB under build/bench/rss once).
 bench: setup install
 	@$(RENV) Rscript bench/run.R
 	@$(RENV) Rscript bench/readers.R
+	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 
