@@ -66,21 +66,20 @@ const char *fm_backend_name(int i) {
   return i >= 0 && i < n_registered ? registry[i].name : NULL;
 }
 
-/* Shapes of b and y: rows of each (columns are k). */
+/* Shapes of b and y: rows of each (columns are k); b_rows 0 when b is unused. */
 static void product_dims(const fm_product *p, int64_t *b_rows, int64_t *y_rows) {
   const int64_t n = p->x->n_rows, q = p->x->n_cols;
-  if (p->op == FM_OP_XB) {
-    *b_rows = q;
-    *y_rows = n;
-  } else {
-    *b_rows = n;
-    *y_rows = q;
+  switch (p->op) {
+  case FM_OP_XB: *b_rows = q; *y_rows = n; break;
+  case FM_OP_XTB: *b_rows = n; *y_rows = q; break;
+  case FM_OP_XXTB: *b_rows = n; *y_rows = n; break;
+  default: *b_rows = 0; *y_rows = q; break; /* COLSUMS */
   }
 }
 
 static fm_status validate(const fm_product *p, fm_err *err) {
   if (!p) return fm_err_set(err, FM_EARG, "product: p must not be NULL");
-  if (p->op != FM_OP_XB && p->op != FM_OP_XTB)
+  if (p->op != FM_OP_XB && p->op != FM_OP_XTB && p->op != FM_OP_XXTB && p->op != FM_OP_COLSUMS)
     return fm_err_set(err, FM_EARG, "product: unknown op %d", (int)p->op);
   const fm_mat *x = p->x;
   if (!x) return fm_err_set(err, FM_EARG, "product: x must not be NULL");
@@ -99,21 +98,39 @@ static fm_status validate(const fm_product *p, fm_err *err) {
     return fm_err_set(err, FM_EARG, "product: x->data must not be NULL");
   if (p->k < 1)
     return fm_err_set(err, FM_EARG, "product: k (%lld) must be >= 1", (long long)p->k);
+  if (p->op == FM_OP_COLSUMS && p->k != 2)
+    return fm_err_set(err, FM_EARG, "product: k (%lld) must be 2 for column sums",
+                      (long long)p->k);
   int64_t b_rows, y_rows;
   product_dims(p, &b_rows, &y_rows);
-  if (p->ldb < b_rows || p->ldb < 1)
+  const int uses_b = p->op != FM_OP_COLSUMS;
+  if (uses_b && (p->ldb < b_rows || p->ldb < 1))
     return fm_err_set(err, FM_EARG, "product: ldb (%lld) is less than the %lld rows of b",
                       (long long)p->ldb, (long long)b_rows);
   if (p->ldy < y_rows || p->ldy < 1)
     return fm_err_set(err, FM_EARG, "product: ldy (%lld) is less than the %lld rows of y",
                       (long long)p->ldy, (long long)y_rows);
   int64_t tmp;
-  if (!fm_mul_ok(p->ldb, p->k, &tmp) || !fm_mul_ok(p->ldy, p->k, &tmp))
+  if ((uses_b && !fm_mul_ok(p->ldb, p->k, &tmp)) || !fm_mul_ok(p->ldy, p->k, &tmp))
     return fm_err_set(err, FM_EARG, "product: ld * k overflows (ldb %lld, ldy %lld, k %lld)",
                       (long long)p->ldb, (long long)p->ldy, (long long)p->k);
   if (!p->y) return fm_err_set(err, FM_EARG, "product: y must not be NULL");
   if (!p->b && b_rows > 0) return fm_err_set(err, FM_EARG, "product: b must not be NULL");
   return FM_OK;
+}
+
+/* COLSUMS of one panel: per column, add its values and squares in row order. */
+static void colsums_panel(const double *panel, int64_t nr, int64_t nc, double *sum, double *sumsq) {
+  for (int64_t c = 0; c < nc; c++) {
+    const double *col = panel + c * nr;
+    double s = sum[c], ss = sumsq[c];
+    for (int64_t i = 0; i < nr; i++) {
+      s += col[i];
+      ss += col[i] * col[i];
+    }
+    sum[c] = s;
+    sumsq[c] = ss;
+  }
 }
 
 fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *err) {
@@ -124,10 +141,11 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
   int64_t b_rows, y_rows;
   product_dims(p, &b_rows, &y_rows);
   (void)b_rows;
-  if (!fm_blas_dim_ok(k) || !fm_blas_dim_ok(p->ldb) || !fm_blas_dim_ok(p->ldy))
+  const int64_t ldb64 = p->op == FM_OP_COLSUMS ? 1 : p->ldb;
+  if (!fm_blas_dim_ok(k) || !fm_blas_dim_ok(ldb64) || !fm_blas_dim_ok(p->ldy))
     return fm_err_set(err, FM_EARG,
                       "product: k (%lld), ldb (%lld) and ldy (%lld) must be at most %d for BLAS",
-                      (long long)k, (long long)p->ldb, (long long)p->ldy, INT_MAX);
+                      (long long)k, (long long)ldb64, (long long)p->ldy, INT_MAX);
 
   for (int64_t j = 0; j < k; j++) memset(p->y + j * p->ldy, 0, (size_t)y_rows * sizeof(double));
   if (n == 0 || q == 0) return FM_OK;
@@ -137,45 +155,67 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
     return fm_err_set(err, FM_EINTERNAL, "product: panel %lld x %lld exceeds BLAS integers",
                       (long long)plan.rows, (long long)plan.cols);
   double *panel = malloc((size_t)plan.rows * (size_t)plan.cols * sizeof(double));
-  if (!panel)
-    return fm_err_set(err, FM_ENOMEM, "product: cannot allocate a %lld x %lld panel",
-                      (long long)plan.rows, (long long)plan.cols);
+  /* XXTB: z = X_C' b for the current column block C (cols x k). */
+  double *z = p->op == FM_OP_XXTB ? malloc((size_t)plan.cols * (size_t)k * sizeof(double)) : NULL;
+  if (!panel || (p->op == FM_OP_XXTB && !z)) {
+    st = fm_err_set(err, FM_ENOMEM, "product: cannot allocate a %lld x %lld panel",
+                    (long long)plan.rows, (long long)plan.cols);
+    goto fail;
+  }
 
   const int64_t row_tiles = (n + plan.rows - 1) / plan.rows;
   const int64_t col_tiles = (q + plan.cols - 1) / plan.cols;
-  const double total = (double)row_tiles * (double)col_tiles;
+  /* XXTB decodes every panel twice unless a column fits in one panel. */
+  const int twice = p->op == FM_OP_XXTB && row_tiles > 1;
+  const double total = (double)row_tiles * (double)col_tiles * (twice ? 2.0 : 1.0);
   double done = 0.0;
-  const double one = 1.0;
-  const fm_blas_int kk = (fm_blas_int)k, ldb = (fm_blas_int)p->ldb, ldy = (fm_blas_int)p->ldy;
+  const double one = 1.0, zero = 0.0;
+  const fm_blas_int kk = (fm_blas_int)k, ldb = (fm_blas_int)ldb64, ldy = (fm_blas_int)p->ldy;
 
   for (int64_t c0 = 0; c0 < q; c0 += plan.cols) {
     const int64_t nc = q - c0 < plan.cols ? q - c0 : plan.cols;
-    for (int64_t r0 = 0; r0 < n; r0 += plan.rows) {
-      const int64_t nr = n - r0 < plan.rows ? n - r0 : plan.rows;
-      if (fm_ctl_cancelled(ctl)) {
-        st = fm_err_set(err, FM_ECANCELLED, "product cancelled after %.0f of %.0f panels", done,
-                        total);
-        goto fail;
+    const fm_blas_int n_ = (fm_blas_int)nc;
+    for (int pass = 0; pass < (twice ? 2 : 1); pass++) {
+      for (int64_t r0 = 0; r0 < n; r0 += plan.rows) {
+        const int64_t nr = n - r0 < plan.rows ? n - r0 : plan.rows;
+        const fm_blas_int m_ = (fm_blas_int)nr;
+        if (fm_ctl_cancelled(ctl)) {
+          st = fm_err_set(err, FM_ECANCELLED, "product cancelled after %.0f of %.0f panels", done,
+                          total);
+          goto fail;
+        }
+        st = fm_panel_decode(x, p->aff, r0, nr, c0, nc, panel, nr, err);
+        if (st != FM_OK) goto fail;
+        switch (p->op) {
+        case FM_OP_XB: /* y[r0:r0+nr, :] += P (nr x nc) * b[c0:c0+nc, :] */
+          dgemm_("N", "N", &m_, &kk, &n_, &one, panel, &m_, p->b + c0, &ldb, &one, p->y + r0,
+                 &ldy, FM_FCONE, FM_FCONE);
+          break;
+        case FM_OP_XTB: /* y[c0:c0+nc, :] += P' (nc x nr) * b[r0:r0+nr, :] */
+          dgemm_("T", "N", &n_, &kk, &m_, &one, panel, &m_, p->b + r0, &ldb, &one, p->y + c0,
+                 &ldy, FM_FCONE, FM_FCONE);
+          break;
+        case FM_OP_XXTB:
+          if (pass == 0) { /* z (+)= P' b[R, :] */
+            const double *beta = r0 == 0 ? &zero : &one;
+            dgemm_("T", "N", &n_, &kk, &m_, &one, panel, &m_, p->b + r0, &ldb, beta, z, &n_,
+                   FM_FCONE, FM_FCONE);
+          }
+          if (pass == 1 || !twice) /* y[R, :] += P z */
+            dgemm_("N", "N", &m_, &kk, &n_, &one, panel, &m_, z, &n_, &one, p->y + r0, &ldy,
+                   FM_FCONE, FM_FCONE);
+          break;
+        default: colsums_panel(panel, nr, nc, p->y + c0, p->y + p->ldy + c0); break;
+        }
+        done += 1.0;
+        fm_ctl_progress(ctl, done, total);
       }
-      st = fm_panel_decode(x, p->aff, r0, nr, c0, nc, panel, nr, err);
-      if (st != FM_OK) goto fail;
-      const fm_blas_int m_ = (fm_blas_int)nr, n_ = (fm_blas_int)nc;
-      if (p->op == FM_OP_XB) {
-        /* y[r0:r0+nr, :] += P (nr x nc) * b[c0:c0+nc, :] */
-        dgemm_("N", "N", &m_, &kk, &n_, &one, panel, &m_, p->b + c0, &ldb, &one, p->y + r0, &ldy,
-               FM_FCONE, FM_FCONE);
-      } else {
-        /* y[c0:c0+nc, :] += P' (nc x nr) * b[r0:r0+nr, :] */
-        dgemm_("T", "N", &n_, &kk, &m_, &one, panel, &m_, p->b + r0, &ldb, &one, p->y + c0, &ldy,
-               FM_FCONE, FM_FCONE);
-      }
-      done += 1.0;
-      fm_ctl_progress(ctl, done, total);
     }
   }
   st = FM_OK;
 fail:
   free(panel);
+  free(z);
   return st;
 }
 

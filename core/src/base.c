@@ -1,9 +1,13 @@
-/* base.c: status names, the error buffer, dtypes, control block, checksum. */
+/* base.c: status names, the error buffer, dtypes, thread count, control
+ * block, checksum. */
+#define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
 #include "fm/fm_base.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 fm_status fm_err_set(fm_err *err, fm_status code, const char *fmt, ...) {
   if (err) {
@@ -55,6 +59,17 @@ const char *fm_dtype_name(fm_dtype t) {
 }
 
 int fm_ctl_cancelled(const fm_ctl *ctl) { return ctl && ctl->cancel && ctl->cancel(ctl->ud); }
+
+static atomic_int threads_set; /* 0: the default */
+
+int fm_threads(void) {
+  const int n = atomic_load(&threads_set);
+  if (n > 0) return n;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus >= 1 ? (cpus > 1024 ? 1024 : (int)cpus) : 1;
+}
+
+void fm_set_threads(int n) { atomic_store(&threads_set, n > 0 ? n : 0); }
 
 void fm_ctl_progress(const fm_ctl *ctl, double done, double total) {
   if (ctl && ctl->progress) ctl->progress(ctl->ud, done, total);

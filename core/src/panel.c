@@ -1,4 +1,5 @@
 /* panel.c: matrix views over typed storage and bounded panel decode. */
+#define _DEFAULT_SOURCE /* madvise, sysconf */
 #include "fm/fm_panel.h"
 
 #include "fm/fm_codec_bed2.h"
@@ -8,6 +9,8 @@
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static atomic_size_t panel_budget = FM_PANEL_DEFAULT_BUDGET;
 
@@ -287,4 +290,34 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
     }
   }
   return FM_OK;
+}
+
+/* One run of stored columns [s0, s1): drop its pages (see fm_panel.h). */
+static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, uintptr_t page) {
+  const uintptr_t start = (uintptr_t)x->data + (uintptr_t)(s0 * x->col_stride);
+  const uintptr_t end = (uintptr_t)x->data + (uintptr_t)(s1 * x->col_stride);
+  const uintptr_t a = start & ~(page - 1), b = end & ~(page - 1);
+  if (b > a) (void)madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
+}
+
+void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
+  if (!x || !(x->flags & FM_MAT_EVICTABLE) || x->codec == FM_CODEC_EXT || !x->data ||
+      n_cols <= 0 || c0 < 0 || c0 + n_cols > x->n_cols || x->col_stride <= 0)
+    return;
+  const long ps = sysconf(_SC_PAGESIZE);
+  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096u;
+  if (!x->col_index) {
+    evict_run(x, c0, c0 + n_cols, page);
+    return;
+  }
+  int64_t run0 = x->col_index[c0], prev = run0;
+  for (int64_t j = c0 + 1; j < c0 + n_cols; j++) {
+    const int64_t s = x->col_index[j];
+    if (s != prev + 1) {
+      evict_run(x, run0, prev + 1, page);
+      run0 = s;
+    }
+    prev = s;
+  }
+  evict_run(x, run0, prev + 1, page);
 }

@@ -9,9 +9,16 @@
  * is (backends are tested against the reference path).
  *
  * Operations, with X the n x p logical matrix after its affine transform:
- *   FM_OP_XB   y (n x k) = X  b   with b p x k
- *   FM_OP_XTB  y (p x k) = X' b   with b n x k
+ *   FM_OP_XB       y (n x k) = X  b        with b p x k
+ *   FM_OP_XTB      y (p x k) = X' b        with b n x k
+ *   FM_OP_XXTB     y (n x k) = X (X' b)    with b n x k: the Gram product of
+ *                  a subspace iteration in one pass over X (each column
+ *                  block C is read once for z = X_C' b and y += X_C z)
+ *   FM_OP_COLSUMS  y (p x 2): y[j] = sum_i X[i, j], y[j + ldy] = sum_i
+ *                  X[i, j]^2; k must be 2, b and ldb are ignored (b may be
+ *                  NULL)
  * Missing values that the affine transform leaves as NaN propagate as NaN.
+ * A backend must decline every op it does not know: ops may be added.
  *
  * External codecs (FM_CODEC_EXT, fm_panel.h) take the reference path like
  * any codec; a backend that knows an external codec recognises it by the
@@ -28,16 +35,18 @@
 #include "fm_base.h"
 #include "fm_panel.h"
 
-typedef enum fm_op { FM_OP_XB = 1, FM_OP_XTB = 2 } fm_op;
+typedef enum fm_op { FM_OP_XB = 1, FM_OP_XTB = 2, FM_OP_XXTB = 3, FM_OP_COLSUMS = 4 } fm_op;
 
 typedef struct fm_product {
   fm_op op;
   const fm_mat *x;       /* borrowed */
   const fm_affine *aff;  /* borrowed, or NULL */
-  const double *b;       /* borrowed: (p x k) for XB, (n x k) for XTB, col-major */
+  const double *b;       /* borrowed: (p x k) for XB, (n x k) for XTB and XXTB,
+                            col-major; unused for COLSUMS */
   int64_t ldb;
-  int64_t k;             /* columns of b and y, >= 1 */
-  double *y;             /* out: (n x k) for XB, (p x k) for XTB, col-major */
+  int64_t k;             /* columns of b and y, >= 1 (2 for COLSUMS) */
+  double *y;             /* out: (n x k) for XB and XXTB, (p x k) for XTB and
+                            COLSUMS, col-major */
   int64_t ldy;
 } fm_product;
 
@@ -77,8 +86,13 @@ FM_NODISCARD fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl,
  * fm_panel_plan_for(x, fm_panel_budget()) (columns outer, rows inner) decode
  * it into one buffer allocated once and accumulate with dgemm:
  *   XB:  y[R, :] += P b[C, :]      XTB: y[C, :] += P' b[R, :]
- * Polls ctl->cancel once before each panel and reports progress after each,
- * in panels (done, total). Same contract as fm_backend_run, plus FM_EARG when
+ *   XXTB: z = sum over R of P' b[R, :] (a column block's z, cols x k), then
+ *         y[R, :] += P z (panels decoded twice when a column is taller than
+ *         one panel)
+ *   COLSUMS: per column, sums in row order (so the result does not depend
+ *         on the plan at all).
+ * Polls ctl->cancel once before each panel decode and reports progress after
+ * each, in panels (done, total). Same contract as fm_backend_run, plus FM_EARG when
  * k, ldb or ldy exceed INT_MAX (BLAS integers are 32-bit). Results depend on
  * the panel plan only through floating-point summation order. */
 FM_NODISCARD fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *err);

@@ -82,6 +82,14 @@ typedef struct fm_ctl {
   void *ud;
 } fm_ctl;
 
+/* Worker threads a product or statistic may use, >= 1. Default: the CPUs
+ * online (sysconf), at least 1. Results never depend on it (each parallel
+ * module states how). */
+int fm_threads(void);
+/* Set the thread count; n <= 0 restores the default. Atomic: safe while other
+ * threads read it (a running product keeps the count it started with). */
+void fm_set_threads(int n);
+
 /* Nonzero when ctl asks to stop. ctl may be NULL. */
 int fm_ctl_cancelled(const fm_ctl *ctl);
 void fm_ctl_progress(const fm_ctl *ctl, double done, double total);

@@ -87,7 +87,27 @@ typedef struct fm_mat {
   const fm_ext_codec *ext;  /* borrowed; FM_CODEC_EXT only, else NULL */
   int64_t n_stored_cols;    /* FM_CODEC_EXT only: columns the codec holds
                                (col_index entries must be below it) */
+  unsigned flags;           /* FM_MAT_* bits; 0 from the init functions */
 } fm_mat;
+
+/* fm_mat.flags: the bytes are a file mapping (read-only, or MAP_SHARED with
+ * its file) whose pages a streamed pass may drop once consumed
+ * (fm_mat_evict_cols): dropped pages are read again from the page cache or
+ * the file on the next touch. Set it only on such mappings: on anonymous or
+ * private writable memory dropping a page loses its contents. */
+#define FM_MAT_EVICTABLE 1u
+
+/* Drop from this process's resident set the pages holding stored columns
+ * of logical columns [c0, c0 + n_cols) of x (madvise MADV_DONTNEED), when x
+ * has FM_MAT_EVICTABLE and is not FM_CODEC_EXT; otherwise do nothing.
+ * Meant for forward streams: call it on a block once it is consumed. Every
+ * page holding a byte of those columns is dropped except the one holding the
+ * byte after the last (the next column may start there); the page holding
+ * the first byte goes even when earlier columns share it. Runs of
+ * consecutive stored columns are dropped together (col_index honoured).
+ * Best effort: a failing madvise is ignored (dropping only saves memory;
+ * it never changes a value). Safe to call concurrently. */
+void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols);
 
 typedef struct fm_affine {
   const double *center; /* length n_cols of the matrix, or NULL */

@@ -49,29 +49,82 @@ static double element(const fm_mat *x, const fm_affine *aff, int64_t i, int64_t 
   return (v - (aff->center ? aff->center[j] : 0.0)) * (aff->scale ? aff->scale[j] : 1.0);
 }
 
+/* Rows of y for op on x. */
+static int64_t y_rows_of(const fm_product *p) {
+  return p->op == FM_OP_XB || p->op == FM_OP_XXTB ? p->x->n_rows : p->x->n_cols;
+}
+
+/* z = X' b (q x k) and |X'| |b| for XTB and the inner half of XXTB. */
+static void naive_xtb(const fm_product *p, double *z, double *zmag) {
+  const fm_mat *x = p->x;
+  const int64_t n = x->n_rows, q = x->n_cols;
+  for (int64_t c = 0; c < p->k; c++)
+    for (int64_t r = 0; r < q; r++) {
+      double s = 0.0, m = 0.0;
+      for (int64_t l = 0; l < n; l++) {
+        double t = element(x, p->aff, l, r) * p->b[l + c * p->ldb];
+        s += t;
+        m += fabs(t);
+      }
+      z[r + c * q] = s;
+      zmag[r + c * q] = m;
+    }
+}
+
 /* y and a bound on |terms| for the relative tolerance. */
 static void naive_product(const fm_product *p, double *y, double *mag) {
   const fm_mat *x = p->x;
   const int64_t n = x->n_rows, q = x->n_cols;
-  const int64_t yr = p->op == FM_OP_XB ? n : q;
-  for (int64_t c = 0; c < p->k; c++)
-    for (int64_t r = 0; r < yr; r++) {
-      double s = 0.0, m = 0.0;
-      const int64_t inner = p->op == FM_OP_XB ? q : n;
-      for (int64_t l = 0; l < inner; l++) {
-        double a = p->op == FM_OP_XB ? element(x, p->aff, r, l) : element(x, p->aff, l, r);
-        double t = a * p->b[l + c * p->ldb];
-        s += t;
-        m += fabs(t);
+  if (p->op == FM_OP_XTB) {
+    naive_xtb(p, y, mag);
+    return;
+  }
+  if (p->op == FM_OP_COLSUMS) {
+    for (int64_t r = 0; r < q; r++) {
+      double s = 0.0, ss = 0.0, m = 0.0;
+      for (int64_t l = 0; l < n; l++) {
+        double a = element(x, p->aff, l, r);
+        s += a;
+        ss += a * a;
+        m += fabs(a);
       }
-      y[r + c * yr] = s;
-      mag[r + c * yr] = m;
+      y[r] = s;
+      mag[r] = m;
+      y[r + q] = ss;
+      mag[r + q] = ss;
     }
+    return;
+  }
+  /* XB: y = X b; XXTB: y = X z with z = X' b (magnitudes through |z| bounds) */
+  double *z = NULL, *zmag = NULL;
+  const double *bb = p->b;
+  int64_t ldbb = p->ldb;
+  if (p->op == FM_OP_XXTB) {
+    z = malloc(sizeof(double) * (size_t)(q * p->k + 1));
+    zmag = malloc(sizeof(double) * (size_t)(q * p->k + 1));
+    naive_xtb(p, z, zmag);
+    bb = z;
+    ldbb = q;
+  }
+  for (int64_t c = 0; c < p->k; c++)
+    for (int64_t r = 0; r < n; r++) {
+      double s = 0.0, m = 0.0;
+      for (int64_t l = 0; l < q; l++) {
+        double a = element(x, p->aff, r, l);
+        double t = a * bb[l + c * ldbb];
+        s += t;
+        m += zmag ? fabs(a) * zmag[l + c * q] : fabs(t);
+      }
+      y[r + c * n] = s;
+      mag[r + c * n] = m;
+    }
+  free(z);
+  free(zmag);
 }
 
 /* Compare p->y against the oracle within 1e-12 of the magnitude of the terms. */
 static int matches_naive(const fm_product *p) {
-  const int64_t yr = p->op == FM_OP_XB ? p->x->n_rows : p->x->n_cols;
+  const int64_t yr = y_rows_of(p);
   double *y = malloc(sizeof(double) * (size_t)(yr * p->k + 1));
   double *mag = malloc(sizeof(double) * (size_t)(yr * p->k + 1));
   naive_product(p, y, mag);
@@ -158,7 +211,8 @@ static int run_and_compare(test_mat *t, const fm_affine *aff, fm_op op, int64_t 
                            const char *expect_used) {
   fm_err err;
   const int64_t n = t->x.n_rows, q = t->x.n_cols;
-  const int64_t br = op == FM_OP_XB ? q : n, yr = op == FM_OP_XB ? n : q;
+  const int64_t br = op == FM_OP_XB ? q : n;
+  const int64_t yr = op == FM_OP_XB || op == FM_OP_XXTB ? n : q;
   const int64_t ldb = br + 1, ldy = yr + 2;
   double *b = malloc(sizeof(double) * (size_t)(ldb * k));
   double *y = malloc(sizeof(double) * (size_t)(ldy * k));
@@ -198,15 +252,17 @@ static void product_matrix(const char *expect_used) {
         for (int b = 0; b < 4; b++) {
           fm_panel_set_budget(budgets[b]);
           for (int a = 0; a < 3; a++)
-            for (int op = FM_OP_XB; op <= FM_OP_XTB; op++)
+            for (int op = FM_OP_XB; op <= FM_OP_COLSUMS; op++)
               for (int64_t k = 1; k <= 3; k += 2) {
+                if (op == FM_OP_COLSUMS && k == 3) continue;
+                const int64_t kk = op == FM_OP_COLSUMS ? 2 : k; /* COLSUMS: sum, sumsq */
                 const fm_affine *aff = a == 2 ? NULL : &affs[a];
-                if (!run_and_compare(&t, aff, (fm_op)op, k, expect_used)) {
+                if (!run_and_compare(&t, aff, (fm_op)op, kk, expect_used)) {
                   fprintf(stderr,
                           "  mismatch: codec %d, %lld x %lld, idx %d, budget %zu, aff %d, op %d, "
                           "k %lld\n",
                           (int)all_codecs[c], (long long)n, (long long)q, use_idx, budgets[b], a,
-                          op, (long long)k);
+                          op, (long long)kk);
                   CHECK(0);
                 }
               }

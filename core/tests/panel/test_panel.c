@@ -145,7 +145,7 @@ static void check_plan(const fm_mat *x, size_t budget) {
 }
 
 static void test_plan(void) {
-  fm_mat x = {FM_CODEC_F64, NULL, 1000, 50, 8000, NULL, NULL, 0};
+  fm_mat x = {FM_CODEC_F64, NULL, 1000, 50, 8000, NULL, NULL, 0, 0};
   /* plenty: all rows, all columns */
   fm_panel_plan p = fm_panel_plan_for(&x, (size_t)1 << 30);
   CHECK(p.rows == 1000 && p.cols == 50);
@@ -159,24 +159,24 @@ static void test_plan(void) {
   p = fm_panel_plan_for(&x, 3 * 1000 * 8);
   CHECK(p.rows < 1000 && p.cols == FM_PANEL_MIN_COLS);
   /* the 8 * 3 * 5 budget on a 7 x 5 matrix */
-  fm_mat small = {FM_CODEC_F64, NULL, 7, 5, 56, NULL, NULL, 0};
+  fm_mat small = {FM_CODEC_F64, NULL, 7, 5, 56, NULL, NULL, 0, 0};
   p = fm_panel_plan_for(&small, 8 * 3 * 5);
   CHECK(p.rows == 3 && p.cols == 5);
   /* fewer columns than a handful, all fit: whole matrix */
   p = fm_panel_plan_for(&small, 8 * 35);
   CHECK(p.rows == 7 && p.cols == 5);
   /* BED2 row tiles start on byte boundaries */
-  fm_mat bed = {FM_CODEC_BED2, NULL, 1001, 100, 251, NULL, NULL, 0};
+  fm_mat bed = {FM_CODEC_BED2, NULL, 1001, 100, 251, NULL, NULL, 0, 0};
   p = fm_panel_plan_for(&bed, 8 * 8 * 30);
   CHECK(p.rows == 28 && p.cols == 8);
   /* degenerate budgets and shapes */
   p = fm_panel_plan_for(&x, 1);
   CHECK(p.rows == 1 && p.cols == 1);
-  fm_mat empty = {FM_CODEC_F64, NULL, 0, 0, 0, NULL, NULL, 0};
+  fm_mat empty = {FM_CODEC_F64, NULL, 0, 0, 0, NULL, NULL, 0, 0};
   p = fm_panel_plan_for(&empty, 1024);
   CHECK(p.rows == 1 && p.cols == 1);
   /* more rows than BLAS integers hold */
-  fm_mat tall = {FM_CODEC_DOS8, NULL, (int64_t)3 << 31, 4, (int64_t)3 << 31, NULL, NULL, 0};
+  fm_mat tall = {FM_CODEC_DOS8, NULL, (int64_t)3 << 31, 4, (int64_t)3 << 31, NULL, NULL, 0, 0};
   p = fm_panel_plan_for(&tall, (size_t)1 << 40);
   CHECK(p.rows <= INT_MAX && p.cols >= 1);
 
@@ -186,7 +186,7 @@ static void test_plan(void) {
   for (int c = 0; c < 2; c++)
     for (int s = 0; s < 7; s++)
       for (int b = 0; b < 9; b++) {
-        fm_mat m = {codecs[c], NULL, shapes[s][0], shapes[s][1], 8 * shapes[s][0], NULL, NULL, 0};
+        fm_mat m = {codecs[c], NULL, shapes[s][0], shapes[s][1], 8 * shapes[s][0], NULL, NULL, 0, 0};
         check_plan(&m, budgets[b]);
       }
 }
@@ -195,7 +195,7 @@ static void test_budget(void) {
   CHECK(fm_panel_budget() == FM_PANEL_DEFAULT_BUDGET);
   fm_panel_set_budget(120);
   CHECK(fm_panel_budget() == 120);
-  fm_mat small = {FM_CODEC_F64, NULL, 7, 5, 56, NULL, NULL, 0};
+  fm_mat small = {FM_CODEC_F64, NULL, 7, 5, 56, NULL, NULL, 0, 0};
   fm_panel_plan p = fm_panel_plan_for(&small, 0); /* 0 = the global budget */
   CHECK(p.rows == 3 && p.cols == 5);
   fm_panel_set_budget(0);
