@@ -250,6 +250,7 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
   case FM_CODEC_BED2: elem = 1; break; /* a quarter byte, rounded up: block sizing only */
   case FM_CODEC_DOS8: elem = 1; break;
   case FM_CODEC_EXT: elem = 8; break; /* decoded doubles */
+  case FM_CODEC_ALP: elem = 8; break; /* decoded doubles */
   default: return fm_err_set(err, FM_EARG, "fm_stats_colvar: unknown codec id %d", (int)x->codec);
   }
   const int64_t min_stride = fm_mat_min_stride(x->codec, n);
@@ -270,6 +271,10 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
       return fm_err_set(err, FM_EARG, "fm_stats_colvar: the external codec has no decoder");
     return colvar_decoded(x, mean_out, var_out, n_obs_out, target, ctl, err);
   }
+  /* ALP decodes whole vectors of rows; a panel of its doubles is as good as
+   * any (the view was checked by fm_mat_init_alp). */
+  if (x->codec == FM_CODEC_ALP)
+    return colvar_decoded(x, mean_out, var_out, n_obs_out, target, ctl, err);
 
   if (x->codec == FM_CODEC_BED2) {
     cols = malloc((size_t)block * sizeof *cols);

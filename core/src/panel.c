@@ -5,6 +5,8 @@
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
 
+#include "codec_alp_impl.h"
+
 #include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -27,6 +29,7 @@ static const char *codec_name(fm_codec_id c) {
   case FM_CODEC_BED2: return "bed2";
   case FM_CODEC_DOS8: return "dos8";
   case FM_CODEC_EXT: return "external";
+  case FM_CODEC_ALP: return "alp";
   default: return "unknown";
   }
 }
@@ -39,6 +42,7 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows) {
   case FM_CODEC_BED2: return fm_codec_bed2_col_bytes(n_rows);
   case FM_CODEC_DOS8: return n_rows;
   case FM_CODEC_EXT: return 0;
+  case FM_CODEC_ALP: return 0;
   default: return -1;
   }
 }
@@ -51,6 +55,9 @@ fm_status fm_mat_init(fm_mat *x, fm_codec_id codec, const void *data, int64_t n_
                       int64_t n_cols, int64_t col_stride, fm_err *err) {
   if (!x) return fm_err_set(err, FM_EARG, "fm_mat_init: x must not be NULL");
   memset(x, 0, sizeof *x);
+  if (codec == FM_CODEC_ALP)
+    return fm_err_set(err, FM_EARG, "fm_mat_init: an alp matrix is made by fm_mat_init_alp, "
+                                    "which checks the blob");
   if (codec != FM_CODEC_F64 && codec != FM_CODEC_I32 && codec != FM_CODEC_BED2 &&
       codec != FM_CODEC_DOS8)
     return fm_err_set(err, FM_EARG, "fm_mat_init: unknown codec id %d", (int)codec);
@@ -243,13 +250,26 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
   const fm_codec_id codec = x->codec;
   if (codec == FM_CODEC_EXT) return decode_ext(x, aff, r0, n_rows, c0, n_cols, out, ld, err);
   if (codec != FM_CODEC_F64 && codec != FM_CODEC_I32 && codec != FM_CODEC_BED2 &&
-      codec != FM_CODEC_DOS8)
+      codec != FM_CODEC_DOS8 && codec != FM_CODEC_ALP)
     return fm_err_set(err, FM_EARG, "fm_panel_decode: unknown codec id %d", (int)codec);
   if (x->col_index) {
     for (int64_t jj = 0; jj < n_cols; jj++)
       if (x->col_index[c0 + jj] < 0)
         return fm_err_set(err, FM_EARG, "fm_panel_decode: col_index[%lld] = %lld is negative",
                           (long long)(c0 + jj), (long long)x->col_index[c0 + jj]);
+  }
+  alp_view alp = {NULL, 0, 0, 0, 0};
+  if (codec == FM_CODEC_ALP) {
+    alp_view_of(x->data, &alp);
+    for (int64_t jj = 0; jj < n_cols; jj++) {
+      const int64_t s = x->col_index ? x->col_index[c0 + jj] : c0 + jj;
+      if (s >= alp.n_cols || s >= x->n_stored_cols || x->n_rows > alp.n_rows)
+        return fm_err_set(err, FM_EARG,
+                          "fm_panel_decode: stored column %lld or %lld rows lie outside the alp "
+                          "blob's %lld x %lld",
+                          (long long)s, (long long)x->n_rows, (long long)alp.n_rows,
+                          (long long)alp.n_cols);
+    }
   }
   const int identity = aff_is_identity(aff);
   const int has_fill = aff && aff->fill;
@@ -285,6 +305,11 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
         }
       }
       break;
+    case FM_CODEC_ALP: {
+      const alp_affine a = {identity, has_fill, cj, sj, fj};
+      alp_decode_rows(&alp, s, r0, n_rows, &a, o);
+      break;
+    }
     case FM_CODEC_EXT: /* decoded by decode_ext above */
       break;
     }
@@ -301,7 +326,8 @@ static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, uintptr_t page) {
 }
 
 void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
-  if (!x || !(x->flags & FM_MAT_EVICTABLE) || x->codec == FM_CODEC_EXT || !x->data ||
+  if (!x || !(x->flags & FM_MAT_EVICTABLE) || x->codec == FM_CODEC_EXT ||
+      x->codec == FM_CODEC_ALP || !x->data ||
       n_cols <= 0 || c0 < 0 || c0 + n_cols > x->n_cols || x->col_stride <= 0)
     return;
   const long ps = sysconf(_SC_PAGESIZE);

@@ -43,7 +43,8 @@ typedef enum fm_codec_id {
   FM_CODEC_I32 = 2,  /* int32 (R integer or logical); INT32_MIN is missing */
   FM_CODEC_BED2 = 3, /* PLINK 1 two-bit hardcalls (fm_codec_bed2.h) */
   FM_CODEC_DOS8 = 4, /* one-byte dosages (fm_codec_dos8.h) */
-  FM_CODEC_EXT = 5   /* an external decoder: fm_mat.ext (see fm_ext_codec) */
+  FM_CODEC_EXT = 5,  /* an external decoder: fm_mat.ext (see fm_ext_codec) */
+  FM_CODEC_ALP = 6   /* ALP-compressed doubles (fm_codec_alp.h; fm_mat_init_alp) */
 } fm_codec_id;
 
 struct fm_mat;
@@ -81,12 +82,14 @@ typedef struct fm_mat {
   const void *data;         /* borrowed: first byte of stored column 0 */
   int64_t n_rows;           /* logical rows (samples) */
   int64_t n_cols;           /* logical columns */
-  int64_t col_stride;       /* bytes between stored columns */
+  int64_t col_stride;       /* bytes between stored columns (ALP: the blob's
+                               size; the codec owns its layout) */
   const int64_t *col_index; /* borrowed, length n_cols, 0-based stored
                                column of each logical column; NULL = identity */
   const fm_ext_codec *ext;  /* borrowed; FM_CODEC_EXT only, else NULL */
-  int64_t n_stored_cols;    /* FM_CODEC_EXT only: columns the codec holds
-                               (col_index entries must be below it) */
+  int64_t n_stored_cols;    /* FM_CODEC_EXT and FM_CODEC_ALP only: columns
+                               the codec holds (col_index entries must be
+                               below it) */
   unsigned flags;           /* FM_MAT_* bits; 0 from the init functions */
 } fm_mat;
 
@@ -99,7 +102,8 @@ typedef struct fm_mat {
 
 /* Drop from this process's resident set the pages holding stored columns
  * of logical columns [c0, c0 + n_cols) of x (madvise MADV_DONTNEED), when x
- * has FM_MAT_EVICTABLE and is not FM_CODEC_EXT; otherwise do nothing.
+ * has FM_MAT_EVICTABLE and is not FM_CODEC_EXT or FM_CODEC_ALP (whose
+ * columns are not col_stride apart); otherwise do nothing.
  * Meant for forward streams: call it on a block once it is consumed. Every
  * page holding a byte of those columns is dropped except the one holding the
  * byte after the last (the next column may start there); the page holding
@@ -115,7 +119,8 @@ typedef struct fm_affine {
   const double *fill;   /* length n_cols, value for missing, or NULL (NaN) */
 } fm_affine;
 
-/* Initialise a view over stored data (col_index NULL). Validates the codec,
+/* Initialise a view over stored data (col_index NULL). Validates the codec
+ * (FM_CODEC_ALP is refused: use fm_mat_init_alp, which checks the blob),
  * n_rows, n_cols >= 0, that the stride can hold n_rows values of the codec,
  * and for F64 / I32 that data and stride are aligned to the element size
  * (8 / 4 bytes). data may be NULL only for an empty matrix.
@@ -133,8 +138,8 @@ FM_NODISCARD fm_status fm_mat_init_ext(fm_mat *x, const fm_ext_codec *ext, const
                                        fm_err *err);
 
 /* Minimum column stride in bytes for n_rows values of codec; -1 for an
- * unknown codec or negative n_rows; 0 for FM_CODEC_EXT (the codec owns its
- * layout). */
+ * unknown codec or negative n_rows; 0 for FM_CODEC_EXT and FM_CODEC_ALP (the
+ * codec owns its layout). */
 int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
 
 /* Decode the panel rows [r0, r0+n_rows) x logical columns [c0, c0+n_cols).
@@ -145,10 +150,11 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
  *         With fill NULL a missing value decodes to NaN (F64 keeps its
  *         payload, so R's NA stays NA).
  *         EXT: whatever the codec's decode gives, transformed the same way.
+ *         ALP: the stored doubles bit for bit (NaN is missing, as for F64).
  * Errors: FM_EARG when the panel lies outside x, ld < n_rows, a col_index
- *         entry is negative (for EXT: or not below n_stored_cols), or the
- *         codec is unknown (EXT: without a decoder); an external codec's
- *         own errors.
+ *         entry is negative (for EXT and ALP: or not below n_stored_cols),
+ *         or the codec is unknown (EXT: without a decoder); an external
+ *         codec's own errors.
  * Owns:   borrows x and aff; writes only out. */
 FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
                                        int64_t n_rows, int64_t c0, int64_t n_cols, double *out,

@@ -11,12 +11,13 @@
  *     (m = sum/n; mean = m + sum(x - m)/n; ss = sum((x - m)^2) - sum(x - m)^2/n);
  *   BED2: exact from fm_codec_bed2_col_counts (integer moments);
  *   DOS8: exact in the quantized values q/127 from a per-column histogram;
- *   EXT (external codecs, e.g. GGUF tensor views): the F64 two-pass on the
+ *   EXT (external codecs, e.g. GGUF tensor views) and ALP (compressed
+ *     doubles, fm_codec_alp.h): the F64 two-pass on the
  *     doubles of fm_panel_decode, in bounded panels (a column taller than
  *     one panel is decoded once per pass), bit-identical to F64 storage of
  *     the decoded values; a missing value is any NaN the codec gives.
  * The results are those of a dense two-pass over fm_panel_decode's output
- * (no affine), to within a few ulp (exactly, for F64 and EXT).
+ * (no affine), to within a few ulp (exactly, for F64, EXT and ALP).
  * Cancellation and progress: ctl->cancel is polled once per column block;
  * ctl->progress reports columns done out of x->n_cols.
  * Thread safety: reentrant; x is only read.
@@ -35,7 +36,7 @@
  * Units:  those of the decoded values (allele count, dosage, ...).
  * Errors: FM_EARG (x NULL, mean_out NULL with n_cols > 0, unknown codec,
  *         an external codec without a decoder, stride too small, negative
- *         col_index entry, for EXT one not below n_stored_cols),
+ *         col_index entry, for EXT and ALP one not below n_stored_cols),
  *         FM_ECANCELLED (outputs then partly written), FM_ENOMEM, and an
  *         external codec's own decode errors.
  * Owns:   borrows x and ctl; writes only the outputs. */

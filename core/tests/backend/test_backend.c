@@ -43,6 +43,7 @@ static double element(const fm_mat *x, const fm_affine *aff, int64_t i, int64_t 
   }
   case FM_CODEC_DOS8: v = col[i] == 255 ? NAN : col[i] / 127.0; break;
   case FM_CODEC_EXT: break; /* external codecs: tests/panel_ext */
+  case FM_CODEC_ALP: break; /* compressed doubles: tests/codec_alp */
   }
   if (!aff) return v;
   if (isnan(v)) return aff->fill ? aff->fill[j] : NAN;
@@ -184,6 +185,7 @@ static void make_mat(test_mat *t, fm_codec_id codec, int64_t n, int64_t stored_c
       case FM_CODEC_BED2: break; /* whole columns below */
       case FM_CODEC_DOS8: col[i] = miss ? 255 : (uint8_t)(rng_next() % 255); break;
       case FM_CODEC_EXT: break; /* external codecs: tests/panel_ext */
+      case FM_CODEC_ALP: break; /* compressed doubles: tests/codec_alp */
       }
     }
   }
