@@ -67,7 +67,8 @@ demo: setup install
 	@$(RENV) Rscript tools/demo_llm.R
 
 # bench/run.R (foundation), bench/readers.R (readers against plink2),
-# bench/p6_crossprod.R (BLAS on a mapped matrix vs the heap), bench/llm.R;
+# bench/p6_crossprod.R (BLAS on a mapped matrix vs the heap), bench/llm.R,
+# bench/alp.R (ALP compression and fused products vs dense f64);
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
 # generates about 2.3 GB under build/bench/rss once).
 bench: setup install
@@ -75,6 +76,7 @@ bench: setup install
 	@$(RENV) Rscript bench/readers.R
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
+	@$(RENV) Rscript bench/alp.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 
 # Packages are checked in PKGS order against build/rlib (Rpgen needs Rfmalloc).

@@ -3,14 +3,15 @@
 # and statistics all work on bounded panels.
 
 # Codec ids shared with the C core (fm_codec_id in fm_panel.h).
-.codec_ids <- c(double = 1, integer = 2, bed2 = 3, dos8 = 4, ext = 5)
+.codec_ids <- c(double = 1, integer = 2, bed2 = 3, dos8 = 4, ext = 5, alp = 6)
 
 #' Matrices stored through a codec
 #'
 #' An `fmalloc_codec_matrix` is a samples x variants matrix whose bytes are
 #' not doubles: PLINK 2-bit hardcalls (`"bed2"`, from [fmalloc_bed()] or
-#' [fmalloc_bed_open()]) or one-byte dosages (`"dos8"`, from
-#' [fmalloc_dosage()]). It behaves like a read-only numeric matrix:
+#' [fmalloc_bed_open()]), one-byte dosages (`"dos8"`, from
+#' [fmalloc_dosage()]) or losslessly compressed doubles (`"alp"`, from
+#' [fmalloc_alp()]). It behaves like a read-only numeric matrix:
 #'
 #' * `dim()`, `dimnames()`, `nrow()`, `ncol()`;
 #' * `X %*% B`, `B %*% X`, `crossprod(X, B)`, `crossprod(B, X)`,
@@ -39,7 +40,8 @@
 #' raises `fm_error_eclosed`.
 #'
 #' @slot storage raw vector (fmalloc ALTREP) or external pointer to a file view.
-#' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`.
+#' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`
+#'   (for `"alp"` the last entry is the compressed blob's size in bytes).
 #' @slot cols `NULL` or the 1-based stored column of each column.
 #' @slot dimnames list of row and column names.
 #' @slot transform `NULL` or `list(center, scale, fill)`, fused into decoding.
@@ -339,6 +341,11 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   codec <- .codec_name(object)
   unit <- switch(codec, bed2 = "2-bit hardcalls", dos8 = "1-byte dosages", codec)
   bytes <- object@spec[5] * object@spec[3]
+  if (codec == "alp") {
+    bytes <- object@spec[5] # the blob's size
+    stored <- object@spec[2] * object@spec[3]
+    unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (stored > 0) 8 * bytes / stored else 0)
+  }
   if (codec == "ext") {
     info <- .Call(fmr_ext_info, .storage(object))
     codec <- info$name

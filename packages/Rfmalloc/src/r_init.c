@@ -7,8 +7,11 @@
 #include "r_ext.h"
 
 #include "fm/fm_backend.h"
+#include "fm/fm_backend_alp.h"
 
 #include <R_ext/Rdynload.h>
+
+#include <string.h>
 
 /* r_runtime.c: runtime handles and the name directory */
 SEXP fmr_runtime_open(SEXP path, SEXP cap_bytes, SEXP mode, SEXP read_only);
@@ -57,6 +60,12 @@ SEXP fmr_ext_info(SEXP storage);
 SEXP fmr_test_ext_matrix(SEXP tm, SEXP nrow, SEXP ncol);
 SEXP fmr_test_ext_backend(SEXP on);
 SEXP fmr_test_ext_release(void);
+
+/* r_alp.c: ALP-compressed double matrices */
+SEXP fmr_alp_encode(SEXP x);
+SEXP fmr_alp_store(SEXP ptr, SEXP storage);
+SEXP fmr_alp_info(SEXP storage, SEXP spec);
+SEXP fmr_alp_backend(SEXP on);
 
 /* r_init.c: the package's clean-up before its namespace goes */
 static SEXP fmr_unload(void);
@@ -123,6 +132,12 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_test_ext_backend, 1),
     CALLDEF(fmr_test_ext_release, 0),
 
+    /* r_alp.c: ALP-compressed double matrices */
+    CALLDEF(fmr_alp_encode, 1),
+    CALLDEF(fmr_alp_store, 2),
+    CALLDEF(fmr_alp_info, 2),
+    CALLDEF(fmr_alp_backend, 1),
+
     /* r_init.c: the package's clean-up before its namespace goes */
     CALLDEF(fmr_unload, 0),
 
@@ -132,10 +147,21 @@ static const R_CallMethodDef call_methods[] = {
 
     {NULL, NULL, 0}};
 
+/* The core's own backends, registered once per process (a reloaded
+ * namespace finds them registered; a failure leaves the reference path). */
+static void register_core_backends(void) {
+  for (int i = 0; i < fm_backend_count(); i++)
+    if (strcmp(fm_backend_name(i), FM_BACKEND_ALP_NAME) == 0) return;
+  fm_err err;
+  if (fm_backend_register(FM_BACKEND_ALP_NAME, fm_backend_alp, NULL, &err) != FM_OK)
+    Rf_warning("Rfmalloc: the alp backend is not registered: %s", err.msg);
+}
+
 void R_init_Rfmalloc(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   fmr_altrep_init(dll);
+  register_core_backends();
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_runtime", (DL_FUNC)&Rfmalloc_vec_runtime);

@@ -3,6 +3,7 @@
 
 #include "r_ext.h"
 
+#include "fm/fm_codec_alp.h"
 #include "fm/fm_fileview.h"
 
 #include <string.h>
@@ -79,6 +80,26 @@ static void ext_mat_from(const fmr_ext_store *es, const double *s, SEXP cols, fm
   }
 }
 
+/* An ALP matrix: the spec's stride is the blob's size; the blob is checked
+ * whole (fm_mat_init_alp) on every use, so a changed file is an error, not a
+ * crash, and must hold the spec's shape. */
+static void alp_mat_from(const uint8_t *base, uint64_t n_bytes, const double *s, SEXP cols,
+                         fm_mat *x) {
+  const uint64_t off = (uint64_t)s[3], size = (uint64_t)s[4];
+  if (off > n_bytes || size > n_bytes - off)
+    fmr_stop(FM_EARG, "alp matrix needs %llu bytes from offset %llu but its storage has %llu",
+             (unsigned long long)size, (unsigned long long)off, (unsigned long long)n_bytes);
+  fm_err err;
+  if (fm_mat_init_alp(x, base + off, (size_t)size, &err) != FM_OK) fmr_raise(&err);
+  if (x->n_rows != (int64_t)s[1] || x->n_cols != (int64_t)s[2])
+    fmr_stop(FM_EMISMATCH, "alp blob holds %lld x %lld values, its matrix says %.0f x %.0f",
+             (long long)x->n_rows, (long long)x->n_cols, s[1], s[2]);
+  if (!Rf_isNull(cols)) {
+    x->col_index = col_index_from(cols, x->n_stored_cols);
+    x->n_cols = (int64_t)XLENGTH(cols);
+  }
+}
+
 void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   if (TYPEOF(spec) != REALSXP || XLENGTH(spec) != 5)
     fmr_stop(FM_EARG, "matrix spec must be a double vector of length 5");
@@ -96,6 +117,10 @@ void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   int64_t stride = (int64_t)s[4];
   uint64_t n_bytes = 0;
   const uint8_t *base = storage_bytes(storage, &n_bytes);
+  if (codec == FM_CODEC_ALP) {
+    alp_mat_from(base, n_bytes, s, cols, x);
+    return;
+  }
 
   int64_t n_cols = n_stored_cols;
   const int64_t *col_index = NULL;
