@@ -1,15 +1,430 @@
-/* fused.c: the fused genotype backend (fm_fused.h). Kernels land next; until
- * then it declines every product and the reference path computes. */
+/* fused.c: the fused genotype backend (fm_fused.h): which products it takes,
+ * the choice of kernels (CPUID), and the loop over blocks of variants with
+ * its threads.
+ *
+ * Each block of variants runs in up to two phases (fused_impl.h explains the
+ * sparse lists):
+ *   A, threads over variants: per variant its table, code counts, base code
+ *      and list; XTB writes y[j, :] (a gather over transposed b), XXTB keeps
+ *      z[j, :] the same way, XB keeps b[j, :]; COLSUMS writes y[j, :] from the
+ *      counts alone.
+ *   B, threads over row ranges (XB, XXTB): ys[i, :] += d * (b or z)[j, :]
+ *      for the listed rows of each variant, variants in order, in tiles of
+ *      rows that stay in L1.
+ * and at the end y[i, :] = r + ys[i, :], r = sum_j lut_j[base] (b or z)[j, :]
+ * accumulated in variant order by the calling thread. Each output element is
+ * computed by one thread in an order fixed by the data alone (variants in
+ * order, list entries in row order), so results are bit-identical for every
+ * thread count and block size (for one kernel table). */
 #include "fm/fm_fused.h"
 
-void fm_fused_force_isa(fm_fused_isa isa) { (void)isa; }
+#include "fm/fm_codec_bed2.h"
+#include "fm/fm_codec_dos8.h"
+#include "fused_impl.h"
+#include "fused_pool.h"
 
-const char *fm_fused_isa_name(void) { return "portable"; }
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Genotypes per block of variants: their lists take about 12 bytes each. */
+#define FUSED_BLOCK_ELEMS ((int64_t)1 << 20)
+/* Genotypes per thread below which a product uses fewer threads. */
+#define FUSED_MIN_WORK ((int64_t)8192)
+/* Bytes of the row tile of phase B (kept in L1). */
+#define FUSED_TILE_BYTES ((int64_t)32 << 10)
+/* Variants a thread takes at a time in phase A. */
+#define FUSED_GRAIN 4
+/* Largest partial sum the kernels may reach (the overflow guard). */
+#define FUSED_SUM_MAX 1e300
+
+static atomic_int forced_isa = FM_FUSED_ISA_AUTO;
+
+void fm_fused_force_isa(fm_fused_isa isa) { atomic_store(&forced_isa, (int)isa); }
+
+static int cpu_has_avx2(void) {
+#if FUSED_HAVE_AVX2
+  static atomic_int known = -1;
+  int v = atomic_load(&known);
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    atomic_store(&known, v);
+  }
+  return v;
+#else
+  return 0;
+#endif
+}
+
+static const fused_kernels *kernels(void) {
+#if FUSED_HAVE_AVX2
+  if (atomic_load(&forced_isa) != FM_FUSED_ISA_PORTABLE && cpu_has_avx2())
+    return &fused_kernels_avx2;
+#endif
+  return &fused_kernels_portable;
+}
+
+const char *fm_fused_isa_name(void) { return kernels()->name; }
+
+typedef struct fused_job {
+  const fm_product *p;
+  const fused_kernels *kern;
+  int64_t n, q, k, kp;
+  int n_threads;
+  int64_t vmax;          /* variants per block */
+  int64_t c0, nc;        /* the current block: logical columns [c0, c0 + nc) */
+  atomic_llong next;     /* phase A: next variant of the block to take */
+  atomic_int bad;        /* a list disagreed with the counts (a bug) */
+  const double *bt;      /* (n, kp) row-major: b transposed (XTB, XXTB) */
+  const double *bsum;    /* (kp): column sums of b (XTB, XXTB) */
+  int32_t *idx;          /* (vmax, n): list rows, per variant of the block */
+  double *d;             /* (vmax, n): list deltas */
+  int64_t *m;            /* (vmax): list lengths */
+  double *basev;         /* (vmax): lut[base] */
+  double *src;           /* (vmax, kp): b[j, :] (XB) or z[j, :] (XXTB) */
+  double *ys;            /* (n, kp): sums over the lists (XB, XXTB) */
+  const double *r;       /* (kp): the base term (XB, XXTB) */
+  double *tmp;           /* (n_threads, kp): a y row (XTB) */
+  int64_t *cursor;       /* (n_threads, vmax): phase B's place in each list */
+  int64_t tile;          /* rows per tile in phase B */
+} fused_job;
+
+static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
+  *c = aff && aff->center ? aff->center[j] : 0.0;
+  *s = aff && aff->scale ? aff->scale[j] : 1.0;
+  *f = aff && aff->fill ? aff->fill[j] : fm_na_value();
+}
+
+/* The most frequent code whose value is not NaN (the lowest code on ties). */
+static unsigned pick_base(const double *lut, const int64_t *count, unsigned n_codes) {
+  unsigned base = n_codes;
+  for (unsigned c = 0; c < n_codes; c++)
+    if (!isnan(lut[c]) && (base == n_codes || count[c] > count[base])) base = c;
+  return base;
+}
+
+/* Sums of values and squares from per-code counts, codes in order. */
+static void colsums_from_counts(const double *lut, const int64_t *count, unsigned n_codes,
+                                double *sum, double *sumsq) {
+  double s = 0.0, ss = 0.0;
+  for (unsigned c = 0; c < n_codes; c++) {
+    if (count[c] == 0) continue; /* 0 * NaN would be NaN */
+    s += (double)count[c] * lut[c];
+    ss += (double)count[c] * (lut[c] * lut[c]);
+  }
+  *sum = s;
+  *sumsq = ss;
+}
+
+/* Phase A for variant jl of the block; nonzero when the list came out with
+ * another length than the counts say (an internal error). */
+static int run_variant(fused_job *job, int64_t jl, double *tmp) {
+  const fm_product *p = job->p;
+  const fm_mat *x = p->x;
+  const int64_t n = job->n, kp = job->kp, j = job->c0 + jl;
+  const int64_t s = x->col_index ? x->col_index[j] : j;
+  const uint8_t *col = (const uint8_t *)x->data + s * x->col_stride;
+  double c, sc, f;
+  affine_at(p->aff, j, &c, &sc, &f);
+  double lut[256], dtab[256];
+  int64_t count[256];
+  unsigned n_codes;
+  if (x->codec == FM_CODEC_BED2) {
+    int64_t by_allele[4];
+    n_codes = 4;
+    fm_codec_bed2_lut(c, sc, f, lut);
+    fm_codec_bed2_col_counts((const uint8_t *)x->data, n, x->col_stride, &s, 1, by_allele);
+    count[3] = by_allele[0]; /* hom A2 */
+    count[2] = by_allele[1]; /* het */
+    count[0] = by_allele[2]; /* hom A1 */
+    count[1] = by_allele[3]; /* missing */
+  } else {
+    n_codes = 256;
+    fm_codec_dos8_lut(c, sc, f, lut);
+    job->kern->dos8_hist(col, n, count);
+  }
+  if (p->op == FM_OP_COLSUMS) {
+    colsums_from_counts(lut, count, n_codes, p->y + j, p->y + p->ldy + j);
+    return 0;
+  }
+  int32_t *idx = job->idx + jl * n;
+  double *d = job->d + jl * n;
+  const unsigned base = pick_base(lut, count, n_codes);
+  for (unsigned t = 0; t < n_codes; t++) dtab[t] = lut[t] - lut[base];
+  const int64_t m = x->codec == FM_CODEC_BED2
+                        ? job->kern->bed2_list(col, n, base, dtab, idx, d)
+                        : job->kern->dos8_list(col, n, base, dtab, idx, d);
+  if (m != n - count[base]) return 1;
+  job->m[jl] = m;
+  job->basev[jl] = lut[base];
+  double *src = job->src + jl * kp;
+  switch (p->op) {
+  case FM_OP_XTB:
+    job->kern->gather(idx, d, m, job->bt, kp, lut[base], job->bsum, tmp);
+    for (int64_t t = 0; t < job->k; t++) p->y[j + t * p->ldy] = tmp[t];
+    break;
+  case FM_OP_XXTB: job->kern->gather(idx, d, m, job->bt, kp, lut[base], job->bsum, src); break;
+  default: /* XB */
+    for (int64_t t = 0; t < job->k; t++) src[t] = p->b[j + t * p->ldb];
+    for (int64_t t = job->k; t < kp; t++) src[t] = 0.0;
+    break;
+  }
+  return 0;
+}
+
+static void phase_a(void *arg, int tid) {
+  fused_job *job = arg;
+  double *tmp = job->tmp + (int64_t)tid * job->kp;
+  for (;;) {
+    const int64_t jl0 = atomic_fetch_add(&job->next, FUSED_GRAIN);
+    if (jl0 >= job->nc) break;
+    const int64_t jl1 = jl0 + FUSED_GRAIN < job->nc ? jl0 + FUSED_GRAIN : job->nc;
+    for (int64_t jl = jl0; jl < jl1; jl++)
+      if (run_variant(job, jl, tmp)) atomic_store(&job->bad, 1);
+  }
+}
+
+/* Rows [r0, r1) of thread tid: contiguous, in thread order. */
+static void rows_of(const fused_job *job, int tid, int64_t *r0, int64_t *r1) {
+  *r0 = job->n * tid / job->n_threads;
+  *r1 = job->n * (tid + 1) / job->n_threads;
+}
+
+/* First entry of a sorted list that is >= row. */
+static int64_t lower_bound(const int32_t *idx, int64_t m, int64_t row) {
+  int64_t lo = 0, hi = m;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (idx[mid] < row)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+static void phase_b(void *arg, int tid) {
+  fused_job *job = arg;
+  int64_t r0, r1;
+  rows_of(job, tid, &r0, &r1);
+  if (r0 >= r1) return;
+  const int64_t n = job->n, kp = job->kp, nc = job->nc;
+  int64_t *cur = job->cursor + (int64_t)tid * job->vmax;
+  for (int64_t jl = 0; jl < nc; jl++) cur[jl] = lower_bound(job->idx + jl * n, job->m[jl], r0);
+  for (int64_t t0 = r0; t0 < r1; t0 += job->tile) {
+    const int64_t t1 = r1 - t0 < job->tile ? r1 : t0 + job->tile;
+    for (int64_t jl = 0; jl < nc; jl++) {
+      const int32_t *idx = job->idx + jl * n;
+      const int64_t m = job->m[jl], e0 = cur[jl];
+      int64_t e = e0;
+      while (e < m && idx[e] < t1) e++;
+      if (e > e0) job->kern->scatter(idx + e0, job->d + jl * n + e0, e - e0, job->src + jl * kp,
+                                     job->ys, kp);
+      cur[jl] = e;
+    }
+  }
+}
+
+static void phase_final(void *arg, int tid) {
+  const fused_job *job = arg;
+  int64_t r0, r1;
+  rows_of(job, tid, &r0, &r1);
+  const fm_product *p = job->p;
+  for (int64_t i = r0; i < r1; i++) {
+    const double *row = job->ys + i * job->kp;
+    for (int64_t t = 0; t < job->k; t++) p->y[i + t * p->ldy] = job->r[t] + row[t];
+  }
+}
+
+/* Rows of b and y (b_rows 0 for COLSUMS). */
+static void dims(const fm_product *p, int64_t *b_rows, int64_t *y_rows) {
+  const int64_t n = p->x->n_rows, q = p->x->n_cols;
+  switch (p->op) {
+  case FM_OP_XB: *b_rows = q; *y_rows = n; break;
+  case FM_OP_XTB: *b_rows = n; *y_rows = q; break;
+  case FM_OP_XXTB: *b_rows = n; *y_rows = n; break;
+  default: *b_rows = 0; *y_rows = q; break;
+  }
+}
+
+/* Nonzero when the product is one this backend computes exactly as the
+ * reference path would: a known op and codec, k <= 64, valid shapes, finite
+ * b and affine parameters, and no partial sum that could overflow. */
+static int accepted(const fm_product *p) {
+  if (!p || !p->x || !p->y) return 0;
+  const fm_mat *x = p->x;
+  if (p->op != FM_OP_XB && p->op != FM_OP_XTB && p->op != FM_OP_XXTB && p->op != FM_OP_COLSUMS)
+    return 0;
+  if (x->codec != FM_CODEC_BED2 && x->codec != FM_CODEC_DOS8) return 0;
+  if (p->k < 1 || p->k > FUSED_K_MAX || (p->op == FM_OP_COLSUMS && p->k != 2)) return 0;
+  const int64_t n = x->n_rows, q = x->n_cols;
+  if (n < 0 || q < 0 || n > INT32_MAX) return 0;
+  int64_t b_rows, y_rows;
+  dims(p, &b_rows, &y_rows);
+  if (p->ldy < y_rows || p->ldy < 1) return 0;
+  if (b_rows > 0 && (!p->b || p->ldb < b_rows)) return 0;
+  if (n == 0 || q == 0) return 1;
+  if (!x->data || x->col_stride < fm_mat_min_stride(x->codec, n)) return 0;
+  if (x->col_index)
+    for (int64_t j = 0; j < q; j++)
+      if (x->col_index[j] < 0) return 0;
+  double lmax = 0.0; /* bound on |lut| over all columns */
+  for (int64_t j = 0; j < q; j++) {
+    double c, s, f;
+    affine_at(p->aff, j, &c, &s, &f);
+    if (!isfinite(c) || !isfinite(s)) return 0;
+    const double l = (fabs(c) + 2.0) * fabs(s);
+    if (l > lmax) lmax = l;
+    if (p->aff && p->aff->fill) {
+      if (!isfinite(f)) return 0;
+      if (fabs(f) > lmax) lmax = fabs(f);
+    }
+  }
+  double bmax = 0.0;
+  for (int64_t t = 0; t < (b_rows > 0 ? p->k : 0); t++)
+    for (int64_t i = 0; i < b_rows; i++) {
+      const double v = fabs(p->b[i + t * p->ldb]);
+      if (!isfinite(v)) return 0;
+      if (v > bmax) bmax = v;
+    }
+  const double nn = (double)n + 1.0, qq = (double)q + 1.0;
+  double bound;
+  switch (p->op) {
+  case FM_OP_XB: bound = 4.0 * lmax * bmax * qq; break;
+  case FM_OP_XTB: bound = 4.0 * lmax * bmax * nn; break;
+  case FM_OP_XXTB: bound = 4.0 * lmax * qq * (4.0 * lmax * bmax * nn); break;
+  default: bound = nn * lmax * lmax; break;
+  }
+  return bound <= FUSED_SUM_MAX;
+}
+
+static void *alloc_aligned(size_t n_bytes) {
+  const size_t a = FUSED_ALIGN, rounded = (n_bytes + a - 1) / a * a;
+  return aligned_alloc(a, rounded ? rounded : a);
+}
 
 fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
   (void)ud;
-  (void)p;
-  (void)ctl;
-  (void)err;
-  return FM_EUNSUPPORTED;
+  if (!accepted(p)) return FM_EUNSUPPORTED;
+  const fm_mat *x = p->x;
+  const int64_t n = x->n_rows, q = x->n_cols, k = p->k;
+  const int uses_lists = p->op != FM_OP_COLSUMS, uses_bt = p->op == FM_OP_XTB || p->op == FM_OP_XXTB,
+            uses_ys = p->op == FM_OP_XB || p->op == FM_OP_XXTB;
+  int64_t b_rows, y_rows;
+  dims(p, &b_rows, &y_rows);
+  if (n == 0 || q == 0) {
+    for (int64_t t = 0; t < k; t++) memset(p->y + t * p->ldy, 0, (size_t)y_rows * sizeof(double));
+    return FM_OK;
+  }
+
+  fused_job job;
+  memset(&job, 0, sizeof job);
+  job.p = p;
+  job.kern = kernels();
+  job.n = n;
+  job.q = q;
+  job.k = k;
+  job.kp = (k + FUSED_KPAD - 1) / FUSED_KPAD * FUSED_KPAD;
+  const int64_t kp = job.kp;
+  int64_t vmax = (int64_t)(fm_panel_budget() / sizeof(double)) / n;
+  if (vmax > FUSED_BLOCK_ELEMS / n) vmax = FUSED_BLOCK_ELEMS / n;
+  if (vmax < 1) vmax = 1;
+  if (vmax > q) vmax = q;
+  job.vmax = vmax;
+  int64_t want = fm_threads();
+  if (want > 1 + n * q / FUSED_MIN_WORK) want = 1 + n * q / FUSED_MIN_WORK;
+  if (want > 256) want = 256;
+  job.tile = FUSED_TILE_BYTES / (kp * (int64_t)sizeof(double));
+  if (job.tile < 4) job.tile = 4;
+
+  fm_status st = FM_EUNSUPPORTED; /* until y is first written, failures decline */
+  fused_pool *pool = NULL;
+  double *bt = NULL, *bsum = NULL, *r = NULL;
+  const size_t vn = (size_t)vmax * (size_t)n;
+  if (uses_lists) {
+    job.idx = malloc(vn * sizeof(int32_t));
+    job.d = malloc(vn * sizeof(double));
+    job.m = calloc((size_t)vmax, sizeof(int64_t));
+    job.basev = calloc((size_t)vmax, sizeof(double));
+    job.src = alloc_aligned((size_t)vmax * (size_t)kp * sizeof(double));
+    if (!job.idx || !job.d || !job.m || !job.basev || !job.src) goto done;
+  }
+  if (uses_bt) {
+    bt = alloc_aligned((size_t)n * (size_t)kp * sizeof(double));
+    bsum = alloc_aligned((size_t)kp * sizeof(double));
+    if (!bt || !bsum) goto done;
+    for (int64_t i = 0; i < n; i++) {
+      double *row = bt + i * kp;
+      for (int64_t t = 0; t < k; t++) row[t] = p->b[i + t * p->ldb];
+      for (int64_t t = k; t < kp; t++) row[t] = 0.0;
+    }
+    for (int64_t t = 0; t < kp; t++) {
+      double s = 0.0;
+      if (t < k)
+        for (int64_t i = 0; i < n; i++) s += p->b[i + t * p->ldb];
+      bsum[t] = s;
+    }
+    job.bt = bt;
+    job.bsum = bsum;
+  }
+  if (uses_ys) {
+    job.ys = alloc_aligned((size_t)n * (size_t)kp * sizeof(double));
+    r = alloc_aligned((size_t)kp * sizeof(double));
+    if (!job.ys || !r) goto done;
+    memset(job.ys, 0, (size_t)n * (size_t)kp * sizeof(double));
+    memset(r, 0, (size_t)kp * sizeof(double));
+    job.r = r;
+  }
+  pool = fused_pool_start((int)want);
+  if (!pool) goto done;
+  job.n_threads = fused_pool_size(pool);
+  job.tmp = alloc_aligned((size_t)job.n_threads * (size_t)kp * sizeof(double));
+  job.cursor = malloc((size_t)job.n_threads * (size_t)vmax * sizeof(int64_t));
+  if (!job.tmp || !job.cursor) goto done;
+
+  const int64_t n_blocks = (q + vmax - 1) / vmax;
+  const int32_t zero = 0;
+  for (int64_t blk = 0; blk < n_blocks; blk++) {
+    if (fm_ctl_cancelled(ctl)) {
+      st = fm_err_set(err, FM_ECANCELLED, "fused product cancelled after %lld of %lld blocks",
+                      (long long)blk, (long long)n_blocks);
+      goto done;
+    }
+    job.c0 = blk * vmax;
+    job.nc = q - job.c0 < vmax ? q - job.c0 : vmax;
+    atomic_store(&job.next, 0);
+    fused_pool_run(pool, phase_a, &job);
+    if (atomic_load(&job.bad)) {
+      st = fm_err_set(err, FM_EINTERNAL,
+                      "fused product: a list of block %lld disagrees with its code counts",
+                      (long long)blk);
+      goto done;
+    }
+    if (uses_ys) {
+      for (int64_t jl = 0; jl < job.nc; jl++)
+        job.kern->scatter(&zero, &job.basev[jl], 1, job.src + jl * kp, r, kp);
+      fused_pool_run(pool, phase_b, &job);
+    }
+    fm_mat_evict_cols(x, job.c0, job.nc);
+    fm_ctl_progress(ctl, (double)(blk + 1), (double)n_blocks);
+  }
+  if (uses_ys) fused_pool_run(pool, phase_final, &job);
+  st = FM_OK;
+done:
+  fused_pool_stop(pool);
+  free(job.idx);
+  free(job.d);
+  free(job.m);
+  free(job.basev);
+  free(job.src);
+  free(job.ys);
+  free(job.tmp);
+  free(job.cursor);
+  free(bt);
+  free(bsum);
+  free(r);
+  return st;
 }

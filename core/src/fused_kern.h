@@ -1,0 +1,229 @@
+/* fused_kern.h (private): the kernels of the fused backend, written once and
+ * compiled once per instruction set (fused_impl.h describes each one).
+ *
+ * The including file defines, before including this header:
+ *   KN(name)     the name of this build's copy of a kernel (name##_isa)
+ *   FK_ATTR      attributes of every kernel function (an ISA target or empty)
+ *   vd, VW       a vector of VW doubles (VW divides FUSED_KPAD)
+ *   VLOAD(p), VSTORE(p, v)   unaligned loads and stores of VW doubles
+ *   VSPLAT(x), VZERO(), VADD(a, b), VFMA(a, b, c) (= a * b + c)
+ *   FK_GATHER_NV, FK_SCATTER_NV  vectors per chunk of columns held in
+ *                registers (gather keeps two sets of accumulators), and
+ *   FK_GATHER_CASES, FK_SCATTER_CASES  FK_G(1) .. FK_G(FK_GATHER_NV) and
+ *                FK_S(1) .. FK_S(FK_SCATTER_NV) (one switch case each)
+ * and may define FK_DOS8_MASK32 (below) to find the bytes that differ from
+ * the base 32 at a time. Results depend on the build (FMA rounds once) but
+ * never on the chunking of columns: every output column sees the same
+ * operations in the same order. */
+#include <string.h>
+
+#if defined(__GNUC__)
+#define FK_INLINE static inline __attribute__((always_inline))
+#define FK_UNROLL _Pragma("GCC unroll 16")
+#define FK_CTZ64(x) __builtin_ctzll(x)
+#else
+#define FK_INLINE static inline
+#define FK_UNROLL
+static int fk_ctz64(uint64_t x) {
+  int b = 0;
+  while (!(x & 1u)) {
+    x >>= 1;
+    b++;
+  }
+  return b;
+}
+#define FK_CTZ64(x) fk_ctz64(x)
+#endif
+
+/* Eight bytes as a little-endian word: byte t in bits 8t .. 8t+7. */
+FK_INLINE uint64_t fk_load_le64(const uint8_t *p) {
+  uint64_t x;
+  memcpy(&x, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  x = __builtin_bswap64(x);
+#endif
+  return x;
+}
+
+/* The first nb < 8 bytes of p the same way, zeros above. */
+FK_INLINE uint64_t fk_load_le_tail(const uint8_t *p, int64_t nb) {
+  uint64_t x = 0;
+  for (int64_t t = 0; t < nb; t++) x |= (uint64_t)p[t] << (8 * t);
+  return x;
+}
+
+#define FK_LO2 UINT64_C(0x5555555555555555)
+
+/* Rows of one word of 32 two-bit fields whose code differs from the base. */
+#define FK_BED2_EMIT(x, t, row0)                                                                  \
+  while (t) {                                                                                     \
+    const int b_ = FK_CTZ64(t);                                                                   \
+    t &= t - 1;                                                                                   \
+    idx[m] = (int32_t)((row0) + (b_ >> 1));                                                       \
+    d[m] = dtab[(unsigned)((x) >> b_) & 3u];                                                      \
+    m++;                                                                                          \
+  }
+
+static FK_ATTR int64_t KN(bed2_list)(const uint8_t *col, int64_t n, unsigned base,
+                                     const double dtab[4], int32_t *idx, double *d) {
+  const uint64_t bpat = FK_LO2 * (uint64_t)base;
+  const int64_t nw = n / 32; /* words of 32 rows */
+  int64_t m = 0;
+  for (int64_t w = 0; w < nw; w++) {
+    const uint64_t x = fk_load_le64(col + 8 * w);
+    uint64_t t = x ^ bpat;
+    t = (t | (t >> 1)) & FK_LO2; /* low bit of each field that differs */
+    FK_BED2_EMIT(x, t, 32 * w)
+  }
+  const int64_t rows = n - 32 * nw; /* 0 .. 31 left, in (rows + 3) / 4 bytes */
+  if (rows > 0) { /* fields past row n are padding */
+    const uint64_t x = fk_load_le_tail(col + 8 * nw, (rows + 3) / 4);
+    uint64_t t = x ^ bpat;
+    t = (t | (t >> 1)) & FK_LO2 & ((UINT64_C(1) << (2 * rows)) - 1u);
+    FK_BED2_EMIT(x, t, 32 * nw)
+  }
+  return m;
+}
+
+/* DOS8: bit 8t+7 of the result is set when byte t of x is nonzero. */
+FK_INLINE uint64_t fk_nonzero_bytes(uint64_t x) {
+  const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f);
+  return (((x & low7) + low7) | x) & ~low7;
+}
+
+static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t n, unsigned base,
+                                     const double dtab[256], int32_t *idx, double *d) {
+  int64_t m = 0, i0 = 0;
+#ifdef FK_DOS8_MASK32
+  /* FK_DOS8_MASK32(p, base): bit t set when p[t] != base, t < 32 */
+  for (; i0 + 32 <= n; i0 += 32) {
+    uint32_t t = FK_DOS8_MASK32(col + i0, base);
+    while (t) {
+      const int b = FK_CTZ64(t);
+      t &= t - 1;
+      idx[m] = (int32_t)(i0 + b);
+      d[m] = dtab[col[i0 + b]];
+      m++;
+    }
+  }
+#endif
+  const uint64_t bpat = UINT64_C(0x0101010101010101) * (uint64_t)base;
+  for (; i0 + 8 <= n; i0 += 8) {
+    uint64_t t = fk_nonzero_bytes(fk_load_le64(col + i0) ^ bpat);
+    while (t) {
+      const int b = FK_CTZ64(t) >> 3;
+      t &= t - 1;
+      idx[m] = (int32_t)(i0 + b);
+      d[m] = dtab[col[i0 + b]];
+      m++;
+    }
+  }
+  for (; i0 < n; i0++) {
+    if (col[i0] != base) {
+      idx[m] = (int32_t)i0;
+      d[m] = dtab[col[i0]];
+      m++;
+    }
+  }
+  return m;
+}
+
+static FK_ATTR void KN(dos8_hist)(const uint8_t *col, int64_t n, int64_t counts_out[256]) {
+  /* four tables so that runs of equal bytes do not serialise on one counter;
+   * flushed before a 32-bit count could wrap */
+  uint32_t h[4][256];
+  for (int q = 0; q < 256; q++) counts_out[q] = 0;
+  int64_t i = 0;
+  while (i < n) {
+    const int64_t end = n - i > ((int64_t)1 << 30) ? i + ((int64_t)1 << 30) : n;
+    memset(h, 0, sizeof h);
+    for (; i + 4 <= end; i += 4) {
+      h[0][col[i]]++;
+      h[1][col[i + 1]]++;
+      h[2][col[i + 2]]++;
+      h[3][col[i + 3]]++;
+    }
+    for (; i < end; i++) h[0][col[i]]++;
+    for (int q = 0; q < 256; q++)
+      counts_out[q] += (int64_t)h[0][q] + (int64_t)h[1][q] + (int64_t)h[2][q] + (int64_t)h[3][q];
+  }
+}
+
+/* One chunk of nv vectors of columns (nv a constant after inlining). */
+FK_INLINE FK_ATTR void KN(gather_nv)(const int nv, const int32_t *idx, const double *d, int64_t m,
+                             const double *rows, int64_t kp, double basev, const double *s,
+                             double *out) {
+  vd ae[FK_GATHER_NV], ao[FK_GATHER_NV];
+  FK_UNROLL
+  for (int v = 0; v < nv; v++) {
+    ae[v] = VZERO();
+    ao[v] = VZERO();
+  }
+  int64_t t = 0;
+  for (; t + 1 < m; t += 2) {
+    const double *r0 = rows + (int64_t)idx[t] * kp, *r1 = rows + (int64_t)idx[t + 1] * kp;
+    const vd d0 = VSPLAT(d[t]), d1 = VSPLAT(d[t + 1]);
+    FK_UNROLL
+    for (int v = 0; v < nv; v++) {
+      ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
+      ao[v] = VFMA(d1, VLOAD(r1 + v * VW), ao[v]);
+    }
+  }
+  if (t < m) {
+    const double *r0 = rows + (int64_t)idx[t] * kp;
+    const vd d0 = VSPLAT(d[t]);
+    FK_UNROLL
+    for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
+  }
+  const vd bv = VSPLAT(basev);
+  FK_UNROLL
+  for (int v = 0; v < nv; v++) VSTORE(out + v * VW, VFMA(bv, VLOAD(s + v * VW), VADD(ae[v], ao[v])));
+}
+
+static FK_ATTR void KN(gather)(const int32_t *idx, const double *d, int64_t m, const double *rows,
+                               int64_t kp, double basev, const double *s, double *out) {
+  for (int64_t c0 = 0; c0 < kp; c0 += FK_GATHER_NV * VW) {
+    const int64_t w = kp - c0 < FK_GATHER_NV * VW ? kp - c0 : FK_GATHER_NV * VW;
+    const double *r = rows + c0, *sc = s + c0;
+    double *o = out + c0;
+    switch ((int)(w / VW)) {
+#define FK_G(NV)                                                                                  \
+  case NV: KN(gather_nv)(NV, idx, d, m, r, kp, basev, sc, o); break;
+      FK_GATHER_CASES
+#undef FK_G
+    default: break;
+    }
+  }
+}
+
+FK_INLINE FK_ATTR void KN(scatter_nv)(const int nv, const int32_t *idx, const double *d, int64_t m,
+                              const double *src, double *ys, int64_t kp) {
+  vd sv[FK_SCATTER_NV];
+  FK_UNROLL
+  for (int v = 0; v < nv; v++) sv[v] = VLOAD(src + v * VW);
+  for (int64_t t = 0; t < m; t++) {
+    double *row = ys + (int64_t)idx[t] * kp;
+    const vd dv = VSPLAT(d[t]);
+    FK_UNROLL
+    for (int v = 0; v < nv; v++) VSTORE(row + v * VW, VFMA(dv, sv[v], VLOAD(row + v * VW)));
+  }
+}
+
+static FK_ATTR void KN(scatter)(const int32_t *idx, const double *d, int64_t m, const double *src,
+                                double *ys, int64_t kp) {
+  for (int64_t c0 = 0; c0 < kp; c0 += FK_SCATTER_NV * VW) {
+    const int64_t w = kp - c0 < FK_SCATTER_NV * VW ? kp - c0 : FK_SCATTER_NV * VW;
+    switch ((int)(w / VW)) {
+#define FK_S(NV)                                                                                  \
+  case NV: KN(scatter_nv)(NV, idx, d, m, src + c0, ys + c0, kp); break;
+      FK_SCATTER_CASES
+#undef FK_S
+    default: break;
+    }
+  }
+}
+
+#define FK_TABLE(isa_name)                                                                        \
+  {                                                                                               \
+    isa_name, KN(bed2_list), KN(dos8_list), KN(dos8_hist), KN(gather), KN(scatter)                \
+  }
