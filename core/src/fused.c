@@ -5,17 +5,20 @@
  * Each block of variants runs in up to two phases (fused_impl.h explains the
  * sparse lists):
  *   A, threads over variants: per variant its table, code counts, base code
- *      and list; XTB writes y[j, :] (a gather over transposed b), XXTB keeps
- *      z[j, :] the same way, XB keeps b[j, :]; COLSUMS writes y[j, :] from the
- *      counts alone.
- *   B, threads over row ranges (XB, XXTB): ys[i, :] += d * (b or z)[j, :]
- *      for the listed rows of each variant, variants in order, in tiles of
- *      rows that stay in L1.
+ *      and deltas; XTB lists the column in segments of rows and gathers
+ *      y[j, :] from transposed b, XXTB gathers z[j, :] the same way, XB keeps
+ *      b[j, :]; COLSUMS writes y[j, :] from the counts alone.
+ *   B, threads over row ranges (XB, XXTB): in tiles of rows that stay in L1,
+ *      each variant's rows of the tile are listed and scattered:
+ *      ys[i, :] += d * (b or z)[j, :], variants in order.
  * and at the end y[i, :] = r + ys[i, :], r = sum_j lut_j[base] (b or z)[j, :]
- * accumulated in variant order by the calling thread. Each output element is
- * computed by one thread in an order fixed by the data alone (variants in
- * order, list entries in row order), so results are bit-identical for every
- * thread count and block size (for one kernel table). */
+ * accumulated in variant order by the calling thread. Lists live in small
+ * per-thread buffers (rows of a segment or a tile), so the genotype bytes of
+ * a block (sized to stay in cache) are the only data shared between phases.
+ * Each output element is computed by one thread in an order fixed by the data
+ * alone (variants in order; rows in order, split in fixed segments), so
+ * results are bit-identical for every thread count and block size, for one
+ * kernel table. */
 #include "fm/fm_fused.h"
 
 #include "fm/fm_codec_bed2.h"
@@ -28,12 +31,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Genotypes per block of variants: their lists take about 12 bytes each. */
-#define FUSED_BLOCK_ELEMS ((int64_t)1 << 20)
+/* Stored bytes per block of variants (they are read again in phase B). */
+#define FUSED_BLOCK_BYTES ((int64_t)1 << 20)
+/* Most variants per block (bounds the tables kept per block). */
+#define FUSED_VMAX ((int64_t)1024)
+/* Rows per segment of a column in phase A: a multiple of 32, and the order
+ * of the gather's partial sums (so it must never depend on anything else). */
+#define FUSED_SEG_ROWS ((int64_t)2048)
+/* Bytes of the row tile of phase B (kept in L1), and its rows at least. */
+#define FUSED_TILE_BYTES ((int64_t)32 << 10)
+#define FUSED_TILE_MIN ((int64_t)64)
 /* Genotypes per thread below which a product uses fewer threads. */
 #define FUSED_MIN_WORK ((int64_t)8192)
-/* Bytes of the row tile of phase B (kept in L1). */
-#define FUSED_TILE_BYTES ((int64_t)32 << 10)
 /* Variants a thread takes at a time in phase A. */
 #define FUSED_GRAIN 4
 /* Largest partial sum the kernels may reach (the overflow guard). */
@@ -73,23 +82,25 @@ typedef struct fused_job {
   const fm_product *p;
   const fused_kernels *kern;
   int64_t n, q, k, kp;
+  unsigned n_codes;      /* 4 (BED2) or 256 (DOS8) */
   int n_threads;
   int64_t vmax;          /* variants per block */
+  int64_t tile;          /* rows per tile in phase B, a multiple of 32 */
   int64_t c0, nc;        /* the current block: logical columns [c0, c0 + nc) */
   atomic_llong next;     /* phase A: next variant of the block to take */
-  atomic_int bad;        /* a list disagreed with the counts (a bug) */
   const double *bt;      /* (n, kp) row-major: b transposed (XTB, XXTB) */
   const double *bsum;    /* (kp): column sums of b (XTB, XXTB) */
-  int32_t *idx;          /* (vmax, n): list rows, per variant of the block */
-  double *d;             /* (vmax, n): list deltas */
-  int64_t *m;            /* (vmax): list lengths */
+  unsigned *base;        /* (vmax): base code per variant of the block */
   double *basev;         /* (vmax): lut[base] */
+  double *dtab;          /* (vmax, n_codes): lut - lut[base] */
   double *src;           /* (vmax, kp): b[j, :] (XB) or z[j, :] (XXTB) */
   double *ys;            /* (n, kp): sums over the lists (XB, XXTB) */
   const double *r;       /* (kp): the base term (XB, XXTB) */
-  double *tmp;           /* (n_threads, kp): a y row (XTB) */
-  int64_t *cursor;       /* (n_threads, vmax): phase B's place in each list */
-  int64_t tile;          /* rows per tile in phase B */
+  /* per thread tid, at offset tid * (stride): */
+  int32_t *idx;          /* (list_cap): list rows */
+  double *d;             /* (list_cap): list deltas */
+  int64_t list_cap;      /* max(FUSED_SEG_ROWS, tile) */
+  double *acc;           /* (3 * kp): gather accumulators and a y row */
 } fused_job;
 
 static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
@@ -119,22 +130,33 @@ static void colsums_from_counts(const double *lut, const int64_t *count, unsigne
   *sumsq = ss;
 }
 
-/* Phase A for variant jl of the block; nonzero when the list came out with
- * another length than the counts say (an internal error). */
-static int run_variant(fused_job *job, int64_t jl, double *tmp) {
+static const uint8_t *column(const fused_job *job, int64_t j) {
+  const fm_mat *x = job->p->x;
+  const int64_t s = x->col_index ? x->col_index[j] : j;
+  return (const uint8_t *)x->data + s * x->col_stride;
+}
+
+/* List rows [r0, r1) of variant jl of the block into the thread's buffers. */
+static int64_t list_rows(const fused_job *job, int64_t jl, int64_t r0, int64_t r1, int32_t *idx,
+                         double *d) {
+  const uint8_t *col = column(job, job->c0 + jl);
+  const double *dtab = job->dtab + jl * job->n_codes;
+  return job->n_codes == 4 ? job->kern->bed2_list(col, r0, r1, job->base[jl], dtab, idx, d)
+                           : job->kern->dos8_list(col, r0, r1, job->base[jl], dtab, idx, d);
+}
+
+/* Phase A for variant jl of the block. */
+static void run_variant(fused_job *job, int64_t jl, int tid) {
   const fm_product *p = job->p;
   const fm_mat *x = p->x;
   const int64_t n = job->n, kp = job->kp, j = job->c0 + jl;
-  const int64_t s = x->col_index ? x->col_index[j] : j;
-  const uint8_t *col = (const uint8_t *)x->data + s * x->col_stride;
   double c, sc, f;
   affine_at(p->aff, j, &c, &sc, &f);
-  double lut[256], dtab[256];
+  double lut[256];
   int64_t count[256];
-  unsigned n_codes;
-  if (x->codec == FM_CODEC_BED2) {
+  if (job->n_codes == 4) {
     int64_t by_allele[4];
-    n_codes = 4;
+    const int64_t s = x->col_index ? x->col_index[j] : j;
     fm_codec_bed2_lut(c, sc, f, lut);
     fm_codec_bed2_col_counts((const uint8_t *)x->data, n, x->col_stride, &s, 1, by_allele);
     count[3] = by_allele[0]; /* hom A2 */
@@ -142,88 +164,69 @@ static int run_variant(fused_job *job, int64_t jl, double *tmp) {
     count[0] = by_allele[2]; /* hom A1 */
     count[1] = by_allele[3]; /* missing */
   } else {
-    n_codes = 256;
     fm_codec_dos8_lut(c, sc, f, lut);
-    job->kern->dos8_hist(col, n, count);
+    job->kern->dos8_hist(column(job, j), n, count);
   }
   if (p->op == FM_OP_COLSUMS) {
-    colsums_from_counts(lut, count, n_codes, p->y + j, p->y + p->ldy + j);
-    return 0;
+    colsums_from_counts(lut, count, job->n_codes, p->y + j, p->y + p->ldy + j);
+    return;
   }
-  int32_t *idx = job->idx + jl * n;
-  double *d = job->d + jl * n;
-  const unsigned base = pick_base(lut, count, n_codes);
-  for (unsigned t = 0; t < n_codes; t++) dtab[t] = lut[t] - lut[base];
-  const int64_t m = x->codec == FM_CODEC_BED2
-                        ? job->kern->bed2_list(col, n, base, dtab, idx, d)
-                        : job->kern->dos8_list(col, n, base, dtab, idx, d);
-  if (m != n - count[base]) return 1;
-  job->m[jl] = m;
+  const unsigned base = pick_base(lut, count, job->n_codes);
+  double *dtab = job->dtab + jl * job->n_codes;
+  for (unsigned t = 0; t < job->n_codes; t++) dtab[t] = lut[t] - lut[base];
+  job->base[jl] = base;
   job->basev[jl] = lut[base];
   double *src = job->src + jl * kp;
-  switch (p->op) {
-  case FM_OP_XTB:
-    job->kern->gather(idx, d, m, job->bt, kp, lut[base], job->bsum, tmp);
-    for (int64_t t = 0; t < job->k; t++) p->y[j + t * p->ldy] = tmp[t];
-    break;
-  case FM_OP_XXTB: job->kern->gather(idx, d, m, job->bt, kp, lut[base], job->bsum, src); break;
-  default: /* XB */
+  if (p->op == FM_OP_XB) {
     for (int64_t t = 0; t < job->k; t++) src[t] = p->b[j + t * p->ldb];
     for (int64_t t = job->k; t < kp; t++) src[t] = 0.0;
-    break;
+    return;
   }
-  return 0;
+  /* XTB, XXTB: lut[base] * colsum(b) + the gather over the listed rows */
+  int32_t *idx = job->idx + (int64_t)tid * job->list_cap;
+  double *d = job->d + (int64_t)tid * job->list_cap;
+  double *acc_e = job->acc + (int64_t)tid * 3 * kp, *acc_o = acc_e + kp, *row = acc_o + kp;
+  memset(acc_e, 0, 2 * (size_t)kp * sizeof(double));
+  for (int64_t r0 = 0; r0 < n; r0 += FUSED_SEG_ROWS) {
+    const int64_t r1 = n - r0 < FUSED_SEG_ROWS ? n : r0 + FUSED_SEG_ROWS;
+    const int64_t m = list_rows(job, jl, r0, r1, idx, d);
+    if (m > 0) job->kern->gather(idx, d, m, job->bt, kp, acc_e, acc_o);
+  }
+  double *out = p->op == FM_OP_XTB ? row : src;
+  for (int64_t t = 0; t < kp; t++) out[t] = lut[base] * job->bsum[t] + (acc_e[t] + acc_o[t]);
+  if (p->op == FM_OP_XTB)
+    for (int64_t t = 0; t < job->k; t++) p->y[j + t * p->ldy] = row[t];
 }
 
 static void phase_a(void *arg, int tid) {
   fused_job *job = arg;
-  double *tmp = job->tmp + (int64_t)tid * job->kp;
   for (;;) {
     const int64_t jl0 = atomic_fetch_add(&job->next, FUSED_GRAIN);
     if (jl0 >= job->nc) break;
     const int64_t jl1 = jl0 + FUSED_GRAIN < job->nc ? jl0 + FUSED_GRAIN : job->nc;
-    for (int64_t jl = jl0; jl < jl1; jl++)
-      if (run_variant(job, jl, tmp)) atomic_store(&job->bad, 1);
+    for (int64_t jl = jl0; jl < jl1; jl++) run_variant(job, jl, tid);
   }
 }
 
-/* Rows [r0, r1) of thread tid: contiguous, in thread order. */
+/* Rows [r0, r1) of thread tid: contiguous, in thread order, starting on a
+ * multiple of 32 (a whole word of BED2 codes). */
 static void rows_of(const fused_job *job, int tid, int64_t *r0, int64_t *r1) {
-  *r0 = job->n * tid / job->n_threads;
-  *r1 = job->n * (tid + 1) / job->n_threads;
-}
-
-/* First entry of a sorted list that is >= row. */
-static int64_t lower_bound(const int32_t *idx, int64_t m, int64_t row) {
-  int64_t lo = 0, hi = m;
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (idx[mid] < row)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
+  const int64_t per = ((job->n + job->n_threads - 1) / job->n_threads + 31) / 32 * 32;
+  *r0 = per * tid < job->n ? per * tid : job->n;
+  *r1 = *r0 + per < job->n ? *r0 + per : job->n;
 }
 
 static void phase_b(void *arg, int tid) {
   fused_job *job = arg;
   int64_t r0, r1;
   rows_of(job, tid, &r0, &r1);
-  if (r0 >= r1) return;
-  const int64_t n = job->n, kp = job->kp, nc = job->nc;
-  int64_t *cur = job->cursor + (int64_t)tid * job->vmax;
-  for (int64_t jl = 0; jl < nc; jl++) cur[jl] = lower_bound(job->idx + jl * n, job->m[jl], r0);
+  int32_t *idx = job->idx + (int64_t)tid * job->list_cap;
+  double *d = job->d + (int64_t)tid * job->list_cap;
   for (int64_t t0 = r0; t0 < r1; t0 += job->tile) {
     const int64_t t1 = r1 - t0 < job->tile ? r1 : t0 + job->tile;
-    for (int64_t jl = 0; jl < nc; jl++) {
-      const int32_t *idx = job->idx + jl * n;
-      const int64_t m = job->m[jl], e0 = cur[jl];
-      int64_t e = e0;
-      while (e < m && idx[e] < t1) e++;
-      if (e > e0) job->kern->scatter(idx + e0, job->d + jl * n + e0, e - e0, job->src + jl * kp,
-                                     job->ys, kp);
-      cur[jl] = e;
+    for (int64_t jl = 0; jl < job->nc; jl++) {
+      const int64_t m = list_rows(job, jl, t0, t1, idx, d);
+      if (m > 0) job->kern->scatter(idx, d, m, job->src + jl * job->kp, job->ys, job->kp);
     }
   }
 }
@@ -311,7 +314,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   if (!accepted(p)) return FM_EUNSUPPORTED;
   const fm_mat *x = p->x;
   const int64_t n = x->n_rows, q = x->n_cols, k = p->k;
-  const int uses_lists = p->op != FM_OP_COLSUMS, uses_bt = p->op == FM_OP_XTB || p->op == FM_OP_XXTB,
+  const int uses_bt = p->op == FM_OP_XTB || p->op == FM_OP_XXTB,
             uses_ys = p->op == FM_OP_XB || p->op == FM_OP_XXTB;
   int64_t b_rows, y_rows;
   dims(p, &b_rows, &y_rows);
@@ -328,30 +331,31 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   job.q = q;
   job.k = k;
   job.kp = (k + FUSED_KPAD - 1) / FUSED_KPAD * FUSED_KPAD;
+  job.n_codes = x->codec == FM_CODEC_BED2 ? 4u : 256u;
   const int64_t kp = job.kp;
+  /* blocks: within the panel budget (as doubles) and the cache-sized bytes */
+  const int64_t col_bytes = fm_mat_min_stride(x->codec, n);
   int64_t vmax = (int64_t)(fm_panel_budget() / sizeof(double)) / n;
-  if (vmax > FUSED_BLOCK_ELEMS / n) vmax = FUSED_BLOCK_ELEMS / n;
+  if (vmax > FUSED_BLOCK_BYTES / col_bytes) vmax = FUSED_BLOCK_BYTES / col_bytes;
+  if (vmax > FUSED_VMAX) vmax = FUSED_VMAX;
   if (vmax < 1) vmax = 1;
   if (vmax > q) vmax = q;
   job.vmax = vmax;
+  job.tile = FUSED_TILE_BYTES / (kp * (int64_t)sizeof(double)) / 32 * 32;
+  if (job.tile < FUSED_TILE_MIN) job.tile = FUSED_TILE_MIN;
+  job.list_cap = job.tile > FUSED_SEG_ROWS ? job.tile : FUSED_SEG_ROWS;
   int64_t want = fm_threads();
   if (want > 1 + n * q / FUSED_MIN_WORK) want = 1 + n * q / FUSED_MIN_WORK;
   if (want > 256) want = 256;
-  job.tile = FUSED_TILE_BYTES / (kp * (int64_t)sizeof(double));
-  if (job.tile < 4) job.tile = 4;
 
   fm_status st = FM_EUNSUPPORTED; /* until y is first written, failures decline */
   fused_pool *pool = NULL;
   double *bt = NULL, *bsum = NULL, *r = NULL;
-  const size_t vn = (size_t)vmax * (size_t)n;
-  if (uses_lists) {
-    job.idx = malloc(vn * sizeof(int32_t));
-    job.d = malloc(vn * sizeof(double));
-    job.m = calloc((size_t)vmax, sizeof(int64_t));
-    job.basev = calloc((size_t)vmax, sizeof(double));
-    job.src = alloc_aligned((size_t)vmax * (size_t)kp * sizeof(double));
-    if (!job.idx || !job.d || !job.m || !job.basev || !job.src) goto done;
-  }
+  job.base = calloc((size_t)vmax, sizeof(unsigned));
+  job.basev = calloc((size_t)vmax, sizeof(double));
+  job.dtab = malloc((size_t)vmax * job.n_codes * sizeof(double));
+  job.src = alloc_aligned((size_t)vmax * (size_t)kp * sizeof(double));
+  if (!job.base || !job.basev || !job.dtab || !job.src) goto done;
   if (uses_bt) {
     bt = alloc_aligned((size_t)n * (size_t)kp * sizeof(double));
     bsum = alloc_aligned((size_t)kp * sizeof(double));
@@ -381,9 +385,10 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   pool = fused_pool_start((int)want);
   if (!pool) goto done;
   job.n_threads = fused_pool_size(pool);
-  job.tmp = alloc_aligned((size_t)job.n_threads * (size_t)kp * sizeof(double));
-  job.cursor = malloc((size_t)job.n_threads * (size_t)vmax * sizeof(int64_t));
-  if (!job.tmp || !job.cursor) goto done;
+  job.idx = malloc((size_t)job.n_threads * (size_t)job.list_cap * sizeof(int32_t));
+  job.d = malloc((size_t)job.n_threads * (size_t)job.list_cap * sizeof(double));
+  job.acc = alloc_aligned((size_t)job.n_threads * 3 * (size_t)kp * sizeof(double));
+  if (!job.idx || !job.d || !job.acc) goto done;
 
   const int64_t n_blocks = (q + vmax - 1) / vmax;
   const int32_t zero = 0;
@@ -397,12 +402,6 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
     job.nc = q - job.c0 < vmax ? q - job.c0 : vmax;
     atomic_store(&job.next, 0);
     fused_pool_run(pool, phase_a, &job);
-    if (atomic_load(&job.bad)) {
-      st = fm_err_set(err, FM_EINTERNAL,
-                      "fused product: a list of block %lld disagrees with its code counts",
-                      (long long)blk);
-      goto done;
-    }
     if (uses_ys) {
       for (int64_t jl = 0; jl < job.nc; jl++)
         job.kern->scatter(&zero, &job.basev[jl], 1, job.src + jl * kp, r, kp);
@@ -415,14 +414,14 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   st = FM_OK;
 done:
   fused_pool_stop(pool);
-  free(job.idx);
-  free(job.d);
-  free(job.m);
+  free(job.base);
   free(job.basev);
+  free(job.dtab);
   free(job.src);
   free(job.ys);
-  free(job.tmp);
-  free(job.cursor);
+  free(job.idx);
+  free(job.d);
+  free(job.acc);
   free(bt);
   free(bsum);
   free(r);

@@ -20,6 +20,8 @@ typedef __m256d vd;
 #define VFMA(a, b, c) _mm256_fmadd_pd((a), (b), (c))
 #define FK_GATHER_NV 6
 #define FK_GATHER_CASES FK_G(1) FK_G(2) FK_G(3) FK_G(4) FK_G(5) FK_G(6)
+#define FK_GATHER1_NV 12
+#define FK_GATHER1_CASES FK_G(7) FK_G(8) FK_G(9) FK_G(10) FK_G(11) FK_G(12)
 #define FK_SCATTER_NV 12
 #define FK_SCATTER_CASES                                                                          \
   FK_S(1) FK_S(2) FK_S(3) FK_S(4) FK_S(5) FK_S(6) FK_S(7) FK_S(8) FK_S(9) FK_S(10) FK_S(11) FK_S(12)

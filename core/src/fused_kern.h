@@ -7,14 +7,17 @@
  *   vd, VW       a vector of VW doubles (VW divides FUSED_KPAD)
  *   VLOAD(p), VSTORE(p, v)   unaligned loads and stores of VW doubles
  *   VSPLAT(x), VZERO(), VADD(a, b), VFMA(a, b, c) (= a * b + c)
- *   FK_GATHER_NV, FK_SCATTER_NV  vectors per chunk of columns held in
- *                registers (gather keeps two sets of accumulators), and
- *   FK_GATHER_CASES, FK_SCATTER_CASES  FK_G(1) .. FK_G(FK_GATHER_NV) and
- *                FK_S(1) .. FK_S(FK_SCATTER_NV) (one switch case each)
+ *   FK_GATHER_NV  the widest chunk of columns (in vectors) gathered with two
+ *                sets of accumulators in registers; FK_GATHER1_NV the widest
+ *                with one set (used above FK_GATHER_NV); FK_SCATTER_NV the
+ *                widest chunk scattered;
+ *   FK_GATHER_CASES, FK_GATHER1_CASES, FK_SCATTER_CASES  FK_G(v) for v in
+ *                1 .. FK_GATHER_NV and in FK_GATHER_NV + 1 .. FK_GATHER1_NV,
+ *                FK_S(v) for v in 1 .. FK_SCATTER_NV (one switch case each)
  * and may define FK_DOS8_MASK32 (below) to find the bytes that differ from
- * the base 32 at a time. Results depend on the build (FMA rounds once) but
- * never on the chunking of columns: every output column sees the same
- * operations in the same order. */
+ * the base 32 at a time. Results depend on the build (FMA rounds once) and on
+ * kp (which columns share a chunk of one or two accumulator sets), never on
+ * anything else. */
 #include <string.h>
 
 #if defined(__GNUC__)
@@ -64,23 +67,23 @@ FK_INLINE uint64_t fk_load_le_tail(const uint8_t *p, int64_t nb) {
     m++;                                                                                          \
   }
 
-static FK_ATTR int64_t KN(bed2_list)(const uint8_t *col, int64_t n, unsigned base,
+static FK_ATTR int64_t KN(bed2_list)(const uint8_t *col, int64_t r0, int64_t r1, unsigned base,
                                      const double dtab[4], int32_t *idx, double *d) {
   const uint64_t bpat = FK_LO2 * (uint64_t)base;
-  const int64_t nw = n / 32; /* words of 32 rows */
-  int64_t m = 0;
-  for (int64_t w = 0; w < nw; w++) {
-    const uint64_t x = fk_load_le64(col + 8 * w);
+  const uint8_t *p = col + r0 / 4;
+  int64_t m = 0, i0 = r0;
+  for (; i0 + 32 <= r1; i0 += 32, p += 8) {
+    const uint64_t x = fk_load_le64(p);
     uint64_t t = x ^ bpat;
     t = (t | (t >> 1)) & FK_LO2; /* low bit of each field that differs */
-    FK_BED2_EMIT(x, t, 32 * w)
+    FK_BED2_EMIT(x, t, i0)
   }
-  const int64_t rows = n - 32 * nw; /* 0 .. 31 left, in (rows + 3) / 4 bytes */
-  if (rows > 0) { /* fields past row n are padding */
-    const uint64_t x = fk_load_le_tail(col + 8 * nw, (rows + 3) / 4);
+  const int64_t rows = r1 - i0; /* 0 .. 31 left, in (rows + 3) / 4 bytes */
+  if (rows > 0) { /* fields past row r1 are not ours (or padding) */
+    const uint64_t x = fk_load_le_tail(p, (rows + 3) / 4);
     uint64_t t = x ^ bpat;
     t = (t | (t >> 1)) & FK_LO2 & ((UINT64_C(1) << (2 * rows)) - 1u);
-    FK_BED2_EMIT(x, t, 32 * nw)
+    FK_BED2_EMIT(x, t, i0)
   }
   return m;
 }
@@ -91,12 +94,12 @@ FK_INLINE uint64_t fk_nonzero_bytes(uint64_t x) {
   return (((x & low7) + low7) | x) & ~low7;
 }
 
-static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t n, unsigned base,
+static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t r0, int64_t r1, unsigned base,
                                      const double dtab[256], int32_t *idx, double *d) {
-  int64_t m = 0, i0 = 0;
+  int64_t m = 0, i0 = r0;
 #ifdef FK_DOS8_MASK32
   /* FK_DOS8_MASK32(p, base): bit t set when p[t] != base, t < 32 */
-  for (; i0 + 32 <= n; i0 += 32) {
+  for (; i0 + 32 <= r1; i0 += 32) {
     uint32_t t = FK_DOS8_MASK32(col + i0, base);
     while (t) {
       const int b = FK_CTZ64(t);
@@ -108,7 +111,7 @@ static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t n, unsigned bas
   }
 #endif
   const uint64_t bpat = UINT64_C(0x0101010101010101) * (uint64_t)base;
-  for (; i0 + 8 <= n; i0 += 8) {
+  for (; i0 + 8 <= r1; i0 += 8) {
     uint64_t t = fk_nonzero_bytes(fk_load_le64(col + i0) ^ bpat);
     while (t) {
       const int b = FK_CTZ64(t) >> 3;
@@ -118,7 +121,7 @@ static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t n, unsigned bas
       m++;
     }
   }
-  for (; i0 < n; i0++) {
+  for (; i0 < r1; i0++) {
     if (col[i0] != base) {
       idx[m] = (int32_t)i0;
       d[m] = dtab[col[i0]];
@@ -149,15 +152,16 @@ static FK_ATTR void KN(dos8_hist)(const uint8_t *col, int64_t n, int64_t counts_
   }
 }
 
-/* One chunk of nv vectors of columns (nv a constant after inlining). */
-FK_INLINE FK_ATTR void KN(gather_nv)(const int nv, const int32_t *idx, const double *d, int64_t m,
-                             const double *rows, int64_t kp, double basev, const double *s,
-                             double *out) {
+/* One chunk of nv vectors of columns (nv a constant after inlining), even
+ * and odd entries in two sets of accumulators (acc_e, acc_o). */
+FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const int32_t *idx, const double *d,
+                                      int64_t m, const double *rows, int64_t kp, double *acc_e,
+                                      double *acc_o) {
   vd ae[FK_GATHER_NV], ao[FK_GATHER_NV];
   FK_UNROLL
   for (int v = 0; v < nv; v++) {
-    ae[v] = VZERO();
-    ao[v] = VZERO();
+    ae[v] = VLOAD(acc_e + v * VW);
+    ao[v] = VLOAD(acc_o + v * VW);
   }
   int64_t t = 0;
   for (; t + 1 < m; t += 2) {
@@ -175,23 +179,55 @@ FK_INLINE FK_ATTR void KN(gather_nv)(const int nv, const int32_t *idx, const dou
     FK_UNROLL
     for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
   }
-  const vd bv = VSPLAT(basev);
   FK_UNROLL
-  for (int v = 0; v < nv; v++) VSTORE(out + v * VW, VFMA(bv, VLOAD(s + v * VW), VADD(ae[v], ao[v])));
+  for (int v = 0; v < nv; v++) {
+    VSTORE(acc_e + v * VW, ae[v]);
+    VSTORE(acc_o + v * VW, ao[v]);
+  }
 }
 
+/* The same with one set (acc_e) for chunks wide enough to hide latency. */
+FK_INLINE FK_ATTR void KN(gather1_nv)(const int nv, const int32_t *idx, const double *d,
+                                      int64_t m, const double *rows, int64_t kp, double *acc_e) {
+  vd ae[FK_GATHER1_NV];
+  FK_UNROLL
+  for (int v = 0; v < nv; v++) ae[v] = VLOAD(acc_e + v * VW);
+  for (int64_t t = 0; t < m; t++) {
+    const double *r0 = rows + (int64_t)idx[t] * kp;
+    const vd d0 = VSPLAT(d[t]);
+    FK_UNROLL
+    for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
+  }
+  FK_UNROLL
+  for (int v = 0; v < nv; v++) VSTORE(acc_e + v * VW, ae[v]);
+}
+
+/* Chunks: up to FK_GATHER_NV vectors with two sets, wider ones (up to
+ * FK_GATHER1_NV) with one; the split depends on kp alone. */
 static FK_ATTR void KN(gather)(const int32_t *idx, const double *d, int64_t m, const double *rows,
-                               int64_t kp, double basev, const double *s, double *out) {
-  for (int64_t c0 = 0; c0 < kp; c0 += FK_GATHER_NV * VW) {
-    const int64_t w = kp - c0 < FK_GATHER_NV * VW ? kp - c0 : FK_GATHER_NV * VW;
-    const double *r = rows + c0, *sc = s + c0;
-    double *o = out + c0;
-    switch ((int)(w / VW)) {
+                               int64_t kp, double *acc_e, double *acc_o) {
+  for (int64_t c0 = 0; c0 < kp;) {
+    const int left = (int)((kp - c0) / VW);
+    const double *r = rows + c0;
+    if (left <= FK_GATHER_NV) {
+      switch (left) {
 #define FK_G(NV)                                                                                  \
-  case NV: KN(gather_nv)(NV, idx, d, m, r, kp, basev, sc, o); break;
-      FK_GATHER_CASES
+  case NV: KN(gather2_nv)(NV, idx, d, m, r, kp, acc_e + c0, acc_o + c0); break;
+        FK_GATHER_CASES
 #undef FK_G
-    default: break;
+      default: break;
+      }
+      c0 = kp;
+    } else {
+      const int nv = left < FK_GATHER1_NV ? left : FK_GATHER1_NV;
+      switch (nv) {
+#define FK_G(NV)                                                                                  \
+  case NV: KN(gather1_nv)(NV, idx, d, m, r, kp, acc_e + c0); break;
+        FK_GATHER1_CASES
+#undef FK_G
+      default: break;
+      }
+      c0 += nv * VW;
     }
   }
 }

@@ -25,6 +25,8 @@ static inline void vstore(double *p, vd v) { memcpy(p, &v, sizeof v); }
 #define VFMA(a, b, c) ((a) * (b) + (c))
 #define FK_GATHER_NV 6
 #define FK_GATHER_CASES FK_G(1) FK_G(2) FK_G(3) FK_G(4) FK_G(5) FK_G(6)
+#define FK_GATHER1_NV 12
+#define FK_GATHER1_CASES FK_G(7) FK_G(8) FK_G(9) FK_G(10) FK_G(11) FK_G(12)
 #define FK_SCATTER_NV 12
 #define FK_SCATTER_CASES                                                                          \
   FK_S(1) FK_S(2) FK_S(3) FK_S(4) FK_S(5) FK_S(6) FK_S(7) FK_S(8) FK_S(9) FK_S(10) FK_S(11) FK_S(12)
@@ -39,6 +41,8 @@ typedef double vd;
 #define VFMA(a, b, c) ((a) * (b) + (c))
 #define FK_GATHER_NV 4
 #define FK_GATHER_CASES FK_G(1) FK_G(2) FK_G(3) FK_G(4)
+#define FK_GATHER1_NV 8
+#define FK_GATHER1_CASES FK_G(5) FK_G(6) FK_G(7) FK_G(8)
 #define FK_SCATTER_NV 8
 #define FK_SCATTER_CASES FK_S(1) FK_S(2) FK_S(3) FK_S(4) FK_S(5) FK_S(6) FK_S(7) FK_S(8)
 #endif

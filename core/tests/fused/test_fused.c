@@ -398,7 +398,7 @@ static void test_threads(void) {
         if (ops[oi] == FM_OP_COLSUMS && ki > 0) continue;
         const int aff = (ki + oi) % N_AFF, ix = (ki + ci) % N_IX;
         gmat g;
-        gmat_make(&g, ci ? FM_CODEC_DOS8 : FM_CODEC_BED2, 257 + 100 * ci, 230, ix, aff);
+        gmat_make(&g, ci ? FM_CODEC_DOS8 : FM_CODEC_BED2, 257 + 100 * ci, 200, ix, aff);
         pcase pc;
         pcase_make(&pc, &g, ops[oi], ks[ki]);
         char label[200];
@@ -623,7 +623,7 @@ static void test_isa_names(void) {
   printf("fused kernels in use: %s\n", autoname);
 }
 
-/* The 1000 Genomes subset (1126 samples), its first 3000 variants,
+/* The 1000 Genomes subset (1126 samples), its first 1000 variants,
  * standardised with mean imputation like the PCA does, and raw. */
 static void test_fixture(void) {
   static char dir[1024], path[1100];
@@ -636,7 +636,7 @@ static void test_fixture(void) {
   uint8_t *bed = fm_test_read_file(path, &nbytes);
   CHECK(bed != NULL);
   if (!bed) return;
-  const int64_t n = 1126, cb = (n + 3) / 4, q = 3000;
+  const int64_t n = 1126, cb = (n + 3) / 4, q = 1000;
   CHECK((int64_t)nbytes >= 3 + q * cb);
   gmat g;
   memset(&g, 0, sizeof g);
