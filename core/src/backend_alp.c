@@ -5,8 +5,6 @@
 
 #include "codec_alp_impl.h"
 
-#include <math.h>
-
 #define COL_GROUP 4   /* columns decoded together (4 x 8 KiB buffers) */
 #define COL_TILE 256  /* columns per tile: the reuse of a y or b block */
 

@@ -80,8 +80,8 @@ typedef struct combo {
 static int combo_key(combo c) { return c.e * N_EXP + c.f; }
 
 /* First level: the combinations voted for by the sampled vectors of row
- * group [t0, t1) of the column col (n rows, vs per vector), most votes
- * first; returns how many (>= 1). */
+ * group [t0, t1) (t1 > t0) of the column col (n rows, vs per vector), most
+ * votes first; returns how many (>= 1). */
 static int first_level(const double *col, int64_t n, int64_t vs, int64_t t0, int64_t t1,
                        combo *top) {
   int votes[N_EXP * N_EXP] = {0};
@@ -115,11 +115,7 @@ static int first_level(const double *col, int64_t n, int64_t vs, int64_t t0, int
     top[k_out].f = pick % N_EXP;
     votes[pick] = 0;
   }
-  if (k_out == 0) { /* no vector sampled (cannot happen for nv >= 1) */
-    top[0].e = top[0].f = 0;
-    k_out = 1;
-  }
-  return k_out;
+  return k_out; /* >= 1: every row group has a vector, which votes */
 }
 
 /* Second level: the best of the row group's combinations for one vector. */
