@@ -227,6 +227,10 @@ ALP_INLINE void unpack_w(const uint8_t *in, const int w, uint64_t base, double m
   memcpy(buf, in, (size_t)w * 8);
   memset(buf + (size_t)w * 8, 0, 8);
   const uint64_t mask = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << (w & 63)) - 1;
+  /* Unrolled, every shift and offset is a constant. */
+#if defined(__GNUC__)
+#pragma GCC unroll 64
+#endif
   for (int i = 0; i < 64; i++) {
     const int bit = i * w;
     uint64_t u;

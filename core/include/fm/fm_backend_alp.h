@@ -3,11 +3,13 @@
  *
  * It computes FM_OP_XB (y = X b) and FM_OP_XTB (y = X' b) for a matrix made
  * by fm_mat_init_alp, with its column index and affine transform, by
- * decoding one vector (at most FM_ALP_VECTOR_MAX rows) of a few columns at
- * a time into a stack buffer (32 KiB, L1-sized) and consuming it at once;
+ * decoding one vector (at most FM_ALP_VECTOR_MAX rows) of up to 8 columns
+ * at a time into a stack buffer (8 KiB a column) and consuming it at once;
  * no double panel is ever built. Loops: column tiles of 256 columns, then
- * vectors (row blocks), then groups of 4 columns, so that for XB the block
- * of y and for XTB the block of b stays in cache across a tile. It declines
+ * vectors (row blocks), then groups of 8 columns, so that for XB the block
+ * of y and for XTB the block of b stays in cache across a tile; XB updates
+ * y 256 rows at a time, so that those rows of the 8 columns and of y stay
+ * in L1. It declines
  * (FM_EUNSUPPORTED, before writing y) every other codec and every other op,
  * including ops added to fm_op later.
  *
