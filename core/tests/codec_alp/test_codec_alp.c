@@ -429,6 +429,41 @@ static void test_products(void) {
   CHECK(fm_backend_unregister(FM_BACKEND_ALP_NAME));
 }
 
+/* Ops the backend does not compute (X X' b, column sums) take the reference
+ * path, which on the decoded values gives what it gives on F64 storage of
+ * them, bit for bit (same panels, same BLAS calls). */
+static void test_other_ops_reference(void) {
+  fm_err err;
+  CHECK_OK(fm_backend_register(FM_BACKEND_ALP_NAME, fm_backend_alp, NULL, &err), &err);
+  const int64_t n = 1500, p = 7, k = 2;
+  double *x = malloc(sizeof(double) * n * p), *b = malloc(sizeof(double) * n * k);
+  double ya[1500 * 2], yd[1500 * 2];
+  for (int64_t i = 0; i < n * p; i++) x[i] = decimal(3, 5.0);
+  for (int64_t i = 0; i < n * k; i++) b[i] = rng_unif();
+  uint8_t *blob = NULL;
+  size_t size = 0;
+  CHECK_OK(fm_codec_alp_encode(x, n, p, n, 0, NULL, &blob, &size, &err), &err);
+  fm_mat a, d;
+  CHECK_OK(fm_mat_init_alp(&a, blob, size, &err), &err);
+  CHECK_OK(fm_mat_init(&d, FM_CODEC_F64, x, n, p, 8 * n, &err), &err);
+  const fm_op ops[2] = {FM_OP_XXTB, FM_OP_COLSUMS};
+  for (int o = 0; o < 2; o++) {
+    const int64_t rows = ops[o] == FM_OP_XXTB ? n : p;
+    fm_product pa = {ops[o], &a, NULL, b, n, k, ya, rows};
+    fm_product pd = {ops[o], &d, NULL, b, n, k, yd, rows};
+    const char *used = NULL;
+    CHECK(fm_backend_alp(NULL, &pa, NULL, &err) == FM_EUNSUPPORTED);
+    CHECK_OK(fm_backend_run(&pa, NULL, &used, &err), &err);
+    CHECK(used && strcmp(used, "reference") == 0);
+    CHECK_OK(fm_backend_reference(&pd, NULL, &err), &err);
+    CHECK(memcmp(ya, yd, sizeof(double) * (size_t)(rows * k)) == 0);
+  }
+  CHECK(fm_backend_unregister(FM_BACKEND_ALP_NAME));
+  free(blob);
+  free(b);
+  free(x);
+}
+
 static int cancel_now(void *ud) {
   (void)ud;
   return 1;
@@ -449,7 +484,7 @@ static void test_backend_declines(void) {
   fm_mat a;
   CHECK_OK(fm_mat_init_alp(&a, blob, size, &err), &err);
   p.x = &a;
-  p.op = (fm_op)3; /* an op this backend does not know (say, added later) */
+  p.op = (fm_op)99; /* an op added to fm_op later */
   CHECK(fm_backend_alp(NULL, &p, NULL, &err) == FM_EUNSUPPORTED);
   CHECK(y[0] == -1 && y[3] == -1);
   p.op = FM_OP_XTB;
@@ -674,6 +709,7 @@ int main(void) {
   FM_RUN(test_colvar);
   FM_RUN(test_products);
   FM_RUN(test_backend_declines);
+  FM_RUN(test_other_ops_reference);
   FM_RUN(test_check_refuses);
   FM_RUN(test_random_corruption);
   FM_RUN(test_encode_errors);
