@@ -5,6 +5,7 @@
 #include "blas.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,11 +220,122 @@ fail:
   return st;
 }
 
+/* ---- forcing one backend ---- */
+
+/* The forced backend's name; "" when none is forced. */
+static char forced[FM_BACKEND_NAME_MAX + 1];
+
+static const backend_entry *find_backend(const char *name) {
+  for (int i = 0; i < n_registered; i++)
+    if (strcmp(registry[i].name, name) == 0) return &registry[i];
+  return NULL;
+}
+
+/* FM_EARG "<who>: no backend named 'x' is registered (registered: a, b,
+ * reference)". */
+static fm_status unknown_backend(const char *who, const char *name, fm_err *err) {
+  char list[160];
+  size_t used = 0;
+  list[0] = '\0';
+  for (int i = 0; i <= n_registered && used < sizeof list; i++) {
+    const char *nm = i < n_registered ? registry[i].name : reference_name;
+    int w = snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", nm);
+    if (w < 0) break;
+    used += (size_t)w;
+  }
+  return fm_err_set(err, FM_EARG, "%s: no backend named '%.*s' is registered (registered: %s)",
+                    who, FM_BACKEND_NAME_MAX, name, list);
+}
+
+static const char *op_label(fm_op op) {
+  switch (op) {
+  case FM_OP_XB: return "X %*% B";
+  case FM_OP_XTB: return "crossprod(X, B)";
+  case FM_OP_XXTB: return "X %*% crossprod(X, B)";
+  default: return "column sums";
+  }
+}
+
+static const char *codec_label(const fm_mat *x, char *buf, size_t size) {
+  switch (x->codec) {
+  case FM_CODEC_F64: return "f64";
+  case FM_CODEC_I32: return "i32";
+  case FM_CODEC_BED2: return "bed2";
+  case FM_CODEC_DOS8: return "dos8";
+  case FM_CODEC_ALP: return "alp";
+  case FM_CODEC_EXT:
+    if (x->ext && x->ext->name) return x->ext->name;
+    break;
+  default: break; /* a codec added later: named by its id */
+  }
+  snprintf(buf, size, "id %d", (int)x->codec);
+  return buf;
+}
+
+/* FM_EUNSUPPORTED naming the backend, the product and, after a colon, the
+ * backend's own reason when it left one in err. */
+static fm_status declined(const char *name, const fm_product *p, fm_err *err) {
+  char reason[sizeof err->msg] = "";
+  if (err && err->code == FM_EUNSUPPORTED && err->msg[0])
+    memcpy(reason, err->msg, sizeof reason);
+  char cols[48] = "", cbuf[24];
+  if (p->op != FM_OP_COLSUMS)
+    snprintf(cols, sizeof cols, " with B of %lld column%s", (long long)p->k,
+             p->k == 1 ? "" : "s");
+  return fm_err_set(err, FM_EUNSUPPORTED,
+                    "backend '%s' does not support %s%s on codec %s (%lld x %lld)%s%s", name,
+                    op_label(p->op), cols, codec_label(p->x, cbuf, sizeof cbuf),
+                    (long long)p->x->n_rows, (long long)p->x->n_cols, reason[0] ? ": " : "",
+                    reason);
+}
+
+/* One backend (or the reference path), no fallback; p validated. */
+static fm_status run_one(const char *name, const fm_product *p, const fm_ctl *ctl,
+                         const char **used_out, fm_err *err) {
+  if (strcmp(name, reference_name) == 0) {
+    if (used_out) *used_out = reference_name;
+    return fm_backend_reference(p, ctl, err);
+  }
+  const backend_entry *e = find_backend(name);
+  if (!e) return unknown_backend("product", name, err);
+  if (used_out) *used_out = e->name;
+  fm_err_clear(err);
+  fm_status st = e->fn(e->ud, p, ctl, err);
+  if (st == FM_EUNSUPPORTED) return declined(e->name, p, err);
+  if (st != FM_OK && err && err->code != st)
+    fm_err_set(err, st, "backend '%s' failed with %s", e->name, fm_status_name(st));
+  return st;
+}
+
+fm_status fm_backend_run_named(const char *name, const fm_product *p, const fm_ctl *ctl,
+                               fm_err *err) {
+  if (!name || !name[0])
+    return fm_err_set(err, FM_EARG, "fm_backend_run_named: the backend name is empty");
+  fm_status st = validate(p, err);
+  if (st != FM_OK) return st;
+  return run_one(name, p, ctl, NULL, err);
+}
+
+fm_status fm_backend_force(const char *name, fm_err *err) {
+  if (!name || !name[0]) {
+    forced[0] = '\0';
+    return FM_OK;
+  }
+  if (strcmp(name, reference_name) != 0 && !find_backend(name))
+    return unknown_backend("fm_backend_force", name, err);
+  const size_t len = strlen(name); /* <= FM_BACKEND_NAME_MAX: registered or "reference" */
+  memcpy(forced, name, len + 1);
+  return FM_OK;
+}
+
+const char *fm_backend_forced(void) { return forced[0] ? forced : NULL; }
+
 fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **used_out,
                          fm_err *err) {
   if (used_out) *used_out = NULL;
   fm_status st = validate(p, err);
   if (st != FM_OK) return st;
+  if (forced[0]) return run_one(forced, p, ctl, used_out, err);
   for (int i = 0; i < n_registered; i++) {
     const backend_entry *e = &registry[i];
     st = e->fn(e->ud, p, ctl, err);

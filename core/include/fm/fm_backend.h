@@ -27,8 +27,14 @@
  * callables of Rfmalloc's inst/include/Rfmalloc.h (one registry per
  * process, in Rfmalloc's copy of this module).
  *
- * Thread safety: registration is not thread-safe (do it at load time);
- * fm_backend_run may be called concurrently. */
+ * Forcing (for users and tests): fm_backend_run_named runs one named
+ * backend, or the reference path alone, with no fallback; fm_backend_force
+ * makes every fm_backend_run behave so, which reaches products run inside
+ * the core (randomized PCA) too.
+ *
+ * Thread safety: registration and fm_backend_force are not thread-safe (do
+ * them from one thread while no product runs); fm_backend_run and
+ * fm_backend_run_named may be called concurrently. */
 #ifndef FM_BACKEND_H
 #define FM_BACKEND_H
 
@@ -81,6 +87,33 @@ const char *fm_backend_name(int i); /* borrowed; NULL when out of range */
  * Owns:   borrows p and everything it points to; writes only p->y. */
 FM_NODISCARD fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl,
                                       const char **used_out, fm_err *err);
+
+/* Offer *p to the backend named name alone, with no fallback; name
+ * "reference" runs the reference path (fm_backend_reference).
+ * Errors: FM_EARG when no backend is named name (the message lists the
+ *         registered ones); FM_EUNSUPPORTED when that backend declines, with
+ *         a message naming the backend, the op, the columns of B and the
+ *         codec, e.g. "backend 'fused' does not support X %*% B with B of 65
+ *         columns on codec bed2 (1000 x 20)", followed by the backend's own
+ *         reason when it gave one; otherwise as fm_backend_run (the forced
+ *         setting of fm_backend_force is ignored here).
+ * Owns:   as fm_backend_run. */
+FM_NODISCARD fm_status fm_backend_run_named(const char *name, const fm_product *p,
+                                            const fm_ctl *ctl, fm_err *err);
+
+/* Process-wide forced backend: while set, fm_backend_run(p, ...) is
+ * fm_backend_run_named(name, p, ...) (used_out names it). name NULL or ""
+ * clears the setting (every backend in order, then the reference path);
+ * "reference" forces the reference path; otherwise a registered backend.
+ * The setting holds a copy of the name: if that backend is unregistered
+ * later, products fail with FM_EARG until the setting changes.
+ * Errors: FM_EARG for a name that is not registered (the message lists the
+ *         registered ones); the setting is then unchanged. */
+FM_NODISCARD fm_status fm_backend_force(const char *name, fm_err *err);
+
+/* The forced backend's name, or NULL when none is forced; borrowed, valid
+ * until the next fm_backend_force. */
+const char *fm_backend_forced(void);
 
 /* The reference path alone: zero y, then for each panel of
  * fm_panel_plan_for(x, fm_panel_budget()) (columns outer, rows inner) decode

@@ -1,7 +1,8 @@
 /* Tests for fm_backend.h: the reference panel product against a naive triple
  * loop over an element-wise decoded matrix, for every codec, both ops, with
  * the panel budget forced tiny and at its default; registry behaviour;
- * declining and partial backends; cancellation and progress.
+ * declining and partial backends; one named backend and the forced setting;
+ * cancellation and progress.
  * Oracle: naive_product() below (obviously correct, no blocking, no BLAS).
  * Data generated. */
 #include "fm/fm_backend.h"
@@ -495,6 +496,91 @@ static void test_decliner_matches_reference(void) {
   CHECK(fm_backend_unregister("decline") == 1);
 }
 
+/* ---- one named backend, and the forced setting ---- */
+
+static void test_named_and_forced(void) {
+  fm_err err;
+  CHECK_OK(fm_backend_register("decline", decline_all, NULL, &err), &err);
+  CHECK_OK(fm_backend_register("k1", only_k1, &k1_calls, &err), &err);
+  test_mat t;
+  make_mat(&t, FM_CODEC_BED2, 13, 6, 0);
+  fm_affine aff = {t.center, t.scale, t.fill};
+  double b[13 * 3], y[13 * 3], yref[13 * 3];
+  for (int i = 0; i < 13 * 3; i++) b[i] = rng_unif() - 0.5;
+
+  /* a backend that takes the product computes it */
+  fm_product p = {FM_OP_XB, &t.x, &aff, b, 13, 1, y, 13};
+  k1_calls = 0;
+  CHECK_OK(fm_backend_run_named("k1", &p, NULL, &err), &err);
+  CHECK(k1_calls == 1 && matches_naive(&p));
+
+  /* a decline is an error naming backend, op, columns of B, codec and shape */
+  p.k = 3;
+  CHECK(fm_backend_run_named("k1", &p, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(err.code == FM_EUNSUPPORTED);
+  CHECK(strcmp(err.msg, "backend 'k1' does not support X %*% B with B of 3 columns on codec "
+                        "bed2 (13 x 6)") == 0);
+  fm_product pt = {FM_OP_XTB, &t.x, &aff, b, 13, 1, y, 13};
+  decline_calls = 0;
+  CHECK(fm_backend_run_named("decline", &pt, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(decline_calls == 1);
+  CHECK(strcmp(err.msg, "backend 'decline' does not support crossprod(X, B) with B of 1 column "
+                        "on codec bed2 (13 x 6): declined") == 0);
+  fm_product pc = {FM_OP_COLSUMS, &t.x, &aff, NULL, 1, 2, y, 13};
+  CHECK(fm_backend_run_named("k1", &pc, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(strstr(err.msg, "does not support column sums on codec bed2") != NULL);
+
+  /* "reference" is the reference path, bit for bit, asking no backend */
+  p.k = 3;
+  CHECK_OK(fm_backend_run_named("reference", &p, NULL, &err), &err);
+  memcpy(yref, y, sizeof y);
+  memset(y, 0, sizeof y);
+  CHECK_OK(fm_backend_reference(&p, NULL, &err), &err);
+  CHECK(memcmp(y, yref, sizeof y) == 0 && decline_calls == 1);
+
+  /* unknown or empty names; invalid products are refused before any backend */
+  CHECK(fm_backend_run_named("nope", &p, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "'nope'") && strstr(err.msg, "(registered: decline, k1, reference)"));
+  CHECK(fm_backend_run_named(NULL, &p, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run_named("", &p, NULL, &err) == FM_EARG);
+  p.ldy = 2;
+  CHECK(fm_backend_run_named("decline", &p, NULL, &err) == FM_EARG && decline_calls == 1);
+  p.ldy = 13;
+
+  /* forcing: fm_backend_run follows the forced name, with no fallback */
+  const char *used = NULL;
+  CHECK(fm_backend_forced() == NULL);
+  CHECK(fm_backend_force("nope", &err) == FM_EARG);
+  CHECK(strstr(err.msg, "(registered: decline, k1, reference)") != NULL);
+  CHECK(fm_backend_forced() == NULL);
+  CHECK_OK(fm_backend_force("k1", &err), &err);
+  CHECK(fm_backend_forced() && strcmp(fm_backend_forced(), "k1") == 0);
+  p.k = 1;
+  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK(used && strcmp(used, "k1") == 0 && matches_naive(&p));
+  p.k = 3;
+  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EUNSUPPORTED);
+  CHECK(used && strcmp(used, "k1") == 0 && strstr(err.msg, "backend 'k1'") != NULL);
+  CHECK_OK(fm_backend_force("reference", &err), &err);
+  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0 && decline_calls == 1);
+  /* a forced backend that goes away: products fail until the setting changes */
+  CHECK_OK(fm_backend_force("decline", &err), &err);
+  CHECK(fm_backend_unregister("decline") == 1);
+  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "'decline'") != NULL);
+  CHECK_OK(fm_backend_force(NULL, &err), &err);
+  CHECK(fm_backend_forced() == NULL);
+  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0);
+  CHECK_OK(fm_backend_force("k1", &err), &err);
+  CHECK_OK(fm_backend_force("", &err), &err);
+  CHECK(fm_backend_forced() == NULL);
+  CHECK(fm_backend_unregister("k1") == 1);
+  CHECK(fm_backend_count() == 0);
+  free(t.store);
+}
+
 /* ---- cancellation and progress ---- */
 
 typedef struct ctl_state {
@@ -551,6 +637,7 @@ int main(void) {
   FM_RUN(test_bad_args);
   FM_RUN(test_registry);
   FM_RUN(test_decliner_matches_reference);
+  FM_RUN(test_named_and_forced);
   FM_RUN(test_cancel_and_progress);
   FM_TEST_END();
 }
