@@ -231,8 +231,8 @@ static const backend_entry *find_backend(const char *name) {
   return NULL;
 }
 
-/* FM_EARG "<who>: no backend named 'x' is registered (registered: a, b,
- * reference)". */
+/* FM_EARG "[<who>: ]no backend named 'x' is registered (registered: a, b,
+ * reference)"; who may be NULL. */
 static fm_status unknown_backend(const char *who, const char *name, fm_err *err) {
   char list[160];
   size_t used = 0;
@@ -243,8 +243,8 @@ static fm_status unknown_backend(const char *who, const char *name, fm_err *err)
     if (w < 0) break;
     used += (size_t)w;
   }
-  return fm_err_set(err, FM_EARG, "%s: no backend named '%.*s' is registered (registered: %s)",
-                    who, FM_BACKEND_NAME_MAX, name, list);
+  return fm_err_set(err, FM_EARG, "%s%sno backend named '%.*s' is registered (registered: %s)",
+                    who ? who : "", who ? ": " : "", FM_BACKEND_NAME_MAX, name, list);
 }
 
 static const char *op_label(fm_op op) {
@@ -322,7 +322,7 @@ fm_status fm_backend_force(const char *name, fm_err *err) {
     return FM_OK;
   }
   if (strcmp(name, reference_name) != 0 && !find_backend(name))
-    return unknown_backend("fm_backend_force", name, err);
+    return unknown_backend(NULL, name, err);
   const size_t len = strlen(name); /* <= FM_BACKEND_NAME_MAX: registered or "reference" */
   memcpy(forced, name, len + 1);
   return FM_OK;

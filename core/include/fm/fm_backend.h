@@ -107,8 +107,9 @@ FM_NODISCARD fm_status fm_backend_run_named(const char *name, const fm_product *
  * "reference" forces the reference path; otherwise a registered backend.
  * The setting holds a copy of the name: if that backend is unregistered
  * later, products fail with FM_EARG until the setting changes.
- * Errors: FM_EARG for a name that is not registered (the message lists the
- *         registered ones); the setting is then unchanged. */
+ * Errors: FM_EARG for a name that is not registered ("no backend named 'x'
+ *         is registered (registered: ...)", no prefix, so that callers can
+ *         put their own in front); the setting is then unchanged. */
 FM_NODISCARD fm_status fm_backend_force(const char *name, fm_err *err);
 
 /* The forced backend's name, or NULL when none is forced; borrowed, valid

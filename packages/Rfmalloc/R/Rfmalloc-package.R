@@ -29,6 +29,10 @@
 #' * `fmalloc.panel_bytes`: the panel byte budget, read when the package is
 #'   loaded (see [fmalloc_panel_budget()]).
 #' * `fmalloc.progress`: `FALSE` hides progress bars of long computations.
+#' * `fmalloc.threads`: worker threads of the product kernels, read when the
+#'   package is loaded (see [fmalloc_threads()]).
+#' * `fmalloc.backend`: force one product backend, or `"reference"`, read
+#'   at every product (see [fmalloc_backends()], [fmalloc_with_backend()]).
 #'
 #' @section Errors:
 #' Every error raised by the package is a condition of class

@@ -18,6 +18,16 @@
 #'   `tcrossprod(X, B)`, `crossprod(X)`, `tcrossprod(X)`: computed through the
 #'   backend registry on bounded panels (see [fmalloc_backends()]); results
 #'   are ordinary R matrices;
+#' * `colSums(X, na.rm)` and `colMeans(X, na.rm)`: column sums and means
+#'   of the matrix as it decodes (with its transform), in one streamed pass
+#'   through the backend registry (column sums and sums of squares,
+#'   `FM_OP_COLSUMS`); they equal base `colSums(as.matrix(X))` and
+#'   `colMeans(as.matrix(X))` up to rounding, including `na.rm`: with
+#'   `na.rm = FALSE` a column with a missing value gives `NA`; with `na.rm =
+#'   TRUE` missing values are dropped (the pass maps them to 0, exactly), a
+#'   column with none observed has sum 0 and mean `NaN`, and `colMeans()`
+#'   counts the observed values in a second pass. Named by the column names;
+#'   `dims` must be 1;
 #' * `X[i, j]` decodes only the requested block (base R index rules; `NA`
 #'   indices are refused); `X[i]` with linear indices, a logical matrix or a
 #'   two-column (row, column) matrix returns those cells; `as.matrix(X)`
@@ -472,6 +482,60 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
   t(.xb(y, t(x)))
 })
 
+# Column sums (p x 2: sums, sums of squares) of x decoded with `transform`
+# instead of its own, through the backend registry.
+.colsums_pass <- function(x, transform) {
+  res <- .Call(fmr_product, .storage(x), x@spec, x@cols, transform, 4L, NULL)
+  .fm_state$last_backend <- res[[2]]
+  res[[1]]
+}
+
+# colSums / colMeans of a codec matrix as it decodes (see the class docs).
+.col_sums <- function(x, na.rm, dims, mean) {
+  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE")
+  if (!identical(as.numeric(dims), 1)) {
+    fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
+  }
+  p <- .n_cols(x)
+  n <- .n_rows(x)
+  tr <- x@transform
+  imputed <- !is.null(tr) && !is.null(tr$fill) # the view has no missing values
+  if (na.rm && !imputed) tr <- list(center = tr$center, scale = tr$scale, fill = rep(0, p))
+  s <- .colsums_pass(x, tr)[, 1]
+  # genotype codecs hold finite values only: a NaN sum is a missing value
+  if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
+  if (mean) {
+    n_obs <- rep(n, p)
+    if (na.rm && !imputed && p > 0) {
+      # observed values map to 0 and missing ones to 1: the sums count the missing
+      n_miss <- .colsums_pass(x, list(center = NULL, scale = rep(0, p), fill = rep(1, p)))[, 1]
+      if (!all(is.finite(n_miss))) { # infinite values (external codecs): count them apart
+        y <- x
+        y@transform <- NULL
+        n_miss <- n - .colvar(y)$n_obs
+      }
+      n_obs <- n - n_miss
+    }
+    s <- s / n_obs
+  }
+  names(s) <- dimnames(x)[[2]]
+  s
+}
+
+#' @rdname fmalloc_codec_matrix-class
+#' @param na.rm drop missing values (`colSums`, `colMeans`).
+#' @param dims must be 1.
+#' @export
+setMethod("colSums", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1L) {
+  .col_sums(x, na.rm, dims, mean = FALSE)
+})
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1L) {
+  .col_sums(x, na.rm, dims, mean = TRUE)
+})
+
 # X'X (p x p) or XX' (n x n), streaming column blocks of X.
 .gram <- function(x, kind) {
   dn <- dimnames(x)
@@ -502,35 +566,6 @@ fmalloc_panel_budget <- function(bytes = NULL) {
                              paste(deparse(bytes), collapse = "")))
   }
   invisible(.Call(fmr_panel_budget, as.numeric(bytes)))
-}
-
-#' Product backends
-#'
-#' Lists the registered product backends, in the order they are tried, then
-#' `"reference"`: the path (decode bounded panels, then BLAS `dgemm`) that
-#' runs whenever every backend declines a product.
-#' @return A character vector.
-#' @export
-fmalloc_backends <- function() .Call(fmr_backends)
-
-#' Backend introspection for tests
-#'
-#' `fmalloc_last_backend()` names the backend that computed the most recent
-#' codec-matrix product in this session (`"reference"` for the decode-and-BLAS
-#' path). `fmalloc_test_backend()` registers or removes one of two test
-#' backends compiled into the package: `"decline_all"` declines every product
-#' and `"xb_k1"` computes only `X %*% b` with one column of `b`.
-#' @param name `"decline_all"` or `"xb_k1"`.
-#' @param on register (`TRUE`) or remove (`FALSE`).
-#' @return `fmalloc_last_backend()`: a string or `NULL`; `fmalloc_test_backend()`: `NULL`, invisibly.
-#' @keywords internal
-#' @export
-fmalloc_last_backend <- function() .fm_state$last_backend
-
-#' @rdname fmalloc_last_backend
-#' @export
-fmalloc_test_backend <- function(name, on = TRUE) {
-  invisible(.Call(fmr_test_backend, name, on))
 }
 
 #' External-codec test matrices
@@ -564,4 +599,6 @@ NULL
 .onLoad <- function(libname, pkgname) {
   bytes <- getOption("fmalloc.panel_bytes")
   if (!is.null(bytes)) fmalloc_panel_budget(bytes)
+  threads <- getOption("fmalloc.threads")
+  if (!is.null(threads)) fmalloc_threads(threads)
 }

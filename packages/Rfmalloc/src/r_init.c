@@ -1,17 +1,14 @@
 /* r_init.c: registration of every .Call entry point (one table, grouped by
  * glue module; add a new module as a new commented group of prototypes and
- * CALLDEF lines), the ALTREP classes, the C callables of
+ * CALLDEF lines), the ALTREP classes, the built-in product backends (first
+ * in the registry; their table is in r_backend.c), the C callables of
  * inst/include/Rfmalloc.h, and unload. Dynamic symbol lookup is off: an entry
  * point missing from the table cannot be called. */
 #include "r_runtime.h"
+#include "r_backend.h"
 #include "r_ext.h"
 
-#include "fm/fm_backend.h"
-#include "fm/fm_backend_alp.h"
-
 #include <R_ext/Rdynload.h>
-
-#include <string.h>
 
 /* r_runtime.c: runtime handles and the name directory */
 SEXP fmr_runtime_open(SEXP path, SEXP cap_bytes, SEXP mode, SEXP read_only);
@@ -52,7 +49,12 @@ SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP r0, SEX
                       SEXP nc);
 SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP op, SEXP b);
 SEXP fmr_panel_budget(SEXP bytes);
+
+/* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
 SEXP fmr_backends(void);
+SEXP fmr_threads(SEXP n);
+SEXP fmr_fused_isa(void);
+SEXP fmr_test_fused_isa(SEXP isa);
 SEXP fmr_test_backend(SEXP name, SEXP on);
 
 /* r_ext.c: external codecs, backend registration for other packages */
@@ -123,7 +125,12 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_panel_decode, 8),
     CALLDEF(fmr_product, 6),
     CALLDEF(fmr_panel_budget, 1),
+
+    /* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
     CALLDEF(fmr_backends, 0),
+    CALLDEF(fmr_threads, 1),
+    CALLDEF(fmr_fused_isa, 0),
+    CALLDEF(fmr_test_fused_isa, 1),
     CALLDEF(fmr_test_backend, 2),
 
     /* r_ext.c: external codecs, backend registration for other packages */
@@ -147,21 +154,11 @@ static const R_CallMethodDef call_methods[] = {
 
     {NULL, NULL, 0}};
 
-/* The core's own backends, registered once per process (a reloaded
- * namespace finds them registered; a failure leaves the reference path). */
-static void register_core_backends(void) {
-  for (int i = 0; i < fm_backend_count(); i++)
-    if (strcmp(fm_backend_name(i), FM_BACKEND_ALP_NAME) == 0) return;
-  fm_err err;
-  if (fm_backend_register(FM_BACKEND_ALP_NAME, fm_backend_alp, NULL, &err) != FM_OK)
-    Rf_warning("Rfmalloc: the alp backend is not registered: %s", err.msg);
-}
-
 void R_init_Rfmalloc(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   fmr_altrep_init(dll);
-  register_core_backends();
+  fmr_backends_register_builtin();
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_runtime", (DL_FUNC)&Rfmalloc_vec_runtime);

@@ -1,5 +1,6 @@
 /* r_stats.c: .Call entry points for streamed column statistics and
  * randomized PCA. */
+#include "r_backend.h"
 #include "r_mat.h"
 #include "r_progress.h"
 
@@ -11,6 +12,7 @@
 /* list(mean, var, n_obs), each of length n_cols. */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   int nprot = 0;
+  fmr_backend_sync(); /* in case its passes run products */
   fm_mat x;
   fmr_mat_from(storage, spec, cols, &x);
   SEXP mean = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
@@ -36,6 +38,7 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
  * progress: NULL or function(done, total) in passes over the matrix. */
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts, SEXP progress) {
   int nprot = 0;
+  fmr_backend_sync(); /* its products go through the backend registry */
   fm_mat x;
   fm_affine aff;
   fmr_mat_from(storage, spec, cols, &x);

@@ -1,0 +1,171 @@
+# Product backends: which ones are registered, forcing one of them (or the
+# reference path), worker threads, introspection, and the test hooks.
+
+#' Product backends
+#'
+#' Products over codec matrices (`X %*% B`, `crossprod(X, B)`,
+#' `tcrossprod(X, B)`, `colSums()`, `colMeans()`) and [fmalloc_pca()] are
+#' offered to each registered backend in turn; a backend computes the whole
+#' product or declines it, and when every backend declines the reference
+#' path computes it: decode bounded panels (see [fmalloc_panel_budget()]),
+#' then BLAS `dgemm`. Backends change speed, never results beyond
+#' floating-point rounding.
+#'
+#' Built in, and tried first: `"fused"`, kernels for `"bed2"` hardcalls and
+#' `"dos8"` dosages that decode and multiply in one pass with the
+#' standardization of [fmalloc_standardize()] folded into lookup tables
+#' (AVX2 when the CPU has it, portable C otherwise; see
+#' [fmalloc_backend_info()]). Other packages may register their own (Rgguf
+#' for GGUF tensors).
+#'
+#' `fmalloc_backends()` lists the registered backends in the order they are
+#' tried, then `"reference"`.
+#'
+#' `fmalloc_with_backend(name, expr)` evaluates `expr` with option
+#' `fmalloc.backend` set to `name`, and restores the option afterwards. The
+#' option, read at every product:
+#' * `NULL` (the default): every registered backend in order, then the
+#'   reference path;
+#' * `"reference"`: the reference path only;
+#' * a backend's name: only that backend. A product it declines raises
+#'   `fm_error_eunsupported` naming the backend, the product, the columns of
+#'   `B` and the codec, e.g. "backend 'fused' does not support X %*% B with B
+#'   of 65 columns on codec bed2 (1000 x 20)". Use it to test or time one
+#'   backend; everyday code leaves the option unset.
+#'
+#' [fmalloc_last_backend()] names the backend that computed the most recent
+#' product.
+#'
+#' @param name `NULL`, `"reference"` or the name of a registered backend
+#'   (one of `fmalloc_backends()`).
+#' @param expr an expression, evaluated with the option set.
+#' @return `fmalloc_backends()`: a character vector. `fmalloc_with_backend()`:
+#'   the value of `expr`.
+#' @section Errors: `fm_error_earg` when `name` (or option `fmalloc.backend`
+#'   at a product) is neither `NULL` nor one of `fmalloc_backends()`; the
+#'   message lists them. `fm_error_eunsupported` from a product that a forced
+#'   backend declines.
+#' @section Source: the backend contract is `core/include/fm/fm_backend.h`
+#'   (`fm_backend_run`, `fm_backend_run_named`, `fm_backend_force`); the
+#'   fused kernels are described in `core/include/fm/fm_fused.h`.
+#' @examples
+#' fmalloc_backends()
+#' g <- matrix(rbinom(40 * 6, 2, 0.3), 40, 6)
+#' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+#' X <- fmalloc_bed(g, rt)
+#' b <- rnorm(6)
+#' y1 <- fmalloc_with_backend("reference", X %*% b)
+#' fmalloc_last_backend()
+#' y2 <- X %*% b
+#' all.equal(y1, y2)
+#' cleanup_fmalloc(rt)
+#' @export
+fmalloc_backends <- function() .Call(fmr_backends)
+
+#' @rdname fmalloc_backends
+#' @export
+fmalloc_with_backend <- function(name, expr) {
+  if (!is.null(name)) {
+    known <- fmalloc_backends()
+    if (!is.character(name) || length(name) != 1L || is.na(name) || !(name %in% known)) {
+      fm_abort("earg", "fmalloc_with_backend: name must be NULL or one of ",
+               paste0("'", known, "'", collapse = ", "), ", not ",
+               if (is.character(name) && length(name) == 1L) paste0("'", name, "'") else fm_describe(name))
+    }
+  }
+  old <- options(fmalloc.backend = name)
+  on.exit(options(old), add = TRUE)
+  expr
+}
+
+#' Worker threads of products and statistics
+#'
+#' Sets or reports how many threads the fused product kernels (and other
+#' threaded core code) use per call. The default is the number of CPUs
+#' available; the option `fmalloc.threads` sets the count when the package is
+#' loaded.
+#'
+#' Results do not depend on the thread count: each thread owns a fixed
+#' range of variants and the partial results are combined in the same order
+#' whatever the count, so products are bit-identical for 1, 2 or more
+#' threads (the tests check this). In a forked child (for example under
+#' `parallel::mclapply()`) the count in effect in the parent is inherited;
+#' the kernels start their own threads (POSIX threads) at each call, so
+#' they work in the child. With several forked workers, set
+#' `fmalloc_threads(1)` in them to avoid oversubscribing the CPUs.
+#'
+#' @param n `NULL` to query; a whole number >= 1 to set; `0` or `NA` to
+#'   restore the default (the CPUs available).
+#' @return The thread count in effect, an integer (invisibly when setting).
+#' @section Errors: `fm_error_earg` when `n` is not `NULL`, `NA` or a whole
+#'   number >= 0.
+#' @examples
+#' fmalloc_threads()
+#' old <- fmalloc_threads()
+#' fmalloc_threads(1)
+#' fmalloc_threads(old)
+#' @export
+fmalloc_threads <- function(n = NULL) {
+  if (is.null(n)) return(.Call(fmr_threads, NULL))
+  if (length(n) != 1L || !(is.numeric(n) || is.logical(n))) {
+    fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number >= 0, not ", fm_describe(n))
+  }
+  if (is.na(n)) n <- 0
+  if (!is.finite(n) || n < 0 || n != floor(n) || n > .Machine$integer.max) {
+    fm_abort("earg", sprintf("fmalloc_threads: n must be a whole number >= 0, not %s", format(n)))
+  }
+  invisible(.Call(fmr_threads, as.integer(n)))
+}
+
+#' What computes products
+#'
+#' A summary of the product machinery in this session.
+#' @return A list: `backends` ([fmalloc_backends()]), `forced` (option
+#'   `fmalloc.backend`, `NULL` when unset), `threads` ([fmalloc_threads()]),
+#'   `fused_isa` (the instruction set of the fused kernels: `"avx2"` or
+#'   `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
+#'   `last_backend` ([fmalloc_last_backend()]).
+#' @examples
+#' str(fmalloc_backend_info())
+#' @export
+fmalloc_backend_info <- function() {
+  list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
+       threads = fmalloc_threads(), fused_isa = .Call(fmr_fused_isa),
+       panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend())
+}
+
+#' Backend introspection for tests
+#'
+#' `fmalloc_last_backend()` names the backend that computed the most recent
+#' codec-matrix product (`%*%`, `crossprod`, `tcrossprod`, `colSums`,
+#' `colMeans`) in this session: `"reference"` for the decode-and-BLAS path,
+#' `"none"` when the result was empty or zero by shape. Statistics
+#' ([fmalloc_colVars()], [fmalloc_pca()]) do not change it.
+#' `fmalloc_test_backend()` registers or removes one of two test backends
+#' compiled into the package: `"decline_all"` declines every product and
+#' `"xb_k1"` computes only `X %*% b` with one column of `b`.
+#' `fmalloc_test_fused_isa()` restricts the fused kernels to one instruction
+#' set, so that both are tested against each other on one machine
+#' (`"avx2"` falls back to portable code on a CPU without AVX2 and FMA;
+#' `"auto"` restores the default).
+#' @param name `"decline_all"` or `"xb_k1"`.
+#' @param on register (`TRUE`) or remove (`FALSE`).
+#' @param isa `"auto"`, `"portable"` or `"avx2"`.
+#' @return `fmalloc_last_backend()`: a string or `NULL`; `fmalloc_test_backend()`:
+#'   `NULL`, invisibly; `fmalloc_test_fused_isa()`: the instruction set then
+#'   in use, `"avx2"` or `"portable"`.
+#' @keywords internal
+#' @export
+fmalloc_last_backend <- function() .fm_state$last_backend
+
+#' @rdname fmalloc_last_backend
+#' @export
+fmalloc_test_backend <- function(name, on = TRUE) {
+  invisible(.Call(fmr_test_backend, name, on))
+}
+
+#' @rdname fmalloc_last_backend
+#' @export
+fmalloc_test_fused_isa <- function(isa = c("auto", "portable", "avx2")) {
+  .Call(fmr_test_fused_isa, match.arg(isa))
+}

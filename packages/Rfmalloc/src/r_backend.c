@@ -1,0 +1,128 @@
+/* r_backend.c: the built-in product backends (registered at load, in the
+ * order of one table), the option fmalloc.backend that forces one of them
+ * (or the reference path), the worker thread count, backend introspection,
+ * and the test backends and test hooks of the suite.
+ *
+ * Forcing (note of 2026-11-30): the option is read, and the core's
+ * process-wide forced setting (fm_backend_force) set from it, at the start
+ * of every .Call that runs products (fmr_backend_sync). The core setting,
+ * not an argument, carries it because products also run inside the core
+ * (fm_stats_rpca calls fm_backend_run). Each such entry point sets it anew,
+ * so a changed option never leaves a stale setting behind. */
+#include "r_backend.h"
+
+#include "fm/fm_backend_alp.h"
+#include "fm/fm_fused.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* The built-in backends, tried in this order before any other package's.
+ * A new one is one line here (and its module in core-modules). */
+static const struct builtin_backend {
+  const char *name;
+  fm_backend_fn fn;
+} builtin_backends[] = {
+    {FM_FUSED_BACKEND_NAME, fm_fused_backend},
+    {FM_BACKEND_ALP_NAME, fm_backend_alp},
+};
+
+static int is_registered(const char *name) {
+  for (int i = 0; i < fm_backend_count(); i++)
+    if (strcmp(fm_backend_name(i), name) == 0) return 1;
+  return 0;
+}
+
+void fmr_backends_register_builtin(void) {
+  for (size_t i = 0; i < sizeof builtin_backends / sizeof builtin_backends[0]; i++) {
+    const struct builtin_backend *b = &builtin_backends[i];
+    fm_err err;
+    if (is_registered(b->name)) continue; /* registered once per process, keeping the order */
+    if (fm_backend_register(b->name, b->fn, NULL, &err) != FM_OK)
+      Rf_warning("Rfmalloc: backend '%s' is not available: %s", b->name, err.msg);
+  }
+}
+
+void fmr_backend_sync(void) {
+  SEXP opt = Rf_GetOption1(Rf_install("fmalloc.backend"));
+  fm_err err;
+  if (Rf_isNull(opt)) {
+    if (fm_backend_force(NULL, &err) != FM_OK) fmr_raise(&err);
+    return;
+  }
+  if (TYPEOF(opt) != STRSXP || XLENGTH(opt) != 1 || STRING_ELT(opt, 0) == NA_STRING ||
+      !CHAR(STRING_ELT(opt, 0))[0])
+    fmr_stop(FM_EARG, "option fmalloc.backend must be NULL or one backend name (see "
+                      "fmalloc_backends())");
+  if (fm_backend_force(CHAR(STRING_ELT(opt, 0)), &err) != FM_OK)
+    fmr_stop(err.code, "option fmalloc.backend: %s", err.msg);
+}
+
+SEXP fmr_backends(void) {
+  int n = fm_backend_count();
+  SEXP out = PROTECT(Rf_allocVector(STRSXP, n + 1));
+  for (int i = 0; i < n; i++) SET_STRING_ELT(out, i, Rf_mkChar(fm_backend_name(i)));
+  SET_STRING_ELT(out, n, Rf_mkChar("reference"));
+  UNPROTECT(1);
+  return out;
+}
+
+/* n: NULL queries; a number sets (<= 0 restores the default). Returns the
+ * count in effect. */
+SEXP fmr_threads(SEXP s_n) {
+  if (!Rf_isNull(s_n)) fm_set_threads(Rf_asInteger(s_n));
+  return Rf_ScalarInteger(fm_threads());
+}
+
+/* The instruction set of the fused kernels: "avx2" or "portable". */
+SEXP fmr_fused_isa(void) { return Rf_mkString(fm_fused_isa_name()); }
+
+/* Test hook: restrict the fused kernels to "portable" or "avx2" ("auto"
+ * restores the default); returns the kernels then in use. */
+SEXP fmr_test_fused_isa(SEXP s_isa) {
+  const char *isa = CHAR(STRING_ELT(s_isa, 0));
+  fm_fused_isa v = strcmp(isa, "portable") == 0 ? FM_FUSED_ISA_PORTABLE
+                   : strcmp(isa, "avx2") == 0   ? FM_FUSED_ISA_AVX2
+                                                : FM_FUSED_ISA_AUTO;
+  fm_fused_force_isa(v);
+  return Rf_mkString(fm_fused_isa_name());
+}
+
+/* Test backends, registered only by the test suite (fmalloc_test_backend):
+ * "decline_all" declines every product; "xb_k1" computes only X %*% b with
+ * one column, element by element, and declines everything else. */
+static fm_status decline_all(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
+  (void)ud; (void)p; (void)ctl;
+  return fm_err_set(err, FM_EUNSUPPORTED, "decline_all declines every product");
+}
+
+static fm_status xb_k1(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
+  (void)ud; (void)ctl;
+  if (p->op != FM_OP_XB || p->k != 1)
+    return fm_err_set(err, FM_EUNSUPPORTED, "xb_k1 only computes X %%*%% b with one column");
+  const fm_mat *x = p->x;
+  double *col = malloc(sizeof(double) * (size_t)(x->n_rows > 0 ? x->n_rows : 1));
+  if (!col) return fm_err_set(err, FM_ENOMEM, "xb_k1 could not allocate a column");
+  for (int64_t i = 0; i < x->n_rows; i++) p->y[i] = 0;
+  for (int64_t j = 0; j < x->n_cols; j++) {
+    fm_status st = fm_panel_decode(x, p->aff, 0, x->n_rows, j, 1, col, x->n_rows, err);
+    if (st != FM_OK) { free(col); return st; }
+    for (int64_t i = 0; i < x->n_rows; i++) p->y[i] += col[i] * p->b[j];
+  }
+  free(col);
+  return FM_OK;
+}
+
+SEXP fmr_test_backend(SEXP s_name, SEXP s_on) {
+  const char *name = CHAR(STRING_ELT(s_name, 0));
+  fm_backend_fn fn = strcmp(name, "decline_all") == 0 ? decline_all
+                     : strcmp(name, "xb_k1") == 0     ? xb_k1
+                                                      : NULL;
+  if (!fn) fmr_stop(FM_EARG, "unknown test backend '%s'", name);
+  fm_backend_unregister(name);
+  if (Rf_asLogical(s_on)) {
+    fm_err err;
+    if (fm_backend_register(name, fn, NULL, &err) != FM_OK) fmr_raise(&err);
+  }
+  return R_NilValue;
+}

@@ -1,0 +1,23 @@
+/* r_backend.h: backend registration at load and the forced-backend option,
+ * shared by the glue modules that run products (r_backend.c). */
+#ifndef R_BACKEND_H
+#define R_BACKEND_H
+
+#include "r_glue.h"
+
+#include "fm/fm_backend.h"
+
+/* Register the built-in backends (the table in r_backend.c: fused, then
+ * alp) first in the registry, each unless already registered; called from
+ * R_init_Rfmalloc. A failure is a warning (products then take the
+ * reference path), never an error that stops the load. */
+void fmr_backends_register_builtin(void);
+
+/* Set the core's forced backend from option fmalloc.backend: NULL clears
+ * it, "reference" or a registered name forces it. Call at the start of
+ * every .Call that runs products, before anything is allocated. Raises
+ * fm_error_earg for a value that is not NULL or one string, or a name that
+ * is not registered (the message lists the registered ones). */
+void fmr_backend_sync(void);
+
+#endif
