@@ -31,3 +31,134 @@ test_that("a backend that declines everything and one that accepts only some sha
   expect_identical(X %*% B3, ref[[2]])
   expect_identical(fmalloc_last_backend(), "reference")
 })
+
+test_that("the fused backend is registered first", {
+  expect_identical(fmalloc_backends()[1], "fused")
+  info <- fmalloc_backend_info()
+  expect_identical(info$backends, fmalloc_backends())
+  expect_true(info$fused_isa %in% c("avx2", "portable"))
+  expect_identical(info$threads, fmalloc_threads())
+})
+
+test_that("option fmalloc.backend forces one backend, the reference path, or raises", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit({
+    options(fmalloc.backend = NULL)
+    fmalloc_test_backend("decline_all", FALSE)
+    fmalloc_test_backend("xb_k1", FALSE)
+    cleanup_fmalloc(rt)
+  })
+  set.seed(8)
+  g <- matrix(sample(0:2, 45 * 13, replace = TRUE), 45, 13)
+  X <- suppressMessages(fmalloc_standardize(fmalloc_bed(g, rt), scale = TRUE))
+  B1 <- matrix(rnorm(13), 13, 1)
+  B3 <- matrix(rnorm(13 * 3), 13, 3)
+  ref1 <- fmalloc_with_backend("reference", X %*% B1)
+  expect_identical(fmalloc_last_backend(), "reference")
+  ref3 <- fmalloc_with_backend("reference", X %*% B3)
+
+  fmalloc_test_backend("xb_k1", TRUE)
+  fmalloc_test_backend("decline_all", TRUE)
+  # forced on: only that backend; a decline names backend, product, k and codec
+  expect_equal(fmalloc_with_backend("xb_k1", X %*% B1), ref1, tolerance = 1e-12)
+  expect_identical(fmalloc_last_backend(), "xb_k1")
+  e <- expect_error(fmalloc_with_backend("xb_k1", X %*% B3), class = "fm_error_eunsupported")
+  expect_match(conditionMessage(e), "backend 'xb_k1' does not support X %*% B with B of 3 columns on codec bed2 (45 x 13)", fixed = TRUE)
+  expect_match(conditionMessage(e), "xb_k1 only computes", fixed = TRUE) # the backend's reason
+  e <- expect_error(fmalloc_with_backend("decline_all", crossprod(X, matrix(1, 45, 2))),
+                    class = "fm_error_eunsupported")
+  expect_match(conditionMessage(e), "crossprod(X, B) with B of 2 columns", fixed = TRUE)
+  expect_error(fmalloc_with_backend("decline_all", colSums(X)), "column sums", class = "fm_error_eunsupported")
+  # products inside the core (PCA) are forced too
+  expect_error(fmalloc_with_backend("decline_all", suppressMessages(fmalloc_pca(fmalloc_bed(g, rt), k = 2))),
+               "decline_all", class = "fm_error_eunsupported")
+  # "reference" skips every backend
+  expect_identical(fmalloc_with_backend("reference", X %*% B1), ref1)
+  expect_identical(fmalloc_last_backend(), "reference")
+  # the option itself, and its restoration (also after an error)
+  options(fmalloc.backend = "xb_k1")
+  expect_equal(X %*% B1, ref1, tolerance = 1e-12)
+  expect_identical(fmalloc_last_backend(), "xb_k1")
+  options(fmalloc.backend = NULL)
+  expect_identical(X %*% B3, ref3)
+  try(fmalloc_with_backend("decline_all", X %*% B1), silent = TRUE)
+  expect_null(getOption("fmalloc.backend"))
+  expect_equal(X %*% B1, ref1, tolerance = 1e-12) # unforced: xb_k1 takes it
+  # unknown names
+  e <- expect_error(fmalloc_with_backend("nope", 1), class = "fm_error_earg")
+  expect_match(conditionMessage(e), "'xb_k1'", fixed = TRUE)
+  options(fmalloc.backend = "nope")
+  e <- expect_error(X %*% B1, class = "fm_error_earg")
+  expect_match(conditionMessage(e), "option fmalloc.backend: no backend named 'nope' is registered", fixed = TRUE)
+  expect_error(fmalloc_colVars(X), class = "fm_error_earg")
+  options(fmalloc.backend = c("a", "b"))
+  expect_error(X %*% B1, "fmalloc.backend", class = "fm_error_earg")
+  options(fmalloc.backend = NULL)
+  # a forced backend that is removed: products fail until the option changes
+  expect_error(fmalloc_with_backend("xb_k1", {
+    fmalloc_test_backend("xb_k1", FALSE)
+    X %*% B1
+  }), "xb_k1", class = "fm_error_earg")
+  expect_identical(X %*% B3, ref3)
+})
+
+test_that("fmalloc_threads sets, queries and restores the thread count", {
+  old <- fmalloc_threads()
+  on.exit(fmalloc_threads(old))
+  expect_true(is.integer(old) && old >= 1)
+  expect_identical(fmalloc_threads(3), 3L)
+  expect_identical(fmalloc_threads(), 3L)
+  fmalloc_threads(0)
+  default <- fmalloc_threads()
+  fmalloc_threads(5)
+  fmalloc_threads(NA)
+  expect_identical(fmalloc_threads(), default)
+  expect_identical(default, as.integer(max(1, parallel::detectCores())))
+  for (bad in list(-1, 1.5, "2", c(1, 2), Inf)) {
+    expect_error(fmalloc_threads(bad), class = "fm_error_earg")
+  }
+})
+
+test_that("colSums and colMeans of codec matrices match base R on the decoded matrix", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(12)
+  g <- matrix(sample(0:2, 37 * 9, replace = TRUE), 37, 9,
+              dimnames = list(NULL, paste0("rs", 1:9)))
+  g[sample(length(g), 20)] <- NA
+  g[, 4] <- NA
+  d <- matrix(sample(0:254, 37 * 9, replace = TRUE) / 127, 37, 9)
+  d[sample(length(d), 20)] <- NA
+  mats <- list(bed2 = fmalloc_bed(g, rt), dos8 = fmalloc_dosage(d, rt))
+  for (nm in names(mats)) {
+    X <- mats[[nm]]
+    # transforms set directly (fmalloc_standardize refuses the all-missing column)
+    centred <- X
+    centred@transform <- list(center = seq(0.1, 0.9, by = 0.1), scale = rep(3, 9), fill = NULL)
+    imputed <- X
+    imputed@transform <- list(center = NULL, scale = rep(0.5, 9), fill = seq(-1, 1, length.out = 9))
+    views <- list(raw = X, select = fmalloc_select(X, c(9, 1, 1, 4)), centred = centred,
+                  imputed = imputed, select_centred = fmalloc_select(centred, c(4, 2)))
+    for (vn in names(views)) {
+      V <- views[[vn]]
+      D <- as.matrix(V)
+      for (na_rm in c(FALSE, TRUE)) {
+        info <- paste(nm, vn, na_rm)
+        expect_equal(colSums(V, na.rm = na_rm), colSums(D, na.rm = na_rm), tolerance = 1e-13, info = info)
+        expect_equal(colMeans(V, na.rm = na_rm), colMeans(D, na.rm = na_rm), tolerance = 1e-13, info = info)
+        expect_identical(is.na(colSums(V, na.rm = na_rm)), is.na(colSums(D, na.rm = na_rm)), info = info)
+      }
+    }
+  }
+  expect_identical(names(colSums(mats$bed2)), paste0("rs", 1:9))
+  expect_true(is.na(colSums(mats$bed2)[4]) && identical(colSums(mats$bed2, na.rm = TRUE)[[4]], 0))
+  expect_true(is.nan(colMeans(mats$bed2, na.rm = TRUE)[[4]]))
+  expect_error(colSums(mats$bed2, dims = 2), class = "fm_error_earg")
+  expect_error(colSums(mats$bed2, na.rm = NA), class = "fm_error_earg")
+  # empty shapes
+  E <- fmalloc_bed(matrix(integer(0), 0, 3), rt)
+  expect_identical(unname(colSums(E)), c(0, 0, 0))
+  expect_identical(unname(colMeans(E)), c(NaN, NaN, NaN))
+  # base matrices still use base colSums
+  expect_identical(colSums(matrix(1:4, 2)), c(3, 7))
+})
