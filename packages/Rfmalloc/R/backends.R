@@ -11,12 +11,15 @@
 #' then BLAS `dgemm`. Backends change speed, never results beyond
 #' floating-point rounding.
 #'
-#' Built in, and tried first: `"fused"`, kernels for `"bed2"` hardcalls and
-#' `"dos8"` dosages that decode and multiply in one pass with the
-#' standardization of [fmalloc_standardize()] folded into lookup tables
-#' (AVX2 when the CPU has it, portable C otherwise; see
-#' [fmalloc_backend_info()]). Other packages may register their own (Rgguf
-#' for GGUF tensors).
+#' Built in, and tried first in this order:
+#' * `"fused"`: kernels for `"bed2"` hardcalls and `"dos8"` dosages that
+#'   decode and multiply in one pass with the standardization of
+#'   [fmalloc_standardize()] folded into lookup tables (AVX2 when the CPU
+#'   has it, portable C otherwise; see [fmalloc_backend_info()]);
+#' * `"alp"`: `X %*% B` and `crossprod(X, B)` for ALP-compressed doubles
+#'   ([fmalloc_alp()]), decoding a cache-sized vector at a time.
+#'
+#' Other packages may register their own (Rgguf for GGUF tensors).
 #'
 #' `fmalloc_backends()` lists the registered backends in the order they are
 #' tried, then `"reference"`.

@@ -8,9 +8,9 @@
 # unsupported (a skip naming it), never as a failure. Data are generated
 # (labelled so) except the 1000 Genomes fixture.
 
-# Which codec matrices each backend serves: one entry per backend ("alp"
-# adds a line with its codec and a maker in make_cases()).
-backend_codecs <- list(fused = c("bed2", "dos8"))
+# Which codec matrices each backend serves: one entry per backend, and a
+# maker for each codec in make_cases().
+backend_codecs <- list(fused = c("bed2", "dos8"), alp = "alp")
 
 # Generated test matrices of one codec, each with its dense counterpart D
 # computed in base R from the generating values (not through our decode).
@@ -18,12 +18,14 @@ make_cases <- function(codec, rt, n = 61, p = 37, seed = 11) {
   set.seed(seed)
   v <- switch(codec,
     bed2 = matrix(sample(0:2, n * p, replace = TRUE, prob = c(0.5, 0.35, 0.15)), n, p),
-    dos8 = matrix(sample(0:254, n * p, replace = TRUE) / 127, n, p)
+    dos8 = matrix(sample(0:254, n * p, replace = TRUE) / 127, n, p),
+    alp = matrix(round(runif(n * p, -50, 50), 2), n, p) # prices with 2 decimals
   )
   v[sample(n * p, round(0.05 * n * p))] <- NA # generated missing calls
   v[, 3] <- NA # a column with five observed values
   v[1:5, 3] <- c(0, 2, 1, 0, 2)
-  X <- switch(codec, bed2 = fmalloc_bed(v, rt), dos8 = fmalloc_dosage(v, rt))
+  X <- switch(codec, bed2 = fmalloc_bed(v, rt), dos8 = fmalloc_dosage(v, rt),
+              alp = fmalloc_alp(v, rt))
   storage.mode(v) <- "double"
   mu <- colMeans(v, na.rm = TRUE)
   sdv <- apply(v, 2, sd, na.rm = TRUE)
