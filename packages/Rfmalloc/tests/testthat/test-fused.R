@@ -12,36 +12,56 @@
 # maker for each codec in make_cases().
 backend_codecs <- list(fused = c("bed2", "dos8"), alp = "alp")
 
-# Generated test matrices of one codec, each with its dense counterpart D
-# computed in base R from the generating values (not through our decode).
-make_cases <- function(codec, rt, n = 61, p = 37, seed = 11) {
-  set.seed(seed)
+# Generated values of one codec (5% missing; column 3 has five observed
+# values) and the codec matrix storing them.
+make_values <- function(codec, rt, n, p) {
   v <- switch(codec,
     bed2 = matrix(sample(0:2, n * p, replace = TRUE, prob = c(0.5, 0.35, 0.15)), n, p),
     dos8 = matrix(sample(0:254, n * p, replace = TRUE) / 127, n, p),
     alp = matrix(round(runif(n * p, -50, 50), 2), n, p) # prices with 2 decimals
   )
-  v[sample(n * p, round(0.05 * n * p))] <- NA # generated missing calls
-  v[, 3] <- NA # a column with five observed values
+  v[sample(n * p, round(0.05 * n * p))] <- NA
+  v[, 3] <- NA
   v[1:5, 3] <- c(0, 2, 1, 0, 2)
   X <- switch(codec, bed2 = fmalloc_bed(v, rt), dos8 = fmalloc_dosage(v, rt),
               alp = fmalloc_alp(v, rt))
   storage.mode(v) <- "double"
-  mu <- colMeans(v, na.rm = TRUE)
-  sdv <- apply(v, 2, sd, na.rm = TRUE)
-  std <- sweep(sweep(v, 2, mu), 2, sdv, "/")
-  std[is.na(std)] <- 0
+  list(X = X, v = v)
+}
+
+# v standardized as fmalloc_standardize(scale = TRUE) does it, in base R.
+standardized <- function(v) {
+  z <- sweep(sweep(v, 2, colMeans(v, na.rm = TRUE)), 2, apply(v, 2, sd, na.rm = TRUE), "/")
+  z[is.na(z)] <- 0
+  z
+}
+
+# Generated test matrices of one codec, each with its dense counterpart D
+# computed in base R from the generating values (not through our decode):
+# small ones (n not a multiple of 4) in four views, and with tall = TRUE a
+# 1001 x 150 one, large enough for the kernels to use several threads.
+make_cases <- function(codec, rt, n = 61, p = 37, seed = 11, tall = TRUE) {
+  set.seed(seed)
+  s <- make_values(codec, rt, n, p)
+  v <- s$v
   j <- c(5, 1, 1, 30:37, 2)
   suppressMessages({
-    S <- fmalloc_standardize(X, scale = TRUE)
-    C <- fmalloc_standardize(X, impute = FALSE)
+    S <- fmalloc_standardize(s$X, scale = TRUE)
+    C <- fmalloc_standardize(s$X, impute = FALSE)
   })
-  list(
-    raw = list(X = X, D = v, pca = TRUE),
-    standardized = list(X = S, D = std),
-    centred_not_imputed = list(X = C, D = sweep(v, 2, mu)),
-    column_subset = list(X = fmalloc_select(S, j), D = std[, j, drop = FALSE])
+  out <- list(
+    raw = list(X = s$X, D = v, pca = TRUE),
+    standardized = list(X = S, D = standardized(v)),
+    centred_not_imputed = list(X = C, D = sweep(v, 2, colMeans(v, na.rm = TRUE))),
+    column_subset = list(X = fmalloc_select(S, j), D = standardized(v)[, j, drop = FALSE])
   )
+  if (tall) {
+    t <- make_values(codec, rt, 1001, 150)
+    out$tall_raw <- list(X = t$X, D = t$v)
+    out$tall_standardized <- list(X = suppressMessages(fmalloc_standardize(t$X, scale = TRUE)),
+                                  D = standardized(t$v))
+  }
+  out
 }
 
 # got equals want where both are numbers (within 1e-10 of mag, the sum of
@@ -207,7 +227,7 @@ test_that("fused kernels: portable and AVX2 agree with each other and with the r
   if (avx2 != "avx2") message("this CPU has no AVX2 + FMA: the portable kernels are compared with themselves")
   unsupported <- character(0)
   for (codec in c("bed2", "dos8")) {
-    cases <- make_cases(codec, rt, n = 203, p = 41, seed = 3)
+    cases <- make_cases(codec, rt, n = 203, p = 41, seed = 3, tall = FALSE)
     for (cn in c("raw", "standardized", "column_subset")) {
       case <- cases[[cn]]
       tab <- product_table(case$D)
