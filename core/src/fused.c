@@ -52,14 +52,21 @@ static atomic_int forced_isa = FM_FUSED_ISA_AUTO;
 
 void fm_fused_force_isa(fm_fused_isa isa) { atomic_store(&forced_isa, (int)isa); }
 
-static int cpu_has_avx2(void) {
-#if FUSED_HAVE_AVX2
+/* What the CPU (and the OS, for the vector state) supports: 0 portable only,
+ * 1 AVX2 (with FMA, BMI1, BMI2, POPCNT), 2 AVX-512 F and BW as well. */
+static int cpu_level(void) {
+#if FUSED_HAVE_X86
   static atomic_int known = -1;
   int v = atomic_load(&known);
   if (v < 0) {
     __builtin_cpu_init();
-    v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    v = 0;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+        __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+        __builtin_cpu_supports("popcnt")) {
+      v = 1;
+      if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) v = 2;
+    }
     atomic_store(&known, v);
   }
   return v;
@@ -68,10 +75,15 @@ static int cpu_has_avx2(void) {
 #endif
 }
 
+/* The best table the CPU runs, capped by fm_fused_force_isa. */
 static const fused_kernels *kernels(void) {
-#if FUSED_HAVE_AVX2
-  if (atomic_load(&forced_isa) != FM_FUSED_ISA_PORTABLE && cpu_has_avx2())
-    return &fused_kernels_avx2;
+#if FUSED_HAVE_X86
+  const int forced = atomic_load(&forced_isa);
+  int level = cpu_level();
+  if (forced == FM_FUSED_ISA_PORTABLE) level = 0;
+  if (forced == FM_FUSED_ISA_AVX2 && level > 1) level = 1;
+  if (level == 2) return &fused_kernels_avx512;
+  if (level == 1) return &fused_kernels_avx2;
 #endif
   return &fused_kernels_portable;
 }
@@ -81,6 +93,7 @@ const char *fm_fused_isa_name(void) { return kernels()->name; }
 typedef struct fused_job {
   const fm_product *p;
   const fused_kernels *kern;
+  fused_tables tab;
   int64_t n, q, k, kp;
   unsigned n_codes;      /* 4 (BED2) or 256 (DOS8) */
   int n_threads;
@@ -96,12 +109,23 @@ typedef struct fused_job {
   double *src;           /* (vmax, kp): b[j, :] (XB) or z[j, :] (XXTB) */
   double *ys;            /* (n, kp): sums over the lists (XB, XXTB) */
   const double *r;       /* (kp): the base term (XB, XXTB) */
-  /* per thread tid, at offset tid * (stride): */
-  int32_t *idx;          /* (list_cap): list rows */
-  double *d;             /* (list_cap): list deltas */
+  uint32_t *ent;         /* (n_threads, list_cap + 4): each thread's list */
   int64_t list_cap;      /* max(FUSED_SEG_ROWS, tile) */
-  double *acc;           /* (3 * kp): gather accumulators and a y row */
+  double *acc;           /* (n_threads, 3 * kp): gather accumulators and a y row */
 } fused_job;
+
+/* The byte table of BED2 lists (fused_tables in fused_impl.h). */
+static void tables_init(fused_tables *tab) {
+  for (unsigned w = 0; w < 256; w++) {
+    unsigned c = 0;
+    for (unsigned f = 0; f < 4; f++) tab->bed2_entry[w][f] = 0;
+    for (unsigned f = 0; f < 4; f++) {
+      const unsigned code = (w >> (2 * f)) & 3u;
+      if (code != 0) tab->bed2_entry[w][c++] = (f << FUSED_ENT_SHIFT) | code;
+    }
+    tab->bed2_count[w] = (uint8_t)c;
+  }
+}
 
 static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
   *c = aff && aff->center ? aff->center[j] : 0.0;
@@ -136,36 +160,28 @@ static const uint8_t *column(const fused_job *job, int64_t j) {
   return (const uint8_t *)x->data + s * x->col_stride;
 }
 
-/* List rows [r0, r1) of variant jl of the block into the thread's buffers. */
-static int64_t list_rows(const fused_job *job, int64_t jl, int64_t r0, int64_t r1, int32_t *idx,
-                         double *d) {
+/* List rows [r0, r1) of variant jl of the block into ent. */
+static int64_t list_rows(const fused_job *job, int64_t jl, int64_t r0, int64_t r1, uint32_t *ent) {
   const uint8_t *col = column(job, job->c0 + jl);
-  const double *dtab = job->dtab + jl * job->n_codes;
-  return job->n_codes == 4 ? job->kern->bed2_list(col, r0, r1, job->base[jl], dtab, idx, d)
-                           : job->kern->dos8_list(col, r0, r1, job->base[jl], dtab, idx, d);
+  return (job->n_codes == 4 ? job->kern->bed2_list : job->kern->dos8_list)(
+      col, r0, r1, job->base[jl], &job->tab, ent);
 }
 
 /* Phase A for variant jl of the block. */
 static void run_variant(fused_job *job, int64_t jl, int tid) {
   const fm_product *p = job->p;
-  const fm_mat *x = p->x;
   const int64_t n = job->n, kp = job->kp, j = job->c0 + jl;
+  const uint8_t *col = column(job, j);
   double c, sc, f;
   affine_at(p->aff, j, &c, &sc, &f);
   double lut[256];
   int64_t count[256];
   if (job->n_codes == 4) {
-    int64_t by_allele[4];
-    const int64_t s = x->col_index ? x->col_index[j] : j;
     fm_codec_bed2_lut(c, sc, f, lut);
-    fm_codec_bed2_col_counts((const uint8_t *)x->data, n, x->col_stride, &s, 1, by_allele);
-    count[3] = by_allele[0]; /* hom A2 */
-    count[2] = by_allele[1]; /* het */
-    count[0] = by_allele[2]; /* hom A1 */
-    count[1] = by_allele[3]; /* missing */
+    job->kern->bed2_counts(col, n, count);
   } else {
     fm_codec_dos8_lut(c, sc, f, lut);
-    job->kern->dos8_hist(column(job, j), n, count);
+    job->kern->dos8_hist(col, n, count);
   }
   if (p->op == FM_OP_COLSUMS) {
     colsums_from_counts(lut, count, job->n_codes, p->y + j, p->y + p->ldy + j);
@@ -183,14 +199,13 @@ static void run_variant(fused_job *job, int64_t jl, int tid) {
     return;
   }
   /* XTB, XXTB: lut[base] * colsum(b) + the gather over the listed rows */
-  int32_t *idx = job->idx + (int64_t)tid * job->list_cap;
-  double *d = job->d + (int64_t)tid * job->list_cap;
+  uint32_t *ent = job->ent + (int64_t)tid * (job->list_cap + 4);
   double *acc_e = job->acc + (int64_t)tid * 3 * kp, *acc_o = acc_e + kp, *row = acc_o + kp;
   memset(acc_e, 0, 2 * (size_t)kp * sizeof(double));
   for (int64_t r0 = 0; r0 < n; r0 += FUSED_SEG_ROWS) {
     const int64_t r1 = n - r0 < FUSED_SEG_ROWS ? n : r0 + FUSED_SEG_ROWS;
-    const int64_t m = list_rows(job, jl, r0, r1, idx, d);
-    if (m > 0) job->kern->gather(idx, d, m, job->bt, kp, acc_e, acc_o);
+    const int64_t m = list_rows(job, jl, r0, r1, ent);
+    if (m > 0) job->kern->gather(ent, m, dtab, job->bt + r0 * kp, kp, acc_e, acc_o);
   }
   double *out = p->op == FM_OP_XTB ? row : src;
   for (int64_t t = 0; t < kp; t++) out[t] = lut[base] * job->bsum[t] + (acc_e[t] + acc_o[t]);
@@ -220,13 +235,15 @@ static void phase_b(void *arg, int tid) {
   fused_job *job = arg;
   int64_t r0, r1;
   rows_of(job, tid, &r0, &r1);
-  int32_t *idx = job->idx + (int64_t)tid * job->list_cap;
-  double *d = job->d + (int64_t)tid * job->list_cap;
+  uint32_t *ent = job->ent + (int64_t)tid * (job->list_cap + 4);
+  const int64_t kp = job->kp;
   for (int64_t t0 = r0; t0 < r1; t0 += job->tile) {
     const int64_t t1 = r1 - t0 < job->tile ? r1 : t0 + job->tile;
     for (int64_t jl = 0; jl < job->nc; jl++) {
-      const int64_t m = list_rows(job, jl, t0, t1, idx, d);
-      if (m > 0) job->kern->scatter(idx, d, m, job->src + jl * job->kp, job->ys, job->kp);
+      const int64_t m = list_rows(job, jl, t0, t1, ent);
+      if (m > 0)
+        job->kern->scatter(ent, m, job->dtab + jl * job->n_codes, job->src + jl * kp,
+                           job->ys + t0 * kp, kp);
     }
   }
 }
@@ -330,8 +347,9 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   job.n = n;
   job.q = q;
   job.k = k;
-  job.kp = (k + FUSED_KPAD - 1) / FUSED_KPAD * FUSED_KPAD;
+  job.kp = (k + job.kern->kpad - 1) / job.kern->kpad * job.kern->kpad;
   job.n_codes = x->codec == FM_CODEC_BED2 ? 4u : 256u;
+  tables_init(&job.tab);
   const int64_t kp = job.kp;
   /* blocks: within the panel budget (as doubles) and the cache-sized bytes */
   const int64_t col_bytes = fm_mat_min_stride(x->codec, n);
@@ -385,13 +403,12 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   pool = fused_pool_start((int)want);
   if (!pool) goto done;
   job.n_threads = fused_pool_size(pool);
-  job.idx = malloc((size_t)job.n_threads * (size_t)job.list_cap * sizeof(int32_t));
-  job.d = malloc((size_t)job.n_threads * (size_t)job.list_cap * sizeof(double));
+  job.ent = malloc((size_t)job.n_threads * (size_t)(job.list_cap + 4) * sizeof(uint32_t));
   job.acc = alloc_aligned((size_t)job.n_threads * 3 * (size_t)kp * sizeof(double));
-  if (!job.idx || !job.d || !job.acc) goto done;
+  if (!job.ent || !job.acc) goto done;
 
   const int64_t n_blocks = (q + vmax - 1) / vmax;
-  const int32_t zero = 0;
+  const uint32_t row0 = 0; /* row 0, code 0: r += basev * src */
   for (int64_t blk = 0; blk < n_blocks; blk++) {
     if (fm_ctl_cancelled(ctl)) {
       st = fm_err_set(err, FM_ECANCELLED, "fused product cancelled after %lld of %lld blocks",
@@ -404,7 +421,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
     fused_pool_run(pool, phase_a, &job);
     if (uses_ys) {
       for (int64_t jl = 0; jl < job.nc; jl++)
-        job.kern->scatter(&zero, &job.basev[jl], 1, job.src + jl * kp, r, kp);
+        job.kern->scatter(&row0, 1, &job.basev[jl], job.src + jl * kp, r, kp);
       fused_pool_run(pool, phase_b, &job);
     }
     fm_mat_evict_cols(x, job.c0, job.nc);
@@ -419,8 +436,7 @@ done:
   free(job.dtab);
   free(job.src);
   free(job.ys);
-  free(job.idx);
-  free(job.d);
+  free(job.ent);
   free(job.acc);
   free(bt);
   free(bsum);

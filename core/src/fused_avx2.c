@@ -4,13 +4,14 @@
  * library still runs on CPUs without AVX2. Elsewhere this file is empty. */
 #include "fused_impl.h"
 
-#if FUSED_HAVE_AVX2
+#if FUSED_HAVE_X86
 #include <immintrin.h>
 
 #define KN(name) name##_avx2
-#define FK_ATTR __attribute__((target("avx2,fma,bmi,bmi2")))
+#define FK_ATTR __attribute__((target("avx2,fma,bmi,bmi2,popcnt")))
 
 typedef __m256d vd;
+#define FK_HW_POPCNT 1
 #define VW 4
 #define VLOAD(p) _mm256_loadu_pd(p)
 #define VSTORE(p, v) _mm256_storeu_pd((p), (v))
@@ -32,7 +33,7 @@ typedef __m256d vd;
 
 #include "fused_kern.h"
 
-const fused_kernels fused_kernels_avx2 = FK_TABLE("avx2");
+const fused_kernels fused_kernels_avx2 = FK_TABLE("avx2", 4);
 #else
 typedef int fused_avx2_unused; /* ISO C wants a declaration in every file */
 #endif

@@ -4,7 +4,7 @@
  * The including file defines, before including this header:
  *   KN(name)     the name of this build's copy of a kernel (name##_isa)
  *   FK_ATTR      attributes of every kernel function (an ISA target or empty)
- *   vd, VW       a vector of VW doubles (VW divides FUSED_KPAD)
+ *   vd, VW       a vector of VW doubles (VW divides the table's kpad)
  *   VLOAD(p), VSTORE(p, v)   unaligned loads and stores of VW doubles
  *   VSPLAT(x), VZERO(), VADD(a, b), VFMA(a, b, c) (= a * b + c)
  *   FK_GATHER_NV  the widest chunk of columns (in vectors) gathered with two
@@ -15,7 +15,8 @@
  *                1 .. FK_GATHER_NV and in FK_GATHER_NV + 1 .. FK_GATHER1_NV,
  *                FK_S(v) for v in 1 .. FK_SCATTER_NV (one switch case each)
  * and may define FK_DOS8_MASK32 (below) to find the bytes that differ from
- * the base 32 at a time. Results depend on the build (FMA rounds once) and on
+ * the base 32 at a time, and FK_HW_POPCNT when the build has a popcount
+ * instruction. Results depend on the build (FMA rounds once) and on
  * kp (which columns share a chunk of one or two accumulator sets), never on
  * anything else. */
 #include <string.h>
@@ -25,6 +26,7 @@
 #define FK_UNROLL _Pragma("GCC unroll 16")
 #define FK_CTZ64(x) __builtin_ctzll(x)
 #else
+#define FK_POPCNT64_SWAR 1
 #define FK_INLINE static inline
 #define FK_UNROLL
 static int fk_ctz64(uint64_t x) {
@@ -57,45 +59,70 @@ FK_INLINE uint64_t fk_load_le_tail(const uint8_t *p, int64_t nb) {
 
 #define FK_LO2 UINT64_C(0x5555555555555555)
 
-/* Rows of one word of 32 two-bit fields whose code differs from the base. */
-#define FK_BED2_EMIT(x, t, row0)                                                                  \
-  while (t) {                                                                                     \
-    const int b_ = FK_CTZ64(t);                                                                   \
-    t &= t - 1;                                                                                   \
-    idx[m] = (int32_t)((row0) + (b_ >> 1));                                                       \
-    d[m] = dtab[(unsigned)((x) >> b_) & 3u];                                                      \
-    m++;                                                                                          \
+/* Bits set in x: the instruction where the build has it, else SWAR. */
+#if defined(FK_POPCNT64_SWAR) || !defined(FK_HW_POPCNT)
+FK_INLINE int fk_popcnt64(uint64_t x) {
+  x = x - ((x >> 1) & FK_LO2);
+  x = (x & UINT64_C(0x3333333333333333)) + ((x >> 2) & UINT64_C(0x3333333333333333));
+  x = (x + (x >> 4)) & UINT64_C(0x0f0f0f0f0f0f0f0f);
+  return (int)((x * UINT64_C(0x0101010101010101)) >> 56);
+}
+#define FK_POPCNT64(x) fk_popcnt64(x)
+#else
+#define FK_POPCNT64(x) __builtin_popcountll(x)
+#endif
+
+/* Four entries: dst[f] = (src[f] + add) ^ x (one vector op where we can). */
+#if defined(__GNUC__)
+typedef uint32_t fk_u4 __attribute__((vector_size(16)));
+FK_INLINE void fk_put4(uint32_t *dst, const uint32_t *src, uint32_t add, uint32_t x) {
+  fk_u4 v;
+  memcpy(&v, src, sizeof v);
+  v = (v + add) ^ x;
+  memcpy(dst, &v, sizeof v);
+}
+#else
+FK_INLINE void fk_put4(uint32_t *dst, const uint32_t *src, uint32_t add, uint32_t x) {
+  for (int f = 0; f < 4; f++) dst[f] = (src[f] + add) ^ x;
+}
+#endif
+
+/* BED2, eight bytes of x (32 fields, rows rel .. rel+31 of the run): the
+ * entries of the fields that differ from the base, through the byte table
+ * (fused_impl.h): four entries written per byte, the count kept. */
+#define FK_BED2_WORD(x, rel)                                                                      \
+  for (int s_ = 0; s_ < 8; s_++) {                                                                \
+    const unsigned w_ = ((unsigned)((x) >> (8 * s_)) & 255u) ^ base8;                            \
+    fk_put4(ent + m, tab->bed2_entry[w_], (uint32_t)((rel) + 4 * s_) << FUSED_ENT_SHIFT, base);   \
+    m += tab->bed2_count[w_];                                                                     \
   }
 
 static FK_ATTR int64_t KN(bed2_list)(const uint8_t *col, int64_t r0, int64_t r1, unsigned base,
-                                     const double dtab[4], int32_t *idx, double *d) {
+                                     const fused_tables *tab, uint32_t *ent) {
   const uint64_t bpat = FK_LO2 * (uint64_t)base;
+  const unsigned base8 = 0x55u * base;
   const uint8_t *p = col + r0 / 4;
   int64_t m = 0, i0 = r0;
   for (; i0 + 32 <= r1; i0 += 32, p += 8) {
     const uint64_t x = fk_load_le64(p);
     uint64_t t = x ^ bpat;
-    t = (t | (t >> 1)) & FK_LO2; /* low bit of each field that differs */
-    FK_BED2_EMIT(x, t, i0)
+    if (((t | (t >> 1)) & FK_LO2) == 0) continue; /* all 32 rows at the base */
+    FK_BED2_WORD(x, i0 - r0)
   }
   const int64_t rows = r1 - i0; /* 0 .. 31 left, in (rows + 3) / 4 bytes */
-  if (rows > 0) { /* fields past row r1 are not ours (or padding) */
-    const uint64_t x = fk_load_le_tail(p, (rows + 3) / 4);
-    uint64_t t = x ^ bpat;
-    t = (t | (t >> 1)) & FK_LO2 & ((UINT64_C(1) << (2 * rows)) - 1u);
-    FK_BED2_EMIT(x, t, i0)
+  if (rows > 0) { /* fields past row r1 (not ours, or padding) become the base */
+    const uint64_t keep = (UINT64_C(1) << (2 * rows)) - 1u;
+    const uint64_t x = (fk_load_le_tail(p, (rows + 3) / 4) & keep) | (bpat & ~keep);
+    FK_BED2_WORD(x, i0 - r0)
   }
   return m;
 }
 
-/* DOS8: bit 8t+7 of the result is set when byte t of x is nonzero. */
-FK_INLINE uint64_t fk_nonzero_bytes(uint64_t x) {
-  const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f);
-  return (((x & low7) + low7) | x) & ~low7;
-}
+#define FK_ENT(rel, code) (((uint32_t)(rel) << FUSED_ENT_SHIFT) | (uint32_t)(code))
 
 static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t r0, int64_t r1, unsigned base,
-                                     const double dtab[256], int32_t *idx, double *d) {
+                                     const fused_tables *tab, uint32_t *ent) {
+  (void)tab;
   int64_t m = 0, i0 = r0;
 #ifdef FK_DOS8_MASK32
   /* FK_DOS8_MASK32(p, base): bit t set when p[t] != base, t < 32 */
@@ -104,31 +131,49 @@ static FK_ATTR int64_t KN(dos8_list)(const uint8_t *col, int64_t r0, int64_t r1,
     while (t) {
       const int b = FK_CTZ64(t);
       t &= t - 1;
-      idx[m] = (int32_t)(i0 + b);
-      d[m] = dtab[col[i0 + b]];
-      m++;
+      ent[m++] = FK_ENT(i0 - r0 + b, col[i0 + b]);
     }
   }
 #endif
+  /* bit 8t+7 of nz is set when byte t of the word differs from the base */
   const uint64_t bpat = UINT64_C(0x0101010101010101) * (uint64_t)base;
+  const uint64_t low7 = UINT64_C(0x7f7f7f7f7f7f7f7f);
   for (; i0 + 8 <= r1; i0 += 8) {
-    uint64_t t = fk_nonzero_bytes(fk_load_le64(col + i0) ^ bpat);
-    while (t) {
-      const int b = FK_CTZ64(t) >> 3;
-      t &= t - 1;
-      idx[m] = (int32_t)(i0 + b);
-      d[m] = dtab[col[i0 + b]];
-      m++;
+    const uint64_t x = fk_load_le64(col + i0) ^ bpat;
+    uint64_t nz = (((x & low7) + low7) | x) & ~low7;
+    while (nz) {
+      const int b = FK_CTZ64(nz) >> 3;
+      nz &= nz - 1;
+      ent[m++] = FK_ENT(i0 - r0 + b, col[i0 + b]);
     }
   }
-  for (; i0 < r1; i0++) {
-    if (col[i0] != base) {
-      idx[m] = (int32_t)i0;
-      d[m] = dtab[col[i0]];
-      m++;
-    }
-  }
+  for (; i0 < r1; i0++)
+    if (col[i0] != base) ent[m++] = FK_ENT(i0 - r0, col[i0]);
   return m;
+}
+
+static FK_ATTR void KN(bed2_counts)(const uint8_t *col, int64_t n, int64_t counts_out[4]) {
+  /* per word of 32 fields (h, l): code 3 = h & l, 2 = h & ~l, 1 = ~h & l */
+  int64_t c3 = 0, c2 = 0, c1 = 0, i0 = 0;
+  for (; i0 + 32 <= n; i0 += 32) {
+    const uint64_t x = fk_load_le64(col + i0 / 4);
+    const uint64_t h = (x >> 1) & FK_LO2, l = x & FK_LO2;
+    c3 += FK_POPCNT64(h & l);
+    c2 += FK_POPCNT64(h & ~l);
+    c1 += FK_POPCNT64(l & ~h);
+  }
+  if (n > i0) {
+    const uint64_t keep = FK_LO2 & ((UINT64_C(1) << (2 * (n - i0))) - 1u);
+    const uint64_t x = fk_load_le_tail(col + i0 / 4, (n - i0 + 3) / 4);
+    const uint64_t h = (x >> 1) & keep, l = x & keep;
+    c3 += FK_POPCNT64(h & l);
+    c2 += FK_POPCNT64(h & ~l);
+    c1 += FK_POPCNT64(l & ~h);
+  }
+  counts_out[3] = c3;
+  counts_out[2] = c2;
+  counts_out[1] = c1;
+  counts_out[0] = n - c3 - c2 - c1;
 }
 
 static FK_ATTR void KN(dos8_hist)(const uint8_t *col, int64_t n, int64_t counts_out[256]) {
@@ -152,11 +197,14 @@ static FK_ATTR void KN(dos8_hist)(const uint8_t *col, int64_t n, int64_t counts_
   }
 }
 
+#define FK_ROW(rows, e, kp) ((rows) + (int64_t)((e) >> FUSED_ENT_SHIFT) * (kp))
+#define FK_D(dtab, e) ((dtab)[(e) & ((1u << FUSED_ENT_SHIFT) - 1u)])
+
 /* One chunk of nv vectors of columns (nv a constant after inlining), even
  * and odd entries in two sets of accumulators (acc_e, acc_o). */
-FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const int32_t *idx, const double *d,
-                                      int64_t m, const double *rows, int64_t kp, double *acc_e,
-                                      double *acc_o) {
+FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const uint32_t *ent, int64_t m,
+                                      const double *dtab, const double *rows, int64_t kp,
+                                      double *acc_e, double *acc_o) {
   vd ae[FK_GATHER_NV], ao[FK_GATHER_NV];
   FK_UNROLL
   for (int v = 0; v < nv; v++) {
@@ -165,8 +213,9 @@ FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const int32_t *idx, const do
   }
   int64_t t = 0;
   for (; t + 1 < m; t += 2) {
-    const double *r0 = rows + (int64_t)idx[t] * kp, *r1 = rows + (int64_t)idx[t + 1] * kp;
-    const vd d0 = VSPLAT(d[t]), d1 = VSPLAT(d[t + 1]);
+    const uint32_t e0 = ent[t], e1 = ent[t + 1];
+    const double *r0 = FK_ROW(rows, e0, kp), *r1 = FK_ROW(rows, e1, kp);
+    const vd d0 = VSPLAT(FK_D(dtab, e0)), d1 = VSPLAT(FK_D(dtab, e1));
     FK_UNROLL
     for (int v = 0; v < nv; v++) {
       ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
@@ -174,8 +223,9 @@ FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const int32_t *idx, const do
     }
   }
   if (t < m) {
-    const double *r0 = rows + (int64_t)idx[t] * kp;
-    const vd d0 = VSPLAT(d[t]);
+    const uint32_t e0 = ent[t];
+    const double *r0 = FK_ROW(rows, e0, kp);
+    const vd d0 = VSPLAT(FK_D(dtab, e0));
     FK_UNROLL
     for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
   }
@@ -187,14 +237,16 @@ FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const int32_t *idx, const do
 }
 
 /* The same with one set (acc_e) for chunks wide enough to hide latency. */
-FK_INLINE FK_ATTR void KN(gather1_nv)(const int nv, const int32_t *idx, const double *d,
-                                      int64_t m, const double *rows, int64_t kp, double *acc_e) {
+FK_INLINE FK_ATTR void KN(gather1_nv)(const int nv, const uint32_t *ent, int64_t m,
+                                      const double *dtab, const double *rows, int64_t kp,
+                                      double *acc_e) {
   vd ae[FK_GATHER1_NV];
   FK_UNROLL
   for (int v = 0; v < nv; v++) ae[v] = VLOAD(acc_e + v * VW);
   for (int64_t t = 0; t < m; t++) {
-    const double *r0 = rows + (int64_t)idx[t] * kp;
-    const vd d0 = VSPLAT(d[t]);
+    const uint32_t e0 = ent[t];
+    const double *r0 = FK_ROW(rows, e0, kp);
+    const vd d0 = VSPLAT(FK_D(dtab, e0));
     FK_UNROLL
     for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
   }
@@ -204,15 +256,15 @@ FK_INLINE FK_ATTR void KN(gather1_nv)(const int nv, const int32_t *idx, const do
 
 /* Chunks: up to FK_GATHER_NV vectors with two sets, wider ones (up to
  * FK_GATHER1_NV) with one; the split depends on kp alone. */
-static FK_ATTR void KN(gather)(const int32_t *idx, const double *d, int64_t m, const double *rows,
-                               int64_t kp, double *acc_e, double *acc_o) {
+static FK_ATTR void KN(gather)(const uint32_t *ent, int64_t m, const double *dtab,
+                               const double *rows, int64_t kp, double *acc_e, double *acc_o) {
   for (int64_t c0 = 0; c0 < kp;) {
     const int left = (int)((kp - c0) / VW);
     const double *r = rows + c0;
     if (left <= FK_GATHER_NV) {
       switch (left) {
 #define FK_G(NV)                                                                                  \
-  case NV: KN(gather2_nv)(NV, idx, d, m, r, kp, acc_e + c0, acc_o + c0); break;
+  case NV: KN(gather2_nv)(NV, ent, m, dtab, r, kp, acc_e + c0, acc_o + c0); break;
         FK_GATHER_CASES
 #undef FK_G
       default: break;
@@ -222,7 +274,7 @@ static FK_ATTR void KN(gather)(const int32_t *idx, const double *d, int64_t m, c
       const int nv = left < FK_GATHER1_NV ? left : FK_GATHER1_NV;
       switch (nv) {
 #define FK_G(NV)                                                                                  \
-  case NV: KN(gather1_nv)(NV, idx, d, m, r, kp, acc_e + c0); break;
+  case NV: KN(gather1_nv)(NV, ent, m, dtab, r, kp, acc_e + c0); break;
         FK_GATHER1_CASES
 #undef FK_G
       default: break;
@@ -232,26 +284,28 @@ static FK_ATTR void KN(gather)(const int32_t *idx, const double *d, int64_t m, c
   }
 }
 
-FK_INLINE FK_ATTR void KN(scatter_nv)(const int nv, const int32_t *idx, const double *d, int64_t m,
-                              const double *src, double *ys, int64_t kp) {
+FK_INLINE FK_ATTR void KN(scatter_nv)(const int nv, const uint32_t *ent, int64_t m,
+                                      const double *dtab, const double *src, double *ys,
+                                      int64_t kp) {
   vd sv[FK_SCATTER_NV];
   FK_UNROLL
   for (int v = 0; v < nv; v++) sv[v] = VLOAD(src + v * VW);
   for (int64_t t = 0; t < m; t++) {
-    double *row = ys + (int64_t)idx[t] * kp;
-    const vd dv = VSPLAT(d[t]);
+    const uint32_t e = ent[t];
+    double *row = ys + (int64_t)(e >> FUSED_ENT_SHIFT) * kp;
+    const vd dv = VSPLAT(FK_D(dtab, e));
     FK_UNROLL
     for (int v = 0; v < nv; v++) VSTORE(row + v * VW, VFMA(dv, sv[v], VLOAD(row + v * VW)));
   }
 }
 
-static FK_ATTR void KN(scatter)(const int32_t *idx, const double *d, int64_t m, const double *src,
-                                double *ys, int64_t kp) {
+static FK_ATTR void KN(scatter)(const uint32_t *ent, int64_t m, const double *dtab,
+                                const double *src, double *ys, int64_t kp) {
   for (int64_t c0 = 0; c0 < kp; c0 += FK_SCATTER_NV * VW) {
     const int64_t w = kp - c0 < FK_SCATTER_NV * VW ? kp - c0 : FK_SCATTER_NV * VW;
     switch ((int)(w / VW)) {
 #define FK_S(NV)                                                                                  \
-  case NV: KN(scatter_nv)(NV, idx, d, m, src + c0, ys + c0, kp); break;
+  case NV: KN(scatter_nv)(NV, ent, m, dtab, src + c0, ys + c0, kp); break;
       FK_SCATTER_CASES
 #undef FK_S
     default: break;
@@ -259,7 +313,8 @@ static FK_ATTR void KN(scatter)(const int32_t *idx, const double *d, int64_t m, 
   }
 }
 
-#define FK_TABLE(isa_name)                                                                        \
+#define FK_TABLE(isa_name, kpad)                                                                  \
   {                                                                                               \
-    isa_name, KN(bed2_list), KN(dos8_list), KN(dos8_hist), KN(gather), KN(scatter)                \
+    isa_name, kpad, KN(bed2_list), KN(dos8_list), KN(bed2_counts), KN(dos8_hist), KN(gather),     \
+        KN(scatter)                                                                               \
   }

@@ -4,8 +4,10 @@
  * + scale with missing calls left NaN), column indices (identity, subset,
  * repeats, reversed), k in {1, 2, 3, 7, 8, 10, 40, 63, 64} and n in {1, 3,
  * 4, 5, 31, 32, 33, 257}, with the panel budget forced to one variant per
- * block and at its default, with the kernels forced portable and automatic
- * (AVX2 on a CPU that has it), and with 1, 2, 3 and 7 threads.
+ * block and at its default, with the kernels forced portable, capped at AVX2
+ * and automatic (AVX-512 on a CPU that has it), and with 1, 2, 3 and 7
+ * threads (a product uses fewer threads when it has too little work: the
+ * small cases run on one).
  *
  * Tolerance: |fused - reference| <= 1e-12 * sum of |terms| of the element
  * (for XXTB the terms of X (X' b): sum_j |X[i, j]| sum_l |X[l, j] b[l, c]|;
@@ -298,8 +300,10 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
                        const char *label) {
   const size_t ybytes = sizeof(double) * (size_t)(pc->ldy * pc->k);
   double *first = malloc(ybytes), *y = malloc(ybytes);
-  for (int isa = 0; isa < 2; isa++) {
-    fm_fused_force_isa(isa == 0 ? FM_FUSED_ISA_PORTABLE : FM_FUSED_ISA_AUTO);
+  static const fm_fused_isa isas[] = {FM_FUSED_ISA_PORTABLE, FM_FUSED_ISA_AVX2, FM_FUSED_ISA_AUTO};
+  for (int isa = 0; isa < 3; isa++) {
+    fm_fused_force_isa(isas[isa]);
+    if (isa == 2 && strcmp(fm_fused_isa_name(), "avx2") == 0) continue; /* as isa 1 */
     int have_first = 0;
     for (int bud = 0; bud < 2; bud++) {
       fm_panel_set_budget(bud == 0 ? 8 : 0); /* one variant per block, default */
@@ -608,17 +612,21 @@ static void test_isa_names(void) {
   fm_fused_force_isa(FM_FUSED_ISA_PORTABLE);
   CHECK(strcmp(fm_fused_isa_name(), "portable") == 0);
   fm_fused_force_isa(FM_FUSED_ISA_AVX2);
-  const char *avx = fm_fused_isa_name();
+  const char *avx2 = fm_fused_isa_name();
+  fm_fused_force_isa(FM_FUSED_ISA_AVX512);
+  const char *avx512 = fm_fused_isa_name();
   fm_fused_force_isa(FM_FUSED_ISA_AUTO);
   const char *autoname = fm_fused_isa_name();
-  CHECK(strcmp(avx, autoname) == 0);
+  CHECK(strcmp(avx512, autoname) == 0);
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  const int has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
-  CHECK(strcmp(autoname, has ? "avx2" : "portable") == 0);
+  const int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+  const int has512 = has2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  CHECK(strcmp(avx2, has2 ? "avx2" : "portable") == 0);
+  CHECK(strcmp(autoname, has512 ? "avx512" : has2 ? "avx2" : "portable") == 0);
 #else
-  CHECK(strcmp(autoname, "portable") == 0);
+  CHECK(strcmp(avx2, "portable") == 0 && strcmp(autoname, "portable") == 0);
 #endif
   printf("fused kernels in use: %s\n", autoname);
 }
