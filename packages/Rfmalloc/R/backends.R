@@ -125,8 +125,8 @@ fmalloc_threads <- function(n = NULL) {
 #' A summary of the product machinery in this session.
 #' @return A list: `backends` ([fmalloc_backends()]), `forced` (option
 #'   `fmalloc.backend`, `NULL` when unset), `threads` ([fmalloc_threads()]),
-#'   `fused_isa` (the instruction set of the fused kernels: `"avx2"` or
-#'   `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
+#'   `fused_isa` (the instruction set of the fused kernels: `"avx512"`,
+#'   `"avx2"` or `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
 #'   `last_backend` ([fmalloc_last_backend()]).
 #' @examples
 #' str(fmalloc_backend_info())
@@ -147,16 +147,17 @@ fmalloc_backend_info <- function() {
 #' `fmalloc_test_backend()` registers or removes one of two test backends
 #' compiled into the package: `"decline_all"` declines every product and
 #' `"xb_k1"` computes only `X %*% b` with one column of `b`.
-#' `fmalloc_test_fused_isa()` restricts the fused kernels to one instruction
-#' set, so that both are tested against each other on one machine
-#' (`"avx2"` falls back to portable code on a CPU without AVX2 and FMA;
-#' `"auto"` restores the default).
+#' `fmalloc_test_fused_isa()` caps the fused kernels at one instruction
+#' set, so that they are tested against each other on one machine
+#' (`"avx2"` falls back to portable code on a CPU without AVX2 and FMA,
+#' `"avx512"` to the best the CPU has; `"auto"` restores the default: AVX-512
+#' where the CPU has it, else AVX2, else portable).
 #' @param name `"decline_all"` or `"xb_k1"`.
 #' @param on register (`TRUE`) or remove (`FALSE`).
-#' @param isa `"auto"`, `"portable"` or `"avx2"`.
+#' @param isa `"auto"`, `"portable"`, `"avx2"` or `"avx512"`.
 #' @return `fmalloc_last_backend()`: a string or `NULL`; `fmalloc_test_backend()`:
 #'   `NULL`, invisibly; `fmalloc_test_fused_isa()`: the instruction set then
-#'   in use, `"avx2"` or `"portable"`.
+#'   in use, `"avx512"`, `"avx2"` or `"portable"`.
 #' @keywords internal
 #' @export
 fmalloc_last_backend <- function() .fm_state$last_backend
@@ -169,6 +170,6 @@ fmalloc_test_backend <- function(name, on = TRUE) {
 
 #' @rdname fmalloc_last_backend
 #' @export
-fmalloc_test_fused_isa <- function(isa = c("auto", "portable", "avx2")) {
+fmalloc_test_fused_isa <- function(isa = c("auto", "portable", "avx2", "avx512")) {
   .Call(fmr_test_fused_isa, match.arg(isa))
 }

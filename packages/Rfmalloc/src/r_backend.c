@@ -74,15 +74,16 @@ SEXP fmr_threads(SEXP s_n) {
   return Rf_ScalarInteger(fm_threads());
 }
 
-/* The instruction set of the fused kernels: "avx2" or "portable". */
+/* The instruction set of the fused kernels: "avx512", "avx2" or "portable". */
 SEXP fmr_fused_isa(void) { return Rf_mkString(fm_fused_isa_name()); }
 
-/* Test hook: restrict the fused kernels to "portable" or "avx2" ("auto"
+/* Test hook: cap the fused kernels at "portable", "avx2" or "avx512" ("auto"
  * restores the default); returns the kernels then in use. */
 SEXP fmr_test_fused_isa(SEXP s_isa) {
   const char *isa = CHAR(STRING_ELT(s_isa, 0));
   fm_fused_isa v = strcmp(isa, "portable") == 0 ? FM_FUSED_ISA_PORTABLE
                    : strcmp(isa, "avx2") == 0   ? FM_FUSED_ISA_AVX2
+                   : strcmp(isa, "avx512") == 0 ? FM_FUSED_ISA_AVX512
                                                 : FM_FUSED_ISA_AUTO;
   fm_fused_force_isa(v);
   return Rf_mkString(fm_fused_isa_name());

@@ -34,7 +34,7 @@ test_that("the fused backend is registered first", {
   expect_identical(fmalloc_backends()[1], "fused")
   info <- fmalloc_backend_info()
   expect_identical(info$backends, fmalloc_backends())
-  expect_true(info$fused_isa %in% c("avx2", "portable"))
+  expect_true(info$fused_isa %in% c("avx512", "avx2", "portable"))
   expect_identical(info$threads, fmalloc_threads())
 })
 

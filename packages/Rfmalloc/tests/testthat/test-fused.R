@@ -216,7 +216,7 @@ for (backend in names(backend_codecs)) {
   }
 }
 
-test_that("fused kernels: portable and AVX2 agree with each other and with the reference", {
+test_that("fused kernels: portable, AVX2 and AVX-512 agree with each other and with the reference", {
   if (!"fused" %in% fmalloc_backends()) skip("backend fused is not registered")
   on.exit(fmalloc_test_fused_isa("auto"))
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.05, mode = "scratch")
@@ -232,7 +232,7 @@ test_that("fused kernels: portable and AVX2 agree with each other and with the r
       case <- cases[[cn]]
       tab <- product_table(case$D)
       for (nm in names(tab)) {
-        res <- lapply(c("portable", "avx2"), function(isa) {
+        res <- lapply(c("portable", "avx2", "avx512"), function(isa) {
           fmalloc_test_fused_isa(isa)
           under("fused", 0, 2, function() tab[[nm]]$f(case$X))
         })
@@ -244,6 +244,7 @@ test_that("fused kernels: portable and AVX2 agree with each other and with the r
         for (r in res) expect_close(r$value, tab[[nm]]$want, tab[[nm]]$mag, label)
         # the two instruction sets differ at most by rounding
         expect_close(res[[2]]$value, res[[1]]$value, tab[[nm]]$mag / 100, paste(label, "avx2 vs portable"))
+        expect_close(res[[3]]$value, res[[1]]$value, tab[[nm]]$mag / 100, paste(label, "avx512 vs portable"))
       }
     }
   }
