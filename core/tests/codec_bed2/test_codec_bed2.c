@@ -1,6 +1,10 @@
 /* Tests for fm_codec_bed2.h and the BED2 path of fm_panel_decode.
  * Oracle: ref_* below decode and encode by plain bit arithmetic, one sample
- * at a time, straight from the PLINK 1 .bed specification. Data generated. */
+ * at a time, straight from the PLINK 1 .bed specification. Data generated.
+ * The counting tests run every case through both counting kernels: the one
+ * chosen for this CPU (AVX2 where present) and the portable one, forced by
+ * FM_BED2_PORTABLE=1 (setenv: POSIX). */
+#define _POSIX_C_SOURCE 200809L
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_panel.h"
 
@@ -157,7 +161,7 @@ static void test_padding_ignored(void) {
 
 static void test_counts(void) {
   fm_err err;
-  const int64_t ns[] = {1, 3, 4, 5, 1001, 70001}; /* 70001: several 16000-byte chunks */
+  const int64_t ns[] = {1, 3, 4, 5, 1001, 70001};
   for (int t = 0; t < 6; t++) {
     const int64_t n = ns[t], m = 5, cb = fm_codec_bed2_col_bytes(n), stride = cb + 3;
     int32_t *g = malloc(sizeof(int32_t) * (size_t)(n * m));
@@ -189,6 +193,120 @@ static void test_counts(void) {
     free(enc);
     free(tmp);
   }
+}
+
+/* ---- counting: both kernels against per-sample bit arithmetic ---- */
+
+/* counts_out layout of fm_codec_bed2_col_counts, one sample at a time. */
+static void ref_counts(const uint8_t *col, int64_t n, int64_t out[4]) {
+  for (int k = 0; k < 4; k++) out[k] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    int32_t v = ref_value(col, i);
+    out[v == INT32_MIN ? 3 : v]++;
+  }
+}
+
+/* Counts from the kernel for this CPU and from the portable one. */
+static void counts_both_kernels(const uint8_t *data, int64_t n, int64_t stride, const int64_t *cols,
+                                int64_t m, int64_t *dflt, int64_t *portable) {
+  unsetenv("FM_BED2_PORTABLE");
+  fm_codec_bed2_col_counts(data, n, stride, cols, m, dflt);
+  setenv("FM_BED2_PORTABLE", "1", 1);
+  fm_codec_bed2_col_counts(data, n, stride, cols, m, portable);
+  unsetenv("FM_BED2_PORTABLE");
+}
+
+/* m columns of n random calls at stride bytes, in a buffer that ends with the
+ * last column's last byte (so a read past it is an ASan error); padding bits
+ * and the bytes between columns are random garbage. */
+static uint8_t *random_columns(int64_t n, int64_t m, int64_t stride, double miss) {
+  const int64_t cb = fm_codec_bed2_col_bytes(n);
+  const size_t size = (size_t)(stride * (m - 1) + cb);
+  uint8_t *data = malloc(size > 0 ? size : 1);
+  for (size_t b = 0; b < size; b++) data[b] = (uint8_t)rng_next();
+  for (int64_t j = 0; j < m; j++)
+    for (int64_t i = 0; i < n; i++) {
+      int32_t v = random_genotype(miss);
+      int code = v == 2 ? 0 : v == 1 ? 2 : v == 0 ? 3 : 1;
+      uint8_t *byte = data + j * stride + i / 4;
+      *byte = (uint8_t)((*byte & ~(3 << (2 * (i % 4)))) | (code << (2 * (i % 4))));
+    }
+  return data;
+}
+
+/* Every n in 0..600 (each residue mod 32 and mod 256, at least twice), odd
+ * strides, garbage padding: both kernels equal the oracle. */
+static void test_counts_every_residue(void) {
+  for (int64_t n = 0; n <= 600; n++) {
+    const int64_t m = 3, stride = fm_codec_bed2_col_bytes(n) + (n % 3);
+    uint8_t *data = random_columns(n, m, stride, 0.05 + 0.3 * (double)(n % 4) / 4);
+    int64_t cols[4] = {2, 0, 1, 2}, dflt[16], port[16], want[4];
+    counts_both_kernels(data, n, stride, cols, 4, dflt, port);
+    int bad = 0;
+    for (int j = 0; j < 4; j++) {
+      ref_counts(data + cols[j] * stride, n, want);
+      for (int k = 0; k < 4; k++) bad += dflt[4 * j + k] != want[k] || port[4 * j + k] != want[k];
+    }
+    CHECK(bad == 0);
+    if (bad) fprintf(stderr, "  n = %lld\n", (long long)n);
+    free(data);
+  }
+}
+
+/* Constant columns (every byte 0x00, 0x55, 0xaa, 0xff: all hom A1, missing,
+ * het, hom A2) fill every byte counter to its bound; sizes around the
+ * kernels' flush points (63 x 32 and 63 x 8 bytes) and a huge column. */
+static void test_counts_saturated(void) {
+  const int64_t ns[] = {1, 31, 32, 33, 255, 256, 257, 2015, 2016, 2017, 8063, 8064, 8065,
+                        63 * 128 * 3 + 5, 4000003};
+  const uint8_t fills[4] = {0x00, 0x55, 0xaa, 0xff};
+  const int slot[4] = {2, 3, 1, 0}; /* counts_out row of each fill's code */
+  for (size_t t = 0; t < sizeof ns / sizeof ns[0]; t++) {
+    const int64_t n = ns[t], cb = fm_codec_bed2_col_bytes(n);
+    uint8_t *data = malloc((size_t)(4 * cb));
+    for (int f = 0; f < 4; f++) memset(data + f * cb, fills[f], (size_t)cb);
+    int64_t dflt[16], port[16];
+    counts_both_kernels(data, n, cb, NULL, 4, dflt, port);
+    for (int f = 0; f < 4; f++)
+      for (int k = 0; k < 4; k++) {
+        const int64_t want = k == slot[f] ? n : 0;
+        CHECK(dflt[4 * f + k] == want && port[4 * f + k] == want);
+      }
+    free(data);
+  }
+}
+
+/* Huge random columns (counts far past 16 bits), tiny and empty selections. */
+static void test_counts_huge(void) {
+  const int64_t n = 3000017, m = 3, stride = fm_codec_bed2_col_bytes(n) + 1;
+  uint8_t *data = random_columns(n, m, stride, 0.2);
+  int64_t dflt[12], port[12], want[4];
+  counts_both_kernels(data, n, stride, NULL, m, dflt, port);
+  for (int64_t j = 0; j < m; j++) {
+    ref_counts(data + j * stride, n, want);
+    for (int k = 0; k < 4; k++) CHECK(dflt[4 * j + k] == want[k] && port[4 * j + k] == want[k]);
+    CHECK(want[3] > 500000 && want[0] > 500000); /* every code, far past 65535 */
+  }
+  int64_t none[4] = {-1, -1, -1, -1};
+  counts_both_kernels(data, n, stride, NULL, 0, none, none);
+  CHECK(none[0] == -1); /* no columns: nothing written */
+  free(data);
+}
+
+/* A forced value of "0" or "" keeps the kernel for this CPU; both agree. */
+static void test_counts_env_values(void) {
+  const int64_t n = 1000, stride = fm_codec_bed2_col_bytes(n);
+  uint8_t *data = random_columns(n, 1, stride, 0.1);
+  int64_t want[4], got[4];
+  ref_counts(data, n, want);
+  const char *values[] = {"0", "", "1", "yes"};
+  for (int v = 0; v < 4; v++) {
+    setenv("FM_BED2_PORTABLE", values[v], 1);
+    fm_codec_bed2_col_counts(data, n, stride, NULL, 1, got);
+    for (int k = 0; k < 4; k++) CHECK(got[k] == want[k]);
+  }
+  unsetenv("FM_BED2_PORTABLE");
+  free(data);
 }
 
 /* Fused affine equals decode-then-transform, bit for bit. */
@@ -325,6 +443,10 @@ int main(void) {
   FM_RUN(test_round_trip);
   FM_RUN(test_padding_ignored);
   FM_RUN(test_counts);
+  FM_RUN(test_counts_every_residue);
+  FM_RUN(test_counts_saturated);
+  FM_RUN(test_counts_huge);
+  FM_RUN(test_counts_env_values);
   FM_RUN(test_affine_fusion);
   FM_RUN(test_encode_rejects);
   FM_RUN(test_check_file);
