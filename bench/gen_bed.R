@@ -9,13 +9,14 @@
 # (Balding and Nichols 1995, Genetica 96:3-12). Genotypes are Hardy-Weinberg
 # draws of the count of allele A1 (the .bim's 5th column, "A", which plink2
 # reports as ALT) at frequency p_k; each call is missing with probability
-# 0.01. One uniform per call decides both: u < 0.01 is missing, otherwise u
-# is compared with the HWE thresholds rescaled to [0.01, 1).
+# `missing` (default 0.01). One uniform per call decides both: u < missing is
+# missing, otherwise u is compared with the HWE thresholds rescaled to
+# [missing, 1).
 #
 # Streaming: variants are generated in blocks of about 2^18 calls, each block
 # from its own seed (seed, block index), so the file does not depend on the
-# number of workers (it does on n: 2^18 %/% n variants per block), and memory stays near a few blocks (~30 MB per worker at
-# any m). Blocks are spread over `cores` forked workers (default
+# number of workers (it does on n: 2^18 %/% n variants per block), and
+# memory stays near a few blocks (~30 MB per worker at any m). Blocks are spread over `cores` forked workers (default
 # min(2, cores available); env BENCH_GEN_CORES), each writing its blocks at
 # their offsets. Byte layout: PLINK 1 .bed, variant-major, magic 6c 1b 01,
 # ceil(n/4) bytes per variant, sample i in bits 2(i mod 4), codes 00 = two A1,
@@ -26,38 +27,40 @@
 # existing set with that stamp and the right .bed size is reused. Files are
 # written under temporary names and renamed at the end.
 #
-# Use: Rscript bench/gen_bed.R n m out_prefix [seed]
-#      or source("bench/gen_bed.R"); gen_bed(n, m, prefix, seed)
-#      gen_bed_prefix(root, n, m, seed) is the standard cache name under
-#      build/bench/.
+# Use: Rscript bench/gen_bed.R n m out_prefix [seed [missing]]
+#      or source("bench/gen_bed.R"); gen_bed(n, m, prefix, seed, missing)
+#      gen_bed_prefix(root, n, m, seed, missing) is the standard cache name
+#      under build/bench/.
 
 gen_bed_version <- 1L
 
-# Standard cache prefix build/bench/gen_<n>x<m>_s<seed> (env BENCH_DIR moves it).
-gen_bed_prefix <- function(root, n, m, seed = 1L) {
+# Standard cache prefix build/bench/gen_<n>x<m>_s<seed>, with _miss<rate>
+# appended when missing is not 0.01 (env BENCH_DIR moves it).
+gen_bed_prefix <- function(root, n, m, seed = 1L, missing = 0.01) {
   dir <- Sys.getenv("BENCH_DIR", file.path(root, "build", "bench"))
-  file.path(dir, sprintf("gen_%dx%d_s%d", as.integer(n), as.integer(m), as.integer(seed)))
+  file.path(dir, sprintf("gen_%dx%.0f_s%d%s", as.integer(n), as.double(m), as.integer(seed),
+                         if (missing == 0.01) "" else sprintf("_miss%g", missing)))
 }
 
-gen_bed_stamp <- function(n, m, seed) {
-  sprintf("gen_bed v%d n=%d m=%.0f seed=%d pops=4 fst=0.05 maf=U(0.05,0.5) missing=0.01",
-          gen_bed_version, as.integer(n), m, as.integer(seed))
+gen_bed_stamp <- function(n, m, seed, missing) {
+  sprintf("gen_bed v%d n=%d m=%.0f seed=%d pops=4 fst=0.05 maf=U(0.05,0.5) missing=%g",
+          gen_bed_version, as.integer(n), m, as.integer(seed), missing)
 }
 
 # Packed bytes (raw, ceil(n/4) per variant) of variants [j0, j0 + b) of block `blk`.
-gen_bed_block <- function(n, b, blk, seed, pop) {
+gen_bed_block <- function(n, b, blk, seed, pop, missing) {
   set.seed((as.double(seed) * 1000003 + blk) %% .Machine$integer.max)
   fst <- 0.05
   p <- stats::runif(b, 0.05, 0.5)
   a <- p * (1 - fst) / fst
   pk <- matrix(stats::rbeta(4 * b, rep(a, each = 4), rep((1 - p) * (1 - fst) / fst, each = 4)), 4)
-  # HWE thresholds on u in [0.01, 1): below t0 no A1 (code 3), below t1 one
-  # A1 (code 2), else two (code 0).
-  t0 <- 0.01 + 0.99 * (1 - pk)^2
-  t1 <- 0.01 + 0.99 * (1 - pk^2)
+  # HWE thresholds on u in [missing, 1): below t0 no A1 (code 3), below t1
+  # one A1 (code 2), else two (code 0).
+  t0 <- missing + (1 - missing) * (1 - pk)^2
+  t1 <- missing + (1 - missing) * (1 - pk^2)
   u <- stats::runif(n * b)
   code <- (u < t0[pop, , drop = FALSE]) + 2L * (u < t1[pop, , drop = FALSE])
-  code[u < 0.01] <- 1L
+  if (missing > 0) code[u < missing] <- 1L
   nb <- (n + 3L) %/% 4L
   if (4L * nb != n) {
     dim(code) <- c(n, b)
@@ -68,15 +71,17 @@ gen_bed_block <- function(n, b, blk, seed, pop) {
 }
 
 # Write prefix.bed/.bim/.fam (n samples, m variants); returns the prefix.
-gen_bed <- function(n, m, prefix, seed = 1L,
+gen_bed <- function(n, m, prefix, seed = 1L, missing = 0.01,
                     cores = as.integer(Sys.getenv("BENCH_GEN_CORES",
                                                   min(2L, parallel::detectCores())))) {
   n <- as.integer(n); m <- as.double(m); seed <- as.integer(seed)
   if (is.na(n) || n < 1L || is.na(m) || m < 1 || m != round(m) || is.na(seed))
     stop("gen_bed: n and m must be positive whole numbers and seed an integer")
+  if (!is.numeric(missing) || length(missing) != 1L || is.na(missing) || missing < 0 || missing >= 1)
+    stop("gen_bed: missing must be a rate in [0, 1)")
   nb <- (n + 3L) %/% 4L
   bed <- paste0(prefix, ".bed"); stamp_file <- paste0(prefix, ".gen")
-  stamp <- gen_bed_stamp(n, m, seed)
+  stamp <- gen_bed_stamp(n, m, seed, missing)
   files <- paste0(prefix, c(".bed", ".bim", ".fam"))
   if (all(file.exists(c(files, stamp_file))) && identical(readLines(stamp_file, warn = FALSE), stamp) &&
       file.size(bed) == 3 + m * nb) return(invisible(prefix))
@@ -98,7 +103,7 @@ gen_bed <- function(n, m, prefix, seed = 1L,
       j0 <- (blk - 1) * b
       bb <- as.integer(min(b, m - j0))
       seek(out, 3 + j0 * nb, rw = "write")
-      writeBin(gen_bed_block(n, bb, blk, seed, pop), out)
+      writeBin(gen_bed_block(n, bb, blk, seed, pop, missing), out)
     }
     TRUE
   }
@@ -122,8 +127,10 @@ gen_bed <- function(n, m, prefix, seed = 1L,
 
 if (sys.nframe() == 0L) {
   a <- commandArgs(trailingOnly = TRUE)
-  if (length(a) < 3L || length(a) > 4L) stop("usage: Rscript bench/gen_bed.R n m out_prefix [seed]")
+  if (length(a) < 3L || length(a) > 5L)
+    stop("usage: Rscript bench/gen_bed.R n m out_prefix [seed [missing]]")
   t <- system.time(gen_bed(as.integer(a[1]), as.double(a[2]), a[3],
-                           if (length(a) == 4L) as.integer(a[4]) else 1L))[["elapsed"]]
+                           if (length(a) >= 4L) as.integer(a[4]) else 1L,
+                           if (length(a) == 5L) as.double(a[5]) else 0.01))[["elapsed"]]
   cat(sprintf("gen_bed: %s.bed (%s x %s) ready in %.1f s\n", a[3], a[1], a[2], t))
 }
