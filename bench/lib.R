@@ -35,12 +35,13 @@ bench_fixtures <- function(root) {
 }
 
 # Median elapsed seconds of f() over reps runs after one warm-up run; the
-# attribute "cpu" holds the median user + system CPU seconds (all threads).
+# attribute "cpu" holds the median user + system CPU seconds (all threads of
+# this process and of the children it waited for, e.g. plink2).
 bench_time <- function(f, reps = bench_reps(), warmup = TRUE) {
   if (warmup) f()
   t <- vapply(seq_len(reps), function(i) {
     s <- system.time(f(), gcFirst = TRUE)
-    c(s[["elapsed"]], s[["user.self"]] + s[["sys.self"]])
+    c(s[["elapsed"]], sum(s[c("user.self", "sys.self", "user.child", "sys.child")], na.rm = TRUE))
   }, c(0, 0))
   structure(stats::median(t[1, ]), cpu = stats::median(t[2, ]))
 }
@@ -54,7 +55,7 @@ bench_run_rss <- function(command, args = character(), env = character()) {
                                   stderr = TRUE, env = env))
   status <- attr(out, "status")
   kb <- as.numeric(sub(".*: *", "", grep("Maximum resident set size", out, value = TRUE)))
-  wall <- sub(".*: *", "", grep("Elapsed \\(wall clock\\)", out, value = TRUE))
+  wall <- sub("^.*m:ss\\): *", "", grep("Elapsed \\(wall clock\\)", out, value = TRUE))
   if (length(kb) != 1L || length(wall) != 1L)
     stop("bench: no /usr/bin/time report from ", command, ":\n", paste(utils::tail(out, 20), collapse = "\n"))
   parts <- as.numeric(strsplit(wall, ":")[[1]])
