@@ -67,13 +67,25 @@ demo: setup install
 	@$(RENV) Rscript tools/demo_llm.R
 
 # bench/run.R (foundation), bench/readers.R (readers against plink2),
-# bench/p6_crossprod.R (BLAS on a mapped matrix vs the heap), bench/llm.R,
-# bench/alp.R (ALP compression and fused products vs dense f64);
+# issue 5: bench/p1_pca.R (PCA vs plink2 approx/exact and pcaone),
+# bench/p2_freq.R (allele frequencies and variances vs plink2 --freq),
+# bench/p3_prodmat.R (X %*% B vs bigsnpr big_prodMat), bench/p6_crossprod.R
+# (BLAS on a mapped matrix vs the heap); bench/llm.R,
+# bench/alp.R (ALP compression and fused products vs dense f64).
+# P1-P3 share bench/lib.R and the .bed that bench/gen_bed.R writes once under
+# build/bench (5,000 x 200,000, 250 MB; P3 uses a copy without missing
+# calls); P1's pcaone peer needs 8 GB of RAM, else it runs on a subset.
+# tools/bench-setup.sh installs bigsnpr (P3) into build/rlib once.
+# BENCH_THREADS (default 2), BENCH_REPS, BENCH_N and BENCH_M size the runs.
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
 # generates about 2.3 GB under build/bench/rss once).
 bench: setup install
+	@$(RENV) bash tools/bench-setup.sh
 	@$(RENV) Rscript bench/run.R
 	@$(RENV) Rscript bench/readers.R
+	@$(RENV) Rscript bench/p1_pca.R
+	@$(RENV) Rscript bench/p2_freq.R
+	@$(RENV) Rscript bench/p3_prodmat.R
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/alp.R
