@@ -19,9 +19,10 @@
 # BENCH_P1_OVERSAMPLE (default 20), BENCH_P1_MAX_ITER (default 50) and
 # BENCH_P1_TOL (default 1e-6), chosen so that the top 10 PCs correlate
 # >= 0.999 with plink2's exact ones on the fixture. Accuracy: |cor| of each
-# PC's sample scores with the reference's (plink2 exact on the fixture; pcaone and plink2 approx on the generated
-# data, where only PCs 1-3 carry structure: PCs 4-10 lie in the noise bulk,
-# whose directions differ between any two methods).
+# PC's sample scores with the reference's (plink2 exact on the fixture;
+# pcaone and plink2 approx on the generated data, where only PCs 1-3 carry
+# structure: PCs 4-10 lie in the noise bulk, whose directions differ between
+# any two methods).
 #
 # Every tool runs in its own child process under /usr/bin/time -v (peak RSS
 # of the whole process; wall time of the process), with the same threads
