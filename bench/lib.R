@@ -30,6 +30,14 @@ bench_env_int <- function(name, default) {
 bench_reps <- function() bench_env_int("BENCH_REPS", 3L)
 bench_threads <- function() bench_env_int("BENCH_THREADS", 2L)
 
+# Set Rfmalloc's worker threads to BENCH_THREADS and describe what will
+# compute our products ("fused (avx2), 2 threads"); Rfmalloc must be loaded.
+bench_fmalloc_setup <- function(threads = bench_threads()) {
+  Rfmalloc::fmalloc_threads(threads)
+  info <- Rfmalloc::fmalloc_backend_info()
+  sprintf("%s (%s), %d threads", Rfmalloc::fmalloc_backends()[1], info$fused_isa, Rfmalloc::fmalloc_threads())
+}
+
 bench_fixtures <- function(root) {
   Sys.getenv("RFMALLOC_FIXTURES", file.path(root, "..", "shared", "fixtures"))
 }
@@ -120,6 +128,8 @@ bench_write_csv <- function(root, res, name) {
 }
 
 bench_print <- function(title, res) {
+  op <- options(width = 250)
+  on.exit(options(op))
   cat(sprintf("\n== %s ==\n", title))
   print(format(res, digits = 3), row.names = FALSE)
 }

@@ -28,6 +28,7 @@ ms <- bench_env_int("BENCH_M", 200000L)
 if (Sys.getenv("BENCH_P2_LARGE") == "1") ms <- unique(c(ms, 2000000L))
 if (!nzchar(Sys.which("plink2"))) stop("bench p2: plink2 is not in PATH")
 avx2 <- any(grepl("\\bavx2\\b", tryCatch(readLines("/proc/cpuinfo"), error = function(e) "")))
+ours <- bench_fmalloc_setup(threads)
 
 one_size <- function(m) {
   prefix <- bench_gen_bed(root, n, m)
@@ -76,10 +77,10 @@ one_size <- function(m) {
                cat_gb_per_s = cat_rate / 1e9, stringsAsFactors = FALSE)
   }
   kern <- if (avx2) "AVX2 kernel" else "portable kernel (no AVX2)"
-  rbind(row("fmalloc", paste("allele_freq,", kern), t_freq, NA),
-        row("fmalloc", paste("colVars,", kern), t_var, NA),
-        row("fmalloc", "allele_freq, portable kernel forced", t_port, NA),
-        row("fmalloc", "bed_open + allele_freq", t_open, NA),
+  rbind(row("fmalloc", paste("allele_freq,", kern), t_freq, fmalloc_threads()),
+        row("fmalloc", paste("colVars,", kern), t_var, fmalloc_threads()),
+        row("fmalloc", "allele_freq, portable kernel forced", t_port, fmalloc_threads()),
+        row("fmalloc", "bed_open + allele_freq", t_open, fmalloc_threads()),
         row("plink2", "--freq (whole process)", t_plink, threads))
 }
 
@@ -88,5 +89,6 @@ res$goal_met <- ifelse(res$tool == "fmalloc", res$gb_per_s_per_core >= 1, NA)
 bench_print(sprintf("P2: allele frequencies / column variances over .bed, median of %d (goal >= 1 GB/s per core)", reps),
             res)
 cat("per core: bytes / CPU seconds of all threads; cat_gb_per_s: `cat file > /dev/null`, page cache warm\n")
+cat("fmalloc threads setting:", ours, "(the counting kernel of these rows is fm_codec_bed2_col_counts)\n")
 cat("checks passed: frequencies = plink2 ALT_FREQS to 6 significant digits, OBS_CT equal; colVars = var() of decoded columns\n")
 bench_write_csv(root, res, "p2_freq.csv")
