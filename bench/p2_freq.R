@@ -85,7 +85,9 @@ one_size <- function(m) {
 }
 
 res <- do.call(rbind, lapply(ms, one_size))
-res$goal_met <- ifelse(res$tool == "fmalloc", res$gb_per_s_per_core >= 1, NA)
+# The goal is about the streamed pass; the open row also parses the .bim/.fam.
+res$goal_met <- ifelse(res$tool == "fmalloc" & res$what != "bed_open + allele_freq",
+                       res$gb_per_s_per_core >= 1, NA)
 bench_print(sprintf("P2: allele frequencies / column variances over .bed, median of %d (goal >= 1 GB/s per core)", reps),
             res)
 cat("per core: bytes / CPU seconds of all threads; cat_gb_per_s: `cat file > /dev/null`, page cache warm\n")
