@@ -5,9 +5,10 @@
  * Each block of variants runs in up to two phases (fused_impl.h explains the
  * sparse lists):
  *   A, threads over variants: per variant its table, code counts, base code
- *      and deltas; XTB lists the column in segments of rows and gathers
- *      y[j, :] from transposed b, XXTB gathers z[j, :] the same way, XB keeps
- *      b[j, :]; COLSUMS writes y[j, :] from the counts alone.
+ *      and deltas; XB keeps b[j, :]; COLSUMS writes y[j, :] from the counts
+ *      alone; XTB and XXTB then take row segments of transposed b in turn
+ *      (one stays in L2 while every variant of the thread is listed on its
+ *      rows and gathered from it) and finish y[j, :] or z[j, :].
  *   B, threads over row ranges (XB, XXTB): in tiles of rows that stay in L1,
  *      each variant's rows of the tile are listed and scattered:
  *      ys[i, :] += d * (b or z)[j, :], variants in order.
@@ -35,16 +36,18 @@
 #define FUSED_BLOCK_BYTES ((int64_t)1 << 20)
 /* Most variants per block (bounds the tables kept per block). */
 #define FUSED_VMAX ((int64_t)1024)
-/* Rows per segment of a column in phase A: a multiple of 32, and the order
- * of the gather's partial sums (so it must never depend on anything else). */
-#define FUSED_SEG_ROWS ((int64_t)2048)
+/* Bytes of transposed b per row segment of phase A (kept in L2 while the
+ * block's variants are gathered from it); the segment's rows are a multiple
+ * of 32 between FUSED_SEG_MIN and FUSED_SEG_MAX. They set the order of the
+ * gather's partial sums, so they depend on kp alone. */
+#define FUSED_SEG_BYTES ((int64_t)256 << 10)
+#define FUSED_SEG_MIN ((int64_t)256)
+#define FUSED_SEG_MAX ((int64_t)8192)
 /* Bytes of the row tile of phase B (kept in L1), and its rows at least. */
 #define FUSED_TILE_BYTES ((int64_t)32 << 10)
 #define FUSED_TILE_MIN ((int64_t)64)
 /* Genotypes per thread below which a product uses fewer threads. */
 #define FUSED_MIN_WORK ((int64_t)8192)
-/* Variants a thread takes at a time in phase A. */
-#define FUSED_GRAIN 4
 /* Largest partial sum the kernels may reach (the overflow guard). */
 #define FUSED_SUM_MAX 1e300
 
@@ -100,7 +103,6 @@ typedef struct fused_job {
   int64_t vmax;          /* variants per block */
   int64_t tile;          /* rows per tile in phase B, a multiple of 32 */
   int64_t c0, nc;        /* the current block: logical columns [c0, c0 + nc) */
-  atomic_llong next;     /* phase A: next variant of the block to take */
   const double *bt;      /* (n, kp) row-major: b transposed (XTB, XXTB) */
   const double *bsum;    /* (kp): column sums of b (XTB, XXTB) */
   unsigned *base;        /* (vmax): base code per variant of the block */
@@ -109,9 +111,10 @@ typedef struct fused_job {
   double *src;           /* (vmax, kp): b[j, :] (XB) or z[j, :] (XXTB) */
   double *ys;            /* (n, kp): sums over the lists (XB, XXTB) */
   const double *r;       /* (kp): the base term (XB, XXTB) */
+  int64_t seg;           /* rows per segment in phase A, a multiple of 32 */
   uint32_t *ent;         /* (n_threads, list_cap + 4): each thread's list */
-  int64_t list_cap;      /* max(FUSED_SEG_ROWS, tile) */
-  double *acc;           /* (n_threads, 3 * kp): gather accumulators and a y row */
+  int64_t list_cap;      /* max(seg, tile) */
+  double *acc;           /* (vmax, 2 * kp): gather accumulators per variant */
 } fused_job;
 
 /* The byte table of BED2 lists (fused_tables in fused_impl.h). */
@@ -167,8 +170,8 @@ static int64_t list_rows(const fused_job *job, int64_t jl, int64_t r0, int64_t r
       col, r0, r1, job->base[jl], &job->tab, ent);
 }
 
-/* Phase A for variant jl of the block. */
-static void run_variant(fused_job *job, int64_t jl, int tid) {
+/* Phase A for variant jl of the block, but the gathers. */
+static void prepare_variant(fused_job *job, int64_t jl) {
   const fm_product *p = job->p;
   const int64_t n = job->n, kp = job->kp, j = job->c0 + jl;
   const uint8_t *col = column(job, j);
@@ -192,35 +195,47 @@ static void run_variant(fused_job *job, int64_t jl, int tid) {
   for (unsigned t = 0; t < job->n_codes; t++) dtab[t] = lut[t] - lut[base];
   job->base[jl] = base;
   job->basev[jl] = lut[base];
-  double *src = job->src + jl * kp;
   if (p->op == FM_OP_XB) {
+    double *src = job->src + jl * kp;
     for (int64_t t = 0; t < job->k; t++) src[t] = p->b[j + t * p->ldb];
     for (int64_t t = job->k; t < kp; t++) src[t] = 0.0;
-    return;
+  } else {
+    memset(job->acc + jl * 2 * kp, 0, 2 * (size_t)kp * sizeof(double));
   }
-  /* XTB, XXTB: lut[base] * colsum(b) + the gather over the listed rows */
-  uint32_t *ent = job->ent + (int64_t)tid * (job->list_cap + 4);
-  double *acc_e = job->acc + (int64_t)tid * 3 * kp, *acc_o = acc_e + kp, *row = acc_o + kp;
-  memset(acc_e, 0, 2 * (size_t)kp * sizeof(double));
-  for (int64_t r0 = 0; r0 < n; r0 += FUSED_SEG_ROWS) {
-    const int64_t r1 = n - r0 < FUSED_SEG_ROWS ? n : r0 + FUSED_SEG_ROWS;
-    const int64_t m = list_rows(job, jl, r0, r1, ent);
-    if (m > 0) job->kern->gather(ent, m, dtab, job->bt + r0 * kp, kp, acc_e, acc_o);
-  }
-  double *out = p->op == FM_OP_XTB ? row : src;
-  for (int64_t t = 0; t < kp; t++) out[t] = lut[base] * job->bsum[t] + (acc_e[t] + acc_o[t]);
-  if (p->op == FM_OP_XTB)
-    for (int64_t t = 0; t < job->k; t++) p->y[j + t * p->ldy] = row[t];
 }
 
+/* XTB, XXTB: the row of variant jl, lut[base] * colsum(b) + the gathers,
+ * into y[j, :] or z[j, :]. */
+static void finish_variant(fused_job *job, int64_t jl) {
+  const fm_product *p = job->p;
+  const int64_t kp = job->kp, j = job->c0 + jl;
+  const double *acc_e = job->acc + jl * 2 * kp, *acc_o = acc_e + kp;
+  double *out = job->src + jl * kp; /* z[j, :]; for XTB a scratch row */
+  for (int64_t t = 0; t < kp; t++) out[t] = job->basev[jl] * job->bsum[t] + (acc_e[t] + acc_o[t]);
+  if (p->op == FM_OP_XTB)
+    for (int64_t t = 0; t < job->k; t++) p->y[j + t * p->ldy] = out[t];
+}
+
+/* Variants jl = tid, tid + n_threads, ... of the block (interleaved, which
+ * evens out runs of rare and common variants). */
 static void phase_a(void *arg, int tid) {
   fused_job *job = arg;
-  for (;;) {
-    const int64_t jl0 = atomic_fetch_add(&job->next, FUSED_GRAIN);
-    if (jl0 >= job->nc) break;
-    const int64_t jl1 = jl0 + FUSED_GRAIN < job->nc ? jl0 + FUSED_GRAIN : job->nc;
-    for (int64_t jl = jl0; jl < jl1; jl++) run_variant(job, jl, tid);
+  const int64_t step = job->n_threads, kp = job->kp;
+  for (int64_t jl = tid; jl < job->nc; jl += step) prepare_variant(job, jl);
+  const fm_op op = job->p->op;
+  if (op != FM_OP_XTB && op != FM_OP_XXTB) return;
+  uint32_t *ent = job->ent + (int64_t)tid * (job->list_cap + 4);
+  for (int64_t r0 = 0; r0 < job->n; r0 += job->seg) {
+    const int64_t r1 = job->n - r0 < job->seg ? job->n : r0 + job->seg;
+    for (int64_t jl = tid; jl < job->nc; jl += step) {
+      const int64_t m = list_rows(job, jl, r0, r1, ent);
+      double *acc_e = job->acc + jl * 2 * kp;
+      if (m > 0)
+        job->kern->gather(ent, m, job->dtab + jl * job->n_codes, job->bt + r0 * kp, kp, acc_e,
+                          acc_e + kp);
+    }
   }
+  for (int64_t jl = tid; jl < job->nc; jl += step) finish_variant(job, jl);
 }
 
 /* Rows [r0, r1) of thread tid: contiguous, in thread order, starting on a
@@ -361,7 +376,10 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   job.vmax = vmax;
   job.tile = FUSED_TILE_BYTES / (kp * (int64_t)sizeof(double)) / 32 * 32;
   if (job.tile < FUSED_TILE_MIN) job.tile = FUSED_TILE_MIN;
-  job.list_cap = job.tile > FUSED_SEG_ROWS ? job.tile : FUSED_SEG_ROWS;
+  job.seg = FUSED_SEG_BYTES / (kp * (int64_t)sizeof(double)) / 32 * 32;
+  if (job.seg < FUSED_SEG_MIN) job.seg = FUSED_SEG_MIN;
+  if (job.seg > FUSED_SEG_MAX) job.seg = FUSED_SEG_MAX;
+  job.list_cap = job.tile > job.seg ? job.tile : job.seg;
   int64_t want = fm_threads();
   if (want > 1 + n * q / FUSED_MIN_WORK) want = 1 + n * q / FUSED_MIN_WORK;
   if (want > 256) want = 256;
@@ -404,7 +422,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   if (!pool) goto done;
   job.n_threads = fused_pool_size(pool);
   job.ent = malloc((size_t)job.n_threads * (size_t)(job.list_cap + 4) * sizeof(uint32_t));
-  job.acc = alloc_aligned((size_t)job.n_threads * 3 * (size_t)kp * sizeof(double));
+  job.acc = alloc_aligned((size_t)vmax * 2 * (size_t)kp * sizeof(double));
   if (!job.ent || !job.acc) goto done;
 
   const int64_t n_blocks = (q + vmax - 1) / vmax;
@@ -417,7 +435,6 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
     }
     job.c0 = blk * vmax;
     job.nc = q - job.c0 < vmax ? q - job.c0 : vmax;
-    atomic_store(&job.next, 0);
     fused_pool_run(pool, phase_a, &job);
     if (uses_ys) {
       for (int64_t jl = 0; jl < job.nc; jl++)

@@ -415,6 +415,29 @@ static void test_threads(void) {
       }
 }
 
+/* Columns longer than one row segment of phase A (about 256 KB of
+ * transposed b: 512 rows at k = 64), so partial gathers carry over. */
+static void test_segments(void) {
+  static const fm_op ops[] = {FM_OP_XB, FM_OP_XTB, FM_OP_XXTB};
+  static const int64_t ks[] = {40, 64};
+  static const int th[] = {1, 3};
+  for (int ci = 0; ci < 2; ci++)
+    for (int oi = 0; oi < 3; oi++)
+      for (int ki = 0; ki < 2; ki++) {
+        gmat g;
+        gmat_make(&g, ci ? FM_CODEC_DOS8 : FM_CODEC_BED2, 1500 + 37 * ci, 40, IX_REVERSED,
+                  ki || ops[oi] == FM_OP_XXTB ? AFF_FULL : AFF_NAN_FILL);
+        pcase pc;
+        pcase_make(&pc, &g, ops[oi], ks[ki]);
+        char label[200];
+        snprintf(label, sizeof label, "segments: %s %s n=%lld k=%lld", ci ? "dos8" : "bed2",
+                 op_name(ops[oi]), (long long)g.n, (long long)pc.k);
+        check_case(&g, &pc, th, 2, label);
+        pcase_free(&pc);
+        gmat_free(&g);
+      }
+}
+
 /* A product the backend must decline: FM_EUNSUPPORTED, y untouched. */
 static void expect_declined(const fm_product *p, const char *why) {
   const int64_t yr = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? p->x->n_rows : p->x->n_cols;
@@ -691,6 +714,7 @@ int main(void) {
   FM_RUN(test_grid);
   FM_RUN(test_all_n);
   FM_RUN(test_threads);
+  FM_RUN(test_segments);
   FM_RUN(test_cancel_progress);
   FM_RUN(test_evictable_mapping);
   FM_RUN(test_fixture);
