@@ -108,7 +108,7 @@ typedef struct fused_job {
   unsigned *base;        /* (vmax): base code per variant of the block */
   double *basev;         /* (vmax): lut[base] */
   double *dtab;          /* (vmax, n_codes): lut - lut[base] */
-  double *src;           /* (vmax, kp): b[j, :] (XB) or z[j, :] (XXTB) */
+  double *src;           /* (vmax, kp): b[j, :] (XB), z[j, :] (XXTB), y[j, :] (XTB) */
   double *ys;            /* (n, kp): sums over the lists (XB, XXTB) */
   const double *r;       /* (kp): the base term (XB, XXTB) */
   int64_t seg;           /* rows per segment in phase A, a multiple of 32 */

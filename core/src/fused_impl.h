@@ -6,7 +6,7 @@
  * (fused_avx512.c), the last two on x86-64 with GCC or clang only. fused.c
  * picks one table per product from CPUID.
  *
- * Sparse form of a column (design note, 2025-01): each variant j has a
+ * Sparse form of a column (design note, 2026-11): each variant j has a
  * "base" code (its most frequent stored code whose value is not NaN) and
  * lut_j[code] = lut_j[base] + d_j[code]. A run of rows of a column is listed
  * as the rows whose code differs from the base, with d_j of their code
@@ -16,8 +16,9 @@
  * Genotype columns are mostly one code, so lists are short; choosing the most
  * frequent code keeps the base term from cancelling against long lists.
  * Lists are made from the stored bytes where they are used (a segment of a
- * column, a tile of rows) and never stored: 12 bytes an entry against a
- * quarter of a byte a genotype.
+ * column, a tile of rows) and never stored: 4 bytes an entry against a
+ * quarter of a byte a genotype (a per-block list arena went through memory
+ * between the phases and was slower than listing twice).
  *
  * Vectors of k doubles are stored row-major, padded to kp columns (a multiple
  * of the table's kpad, zeros in the padding), in buffers aligned to
@@ -36,7 +37,7 @@
  * of deltas (4 or 256 doubles) by code. */
 #define FUSED_ENT_SHIFT 8
 
-/* Constant tables, built once per product (fused_tables_init in fused.c).
+/* Constant tables, built once per product (tables_init in fused.c).
  * For a byte w of four BED2 fields XORed with the base (so a field is
  * nonzero where it differs from the base): bed2_count[w] fields differ, and
  * bed2_entry[w][0 .. count) are their entries ((field << 8) | (field's code

@@ -35,7 +35,7 @@
  * small products); they block all signals.
  *
  * Memory: besides y, about (2 n + 1024) x k doubles (b transposed, row sums)
- * plus up to 2 MB of per-block tables; the stored bytes are read in blocks of
+ * plus up to 3 MB of per-block tables; the stored bytes are read in blocks of
  * about 1 MB of variants, each released with fm_mat_evict_cols once
  * consumed. Cancellation is polled and progress reported once per block.
  *
