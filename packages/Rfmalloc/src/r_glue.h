@@ -12,7 +12,8 @@
 
 /* Raise the core error as an R condition of classes
  * c("fm_error_<name>", "fm_error", "error", "condition"). Never returns.
- * Copy anything needed from err before releasing C resources, then call this. */
+ * Copy anything needed from err before releasing C resources, then call this.
+ * FM_ECANCELLED raises its cause (see fmr_finish). */
 void fmr_raise(const fm_err *err) __attribute__((noreturn));
 
 /* Raise an fm_error of the given status with a formatted message. */
@@ -22,8 +23,17 @@ void fmr_stop(fm_status code, const char *fmt, ...) __attribute__((noreturn, for
  * raises fm_error_eclosed "mapping of '<path>' is closed" after cleanup_fmalloc. */
 fm_map *fmr_runtime_map(SEXP rt);
 
-/* fm_ctl whose cancel callback runs R_CheckUserInterrupt inside
- * R_ToplevelExec (so R cannot longjmp over C frames). Main thread only. */
+/* fm_ctl whose cancel callback runs R_CheckUserInterrupt (at most every
+ * 10 ms) with the caller's handlers in place, without letting R longjmp over
+ * C frames (r_err.c). Use: ctl = fmr_ctl(); st = <core call>(..., &ctl,
+ * &err); release C resources; then fmr_raise(&err) when st != FM_OK, or
+ * fmr_finish(st, &err). Main thread only. */
 fm_ctl fmr_ctl(void);
+
+/* After a core call with a control block of fmr_ctl() or fmr_progress_ctl()
+ * (right after it, in the same .Call): continue an R jump its callbacks
+ * caught, raise a caught user interrupt as fm_error_ecancelled, else raise
+ * err when st != FM_OK; returns only when there is nothing to raise. */
+void fmr_finish(fm_status st, const fm_err *err);
 
 #endif

@@ -81,8 +81,10 @@ SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
 
-/* r_err.c: the error converter as a C callable */
+/* r_err.c: the error converter and the callbacks of core calls as C callables */
 void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
+fm_ctl Rfmalloc_ctl(SEXP progress);
+void Rfmalloc_ctl_finish(int status, const fm_err *err, const char *what);
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
@@ -169,6 +171,8 @@ void R_init_Rfmalloc(DllInfo *dll) {
                       (DL_FUNC)&Rfmalloc_backend_unregister);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl", (DL_FUNC)&Rfmalloc_ctl);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl_finish", (DL_FUNC)&Rfmalloc_ctl_finish);
 }
 
 /* The clean-up before the namespace goes: close every runtime this process

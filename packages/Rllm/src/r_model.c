@@ -10,10 +10,10 @@
  * Rfmalloc_raise_err, Rfmalloc.h), after every C resource of the call is
  * released. Interrupts are polled between
  * evaluations (and by GGML's abort hook on the main thread) through
- * R_CheckUserInterrupt inside R_ToplevelExec, so R never longjmps over a
- * GGML computation; a condition raised there (an interrupt, or the error of
- * setTimeLimit()) is caught by R_tryCatch, so R's default handler prints
- * nothing, and raised again once the core has returned.
+ * Rfmalloc's control block (Rfmalloc_ctl, Rfmalloc.h), so R never longjmps
+ * over a GGML computation: a condition raised there (the error of
+ * setTimeLimit()) reaches the caller's handlers once the core has returned
+ * (Rfmalloc_ctl_finish), and a user interrupt becomes fm_error_ecancelled.
  *
  * Fork: GNU OpenMP's thread pool does not survive fork(); a forked child
  * (parallel::mclapply) whose parent already ran a multi-threaded GGML
@@ -26,7 +26,6 @@
 
 #include <math.h>
 #include <pthread.h>
-#include <time.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,77 +36,6 @@
 #include <Rgguf.h>
 
 #include "r_calls.h"
-
-/* ---- interrupts --------------------------------------------------------- */
-
-/* The condition caught by the last poll (preserved), or NULL. */
-static SEXP pending_cond = NULL;
-
-static void pending_clear(void) {
-  if (pending_cond) {
-    R_ReleaseObject(pending_cond);
-    pending_cond = NULL;
-  }
-}
-
-static SEXP poll_body(void *unused) {
-  (void)unused;
-  R_CheckUserInterrupt();
-  return R_NilValue;
-}
-
-static SEXP poll_handler(SEXP cond, void *caught) {
-  *(int *)caught = 1;
-  if (!pending_cond) {
-    R_PreserveObject(cond);
-    pending_cond = cond;
-  }
-  return R_NilValue;
-}
-
-/* Inside R_ToplevelExec (no handler of the caller is visible there, so an
- * uncaught error would be printed by R's default handler): catch errors and
- * interrupts with R_tryCatch. */
-static void poll_r(void *caught) {
-  SEXP classes = PROTECT(Rf_allocVector(STRSXP, 2));
-  SET_STRING_ELT(classes, 0, Rf_mkChar("error"));
-  SET_STRING_ELT(classes, 1, Rf_mkChar("interrupt"));
-  R_tryCatch(poll_body, NULL, classes, poll_handler, caught, NULL, NULL);
-  UNPROTECT(1);
-}
-
-/* At most every 20 ms: R's check processes events and costs far more than
- * a decode step of a small model. */
-static int cancel_cb(void *ud) {
-  (void)ud;
-  static double last = 0;
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  double now = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-  if (now - last < 0.02) return 0;
-  last = now;
-  int caught = 0;
-  return R_ToplevelExec(poll_r, &caught) == FALSE || caught;
-}
-static const fm_ctl r_ctl = {cancel_cb, NULL, NULL};
-
-/* Raise a core error. A cancellation that an R error caused (the elapsed or
- * CPU time limit of setTimeLimit()) raises that error again, so
- * tryCatch(error = ) sees it as for any R code; a user interrupt raises
- * fm_error_ecancelled (an interrupt condition). */
-static void raise_core(const fm_err *err, const char *what) __attribute__((noreturn));
-static void raise_core(const fm_err *err, const char *what) {
-  if (err->code == FM_ECANCELLED && pending_cond && Rf_inherits(pending_cond, "error")) {
-    SEXP cond = PROTECT(pending_cond);
-    R_ReleaseObject(cond);
-    pending_cond = NULL;
-    SEXP call = PROTECT(Rf_lang2(Rf_install("stop"), cond));
-    Rf_eval(call, R_BaseEnv);
-    UNPROTECT(2); /* not reached */
-  }
-  pending_clear();
-  Rfmalloc_raise_err(err, what);
-}
 
 /* ---- fork --------------------------------------------------------------- */
 
@@ -189,7 +117,6 @@ static fm_llm_model *eval_model(SEXP p) {
     fm_err_clear(&err);
     if (fm_llm_model_set_threads(m, 1, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   }
-  pending_clear();
   return m;
 }
 
@@ -383,9 +310,10 @@ static SEXP rllm_logits(SEXP p, SEXP cp, SEXP tokens, SEXP all) {
   float *buf = (float *)R_alloc((size_t)(V * ncol), sizeof(float));
   fm_err err;
   fm_err_clear(&err);
-  if (fm_llm_eval(m, c, INTEGER(tokens), n, want_all ? FM_LLM_OUT_ALL : FM_LLM_OUT_LAST, buf,
-                  &r_ctl, &err) != FM_OK)
-    raise_core(&err, NULL);
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  fm_status st = fm_llm_eval(m, c, INTEGER(tokens), n, want_all ? FM_LLM_OUT_ALL : FM_LLM_OUT_LAST,
+                             buf, &ctl, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
   double *d = REAL(r);
   for (int64_t i = 0; i < V * ncol; i++) d[i] = (double)buf[i];
   UNPROTECT(nprot);
@@ -419,10 +347,11 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
   if (make_sampler(temperature, top_k, top_p, seed, V, &s, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   int64_t n_out = 0;
   fm_llm_timings t;
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
   fm_status st = fm_llm_generate(m, c, INTEGER(prompt), XLENGTH(prompt), nn, s, INTEGER(stop),
-                                 XLENGTH(stop), out, &n_out, &t, &r_ctl, &err);
+                                 XLENGTH(stop), out, &n_out, &t, &ctl, &err);
   fm_llm_sampler_free(s);
-  if (st != FM_OK) raise_core(&err, NULL);
+  Rfmalloc_ctl_finish(st, &err, NULL);
   SEXP toks = PROTECT(Rf_allocVector(INTSXP, (R_xlen_t)n_out));
   nprot++;
   for (int64_t i = 0; i < n_out; i++) INTEGER(toks)[i] = out[i];
@@ -445,9 +374,10 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   float *buf = (float *)R_alloc((size_t)E, sizeof(float));
   fm_err err;
   fm_err_clear(&err);
-  if (fm_llm_embed(m, INTEGER(tokens), XLENGTH(tokens), (fm_llm_pooling)Rf_asInteger(pooling), buf,
-                   &r_ctl, &err) != FM_OK)
-    raise_core(&err, NULL);
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  fm_status st = fm_llm_embed(m, INTEGER(tokens), XLENGTH(tokens),
+                              (fm_llm_pooling)Rf_asInteger(pooling), buf, &ctl, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
   for (int64_t i = 0; i < E; i++) REAL(r)[i] = (double)buf[i];
   UNPROTECT(nprot);
   return r;

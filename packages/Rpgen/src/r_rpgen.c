@@ -5,13 +5,22 @@
  * Rfmalloc's C API (Rfmalloc_vec_alloc / Rfmalloc_vec_ptr): Rpgen compiles no
  * allocator of its own. Core errors become R conditions of class
  * fm_error_<status> through Rfmalloc's converter (Rfmalloc_raise_err,
- * Rfmalloc.h). */
+ * Rfmalloc.h).
+ *
+ * Long reads call back into R between blocks through Rfmalloc's control
+ * block (Rfmalloc_ctl, Rfmalloc.h): the cancel callback polls
+ * R_CheckUserInterrupt and the progress callback runs an R function (a cli
+ * progress bar), both with the caller's condition handlers in place, so an
+ * interrupt, an error in the progress function, or a restart invoked by a
+ * handler reaches R as it would from R code, after the core has freed its
+ * state and returned (Rfmalloc_ctl_finish). The reader lives in an external
+ * pointer that rpgen_read() closes on exit; storage is an R object the
+ * collector frees. */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
 #include <math.h>
-#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,93 +33,6 @@
 #include "fm/fm_fmt_vcf.h"
 
 #include <Rfmalloc.h>
-
-/* ---- interrupts and progress -------------------------------------------- */
-
-/* The core calls back into R between blocks (fm_ctl): the cancel callback
- * polls R_CheckUserInterrupt and the progress callback runs an R function (a
- * cli progress bar). Both run under R_UnwindProtect, with the caller's
- * condition handlers in place, so an interrupt, an error in the progress
- * function, or a restart invoked by a handler reaches R as it would from R
- * code. Such a jump must not cross core frames: the unwind cleanup longjmps
- * back into the callback (the cpp11 pattern), which records the jump and
- * makes the core stop at its next cancel poll; the core frees its state and
- * returns FM_ECANCELLED, and the glue then continues the jump
- * (R_ContinueUnwind). The reader lives in an external pointer that
- * rpgen_read() closes on exit; storage is an R object the collector frees. */
-typedef struct glue_ctl {
-  SEXP progress;  /* R function(done, total), or R_NilValue; protected by the caller */
-  SEXP token;     /* R_MakeUnwindCont(), protected by the caller */
-  int jumped;     /* an R jump is pending in token */
-  double done, total;
-  jmp_buf *jb;    /* where the unwind cleanup returns to while R code runs */
-} glue_ctl;
-
-static SEXP do_check_interrupt(void *unused) {
-  (void)unused;
-  R_CheckUserInterrupt();
-  return R_NilValue;
-}
-
-static SEXP do_progress(void *p) {
-  glue_ctl *g = p;
-  SEXP done = PROTECT(Rf_ScalarReal(g->done));
-  SEXP total = PROTECT(Rf_ScalarReal(g->total));
-  SEXP call = PROTECT(Rf_lang3(g->progress, done, total));
-  Rf_eval(call, R_GlobalEnv);
-  UNPROTECT(3);
-  return R_NilValue;
-}
-
-static void unwind_to_callback(void *p, Rboolean jump) {
-  glue_ctl *g = p;
-  if (jump && g->jb) longjmp(*g->jb, 1);
-}
-
-/* Run fun(g) under R_UnwindProtect; a jump out of it is caught here and left
- * pending in g->token. Once a jump is pending no more R code runs. */
-static void run_protected(glue_ctl *g, SEXP (*fun)(void *)) {
-  jmp_buf jb;
-  if (g->jumped) return;
-  g->jb = &jb;
-  if (setjmp(jb)) {
-    g->jb = NULL;
-    g->jumped = 1;
-    return;
-  }
-  R_UnwindProtect(fun, g, unwind_to_callback, g, g->token);
-  g->jb = NULL;
-}
-
-/* Nonzero when an R jump is pending (interrupt, error, restart). */
-static int cancel_cb(void *ud) {
-  glue_ctl *g = ud;
-  run_protected(g, do_check_interrupt);
-  return g->jumped;
-}
-
-static void progress_cb(void *ud, double done, double total) {
-  glue_ctl *g = ud;
-  if (g->progress == R_NilValue) return;
-  g->done = done;
-  g->total = total;
-  run_protected(g, do_progress);
-}
-
-static fm_ctl glue_ctl_init(glue_ctl *g, SEXP progress, SEXP token) {
-  memset(g, 0, sizeof *g);
-  g->progress = Rf_isFunction(progress) ? progress : R_NilValue;
-  g->token = token;
-  fm_ctl ctl = {cancel_cb, progress_cb, g};
-  return ctl;
-}
-
-/* After the core returned: continue a pending R jump, else raise a core
- * error (st != FM_OK). */
-static void glue_finish(glue_ctl *g, fm_status st, const fm_err *err) {
-  if (g->jumped) R_ContinueUnwind(g->token);
-  if (st != FM_OK) Rfmalloc_raise_err(err, NULL);
-}
 
 /* ---- readers ------------------------------------------------------------ */
 
@@ -271,10 +193,7 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
   fm_err err;
   fm_err_clear(&err);
   fm_status st = FM_OK;
-  SEXP token = PROTECT(R_MakeUnwindCont());
-  nprot++;
-  glue_ctl g;
-  fm_ctl ctl = glue_ctl_init(&g, progress, token);
+  fm_ctl ctl = Rfmalloc_ctl(progress);
   const double na = NA_REAL;
   double n = 0;
   SEXP ids = R_NilValue;
@@ -328,7 +247,7 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
       n++;
     }
   }
-  glue_finish(&g, st, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
   if (want_ids && Rf_xlength(ids) != (R_xlen_t)n) REPROTECT(ids = Rf_xlengthgets(ids, (R_xlen_t)n), ids_ix);
   const char *nm[] = {"n", "ids", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
@@ -448,12 +367,10 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
     SET_STRING_ELT(m.alt, i, NA_STRING);
     REAL(m.pos)[i] = NA_REAL;
   }
-  SEXP token = PROTECT(R_MakeUnwindCont());
-  glue_ctl g;
-  fm_ctl ctl = glue_ctl_init(&g, progress, token);
+  fm_ctl ctl = Rfmalloc_ctl(progress);
   int64_t block = (int64_t)Rf_asReal(s_block);
   fm_status st = fm_fmt_stream(r, &d, vi, block, on_variant, &m, &ctl, &err);
-  glue_finish(&g, st, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
   const char *nm[] = {"chr", "pos", "id", "ref", "alt", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
   SET_VECTOR_ELT(out, 0, m.chr);
@@ -461,7 +378,7 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   SET_VECTOR_ELT(out, 2, m.id);
   SET_VECTOR_ELT(out, 3, m.ref);
   SET_VECTOR_ELT(out, 4, m.alt);
-  UNPROTECT(7);
+  UNPROTECT(6);
   return out;
 }
 

@@ -114,6 +114,50 @@ static inline void Rfmalloc_raise_err(const fm_err *err, const char *what) {
   else snprintf(msg, sizeof msg, "%s", text);
   Rfmalloc_raise((int)code, msg);
 }
+
+/* ---- callbacks of core calls ----------------------------------------------
+ * The one way a package's glue lets a long core call poll R and report
+ * progress (Rfmalloc's own glue uses it too). Use, in one .Call on the main
+ * thread:
+ *     fm_ctl ctl = Rfmalloc_ctl(progress);
+ *     fm_status st = <core call>(..., &ctl, &err);
+ *     <release C resources>
+ *     Rfmalloc_ctl_finish(st, &err, what);
+ * ctl.cancel runs R_CheckUserInterrupt() (at most every 10 ms, and at once
+ * after a progress report); ctl.progress calls progress(done, total) (an R
+ * function, else no reports) when done grew by a whole unit and when done
+ * first reaches total (given as they are; total may be NA).
+ * That R code runs with the caller's condition handlers and restarts in
+ * place, but R never longjmps over the core's frames: a condition or
+ * restart that leaves the R code (the error of setTimeLimit(), an error of
+ * the progress function, invokeRestart() in a handler) makes ctl.cancel
+ * answer nonzero, so the core cleans up and returns FM_ECANCELLED, and
+ * Rfmalloc_ctl_finish continues that jump: tryCatch(error = ) around the R
+ * call sees the original condition, with nothing printed. A user interrupt
+ * becomes fm_error_ecancelled (class c("fm_error_ecancelled", "fm_error",
+ * "interrupt", "condition")), raised by Rfmalloc_ctl_finish.
+ * progress must stay protected until Rfmalloc_ctl_finish (an argument of
+ * the .Call is); ctl is valid until the .Call returns. Call
+ * Rfmalloc_ctl_finish right after the core call, also when it returned
+ * FM_OK (a jump caught at its last progress report still continues), and
+ * never with a ctl of an earlier .Call. */
+static inline fm_ctl Rfmalloc_ctl(SEXP progress) {
+  static fm_ctl (*fun)(SEXP) = NULL;
+  if (!fun) fun = (fm_ctl(*)(SEXP))R_GetCCallable("Rfmalloc", "Rfmalloc_ctl");
+  return fun(progress);
+}
+
+/* After the core call made with the latest Rfmalloc_ctl(): continue a jump
+ * that its callbacks caught, else raise a caught user interrupt as
+ * fm_error_ecancelled, else raise err (as Rfmalloc_raise_err(err, what))
+ * when status is not FM_OK; returns only when there is nothing to raise. */
+static inline void Rfmalloc_ctl_finish(int status, const fm_err *err, const char *what) {
+  static void (*fun)(int, const fm_err *, const char *) = NULL;
+  if (!fun)
+    fun = (void (*)(int, const fm_err *, const char *))R_GetCCallable("Rfmalloc",
+                                                                      "Rfmalloc_ctl_finish");
+  fun(status, err, what);
+}
 #endif
 
 /* ---- external codecs and the backend registry ---------------------------
