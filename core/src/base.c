@@ -1,8 +1,9 @@
 /* base.c: status names, the error buffer, dtypes, thread count, control
  * block, checksum. */
-#define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT; sysconf(_SC_NPROCESSORS_ONLN) */
 #include "fm/fm_base.h"
 
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -62,14 +63,29 @@ int fm_ctl_cancelled(const fm_ctl *ctl) { return ctl && ctl->cancel && ctl->canc
 
 static atomic_int threads_set; /* 0: the default */
 
+/* CPUs this process may run on: its affinity mask (taskset, cpusets of
+ * containers and batch schedulers), else the CPUs online. */
+static long cpus_available(void) {
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    const int n = CPU_COUNT(&set);
+    if (n >= 1) return n;
+  }
+#endif
+  return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
 int fm_threads(void) {
   const int n = atomic_load(&threads_set);
   if (n > 0) return n;
-  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus >= 1 ? (cpus > 1024 ? 1024 : (int)cpus) : 1;
+  const long cpus = cpus_available();
+  return cpus >= 1 ? (cpus > FM_THREADS_MAX ? FM_THREADS_MAX : (int)cpus) : 1;
 }
 
-void fm_set_threads(int n) { atomic_store(&threads_set, n > 0 ? n : 0); }
+void fm_set_threads(int n) {
+  atomic_store(&threads_set, n > 0 ? (n > FM_THREADS_MAX ? FM_THREADS_MAX : n) : 0);
+}
 
 void fm_ctl_progress(const fm_ctl *ctl, double done, double total) {
   if (ctl && ctl->progress) ctl->progress(ctl->ud, done, total);

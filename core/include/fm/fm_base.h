@@ -82,12 +82,19 @@ typedef struct fm_ctl {
   void *ud;
 } fm_ctl;
 
-/* Worker threads a product or statistic may use, >= 1. Default: the CPUs
- * online (sysconf), at least 1. Results never depend on it (each parallel
- * module states how). */
+/* The most worker threads any parallel module uses per call. */
+#define FM_THREADS_MAX 256
+
+/* Worker threads a product or statistic may use, 1 ... FM_THREADS_MAX.
+ * Default: the CPUs this process may run on (its affinity mask,
+ * sched_getaffinity, on Linux: taskset, cpusets; else the CPUs online,
+ * sysconf), capped at FM_THREADS_MAX. A CPU quota (cgroup cpu.max) is not
+ * seen. Results never depend on it (each parallel module states how). */
 int fm_threads(void);
-/* Set the thread count; n <= 0 restores the default. Atomic: safe while other
- * threads read it (a running product keeps the count it started with). */
+/* Set the thread count; n <= 0 restores the default, n > FM_THREADS_MAX
+ * sets FM_THREADS_MAX (callers that must refuse it check first). Atomic:
+ * safe while other threads read it (a running product keeps the count it
+ * started with). */
 void fm_set_threads(int n);
 
 /* Nonzero when ctl asks to stop. ctl may be NULL. */

@@ -1,7 +1,10 @@
-/* Tests for fm_base.h: error buffer, names, checksum, overflow-checked products. */
+/* Tests for fm_base.h: error buffer, names, checksum, overflow-checked
+ * products, thread count. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "fm/fm_base.h"
 #include "fm_test.h"
 
+#include <sched.h>
 #include <string.h>
 
 static void err_set_formats_and_returns_code(void) {
@@ -40,10 +43,45 @@ static void mul_ok_detects_overflow(void) {
   CHECK(fm_mul_ok(0, INT64_MAX, &r) && r == 0);
 }
 
+/* The default is the CPUs of the affinity mask (which taskset or a cpuset
+ * narrows below the CPUs online); set counts are capped at FM_THREADS_MAX. */
+static void threads_follow_affinity_and_cap(void) {
+  fm_set_threads(0);
+  CHECK(fm_threads() >= 1 && fm_threads() <= FM_THREADS_MAX);
+#if defined(__linux__) && defined(CPU_COUNT)
+  cpu_set_t set;
+  CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
+  const int n_mask = CPU_COUNT(&set);
+  CHECK(fm_threads() == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
+  /* narrowed to one CPU, the default follows */
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &set)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+  CHECK(fm_threads() == 1);
+  CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
+  CHECK(fm_threads() == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
+#endif
+  fm_set_threads(3);
+  CHECK(fm_threads() == 3);
+  fm_set_threads(FM_THREADS_MAX);
+  CHECK(fm_threads() == FM_THREADS_MAX);
+  fm_set_threads(1000000000);
+  CHECK(fm_threads() == FM_THREADS_MAX);
+  fm_set_threads(-5);
+  CHECK(fm_threads() >= 1 && fm_threads() <= FM_THREADS_MAX);
+  fm_set_threads(0);
+}
+
 int main(void) {
   FM_RUN(err_set_formats_and_returns_code);
   FM_RUN(status_names_are_stable);
   FM_RUN(checksum_chains_and_detects_flips);
   FM_RUN(mul_ok_detects_overflow);
+  FM_RUN(threads_follow_affinity_and_cap);
   FM_TEST_END();
 }
