@@ -34,6 +34,11 @@
 #' * `fmalloc.backend`: force one product backend, or `"reference"`, read
 #'   at every product (see [fmalloc_backends()], [fmalloc_with_backend()]).
 #'
+#' A value of `fmalloc.panel_bytes` or `fmalloc.threads` that the setter
+#' refuses does not stop the package from loading: it is ignored with a
+#' warning naming the option, and the default stays. An invalid
+#' `fmalloc.backend` raises `fm_error_earg` at the next product.
+#'
 #' @section Errors:
 #' Every error raised by the package is a condition of class
 #' `c("fm_error_<status>", "fm_error", "error", "condition")`, where

@@ -84,24 +84,38 @@ fmalloc_with_backend <- function(name, expr) {
 #' Worker threads of products and statistics
 #'
 #' Sets or reports how many threads the fused product kernels (and other
-#' threaded core code) use per call. The default is the number of CPUs
-#' available; the option `fmalloc.threads` sets the count when the package is
-#' loaded.
+#' threaded core code) use per call. The default is the number of CPUs this
+#' process may run on: its CPU affinity mask on Linux (so `taskset`, cpusets
+#' of containers and batch schedulers count), else the CPUs online; a CPU
+#' quota (cgroup `cpu.max`, `docker --cpus`) is not seen, so set the count
+#' there. The option `fmalloc.threads` sets the count when the package is
+#' loaded (an invalid value is ignored with a warning). At most 256 threads
+#' are used (`FM_THREADS_MAX` in `fm_base.h`); the default is capped there.
 #'
-#' Results do not depend on the thread count: each thread owns a fixed
-#' range of variants and the partial results are combined in the same order
-#' whatever the count, so products are bit-identical for 1, 2 or more
-#' threads (the tests check this). In a forked child (for example under
+#' Results do not depend on the thread count: every output element is summed
+#' by one thread in an order fixed by the data alone. A block of variants is
+#' processed in up to two phases: in the first each thread takes whole
+#' variants (their lookup tables and code counts; for `crossprod(X, B)` and
+#' column sums the output rows of those variants, the variant's rows summed
+#' in fixed segments); in the second, for `X %*% B` and `X %*% crossprod(X,
+#' B)`, each thread takes a range of rows (samples) and adds every variant
+#' of the block to those rows, variants in order. So products are
+#' bit-identical for 1, 2 or more threads and any panel budget (the tests
+#' check this). In a forked child (for example under
 #' `parallel::mclapply()`) the count in effect in the parent is inherited;
 #' the kernels start their own threads (POSIX threads) at each call, so
 #' they work in the child. With several forked workers, set
 #' `fmalloc_threads(1)` in them to avoid oversubscribing the CPUs.
 #'
-#' @param n `NULL` to query; a whole number >= 1 to set; `0` or `NA` to
-#'   restore the default (the CPUs available).
+#' @param n `NULL` to query; a whole number from 1 to 256 to set; `0` or `NA`
+#'   to restore the default (the CPUs available).
 #' @return The thread count in effect, an integer (invisibly when setting).
 #' @section Errors: `fm_error_earg` when `n` is not `NULL`, `NA` or a whole
-#'   number >= 0.
+#'   number from 0 to 256.
+#' @section Source: the threading and the order of summation of the fused
+#'   kernels are this package's design, described in `core/src/fused.c` and
+#'   `core/include/fm/fm_fused.h`; the default count comes from
+#'   `sched_getaffinity(2)` (Linux) or `sysconf(_SC_NPROCESSORS_ONLN)`.
 #' @examples
 #' fmalloc_threads()
 #' old <- fmalloc_threads()
@@ -111,13 +125,15 @@ fmalloc_with_backend <- function(name, expr) {
 fmalloc_threads <- function(n = NULL) {
   if (is.null(n)) return(.Call(fmr_threads, NULL))
   if (length(n) != 1L || !(is.numeric(n) || is.logical(n))) {
-    fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number >= 0, not ", fm_describe(n))
+    fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number from 0 to 256, not ",
+             fm_describe(n))
   }
   if (is.na(n)) n <- 0
-  if (!is.finite(n) || n < 0 || n != floor(n) || n > .Machine$integer.max) {
-    fm_abort("earg", sprintf("fmalloc_threads: n must be a whole number >= 0, not %s", format(n)))
+  if (!is.finite(n) || n < 0 || n != floor(n)) {
+    fm_abort("earg", sprintf("fmalloc_threads: n must be a whole number from 0 to 256, not %s",
+                             format(n)))
   }
-  invisible(.Call(fmr_threads, as.integer(n)))
+  invisible(.Call(fmr_threads, as.numeric(n)))
 }
 
 #' What computes products

@@ -597,8 +597,19 @@ fmalloc_test_ext_backend <- function(on = TRUE) invisible(.Call(fmr_test_ext_bac
 NULL
 
 .onLoad <- function(libname, pkgname) {
-  bytes <- getOption("fmalloc.panel_bytes")
-  if (!is.null(bytes)) fmalloc_panel_budget(bytes)
-  threads <- getOption("fmalloc.threads")
-  if (!is.null(threads)) fmalloc_threads(threads)
+  fm_apply_option("fmalloc.panel_bytes", fmalloc_panel_budget, "the default panel budget")
+  fm_apply_option("fmalloc.threads", fmalloc_threads, "the default thread count")
+}
+
+# Apply option `name` with setter(value) at load time. A value the setter
+# refuses must not make library() fail: warn naming the option and keep the
+# default.
+fm_apply_option <- function(name, setter, default) {
+  value <- getOption(name)
+  if (is.null(value)) return(invisible())
+  tryCatch(setter(value), error = function(e) {
+    warning(sprintf("Rfmalloc: option %s is ignored (%s); using %s", name,
+                    conditionMessage(e), default), call. = FALSE)
+  })
+  invisible()
 }

@@ -67,10 +67,16 @@ SEXP fmr_backends(void) {
   return out;
 }
 
-/* n: NULL queries; a number sets (<= 0 restores the default). Returns the
- * count in effect. */
+/* n: NULL queries; a whole number sets (0 restores the default; above
+ * FM_THREADS_MAX raises fm_error_earg). Returns the count in effect. */
 SEXP fmr_threads(SEXP s_n) {
-  if (!Rf_isNull(s_n)) fm_set_threads(Rf_asInteger(s_n));
+  if (!Rf_isNull(s_n)) {
+    const double n = Rf_asReal(s_n);
+    if (!(n >= 0 && n <= FM_THREADS_MAX))
+      fmr_stop(FM_EARG, "fmalloc_threads: n must be a whole number from 0 to %d, not %.15g",
+               FM_THREADS_MAX, n);
+    fm_set_threads((int)n);
+  }
   return Rf_ScalarInteger(fm_threads());
 }
 

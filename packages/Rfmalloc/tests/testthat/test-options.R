@@ -1,0 +1,95 @@
+# The thread count and the package options read at load time: the default
+# follows the CPU affinity mask, counts above FM_THREADS_MAX (256) are
+# refused, and a bad option value warns instead of failing library().
+
+# Runs R code (a character vector of lines) in a child Rscript with this
+# session's library paths, optionally under a command prefix (taskset);
+# returns its stdout and stderr lines (merged).
+run_child_lines <- function(code, prefix = character()) {
+  script <- tempfile(fileext = ".R")
+  on.exit(unlink(script), add = TRUE)
+  writeLines(code, script)
+  rscript <- file.path(R.home("bin"), "Rscript")
+  libs <- paste(.libPaths(), collapse = .Platform$path.sep)
+  cmd <- if (length(prefix)) prefix[1] else rscript
+  args <- c(prefix[-1], if (length(prefix)) rscript, "--vanilla", shQuote(script))
+  suppressWarnings(system2(cmd, args, stdout = TRUE, stderr = TRUE,
+                           env = paste0("R_LIBS=", shQuote(libs))))
+}
+
+test_that("the default thread count follows the CPU affinity mask (taskset)", {
+  taskset <- Sys.which("taskset")
+  skip_if(!nzchar(taskset), "taskset (util-linux) is not installed")
+  skip_if(is.null(parallel::mcaffinity()), "this platform has no CPU affinity")
+  cpu <- parallel::mcaffinity()[1] - 1L # taskset numbers CPUs from 0
+  out <- run_child_lines("cat('threads', Rfmalloc::fmalloc_threads(), '\\n')",
+                         prefix = c(taskset, "-c", as.character(cpu)))
+  expect_true("threads 1" %in% trimws(out), info = paste(out, collapse = "\n"))
+  # and products still agree with base R there
+  out <- run_child_lines(c(
+    "suppressPackageStartupMessages(library(Rfmalloc))",
+    "rt <- open_fmalloc(tempfile(), 0.01, mode = 'scratch')",
+    "set.seed(2); g <- matrix(rbinom(300 * 40, 2, 0.4), 300, 40); b <- matrix(rnorm(80), 40, 2)",
+    "cat('same', isTRUE(all.equal(fmalloc_bed(g, rt) %*% b, g %*% b, check.attributes = FALSE)), '\\n')"),
+    prefix = c(taskset, "-c", as.character(cpu)))
+  expect_true("same TRUE" %in% trimws(out), info = paste(out, collapse = "\n"))
+})
+
+test_that("thread counts above 256 are refused, 256 is accepted", {
+  old <- fmalloc_threads()
+  on.exit(fmalloc_threads(old))
+  expect_identical(fmalloc_threads(256), 256L)
+  expect_identical(fmalloc_threads(), 256L)
+  fmalloc_threads(2)
+  for (bad in list(257, 1e9, .Machine$integer.max, 2^40)) {
+    expect_error(fmalloc_threads(bad), "from 0 to 256", class = "fm_error_earg")
+  }
+  # a refused count leaves the count in effect unchanged
+  expect_identical(fmalloc_threads(), 2L)
+  expect_identical(fmalloc_backend_info()$threads, 2L)
+})
+
+test_that("a bad fmalloc.threads or fmalloc.panel_bytes option warns at load and keeps the default", {
+  out <- run_child_lines(c(
+    "default_threads <- local({ loadNamespace('Rfmalloc'); Rfmalloc::fmalloc_threads() })",
+    "default_budget <- Rfmalloc::fmalloc_panel_budget()",
+    "unloadNamespace('Rfmalloc')",
+    "options(fmalloc.threads = 'a', fmalloc.panel_bytes = -1)",
+    "w <- character()",
+    "ok <- withCallingHandlers(tryCatch({ library(Rfmalloc); TRUE }, error = function(e) conditionMessage(e)),",
+    "  warning = function(w_) { w <<- c(w, conditionMessage(w_)); invokeRestart('muffleWarning') })",
+    "cat('loaded', ok, '\\n')",
+    "cat('warnings', length(w), '\\n')",
+    "cat('threads warning', any(grepl('option fmalloc.threads is ignored', w)), '\\n')",
+    "cat('budget warning', any(grepl('option fmalloc.panel_bytes is ignored', w)), '\\n')",
+    "cat('defaults kept', fmalloc_threads() == default_threads,",
+    "    fmalloc_panel_budget() == default_budget, '\\n')",
+    "options(fmalloc.threads = 1e9, fmalloc.panel_bytes = NULL)",
+    "unloadNamespace('Rfmalloc')",
+    "w <- character()",
+    "withCallingHandlers(library(Rfmalloc),",
+    "  warning = function(w_) { w <<- c(w, conditionMessage(w_)); invokeRestart('muffleWarning') })",
+    "cat('too many', length(w), grepl('fmalloc.threads.*from 0 to 256', w[1]), fmalloc_threads() == default_threads, '\\n')",
+    "options(fmalloc.threads = 3, fmalloc.panel_bytes = 4096)",
+    "unloadNamespace('Rfmalloc')",
+    "library(Rfmalloc)",
+    "cat('good options', fmalloc_threads(), fmalloc_panel_budget(), '\\n')"))
+  info <- paste(out, collapse = "\n")
+  expect_true("loaded TRUE" %in% trimws(out), info = info)
+  expect_true("warnings 2" %in% trimws(out), info = info)
+  expect_true("threads warning TRUE" %in% trimws(out), info = info)
+  expect_true("budget warning TRUE" %in% trimws(out), info = info)
+  expect_true("defaults kept TRUE TRUE" %in% trimws(out), info = info)
+  expect_true("too many 1 TRUE TRUE" %in% trimws(out), info = info)
+  expect_true("good options 3 4096" %in% trimws(out), info = info)
+})
+
+test_that("a bad fmalloc.backend option is reported at the product, not at load", {
+  rt <- fm_runtime(mode = "scratch")
+  X <- fmalloc_bed(matrix(c(0L, 1L, 2L, 1L), 2, 2), rt)
+  old <- options(fmalloc.backend = "no_such_backend")
+  on.exit(options(old), add = TRUE)
+  expect_error(X %*% diag(2), "fmalloc.backend|no_such_backend", class = "fm_error_earg")
+  options(fmalloc.backend = NULL)
+  expect_equal(X %*% diag(2), matrix(c(0, 1, 2, 1), 2, 2), ignore_attr = TRUE)
+})
