@@ -40,8 +40,18 @@
 #' @section Errors: `fm_error_earg` when `x` is not a numeric matrix;
 #'   `fm_error_emismatch` when the dimnames do not fit; `fm_error_enomem` or `fm_error_enospc` when the
 #'   blob cannot be allocated or the runtime is full; `fm_error_ecancelled`
-#'   when interrupted. Using the matrix raises `fm_error_eformat` (naming the
-#'   byte) if its stored bytes were damaged.
+#'   when interrupted. Every use of the matrix checks the structure of the
+#'   stored blob and raises `fm_error_eformat` (naming the first offending
+#'   byte) when it is broken: the header (magic, version, sizes, shape
+#'   against the size), the column offset table, every vector header (kind,
+#'   exponent `e <= 18`, factor `f <= e`, bit width `<= 64`, exception
+#'   count, data offset inside its column) and every exception row (strictly
+#'   increasing, inside its vector). The values themselves carry no checksum:
+#'   damage to the packed digits, a vector's base digit, an exception's
+#'   stored value, a raw vector's doubles, or an exponent, factor or width
+#'   changed to another value that is still in range, decodes silently to
+#'   other numbers. Keep the runtime file where such damage matters (or
+#'   compare a checksum of `as.matrix()` yourself).
 #' @section Source: A. Afroozeh, L. X. Kuffo and P. Boncz (2023), "ALP:
 #'   Adaptive Lossless floating-Point Compression", Proceedings of the ACM on
 #'   Management of Data 1(4), SIGMOD 2023 (decimal ALP with its two-level

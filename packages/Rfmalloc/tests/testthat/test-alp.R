@@ -171,6 +171,34 @@ test_that("a damaged blob is an error naming the byte, never a crash", {
                class = "fm_error_emismatch")
 })
 
+test_that("the structure of a blob is checked, its digits are not (no checksum)", {
+  rt <- alp_rt()
+  x <- matrix(round(runif(300), 2), 150, 2)
+  A <- fmalloc_alp(x, rt)
+  s <- A@storage[]
+  # layout (docs/formats/alp.md): 48-byte header, offsets of 2 columns
+  # (bytes 48..71), column 0's one vector header at byte 72, its digits at 96
+  expect_identical(readBin(s[49:56], "integer", size = 8), 72L)
+  B <- A
+  d <- s
+  d[72 + 1 + 1] <- as.raw(19) # the exponent e of column 0's vector (at most 18)
+  B@storage <- d
+  expect_error(as.matrix(B), "byte 73: exponent at most 18 expected", class = "fm_error_eformat")
+  d <- s
+  d[72 + 1 + 1] <- as.raw(as.integer(s[72 + 1 + 1]) - 1L) # e one lower: still in range
+  if (as.integer(s[72 + 2 + 1]) <= as.integer(d[72 + 1 + 1])) { # f <= e still holds
+    B@storage <- d
+    expect_false(isTRUE(all.equal(as.matrix(B)[, 1], x[, 1]))) # silently other values
+  }
+  d <- s
+  d[96 + 1] <- xor(s[96 + 1], as.raw(0xff)) # packed digits of rows 1 and 2
+  B@storage <- d
+  got <- as.matrix(B) # no error: digits carry no checksum
+  expect_false(identical(got[1:2, 1], x[1:2, 1]))
+  expect_identical(got[3:150, 1], x[3:150, 1])
+  expect_identical(got[, 2], x[, 2])
+})
+
 test_that("an alp matrix survives serialization", {
   rt <- alp_rt()
   x <- matrix(c(1.25, NA, -0, 3e-310), 2, 2)
