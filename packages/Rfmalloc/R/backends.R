@@ -144,6 +144,14 @@ fmalloc_threads <- function(n = NULL) {
 #'   `fused_isa` (the instruction set of the fused kernels: `"avx512"`,
 #'   `"avx2"` or `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
 #'   `last_backend` ([fmalloc_last_backend()]).
+#' @section Errors: none: it only reads the state of the session. An invalid
+#'   option `fmalloc.backend` is returned as set (it raises `fm_error_earg`
+#'   at the next product), and a closed runtime does not matter here.
+#' @section Source: the registry `core/include/fm/fm_backend.h`
+#'   (`fm_backend_count`, `fm_backend_name`); the kernels' instruction set
+#'   `fm_fused_isa_name()` in `core/include/fm/fm_fused.h` (CPUID at run
+#'   time); the thread count `fm_threads()` in `core/include/fm/fm_base.h`;
+#'   the panel budget `fm_panel_budget()` in `core/include/fm/fm_panel.h`.
 #' @examples
 #' str(fmalloc_backend_info())
 #' @export

@@ -49,6 +49,32 @@
 #' pointer, so it does not survive `saveRDS()`: after `readRDS()` any use
 #' raises `fm_error_eclosed`.
 #'
+#' @section Errors:
+#' * `colSums()`, `colMeans()`: `fm_error_earg` when `na.rm` is not `TRUE`
+#'   or `FALSE`, or `dims` is not 1;
+#' * products: `fm_error_emismatch` when the operands are not conformable;
+#'   `fm_error_earg` when the other operand is not numeric;
+#'   `fm_error_eunsupported` for a product of two codec matrices, and from a
+#'   backend forced with option `fmalloc.backend` that declines the product
+#'   (the message names the backend, the product and the backend's reason);
+#' * `X[i, j]`, `X[i]`: `fm_error_earg` for `NA`, out-of-bounds, unknown
+#'   names or mixed-sign indices; `t(X)`: `fm_error_eunsupported`;
+#' * every use: `fm_error_eclosed` when the runtime holding the storage was
+#'   closed; `fm_error_eformat` when a mapped `.bed` file shrank on disk or
+#'   an ALP blob's structure is damaged (see [fmalloc_alp()]);
+#'   `fm_error_ecancelled` (an `interrupt` condition) when interrupted; the
+#'   error of `setTimeLimit()` arrives as itself.
+#'
+#' @section Source: PLINK 1 `.bed` 2-bit encoding
+#'   (<https://www.cog-genomics.org/plink/1.9/formats#bed>,
+#'   `docs/formats/bed.md`); the one-byte dosage layout `docs/formats/dos8.md`;
+#'   ALP `docs/formats/alp.md`. Products and column sums follow the backend
+#'   contract of `core/include/fm/fm_backend.h` (`FM_OP_XB`, `FM_OP_XTB`,
+#'   `FM_OP_XXTB`, `FM_OP_COLSUMS`); the reference path decodes bounded
+#'   panels (`core/include/fm/fm_panel.h`) and calls BLAS `dgemm`; column
+#'   sums with `na.rm = TRUE` use the fused fill of 0, and `colMeans()` counts
+#'   observed values with a second pass (scale 0, fill 1).
+#'
 #' @slot storage raw vector (fmalloc ALTREP) or external pointer to a file view.
 #' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`
 #'   (for `"alp"` the last entry is the compressed blob's size in bytes).

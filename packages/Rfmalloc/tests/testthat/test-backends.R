@@ -156,6 +156,9 @@ test_that("colSums and colMeans of codec matrices match base R on the decoded ma
   expect_true(is.nan(colMeans(mats$bed2, na.rm = TRUE)[[4]]))
   expect_error(colSums(mats$bed2, dims = 2), class = "fm_error_earg")
   expect_error(colSums(mats$bed2, na.rm = NA), class = "fm_error_earg")
+  expect_error(colMeans(mats$bed2, dims = 0), "dims must be 1", class = "fm_error_earg")
+  expect_error(colMeans(mats$bed2, na.rm = "yes"), "na.rm must be TRUE or FALSE",
+               class = "fm_error_earg")
   # empty shapes
   E <- fmalloc_bed(matrix(integer(0), 0, 3), rt)
   expect_identical(unname(colSums(E)), c(0, 0, 0))
