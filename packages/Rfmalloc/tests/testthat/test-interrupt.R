@@ -86,38 +86,42 @@ test_that("PCA's progress bar runs with the caller's handlers; an error there re
   skip_if_not_installed("cli")
   skip_if_not(exists("cli_with_ticks", asNamespace("cli"), inherits = FALSE),
               "this cli has no cli_with_ticks() to lift its update throttle")
-  rt <- fm_runtime(mode = "scratch")
-  set.seed(3)
-  g <- matrix(rbinom(300 * 200, 2, 0.3), 300, 200)
-  X <- fmalloc_bed(g, rt)
-  op <- options(fmalloc.progress = TRUE, cli.progress_show_after = 0, cli.dynamic = FALSE,
-                cli.ansi = FALSE)
-  on.exit(options(op), add = TRUE)
-  # 20 iterations, never converged (tol = 1e-300): 42 passes
-  pca <- function() suppressWarnings(fmalloc_pca(X, k = 3, max_iter = 20, tol = 1e-300))
-  # every pass updates the bar (a cli message) while the core computes; a
-  # calling handler sees each message and may muffle it
-  seen <- character()
-  pc <- cli:::cli_with_ticks(withCallingHandlers(pca(), cliMessage = function(m) {
-    seen <<- c(seen, conditionMessage(m))
-    tryInvokeRestart("cli_message_handled")
-  }))
-  expect_length(seen, 42L)
-  expect_match(seen[42], "100%")
-  # an error raised by that handler during a pass cancels the PCA and
-  # reaches tryCatch with its message; R and the runtime carry on
-  n_msg <- 0
-  expect_error(cli:::cli_with_ticks(withCallingHandlers(pca(), cliMessage = function(m) {
-    n_msg <<- n_msg + 1
-    if (n_msg == 4) stop("stop at update 4")
-    tryInvokeRestart("cli_message_handled")
-  })), "stop at update 4")
-  expect_equal(n_msg, 4)
-  # a restart invoked from a handler unwinds the PCA the same way
-  got <- cli:::cli_with_ticks(withRestarts(
-    withCallingHandlers(pca(), cliMessage = function(m) invokeRestart("give_up", "gave up")),
-    give_up = function(msg) msg))
-  expect_equal(got, "gave up")
-  options(fmalloc.progress = FALSE)
-  expect_equal(pca()$d, pc$d)
+  # in a child: a bar left mid-update by the error stays in cli's state
+  out <- run_child(c(
+    "rt <- open_fmalloc(tempfile(), 0.05, mode = 'scratch')",
+    "set.seed(3)",
+    "X <- fmalloc_bed(matrix(rbinom(300 * 200, 2, 0.3), 300, 200), rt)",
+    "options(fmalloc.progress = TRUE, cli.progress_show_after = 0, cli.dynamic = FALSE,",
+    "        cli.ansi = FALSE)",
+    "# 20 iterations, never converged (tol = 1e-300): 42 passes",
+    "pca <- function() suppressWarnings(fmalloc_pca(X, k = 3, max_iter = 20, tol = 1e-300))",
+    "# every pass updates the bar (a cli message) while the core computes; a",
+    "# calling handler sees each message and may muffle it",
+    "seen <- character()",
+    "pc <- cli:::cli_with_ticks(withCallingHandlers(pca(), cliMessage = function(m) {",
+    "  seen <<- c(seen, conditionMessage(m))",
+    "  tryInvokeRestart('cli_message_handled')",
+    "}))",
+    "cat('messages', length(seen), grepl('100%', seen[length(seen)]), '\\n')",
+    "# an error raised by that handler during a pass cancels the PCA and",
+    "# reaches tryCatch with its message",
+    "n_msg <- 0",
+    "r <- tryCatch(cli:::cli_with_ticks(withCallingHandlers(pca(), cliMessage = function(m) {",
+    "  n_msg <<- n_msg + 1",
+    "  if (n_msg == 4) stop('stop at update 4')",
+    "  tryInvokeRestart('cli_message_handled')",
+    "})), error = function(e) conditionMessage(e))",
+    "cat('error', r, n_msg, '\\n')",
+    "# a restart invoked from a handler unwinds the PCA the same way",
+    "got <- cli:::cli_with_ticks(withRestarts(",
+    "  withCallingHandlers(pca(), cliMessage = function(m) invokeRestart('give_up', 'gave up')),",
+    "  give_up = function(msg) msg))",
+    "cat('restart', got, '\\n')",
+    "options(fmalloc.progress = FALSE)",
+    "cat('again', identical(pca()$d, pc$d), '\\n')"))
+  info <- paste(out, collapse = "\n")
+  expect_true("messages 42 TRUE" %in% trimws(out), info = info)
+  expect_true("error stop at update 4 4" %in% trimws(out), info = info)
+  expect_true("restart gave up" %in% trimws(out), info = info)
+  expect_true("again TRUE" %in% trimws(out), info = info)
 })
