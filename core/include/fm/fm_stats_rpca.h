@@ -2,33 +2,53 @@
  *
  * Computes the top-k singular triplets of A = the n x p logical matrix x
  * after its affine transform (centring, scaling, imputation fused into panel
- * decode), touching A only through fm_backend_run products X*B and X'*B.
- * Nothing n x n or p x p is formed: memory is O((n + p) * l), l = k + oversample
- * (one n x l and one p x l work buffer, O(l^2) more, and the n x k and p x k
- * results).
+ * decode), touching A only through fm_backend_run products: X (X' B) in one
+ * pass (FM_OP_XXTB) per iteration and X' B once at the end. Nothing n x n,
+ * p x p or p x l is formed: memory is two n x l work buffers, O(l^2), and
+ * the n x k and p x k outputs, l = k + oversample (so at n = 5000, p = 2e6,
+ * k = 10, l = 40: 3.2 MB of work beside the 160 MB of v).
  *
  * Algorithm: randomized subspace iteration (Halko, Martinsson and Tropp 2011,
- * SIAM Review 53(2), Algorithm 4.4) with QR re-orthonormalisation after every
- * product, followed by Rayleigh-Ritz: B' = A'Q (p x l), B' = Q2 R2 (QR),
- * SVD of R2'. The Rayleigh-Ritz values are computed after every iteration
- * from the small R2 that the iteration produces anyway (no extra pass), and
- * iteration stops when each of the top-k singular values changed by at most
- * tol relative to itself since the previous iteration (or by at most
- * 64 * DBL_EPSILON * d[0], so that values at rounding level of the largest
- * one count as converged), or after max_iter iterations.
- * One run makes 2 * iterations + 2 passes over A (at most 2 * max_iter + 2).
+ * SIAM Review 53(2), Algorithm 4.4) on the sample side, with the Gram
+ * operator A A': Q = orth(G) for G an n x l standard normal matrix; each
+ * iteration makes Y = A A' Q in one pass, takes the Rayleigh-Ritz values
+ * from the l x l matrix Q'Y = (A'Q)'(A'Q) (its eigenvalues are the squared
+ * Ritz singular values of A on span(Q)) and sets Q = orth(Y) (Householder
+ * QR). Iteration stops when each of the top-k singular values changed by at
+ * most tol relative to itself since the previous iteration (or when its
+ * square changed by at most 64 * DBL_EPSILON * d[0]^2, so that values at
+ * rounding level of the largest one count as converged), or after max_iter
+ * iterations. The final step takes U0 = orth(Y W_k) (the top-k Ritz vectors
+ * with the last Y applied), makes one pass for Z = A'U0 (p x k, written
+ * straight into the output v), and finishes with Rayleigh-Ritz on span(U0):
+ * Z = Qv R, SVD of R'.
+ * One run makes iterations + 2 passes over A (at most max_iter + 2).
  * The error of a value at convergence is typically a few times tol; vectors
  * are accurate to about sqrt(tol) in angle when gaps are small, far better
  * for well-separated components.
- * The start matrix is standard normal from xoshiro256** seeded by splitmix64(seed)
- * with Box-Muller (documented in docs/rng.md), so results depend only on seed
- * (and, at rounding level, on the panel budget).
+ * Squared spectrum: the iteration sees d^2, so rounding at eps * d[0]^2
+ * bounds the subspace of a component far below the top: its vectors are
+ * accurate to at most about eps (d[0] / d[j])^2 / (relative gap) in angle,
+ * against eps (d[0] / d[j]) / gap for an iteration on A itself. Measured
+ * (core/tests/stats_rpca, values 10^(-0.6 j)): no difference down to
+ * d[j] = 1e-4 d[0] (angles below 1e-12); at 1.6e-5 and 4e-6 d[0] the left
+ * vectors were 2.5e-10 and 1.4e-7 off in angle where the earlier two-pass
+ * iteration on A gave about 1e-11. The values come from the final
+ * unsquared QR and kept their accuracy (1e-13 relative at 4e-6 d[0]); a
+ * value at rounding level of d[0] comes out near 0 rather than as the
+ * square root of rounding noise. Entries of A must keep A A' in range:
+ * |A| ~ 1e150 overflows (FM_EARG), a matrix whose largest singular value is
+ * below ~1e-154 underflows (FM_EDEGENERATE).
+ * The start matrix G (n x l, column-major) is standard normal from
+ * xoshiro256** seeded by splitmix64(seed) with Box-Muller (documented in
+ * docs/rng.md), so results depend only on seed (and, at rounding level, on
+ * the panel budget and the backend).
  * Signs: each component is flipped so that the entry of largest magnitude of
  * its left vector u (the first one on ties) is positive, and v goes with it
  * (scikit-learn's svd_flip convention).
  * Cancellation and progress: ctl->cancel is polled before every pass and
  * inside each product per panel; ctl->progress reports passes done (fractions
- * within a pass) out of 2 * max_iter + 2, ending at the total even when the
+ * within a pass) out of max_iter + 2, ending at the total even when the
  * iteration stops early.
  * Thread safety: reentrant; the matrix, affine and options are only read.
  * Oracle: core/tests/stats_rpca/ (LAPACK dgesvd of the explicitly transformed
@@ -42,11 +62,11 @@
 /* Recommended defaults (see fm_rpca_opts_default). Hard case: the generated
  * 3000 x 600 test matrix (four strong components plus N(0,1) noise, centred,
  * k = 6 so two components lie at the edge of the noise bulk where gaps are
- * ~0.3%) converges in 71-78 iterations over seeds with every value within
- * 1e-9 of a full SVD (oversample 20 needs 96-109, oversample 10 about 175).
- * Well-separated components converge in a handful of iterations. The larger
- * oversample costs flops (proportional to l) but saves passes over the data,
- * which dominate out of core. */
+ * ~0.3%) converges in 69-82 iterations over seeds with every value within
+ * 5e-10 of a full SVD (oversample 20 needs 107-111). Well-separated
+ * components converge in a handful of iterations. The larger oversample
+ * costs flops (proportional to l) but saves passes over the data, which
+ * dominate out of core. */
 #define FM_RPCA_DEFAULT_OVERSAMPLE 30
 #define FM_RPCA_DEFAULT_MAX_ITER 100
 #define FM_RPCA_DEFAULT_TOL 1e-10
@@ -64,7 +84,7 @@ typedef struct fm_rpca_result {
   double *u;   /* owned: n x k left singular vectors, col-major */
   double *v;   /* owned: p x k right singular vectors, col-major */
   int64_t n, p, k;
-  int iterations; /* subspace iterations performed (passes = 2 * iterations + 2) */
+  int iterations; /* subspace iterations performed (passes = iterations + 2) */
   int converged;  /* nonzero when tol was reached (always 0 when max_iter is 0) */
 } fm_rpca_result;
 
@@ -80,14 +100,28 @@ fm_rpca_opts fm_rpca_opts_default(int64_t k);
  *         NaN or infinite, e.g. a missing value that aff->fill leaves NaN),
  *         FM_EUNSUPPORTED (n or p above the BLAS integer range, INT_MAX),
  *         FM_ECANCELLED, FM_ENOMEM, FM_EDEGENERATE (A is numerically zero:
- *         its largest singular value estimate is 0 or below the rounding
- *         left by centring, 4 eps sqrt(n p) max_j |center_j scale_j|),
+ *         its largest singular value estimate is 0, below sqrt(DBL_MIN)
+ *         (A A' underflows) or below the rounding left by centring,
+ *         4 eps sqrt(n p) max_j |center_j scale_j|),
  *         FM_EINTERNAL (LAPACK failure), or the backend's own error.
  * Owns:   borrows x, aff, opts and ctl; *out is zeroed first and on success
  *         holds owned arrays; free with fm_rpca_result_clear (safe on a
  *         zeroed struct, idempotent). On failure *out is left zeroed. */
 FM_NODISCARD fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opts *opts,
                                      fm_rpca_result *out, const fm_ctl *ctl, fm_err *err);
+
+/* fm_stats_rpca into caller-owned buffers, so that a caller (the R glue)
+ * can have v written straight into its own p x k array without a copy.
+ * Shape:  d_out (k), u_out (n x k), v_out (p x k), col-major with leading
+ *         dimensions n and p; iterations_out and converged_out as in
+ *         fm_rpca_result (each may be NULL).
+ * Errors: as fm_stats_rpca; FM_EARG also for a NULL output array.
+ * Owns:   borrows everything; writes only the outputs, whose contents are
+ *         unspecified on failure (the counters are then 0). */
+FM_NODISCARD fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff,
+                                          const fm_rpca_opts *opts, double *d_out, double *u_out,
+                                          double *v_out, int *iterations_out, int *converged_out,
+                                          const fm_ctl *ctl, fm_err *err);
 
 void fm_rpca_result_clear(fm_rpca_result *r);
 
