@@ -212,6 +212,9 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
         fm_ctl_progress(ctl, done, total);
       }
     }
+    /* the block is consumed: drop its pages from the resident set (a no-op
+     * unless x is an evictable file mapping) */
+    fm_mat_evict_cols(x, c0, nc);
   }
   st = FM_OK;
 fail:

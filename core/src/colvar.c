@@ -328,6 +328,7 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
         put(mean_out, var_out, n_obs_out, j, mean, var, m);
       }
     }
+    fm_mat_evict_cols(x, c0, nb); /* consumed: bounded resident set (fm_panel.h) */
     fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
   }
 

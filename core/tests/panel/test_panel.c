@@ -1,13 +1,24 @@
 /* Tests for fm_panel.h: views, F64 / I32 decode with missing values and the
- * affine transform, panel plans under tiny budgets, the global budget.
- * Oracle: element-by-element application of the documented transform. */
+ * affine transform, panel plans under tiny budgets, the global budget, and
+ * eviction of consumed columns from the resident set (Linux: checked page by
+ * page through /proc/self/pagemap and as a whole in /proc/self/statm).
+ * Oracle: element-by-element application of the documented transform; for
+ * eviction, the values decoded before and after and the kernel's own count
+ * of resident pages. */
+#define _DEFAULT_SOURCE /* mkstemp, ftruncate, madvise */
+#include "fm/fm_backend.h"
 #include "fm/fm_panel.h"
+#include "fm/fm_stats_colvar.h"
 
 #include "fm_test.h"
+#include "fm_test_files.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static int same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
@@ -229,6 +240,236 @@ static void test_missing_is_r_na(void) {
   CHECK(bits_of(fm_na_value()) == FM_NA_BITS);
 }
 
+/* ---- eviction ---------------------------------------------------------- */
+
+#ifdef __linux__
+/* Resident pages of this process (/proc/self/statm, second field). */
+static long resident_pages(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = -1;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res;
+}
+
+/* Whether each of n_pages pages from addr is mapped in this process
+ * (/proc/self/pagemap bit 63); -1 when pagemap cannot be read. */
+static int pages_present(const void *addr, long n_pages, unsigned char *present) {
+  const long ps = sysconf(_SC_PAGESIZE);
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return -1;
+  const off_t first = (off_t)((uintptr_t)addr / (uintptr_t)ps) * 8;
+  for (long i = 0; i < n_pages; i++) {
+    uint64_t e = 0;
+    if (pread(fd, &e, sizeof e, first + (off_t)i * 8) != (ssize_t)sizeof e) {
+      close(fd);
+      return -1;
+    }
+    present[i] = (unsigned char)(e >> 63);
+  }
+  close(fd);
+  return 0;
+}
+
+/* Generated values of the mapped test matrix, exact in double. */
+static double evict_value(int64_t i, int64_t j) { return (double)(i * 7 + j * 1000003 % 8191); }
+
+/* A 1024 x 2048 F64 matrix (16 MB, 8 KB = two pages per column) written to
+ * a temporary file and mapped read-only, shared. */
+typedef struct mapped {
+  char dir[256], path[300];
+  int fd;
+  double *base;
+  size_t n_bytes;
+} mapped;
+
+static int map_test_matrix(mapped *m, int64_t n, int64_t p) {
+  memset(m, 0, sizeof *m);
+  m->fd = -1;
+  if (!fm_test_tmpdir(m->dir, sizeof m->dir, "fm_evict")) return 0;
+  snprintf(m->path, sizeof m->path, "%s/x.f64", m->dir);
+  FILE *f = fopen(m->path, "wb");
+  if (!f) return 0;
+  double *col = malloc((size_t)n * sizeof *col);
+  for (int64_t j = 0; j < p; j++) {
+    for (int64_t i = 0; i < n; i++) col[i] = evict_value(i, j);
+    if (fwrite(col, sizeof *col, (size_t)n, f) != (size_t)n) break;
+  }
+  free(col);
+  fclose(f);
+  m->n_bytes = (size_t)(n * p) * sizeof(double);
+  m->fd = open(m->path, O_RDONLY);
+  if (m->fd < 0) return 0;
+  void *b = mmap(NULL, m->n_bytes, PROT_READ, MAP_SHARED, m->fd, 0);
+  if (b == MAP_FAILED) return 0;
+  m->base = b;
+  return 1;
+}
+
+static void unmap_test_matrix(mapped *m) {
+  if (m->base) munmap(m->base, m->n_bytes);
+  if (m->fd >= 0) close(m->fd);
+  fm_test_rmtree(m->dir);
+}
+
+/* Decode every logical column and compare with the generated values. */
+static int64_t decode_all_wrong(const fm_mat *x, const int64_t *stored) {
+  fm_err err = {0};
+  double *panel = malloc((size_t)x->n_rows * 64 * sizeof *panel);
+  int64_t wrong = 0;
+  for (int64_t c0 = 0; c0 < x->n_cols; c0 += 64) {
+    const int64_t nc = x->n_cols - c0 < 64 ? x->n_cols - c0 : 64;
+    CHECK_OK(fm_panel_decode(x, NULL, 0, x->n_rows, c0, nc, panel, x->n_rows, &err), &err);
+    for (int64_t c = 0; c < nc; c++)
+      for (int64_t i = 0; i < x->n_rows; i++)
+        wrong += panel[i + c * x->n_rows] != evict_value(i, stored ? stored[c0 + c] : c0 + c);
+  }
+  free(panel);
+  return wrong;
+}
+
+static long count_present(const unsigned char *pr, long from, long to) {
+  long c = 0;
+  for (long i = from; i < to; i++) c += pr[i];
+  return c;
+}
+
+static void test_evict_resident(void) {
+  const int64_t n = 1024, p = 2048;
+  const long ps = sysconf(_SC_PAGESIZE);
+  if (ps != 4096) {
+    printf("  eviction test skipped: it assumes 4 KB pages (this system: %ld)\n", ps);
+    return;
+  }
+  mapped m;
+  if (!map_test_matrix(&m, n, p)) {
+    CHECK(0 && "cannot write and map the test matrix");
+    unmap_test_matrix(&m);
+    return;
+  }
+  const long n_pages = (long)(m.n_bytes / 4096);
+  unsigned char *pr = malloc((size_t)n_pages);
+  fm_err err = {0};
+  fm_mat x;
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_F64, m.base, n, p, n * 8, &err), &err);
+
+  /* not evictable: nothing is dropped */
+  CHECK(decode_all_wrong(&x, NULL) == 0);
+  fm_mat_evict_cols(&x, 0, p);
+  if (pages_present(m.base, n_pages, pr) != 0) {
+    printf("  eviction test skipped: /proc/self/pagemap is not readable\n");
+    free(pr);
+    unmap_test_matrix(&m);
+    return;
+  }
+  CHECK(count_present(pr, 0, n_pages) == n_pages);
+
+  /* evictable: the whole matrix leaves the resident set, values stay */
+  x.flags = FM_MAT_EVICTABLE;
+  const long before = resident_pages();
+  fm_mat_evict_cols(&x, 0, p);
+  const long after = resident_pages();
+  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 0, n_pages) == 0);
+  printf("  evicting 16 MB of mapped columns: resident %ld -> %ld KB\n", before * 4, after * 4);
+  CHECK(before - after >= n_pages * 9 / 10); /* pages come and go elsewhere (valgrind) */
+  CHECK(decode_all_wrong(&x, NULL) == 0);
+  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 0, n_pages) == n_pages);
+
+  /* a column index of three runs (and a lone column): exactly their pages go */
+  int64_t idx[501];
+  for (int64_t j = 0; j < 200; j++) idx[j] = 1000 + j;       /* stored 1000..1199 */
+  for (int64_t j = 0; j < 200; j++) idx[200 + j] = 100 + j;  /* stored 100..299 */
+  for (int64_t j = 0; j < 100; j++) idx[400 + j] = 1500 + j; /* stored 1500..1599 */
+  idx[500] = 2047;
+  fm_mat sub = x;
+  sub.col_index = idx;
+  sub.n_cols = 501;
+  fm_mat_evict_cols(&sub, 0, 501);
+  CHECK(pages_present(m.base, n_pages, pr) == 0);
+  CHECK(count_present(pr, 200, 600) == 0 && count_present(pr, 2000, 2400) == 0);
+  CHECK(count_present(pr, 3000, 3200) == 0 && count_present(pr, 4094, 4096) == 0);
+  CHECK(count_present(pr, 0, 200) == 200 && count_present(pr, 600, 2000) == 1400);
+  CHECK(count_present(pr, 2400, 3000) == 600 && count_present(pr, 3200, 4094) == 894);
+  CHECK(decode_all_wrong(&sub, idx) == 0);
+  /* part of a view: logical columns 250..449 are stored 150..299 and 1500..1549 */
+  fm_mat_evict_cols(&sub, 250, 200);
+  CHECK(pages_present(m.base, n_pages, pr) == 0);
+  CHECK(count_present(pr, 300, 600) == 0 && count_present(pr, 3000, 3100) == 0);
+  CHECK(count_present(pr, 200, 300) == 100 && count_present(pr, 3100, 3200) == 100);
+  /* out of range and empty requests do nothing */
+  fm_mat_evict_cols(&sub, 500, 2);
+  fm_mat_evict_cols(&sub, -1, 2);
+  fm_mat_evict_cols(&sub, 3, 0);
+  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 4094, 4096) == 2);
+  free(pr);
+  unmap_test_matrix(&m);
+}
+
+/* The reference product and colvar drop each block once consumed: after a
+ * pass (small panels, many blocks) at most the pages of one block stay, and
+ * the results are bit-identical to those over the same bytes unflagged. */
+static void test_evict_streams(void) {
+  const int64_t n = 1024, p = 2048, k = 3;
+  if (sysconf(_SC_PAGESIZE) != 4096) return; /* said in test_evict_resident */
+  mapped m;
+  if (!map_test_matrix(&m, n, p)) {
+    CHECK(0 && "cannot write and map the test matrix");
+    unmap_test_matrix(&m);
+    return;
+  }
+  const long n_pages = (long)(m.n_bytes / 4096);
+  unsigned char *pr = malloc((size_t)n_pages);
+  fm_err err = {0};
+  fm_mat x;
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_F64, m.base, n, p, n * 8, &err), &err);
+  double *b = malloc((size_t)(n * k) * sizeof *b);
+  double *y0 = malloc((size_t)(p * k) * sizeof *y0), *y1 = malloc((size_t)(p * k) * sizeof *y1);
+  double *z0 = malloc((size_t)(n * k) * sizeof *z0), *z1 = malloc((size_t)(n * k) * sizeof *z1);
+  uint64_t rs = 5;
+  for (int64_t i = 0; i < n * k; i++) b[i] = fm_test_rng_unif(&rs) - 0.5;
+  double *mean0 = malloc((size_t)p * sizeof *mean0), *mean1 = malloc((size_t)p * sizeof *mean1);
+  fm_panel_set_budget((size_t)n * 8 * 16); /* 16 columns per panel: 128 blocks */
+  const fm_op ops[2] = {FM_OP_XTB, FM_OP_XXTB};
+  for (int t = 0; t < 2; t++) {
+    double *y = t == 0 ? y0 : z0, *yy = t == 0 ? y1 : z1;
+    const int64_t ly = t == 0 ? p : n;
+    fm_product pr0 = {ops[t], &x, NULL, b, n, k, y, ly};
+    x.flags = 0;
+    CHECK_OK(fm_backend_reference(&pr0, NULL, &err), &err);
+    x.flags = FM_MAT_EVICTABLE;
+    fm_mat_evict_cols(&x, 0, p);
+    fm_product pr1 = {ops[t], &x, NULL, b, n, k, yy, ly};
+    CHECK_OK(fm_backend_reference(&pr1, NULL, &err), &err);
+    CHECK(memcmp(y, yy, (size_t)(ly * k) * sizeof *y) == 0);
+    if (pages_present(m.base, n_pages, pr) == 0) {
+      printf("  reference %s over 16 MB: %ld pages resident after the pass\n",
+             t == 0 ? "XTB" : "XXTB", count_present(pr, 0, n_pages));
+      CHECK(count_present(pr, 0, n_pages) <= 1);
+    }
+  }
+  x.flags = 0;
+  CHECK_OK(fm_stats_colvar(&x, mean0, NULL, NULL, NULL, &err), &err);
+  x.flags = FM_MAT_EVICTABLE;
+  CHECK_OK(fm_stats_colvar(&x, mean1, NULL, NULL, NULL, &err), &err);
+  CHECK(memcmp(mean0, mean1, (size_t)p * sizeof *mean0) == 0);
+  if (pages_present(m.base, n_pages, pr) == 0) CHECK(count_present(pr, 0, n_pages) <= 1);
+  fm_panel_set_budget(0);
+  free(b);
+  free(y0);
+  free(y1);
+  free(z0);
+  free(z1);
+  free(mean0);
+  free(mean1);
+  free(pr);
+  unmap_test_matrix(&m);
+}
+#else
+static void test_evict_resident(void) { printf("  eviction tests skipped: Linux only\n"); }
+static void test_evict_streams(void) {}
+#endif
+
 int main(void) {
   FM_RUN(test_min_stride_and_init);
   FM_RUN(test_f64);
@@ -238,5 +479,7 @@ int main(void) {
   FM_RUN(test_plan);
   FM_RUN(test_budget);
   FM_RUN(test_missing_is_r_na);
+  FM_RUN(test_evict_resident);
+  FM_RUN(test_evict_streams);
   FM_TEST_END();
 }
