@@ -103,10 +103,17 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #' its `.bim` column-5 allele.
 #'
 #' @param prefix_or_bed path to the `.bed` file or the common prefix.
+#' @param variants read the `.bim` (default `TRUE`). With `FALSE` only its
+#'   non-empty lines are counted (in 1 MB chunks), so the matrix has no
+#'   variant names and `fmalloc_variants()` gives `NULL`: for files of
+#'   millions of variants, whose `.bim` as a data frame takes hundreds of MB
+#'   (about 300 MB for 2,000,000 variants), when only the genotypes are
+#'   needed, e.g. a PCA in bounded memory.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] of N samples x
-#'   M variants with dimnames (IID, variant ID); `fmalloc_variants(x)` gives
-#'   the `.bim` columns (chr, id, cm, pos, a1, a2) and `fmalloc_samples(x)`
-#'   the `.fam` columns (fid, iid, father, mother, sex, phenotype).
+#'   M variants with dimnames (IID, variant ID, or `NULL` column names with
+#'   `variants = FALSE`); `fmalloc_variants(x)` gives the `.bim` columns
+#'   (chr, id, cm, pos, a1, a2) and `fmalloc_samples(x)` the `.fam` columns
+#'   (fid, iid, father, mother, sex, phenotype).
 #' `.fam` and `.bim` are read as whitespace-separated text without a header
 #' (`.fam`: FID, IID, father, mother, sex, phenotype; `.bim`: chromosome,
 #' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
@@ -117,7 +124,8 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
 #' stores the path, and [readRDS()] maps and validates the file again on
 #' first use (`fm_error_eio` when it is gone).
-#' @section Errors: `fm_error_earg` when `prefix_or_bed` is not one path;
+#' @section Errors: `fm_error_earg` when `prefix_or_bed` is not one path or
+#'   `variants` is not `TRUE` or `FALSE`;
 #'   `fm_error_eio` for a missing file; `fm_error_eformat` for an unparsable
 #'   `.fam`/`.bim` (naming the file and the parser's complaint), wrong magic,
 #'   a sample-major file, or a size that disagrees with N and M (the message
@@ -134,21 +142,24 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #' fmalloc_variants(G)
 #' fmalloc_allele_freq(G)
 #' @export
-fmalloc_bed_open <- function(prefix_or_bed) {
+fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   if (!is.character(prefix_or_bed) || length(prefix_or_bed) != 1 || is.na(prefix_or_bed)) {
     fm_abort("earg", "prefix_or_bed must be one path (the .bed file or its prefix)")
   }
+  if (!.is_flag(variants)) fm_abort("earg", "variants must be TRUE or FALSE")
   paths <- .bed_paths(prefix_or_bed)
   if (!file.exists(paths$bed)) fm_abort("eio", sprintf(".bed file '%s' does not exist", paths$bed))
   fam <- .read_table_file(paths$fam, c("fid", "iid", "father", "mother", "sex", "phenotype"),
                           c("character", "character", "character", "character", "integer", "character"),
                           ".fam")
-  bim <- .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "a1", "a2"),
-                          c("character", "character", "numeric", "numeric", "character", "character"),
-                          ".bim")
+  bim <- if (variants) {
+    .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "a1", "a2"),
+                     c("character", "character", "numeric", "numeric", "character", "character"),
+                     ".bim")
+  }
   bed <- normalizePath(paths$bed)
   n <- nrow(fam)
-  m <- nrow(bim)
+  m <- if (variants) nrow(bim) else .count_lines(paths$bim, ".bim")
   storage <- new.env(parent = emptyenv())
   storage$path <- bed
   storage$n <- n
@@ -157,6 +168,26 @@ fmalloc_bed_open <- function(prefix_or_bed) {
   .new_codec_matrix(storage, "bed2", n, m, 3, ceiling(n / 4),
                     dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
                     source = bed)
+}
+
+# Non-empty lines of a text file (a last line without a newline counts),
+# read in 1 MB chunks: a line count without holding the lines.
+.count_lines <- function(path, what) {
+  if (!file.exists(path)) fm_abort("eio", sprintf("%s file '%s' does not exist", what, path))
+  con <- file(path, "rb")
+  on.exit(close(con))
+  nl <- as.raw(10)
+  prev <- nl # as if after a newline: a leading newline is an empty line
+  count <- 0
+  repeat {
+    b <- readBin(con, "raw", 65536)
+    if (!length(b)) break
+    # a newline ends a non-empty line when the byte before it is not one
+    count <- count + sum(b == nl & c(prev, b[-length(b)]) != nl)
+    prev <- b[length(b)]
+  }
+  if (prev != nl) count <- count + 1
+  count
 }
 
 #' Variant and sample metadata of a genotype matrix

@@ -22,7 +22,13 @@ static void check_mapped(SEXP storage) {
   fmr_runtime_check_handle(rt);
 }
 
-static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes) {
+/* The bytes of storage; *evictable says whether they are a file mapping
+ * whose consumed pages a streamed pass may drop (FM_MAT_EVICTABLE): a
+ * read-only file view, or an fmalloc vector (runtimes map their file
+ * MAP_SHARED, so dropped pages, dirty ones included, stay in the page cache
+ * and the file). Plain R vectors live in the heap and are never flagged. */
+static const uint8_t *storage_bytes(SEXP storage, uint64_t *n_bytes, int *evictable) {
+  *evictable = TYPEOF(storage) == EXTPTRSXP || !Rf_isNull(Rfmalloc_vec_runtime(storage));
   if (TYPEOF(storage) != EXTPTRSXP) check_mapped(storage);
   switch (TYPEOF(storage)) {
   case RAWSXP:
@@ -116,9 +122,10 @@ void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   uint64_t off = (uint64_t)s[3];
   int64_t stride = (int64_t)s[4];
   uint64_t n_bytes = 0;
-  const uint8_t *base = storage_bytes(storage, &n_bytes);
+  int evictable = 0;
+  const uint8_t *base = storage_bytes(storage, &n_bytes, &evictable);
   if (codec == FM_CODEC_ALP) {
-    alp_mat_from(base, n_bytes, s, cols, x);
+    alp_mat_from(base, n_bytes, s, cols, x); /* a compressed blob: nothing to evict */
     return;
   }
 
@@ -144,6 +151,7 @@ void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
     fmr_raise(&err);
   x->n_cols = n_cols;
   x->col_index = col_index;
+  if (evictable) x->flags |= FM_MAT_EVICTABLE;
 }
 
 static const double *affine_part(SEXP lst, const char *name, int64_t n_cols) {

@@ -14,7 +14,9 @@
  *            in fm_codec_id;
  *   cols:    NULL, or 1-based stored column numbers of each logical column.
  * Raises fm_error_earg when the view would read outside storage. Scratch
- * memory for the column index comes from R_alloc. */
+ * memory for the column index comes from R_alloc. x->flags has
+ * FM_MAT_EVICTABLE when the bytes are a file mapping (a file view, or an
+ * fmalloc vector), so streamed passes drop the pages they consumed. */
 void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x);
 
 /* Fill *aff from list(center =, scale =, fill =), each NULL or a double

@@ -248,3 +248,34 @@ test_that("a mapped .bed survives saveRDS/readRDS: it is mapped and validated ag
   unlink(paste0(p, ".bed"))
   expect_error(as.matrix(readRDS(rds)), "x.bed", class = "fm_error_eio")
 })
+
+test_that("fmalloc_bed_open(variants = FALSE) counts the .bim lines instead of reading them", {
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  G <- fmalloc_bed_open(prefix)
+  H <- fmalloc_bed_open(prefix, variants = FALSE)
+  expect_equal(dim(H), dim(G))
+  expect_null(colnames(H))
+  expect_null(fmalloc_variants(H))
+  expect_identical(rownames(H), rownames(G))
+  cols <- c(1, 777, 25161)
+  g <- G[, cols]
+  colnames(g) <- NULL
+  expect_identical(H[, cols], g)
+  expect_error(fmalloc_bed_open(prefix, variants = NA), class = "fm_error_earg")
+  # counting: blank lines are skipped (as read.table does), a last line
+  # without its newline counts, and a count that disagrees with the .bed size
+  # is refused as with the full reader
+  d <- tempfile("bimcount")
+  dir.create(d)
+  p <- write_plink(file.path(d, "x"), 5, 3, c(0x6c, 0x1b, 0x01, rep(c(0xe4, 0x03), 3)))
+  writeBin(charToRaw("\n1 a 0 1 A G\n\n1 b 0 2 A G\n1 c 0 3 A G\n"), paste0(p, ".bim"))
+  g <- as.matrix(fmalloc_bed_open(p))
+  colnames(g) <- NULL
+  expect_identical(as.matrix(fmalloc_bed_open(p, variants = FALSE)), g)
+  writeBin(charToRaw("1 a 0 1 A G\n1 b 0 2 A G\n1 c 0 3 A G"), paste0(p, ".bim"))
+  expect_equal(dim(fmalloc_bed_open(p, variants = FALSE)), c(5, 3))
+  writeBin(charToRaw("1 a 0 1 A G\n1 b 0 2 A G\n"), paste0(p, ".bim"))
+  expect_error(fmalloc_bed_open(p, variants = FALSE), class = "fm_error_eformat")
+  unlink(paste0(p, ".bim"))
+  expect_error(fmalloc_bed_open(p, variants = FALSE), class = "fm_error_eio")
+})

@@ -115,3 +115,23 @@ test_that("fmalloc_standardize can drop constant columns", {
   expect_equal(dim(S), c(4L, 2L))
   expect_equal(as.matrix(S), scale(g[, c(1, 3)] * 1.0), ignore_attr = TRUE, tolerance = 1e-12)
 })
+
+test_that("the p x k loadings are allocated once, by the C glue, and never copied", {
+  skip_if_not(capabilities("profmem"), "R was built without memory profiling")
+  set.seed(6)
+  n <- 30
+  p <- 20000
+  k <- 3
+  x <- matrix(rnorm(n * p), n, p, dimnames = list(NULL, paste0("v", seq_len(p))))
+  f <- tempfile()
+  Rprofmem(f, threshold = p * k * 8) # only allocations of at least p x k doubles
+  pca <- fmalloc_pca(x, k = k)
+  Rprofmem(NULL)
+  log <- readLines(f)
+  sizes <- as.numeric(sub(" *:.*", "", grep("^[0-9]+ *:", log, value = TRUE)))
+  expect_equal(sum(sizes >= p * k * 8), 1, info = paste(log, collapse = "\n"))
+  expect_identical(rownames(pca$rotation), colnames(x))
+  expect_identical(colnames(pca$rotation), paste0("PC", 1:3))
+  ref <- prcomp(x, rank. = 3)
+  expect_equal(pca$sdev, ref$sdev[1:3], tolerance = 1e-8)
+})
