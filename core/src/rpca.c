@@ -24,7 +24,9 @@
  * pass: q + 2 passes over A. Memory: two n x l buffers, O(l^2), and the
  * caller's outputs; the only p-sized array is the output v itself (the QR of
  * Z and the product Qv Vt' run in place, the latter through row chunks in a
- * freed n x l buffer). Rows of v are never held twice.
+ * freed n x l buffer), plus, with col_div, the multipliers during the
+ * iterations only (v is first written by the final pass). Rows of v are
+ * never held twice.
  *
  * Accuracy (2024-05 design note): the iteration works with squared singular
  * values, so rounding of order eps * d[0]^2 limits the subspace for a value
@@ -39,12 +41,14 @@
  * Signs (2024-05 design note): each component is flipped so that the entry of
  * largest magnitude of its left vector u (the first such entry on ties) is
  * positive, as scikit-learn's svd_flip(u_based_decision=True). */
+#define _DEFAULT_SOURCE /* mmap's MAP_ANONYMOUS */
 #include "fm/fm_stats_rpca.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "blas.h"
 #include "fm/fm_backend.h"
@@ -71,6 +75,32 @@ static int all_finite(const double *a, int64_t count) {
   for (int64_t i = 0; i < count; i++)
     if (!isfinite(a[i])) return 0;
   return 1;
+}
+
+/* A length-p array that must leave the process when freed: mmap'ed, since
+ * malloc may keep a freed block of this size in its heap (glibc raises its
+ * mmap threshold after large frees), and the point of freeing the column
+ * multipliers early is that their pages are gone before v is written. */
+static double *col_array_new(int64_t count) {
+  if (count <= 0) count = 1;
+#ifdef MAP_ANONYMOUS
+  void *a = mmap(NULL, (size_t)count * sizeof(double), PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return a == MAP_FAILED ? NULL : a;
+#else
+  return malloc((size_t)count * sizeof(double));
+#endif
+}
+
+static void col_array_free(double *a, int64_t count) {
+  if (!a) return;
+  if (count <= 0) count = 1;
+#ifdef MAP_ANONYMOUS
+  munmap(a, (size_t)count * sizeof(double));
+#else
+  (void)count;
+  free(a);
+#endif
 }
 
 /* a (m x c, ld m, m >= c) := its orthonormal Q factor (Householder, so Q is
@@ -249,9 +279,10 @@ static fm_status check_nonzero(double lambda0, double zero_floor, int64_t n, int
                     (long long)n, (long long)p, s0);
 }
 
-fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpca_opts *opts,
-                             double *d_out, double *u_out, double *v_out, int *iterations_out,
-                             int *converged_out, const fm_ctl *ctl, fm_err *err) {
+fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const double *col_div,
+                             const fm_rpca_opts *opts, double *d_out, double *u_out, double *v_out,
+                             int *iterations_out, int *converged_out, const fm_ctl *ctl,
+                             fm_err *err) {
   if (iterations_out) *iterations_out = 0;
   if (converged_out) *converged_out = 0;
   if (!x || !opts || !d_out || !u_out || !v_out)
@@ -259,6 +290,17 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
   fm_status st = check_opts(x, opts, err);
   if (st != FM_OK) return st;
   const int64_t n = x->n_rows, p = x->n_cols, k = opts->k;
+  if (col_div) {
+    if (aff && aff->scale)
+      return fm_err_set(err, FM_EARG,
+                        "fm_stats_rpca: give the column scaling as aff->scale or as col_div, "
+                        "not both");
+    for (int64_t j = 0; j < p; j++)
+      if (!(col_div[j] > 0 && col_div[j] < INFINITY))
+        return fm_err_set(err, FM_EARG,
+                          "fm_stats_rpca: col_div[%lld] = %g must be positive and finite",
+                          (long long)j, col_div[j]);
+  }
   const int64_t mn = n < p ? n : p;
   const int64_t l = opts->oversample >= mn - k ? mn : k + opts->oversample;
   int64_t size_nl = 0;
@@ -269,6 +311,30 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
   memset(&w, 0, sizeof w);
   st = query_work(&w, n, p, l, k, err);
   if (st != FM_OK) return st;
+
+  /* With col_div: the iterations run with aff_it = (center, 1/div, fill/div)
+   * in arrays freed before the final pass, which runs on aff_fin = (center,
+   * none, fill) and divides the rows of v (fm_stats_rpca.h). */
+  fm_affine aff_it = {NULL, NULL, NULL}, aff_fin = {NULL, NULL, NULL};
+  if (aff) aff_it = aff_fin = *aff;
+  double *mult = NULL, *fill_it = NULL;
+  if (col_div) {
+    mult = col_array_new(p);
+    int fill_zero = 1;
+    for (int64_t j = 0; aff && aff->fill && j < p && fill_zero; j++) fill_zero = aff->fill[j] == 0;
+    if (!fill_zero) fill_it = col_array_new(p);
+    if (!mult || (!fill_zero && !fill_it)) {
+      col_array_free(mult, p);
+      col_array_free(fill_it, p);
+      return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate %lld column multipliers",
+                        (long long)p);
+    }
+    for (int64_t j = 0; j < p; j++) mult[j] = 1.0 / col_div[j];
+    if (fill_it)
+      for (int64_t j = 0; j < p; j++) fill_it[j] = aff->fill[j] * mult[j];
+    aff_it.scale = mult;
+    if (fill_it) aff_it.fill = fill_it;
+  }
 
   double *qa = malloc((size_t)size_nl * sizeof *qa); /* (n x l) Q, then scratch */
   double *ya = malloc((size_t)size_nl * sizeof *ya); /* (n x l) G, then Y */
@@ -304,9 +370,9 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
    * every row: a rank-one residue of norm up to eps sqrt(n p) max|center*scale|
    * when A is zero in exact arithmetic. */
   double amax = 0.0;
-  if (aff && aff->center) {
+  if (aff_it.center) {
     for (int64_t j = 0; j < p; j++) {
-      const double cs = fabs(aff->center[j] * (aff->scale ? aff->scale[j] : 1.0));
+      const double cs = fabs(aff_it.center[j] * (aff_it.scale ? aff_it.scale[j] : 1.0));
       if (cs > amax) amax = cs;
     }
   }
@@ -320,7 +386,7 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
 
   int converged = 0, it = 0;
   for (;; it++) {
-    st = product(FM_OP_XXTB, x, aff, qa, n, l, ya, n, n, ctl, &done_passes, total, err);
+    st = product(FM_OP_XXTB, x, &aff_it, qa, n, l, ya, n, n, ctl, &done_passes, total, err);
     if (st != FM_OK) goto done;
     /* T = Q'Y, symmetrized against rounding */
     dgemm_("T", "N", &L, &L, &N, &one, qa, &N, ya, &N, &zero, t, &L, FM_FCONE, FM_FCONE);
@@ -370,14 +436,21 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
     if (st != FM_OK) goto done;
   }
 
+  col_array_free(mult, p);
+  col_array_free(fill_it, p);
+  mult = fill_it = NULL;
+
   /* U0 = orth(Y W_k) into u_out (W_k: eigenvectors of the k largest lambda) */
   for (int64_t j = 0; j < k; j++) memcpy(wk + j * l, t + (l - 1 - j) * l, (size_t)l * sizeof *t);
   dgemm_("N", "N", &N, &K, &L, &one, ya, &N, wk, &L, &zero, u_out, &N, FM_FCONE, FM_FCONE);
   st = qr_q(&w, u_out, n, k, NULL, err);
   if (st != FM_OK) goto done;
   /* Z = A'U0 into v_out; Z = Qv R */
-  st = product(FM_OP_XTB, x, aff, u_out, n, k, v_out, p, p, ctl, &done_passes, total, err);
+  st = product(FM_OP_XTB, x, &aff_fin, u_out, n, k, v_out, p, p, ctl, &done_passes, total, err);
   if (st != FM_OK) goto done;
+  if (col_div)
+    for (int64_t j = 0; j < k; j++)
+      for (int64_t i = 0; i < p; i++) v_out[i + j * p] /= col_div[i];
   st = qr_q(&w, v_out, p, k, rk, err);
   if (st != FM_OK) goto done;
   /* R' = P S Vt (rk transposed into t's first k x k) */
@@ -417,6 +490,8 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const fm_rpc
   fm_ctl_progress(ctl, total, total);
 
 done:
+  col_array_free(mult, p);
+  col_array_free(fill_it, p);
   free(qa);
   free(ya);
   free(t);
@@ -456,7 +531,7 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
     return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate the %lld x %lld outputs",
                       (long long)(n > p ? n : p), (long long)k);
   }
-  st = fm_stats_rpca_into(x, aff, opts, out->d, out->u, out->v, &out->iterations,
+  st = fm_stats_rpca_into(x, aff, NULL, opts, out->d, out->u, out->v, &out->iterations,
                           &out->converged, ctl, err);
   if (st != FM_OK) {
     fm_rpca_result_clear(out);

@@ -578,21 +578,81 @@ static void test_into(void) {
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
   double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
   int it = -1, conv = -1;
-  CHECK_OK(fm_stats_rpca_into(&x, NULL, &o, d, u, v, &it, &conv, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, &it, &conv, NULL, &err), &err);
   CHECK(it == res.iterations && conv == res.converged && conv);
   CHECK(memcmp(d, res.d, sizeof d) == 0);
   CHECK(memcmp(u, res.u, (size_t)(n * k) * sizeof *u) == 0);
   CHECK(memcmp(v, res.v, (size_t)(p * k) * sizeof *v) == 0);
-  CHECK_OK(fm_stats_rpca_into(&x, NULL, &o, d, u, v, NULL, NULL, NULL, &err), &err);
-  CHECK(fm_stats_rpca_into(&x, NULL, &o, d, u, NULL, &it, &conv, NULL, &err) == FM_EARG);
+  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, NULL, &err), &err);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, NULL, &it, &conv, NULL, &err) == FM_EARG);
   CHECK(it == 0 && conv == 0);
-  CHECK(fm_stats_rpca_into(&x, NULL, &o, NULL, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, NULL, u, v, NULL, NULL, NULL, &err) == FM_EARG);
   o.k = 0;
-  CHECK(fm_stats_rpca_into(&x, NULL, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
   fm_rpca_result_clear(&res);
   free(u);
   free(v);
   free(a);
+}
+
+/* Column divisors (col_div) give the result of aff->scale = 1/col_div, with
+ * a zero fill (centring at the mean) and with a nonzero one (imputation
+ * without centring, where the fill is divided too). */
+static void test_col_div(void) {
+  const int64_t n = 203, p = 90, k = 4;
+  fm_rng r;
+  fm_rng_seed(&r, 15);
+  int32_t *g = malloc((size_t)(n * p) * sizeof *g);
+  for (int64_t j = 0; j < p; j++) {
+    const double f0 = 0.05 + 0.45 * fm_rng_unif(&r), f1 = 0.05 + 0.45 * fm_rng_unif(&r);
+    for (int64_t i = 0; i < n; i++) {
+      const double f = i < n / 3 ? f0 : f1;
+      int32_t v = (fm_rng_unif(&r) < f) + (fm_rng_unif(&r) < f);
+      if (fm_rng_unif(&r) < 0.05) v = INT32_MIN;
+      g[i + j * n] = v;
+    }
+  }
+  const int64_t cb = fm_codec_bed2_col_bytes(n);
+  uint8_t *bytes = malloc((size_t)(cb * p));
+  fm_err err = {0};
+  CHECK_OK(fm_codec_bed2_encode(g, n, p, n, bytes, &err), &err);
+  fm_mat x;
+  CHECK_OK(fm_mat_init(&x, FM_CODEC_BED2, bytes, n, p, cb, &err), &err);
+  double mean[90], var[90], div[90], mult[90], zero[90], fill_scaled[90];
+  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err), &err);
+  for (int64_t j = 0; j < p; j++) {
+    div[j] = sqrt(var[j]);
+    mult[j] = 1.0 / div[j];
+    zero[j] = 0.0;
+    fill_scaled[j] = mean[j] * mult[j];
+  }
+  const fm_affine scaled[2] = {{mean, mult, zero}, {NULL, mult, fill_scaled}};
+  const fm_affine unscaled[2] = {{mean, NULL, zero}, {NULL, NULL, mean}};
+  fm_rpca_opts o = {k, 15, 300, 1e-13, 7};
+  double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
+  for (int t = 0; t < 2; t++) {
+    fm_rpca_result ref;
+    CHECK_OK(fm_stats_rpca(&x, &scaled[t], &o, &ref, NULL, &err), &err);
+    int it = 0, conv = 0;
+    CHECK_OK(fm_stats_rpca_into(&x, &unscaled[t], div, &o, d, u, v, &it, &conv, NULL, &err), &err);
+    CHECK(conv && ref.converged);
+    double dd = 0, du = 0, dv = 0;
+    for (int64_t j = 0; j < k; j++) dd = fmax(dd, fabs(d[j] - ref.d[j]) / ref.d[j]);
+    for (int64_t i = 0; i < n * k; i++) du = fmax(du, fabs(u[i] - ref.u[i]));
+    for (int64_t i = 0; i < p * k; i++) dv = fmax(dv, fabs(v[i] - ref.v[i]));
+    printf("  col_div vs aff->scale (%s fill): d %.2g, u %.2g, v %.2g\n", t ? "nonzero" : "zero",
+           dd, du, dv);
+    CHECK(dd <= 1e-12 && du <= 1e-9 && dv <= 1e-9);
+    fm_rpca_result_clear(&ref);
+  }
+  CHECK(fm_stats_rpca_into(&x, &scaled[0], div, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  div[7] = 0.0;
+  CHECK(fm_stats_rpca_into(&x, &unscaled[0], div, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "col_div[7]") != NULL);
+  free(u);
+  free(v);
+  free(bytes);
+  free(g);
 }
 
 /* A backend that records the ops it is offered and declines them all, so
@@ -802,6 +862,7 @@ int main(void) {
   FM_RUN(test_cancel);
   FM_RUN(test_spectrum_decay);
   FM_RUN(test_into);
+  FM_RUN(test_col_div);
   FM_RUN(test_passes);
   FM_RUN(test_underflow);
   FM_RUN(test_noise_bulk_1000x200);
