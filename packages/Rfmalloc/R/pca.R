@@ -108,7 +108,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   }
   n <- nrow(x)
   st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
-                         caller = "fmalloc_pca")
+                         caller = "fmalloc_pca", transform = FALSE)
   p <- length(st$keep)
   if (k > min(n, p)) {
     fm_abort("earg", sprintf("fmalloc_pca: k = %d must be between 1 and min(n, p) = %d", as.integer(k), min(n, p)))
@@ -123,12 +123,19 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
     progress <- function(done, total) cli::cli_progress_update(id = bar, set = done)
   }
   pcs <- paste0("PC", seq_len(k))
-  all_kept <- length(st$keep) == length(st$center)
-  cn <- if (all_kept) colnames(x) else colnames(x)[st$keep]
-  # At p = 2e6 the p x k loadings are 160 MB: the C glue writes them once,
-  # with their dimnames, and nothing below copies them (tests: tracemem).
+  all_kept <- length(st$keep) == ncol(x)
+  kept <- function(v) if (is.null(v) || all_kept) v else v[st$keep]
+  cn <- kept(colnames(x))
+  # Memory at p = 2e6 (2024-05 design note): the p x k loadings are 160 MB
+  # and each length-p double 16 MB. The C glue writes the loadings once, with
+  # their dimnames, and nothing below copies them (test: Rprofmem). The core
+  # gets the divisors (the result's `scale`) rather than multipliers, and
+  # the fill before division, so it needs no second scale vector while the
+  # loadings are written; a zero fill (centring at the mean) is passed as 0.
+  fill <- if (isTRUE(center)) 0 else if (is.null(st$center)) kept(st$mean) else kept(st$mean - st$center)
   r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
-             st$transform, as.numeric(opts), progress, list(rownames(x), cn, pcs))
+             kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
+             list(rownames(x), cn, pcs))
   if (!is.null(progress)) cli::cli_progress_done(id = bar)
   names(r) <- c("d", "u", "v", "iterations", "converged")
   if (!r$converged) {
@@ -136,7 +143,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
                     k, tol, r$iterations), call. = FALSE)
   }
   kept_vector <- function(v) {
-    if (!all_kept) v <- v[st$keep]
+    v <- kept(v)
     if (!is.null(cn)) names(v) <- cn
     v
   }

@@ -114,8 +114,18 @@ fmalloc_allele_freq <- function(x) {
 
 .is_flag <- function(v) is.logical(v) && length(v) == 1 && !is.na(v)
 
-# center/scale/fill vectors for a matrix, from its column statistics.
-.standardization <- function(x, center, scale, impute, drop_constant = FALSE, caller = "fmalloc") {
+# center/scale/fill vectors for a matrix, from its column statistics:
+# list(keep, mean, center, div, transform = list(center, scale, fill),
+# n_missing), all but keep and transform over every column of x. An identity
+# part is NULL (no centre: center NULL; no scaling: div and scale NULL), as
+# the core reads it. With transform = FALSE the multipliers and fills are not
+# made (fmalloc_pca passes the divisors and its own fill to the core).
+# Memory (2024-05 design note): at p = 2e6 a length-p double is 16 MB, so
+# the checks look at min/range/anyNA of the statistics and locate the
+# offending column only when there is one, and nothing is subset when every
+# column is kept.
+.standardization <- function(x, center, scale, impute, drop_constant = FALSE, caller = "fmalloc",
+                             transform = TRUE) {
   if (!.is_flag(center) && !(is.numeric(center) && all(is.finite(center)))) {
     fm_abort("earg", sprintf("%s: center must be TRUE, FALSE or a finite numeric vector", caller))
   }
@@ -125,38 +135,43 @@ fmalloc_allele_freq <- function(x) {
     fm_abort("earg", sprintf("%s: scale must be TRUE, FALSE, \"sd\", \"binomial\" or positive finite divisors", caller))
   }
   s <- .colvar(x)
-  p <- length(s$mean)
+  mu <- s$mean
+  nobs <- s$n_obs
+  p <- length(mu)
   n <- nrow(x)
   nm <- colnames(x)
   label <- function(j) if (is.null(nm)) sprintf("%d", j) else sprintf("'%s' (%d)", nm[j], j)
-  mu <- s$mean
-  empty <- which(s$n_obs == 0)
-  if (length(empty) && !isFALSE(center)) {
-    fm_abort("edegenerate", sprintf("%s: column %s has no observed values", caller, label(empty[1])))
+  if (p > 0 && !isFALSE(center) && min(nobs) == 0) {
+    fm_abort("edegenerate", sprintf("%s: column %s has no observed values", caller,
+                                    label(which(nobs == 0)[1])))
   }
-  inf <- which(!is.finite(mu) & s$n_obs > 0)
-  if (length(inf)) fm_abort("earg", sprintf("%s: column %s holds infinite values", caller, label(inf[1])))
-  ctr <- if (isTRUE(center)) mu else if (isFALSE(center)) rep(0, p) else as.numeric(center)
-  if (length(ctr) != p) fm_abort("emismatch", sprintf("%s: center has length %d but x has %d columns", caller, length(ctr), p))
+  if (p > 0 && (anyNA(mu) || !all(is.finite(range(mu))))) {
+    inf <- which(!is.finite(mu) & nobs > 0)
+    if (length(inf)) fm_abort("earg", sprintf("%s: column %s holds infinite values", caller, label(inf[1])))
+  }
+  ctr <- if (isTRUE(center)) mu else if (isFALSE(center)) NULL else as.numeric(center)
+  if (!is.null(ctr) && length(ctr) != p) {
+    fm_abort("emismatch", sprintf("%s: center has length %d but x has %d columns", caller, length(ctr), p))
+  }
   if (isFALSE(scale)) {
-    div <- rep(1, p)
+    div <- NULL
   } else if (isTRUE(scale) || identical(scale, "sd")) {
     div <- sqrt(s$var)
   } else if (identical(scale, "binomial")) {
-    out <- which(mu < 0 | mu > 2)
-    if (length(out)) {
+    r <- if (p > 0) suppressWarnings(range(mu, na.rm = TRUE)) else c(0, 0)
+    if (r[1] < 0 || r[2] > 2) {
+      out <- which(mu < 0 | mu > 2)
       fm_abort("earg", sprintf("%s: scale = \"binomial\" needs allele counts in [0, 2], but column %s has mean %g",
                                caller, label(out[1]), mu[out[1]]))
     }
-    af <- mu / 2
-    div <- sqrt(2 * af * (1 - af))
+    div <- sqrt(mu * (1 - mu / 2)) # sqrt(2 af (1 - af)), af = mu / 2 (2 af = mu exactly)
   } else {
     div <- as.numeric(scale)
     if (length(div) != p) fm_abort("emismatch", sprintf("%s: scale has length %d but x has %d columns", caller, length(div), p))
   }
-  bad <- which(!is.finite(div) | div == 0)
   keep <- seq_len(p)
-  if (length(bad)) {
+  if (!is.null(div) && p > 0 && (anyNA(div) || min(div) == 0 || max(div) == Inf)) {
+    bad <- which(!is.finite(div) | div == 0)
     if (!drop_constant) {
       fm_abort("edegenerate", sprintf(
         "%s: column %s has zero or undefined variance and cannot be scaled%s; drop it or use drop_constant = TRUE",
@@ -166,16 +181,28 @@ fmalloc_allele_freq <- function(x) {
                     paste(vapply(utils::head(bad, 5), label, ""), collapse = ", ")))
     keep <- setdiff(keep, bad)
   }
-  n_missing <- n - s$n_obs
-  mult <- 1 / div
-  fill <- if (impute) (mu - ctr) * mult else NULL
-  if (impute && any(n_missing[keep] > 0)) {
+  all_kept <- length(keep) == p
+  n_missing <- if (all_kept) as.numeric(n) * p - sum(nobs) else sum(n - nobs[keep])
+  if (impute && n_missing > 0) {
+    n_cols <- if (all_kept) sum(nobs < n) else sum(nobs[keep] < n)
     message(sprintf("%s: mean-imputed %s missing value(s) in %d column(s)", caller,
-                    format(sum(n_missing[keep]), big.mark = ","), sum(n_missing[keep] > 0)))
+                    format(n_missing, big.mark = ","), n_cols))
   }
-  list(keep = keep, center = ctr, div = div,
-       transform = list(center = ctr[keep], scale = mult[keep], fill = fill[keep]),
-       n_missing = sum(n_missing[keep]))
+  tr <- NULL
+  if (transform) {
+    mult <- if (is.null(div)) NULL else 1 / div
+    fill <- if (!impute) {
+      NULL
+    } else if (isTRUE(center)) {
+      rep(0, p) # (mu - mu) * mult
+    } else {
+      f <- if (is.null(ctr)) mu else mu - ctr
+      if (is.null(mult)) f else f * mult
+    }
+    sub <- function(v) if (is.null(v) || all_kept) v else v[keep]
+    tr <- list(center = sub(ctr), scale = sub(mult), fill = sub(fill))
+  }
+  list(keep = keep, mean = mu, center = ctr, div = div, transform = tr, n_missing = n_missing)
 }
 
 #' Standardize a codec matrix without materializing it

@@ -7,6 +7,11 @@
 #include "fm/fm_stats_colvar.h"
 #include "fm/fm_stats_rpca.h"
 
+#include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 /* list(mean, var, n_obs), each of length n_cols. */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   int nprot = 0;
@@ -32,20 +37,50 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   return res;
 }
 
-/* list(d, u, v, iterations, converged). opts = c(k, oversample, max_iter, tol, seed);
- * progress: NULL or function(done, total) in passes over the matrix;
- * dimnames: NULL or list(row names or NULL, column names or NULL, component
- * names), set on u (rows, components) and v (columns, components) here, so
- * that the p x k v is written once, by the core, and never copied (setting
- * dimnames on it from R would duplicate it). */
-SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts, SEXP progress,
-              SEXP dimnames) {
+/* NULL, or a double vector of length n (else fm_error_earg naming it). */
+static const double *col_vector(SEXP v, const char *what, int64_t n) {
+  if (Rf_isNull(v)) return NULL;
+  if (TYPEOF(v) != REALSXP || XLENGTH(v) != n)
+    fmr_stop(FM_EARG, "%s must be NULL or a double vector of length %lld", what, (long long)n);
+  return REAL_RO(v);
+}
+
+/* Before the p x k output is allocated, collect R's garbage (the column
+ * statistics behind center and div) and hand freed heap pages back to the
+ * system: glibc keeps large freed blocks in its heap once its mmap threshold
+ * has risen, and at p = 2e6 those are tens of MB of the peak (2024-05 design
+ * note: measured 44 MB at 5,000 x 2e6). Only for outputs of 32 MB or more. */
+static void release_garbage(double out_bytes) {
+  if (out_bytes < 32.0 * 1048576.0) return;
+  R_gc();
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
+/* list(d, u, v, iterations, converged).
+ * center: NULL or the n_cols column centres; div: NULL or n_cols positive
+ * divisors (the core's col_div: no multiplier vector is made); fill: NULL,
+ * a double vector of length n_cols (in units before division), or one number
+ * for every column (expanded here with calloc: a zero fill then maps the
+ * kernel's zero page and costs no resident memory). opts = c(k, oversample,
+ * max_iter, tol, seed); progress: NULL or function(done, total) in passes
+ * over the matrix; dimnames: NULL or list(row names or NULL, column names or
+ * NULL, component names), set on u (rows, components) and v (columns,
+ * components) here, so that the p x k v is written once, by the core, and
+ * never copied (setting dimnames on it from R would duplicate it). */
+SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
+              SEXP progress, SEXP dimnames) {
   int nprot = 0;
   fmr_backend_sync(); /* its products go through the backend registry */
   fm_mat x;
-  fm_affine aff;
   fmr_mat_from(storage, spec, cols, &x);
-  fmr_affine_from(aff_list, x.n_cols, &aff);
+  fm_affine aff = {col_vector(center, "center", x.n_cols), NULL, NULL};
+  const double *col_div = col_vector(div, "div", x.n_cols);
+  if (!Rf_isNull(fill) && XLENGTH(fill) != 1) aff.fill = col_vector(fill, "fill", x.n_cols);
+  if (!Rf_isNull(fill) && (TYPEOF(fill) != REALSXP || XLENGTH(fill) == 0))
+    fmr_stop(FM_EARG, "fill must be NULL, one number or a double vector of length %lld",
+             (long long)x.n_cols);
   if (TYPEOF(opts) != REALSXP || XLENGTH(opts) != 5) fmr_stop(FM_EARG, "opts must be 5 doubles");
   if (!Rf_isNull(dimnames) && (TYPEOF(dimnames) != VECSXP || XLENGTH(dimnames) != 3))
     fmr_stop(FM_EARG, "dimnames must be NULL or a list of 3");
@@ -56,21 +91,44 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts, SEXP
   /* the core checks k; the outputs need it in range first */
   if (ro.k < 1 || ro.k > mn)
     fmr_stop(FM_EARG, "k = %lld is outside [1, min(n, p) = %lld]", (long long)ro.k, (long long)mn);
+  release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
   SEXP d = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)ro.k)); nprot++;
   SEXP u = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_rows, (int)ro.k)); nprot++;
   SEXP v = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_cols, (int)ro.k)); nprot++;
-  int iterations = 0, converged = 0;
+  SEXP res = PROTECT(Rf_allocVector(VECSXP, 5)); nprot++;
+  SEXP dn_u = R_NilValue, dn_v = R_NilValue;
+  if (!Rf_isNull(dimnames)) {
+    dn_u = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
+    dn_v = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
+  }
   fmr_progress prog;
   fm_ctl ctl = fmr_progress_ctl(&prog, progress);
+  /* From here to the core's return nothing may raise: fill_owned is ours. */
+  double *fill_owned = NULL;
+  int fill_failed = 0;
+  if (!Rf_isNull(fill) && XLENGTH(fill) == 1) {
+    const double f = REAL_RO(fill)[0];
+    fill_owned = calloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof *fill_owned);
+    fill_failed = !fill_owned;
+    if (fill_owned && f != 0)
+      for (int64_t j = 0; j < x.n_cols; j++) fill_owned[j] = f;
+    aff.fill = fill_owned;
+  }
+  int iterations = 0, converged = 0;
   fm_err err;
-  if (fm_stats_rpca_into(&x, &aff, &ro, REAL(d), REAL(u), REAL(v), &iterations, &converged,
-                         &ctl, &err) != FM_OK) {
+  fm_status st = FM_OK;
+  if (fill_failed)
+    st = fm_err_set(&err, FM_ENOMEM, "cannot allocate the fill of %lld columns",
+                    (long long)x.n_cols);
+  else
+    st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), REAL(v), &iterations,
+                            &converged, &ctl, &err);
+  free(fill_owned);
+  if (st != FM_OK) {
     UNPROTECT(nprot);
     fmr_raise(&err);
   }
   if (!Rf_isNull(dimnames)) {
-    SEXP dn_u = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
-    SEXP dn_v = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
     SET_VECTOR_ELT(dn_u, 0, VECTOR_ELT(dimnames, 0));
     SET_VECTOR_ELT(dn_u, 1, VECTOR_ELT(dimnames, 2));
     SET_VECTOR_ELT(dn_v, 0, VECTOR_ELT(dimnames, 1));
@@ -78,7 +136,6 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP opts, SEXP
     Rf_dimnamesgets(u, dn_u);
     Rf_dimnamesgets(v, dn_v);
   }
-  SEXP res = PROTECT(Rf_allocVector(VECSXP, 5)); nprot++;
   SET_VECTOR_ELT(res, 0, d);
   SET_VECTOR_ELT(res, 1, u);
   SET_VECTOR_ELT(res, 2, v);

@@ -263,8 +263,8 @@ test_that("fmalloc_bed_open(variants = FALSE) counts the .bim lines instead of r
   expect_identical(H[, cols], g)
   expect_error(fmalloc_bed_open(prefix, variants = NA), class = "fm_error_earg")
   # counting: blank lines are skipped (as read.table does), a last line
-  # without its newline counts, and a count that disagrees with the .bed size
-  # is refused as with the full reader
+  # without its newline counts, and a count that disagrees with the .bed
+  # size, or a record without six fields, is refused as by the full reader
   d <- tempfile("bimcount")
   dir.create(d)
   p <- write_plink(file.path(d, "x"), 5, 3, c(0x6c, 0x1b, 0x01, rep(c(0xe4, 0x03), 3)))
@@ -276,6 +276,9 @@ test_that("fmalloc_bed_open(variants = FALSE) counts the .bim lines instead of r
   expect_equal(dim(fmalloc_bed_open(p, variants = FALSE)), c(5, 3))
   writeBin(charToRaw("1 a 0 1 A G\n1 b 0 2 A G\n"), paste0(p, ".bim"))
   expect_error(fmalloc_bed_open(p, variants = FALSE), class = "fm_error_eformat")
+  writeBin(charToRaw("1 a 0 1 A G\n1 b 0 2 A\n1 c 0 3 A G\n"), paste0(p, ".bim"))
+  expect_error(fmalloc_bed_open(p, variants = FALSE), "record 2 has 5 fields",
+               class = "fm_error_eformat")
   unlink(paste0(p, ".bim"))
   expect_error(fmalloc_bed_open(p, variants = FALSE), class = "fm_error_eio")
 })
