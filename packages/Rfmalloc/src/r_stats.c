@@ -8,6 +8,7 @@
 #include "fm/fm_stats_rpca.h"
 
 #include <stdlib.h>
+#include <sys/mman.h>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
@@ -58,12 +59,30 @@ static void release_garbage(double out_bytes) {
 #endif
 }
 
+/* n_cols copies of f: anonymous pages, so that a zero fill stays the
+ * kernel's shared zero page and costs no resident memory (calloc may hand
+ * out heap memory it must clear: 16 MB at p = 2e6). NULL when out of memory;
+ * free with fill_free. */
+static double *fill_new(double f, int64_t n_cols) {
+  const size_t bytes = (size_t)(n_cols > 0 ? n_cols : 1) * sizeof(double);
+  void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (a == MAP_FAILED) return NULL;
+  double *fill = a;
+  if (f != 0)
+    for (int64_t j = 0; j < n_cols; j++) fill[j] = f;
+  return fill;
+}
+
+static void fill_free(double *fill, int64_t n_cols) {
+  if (fill) munmap(fill, (size_t)(n_cols > 0 ? n_cols : 1) * sizeof(double));
+}
+
 /* list(d, u, v, iterations, converged).
  * center: NULL or the n_cols column centres; div: NULL or n_cols positive
  * divisors (the core's col_div: no multiplier vector is made); fill: NULL,
  * a double vector of length n_cols (in units before division), or one number
- * for every column (expanded here with calloc: a zero fill then maps the
- * kernel's zero page and costs no resident memory). opts = c(k, oversample,
+ * for every column (expanded here by fill_new: a zero fill costs no resident
+ * memory). opts = c(k, oversample,
  * max_iter, tol, seed); progress: NULL or function(done, total) in passes
  * over the matrix; dimnames: NULL or list(row names or NULL, column names or
  * NULL, component names), set on u (rows, components) and v (columns,
@@ -107,11 +126,8 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
   double *fill_owned = NULL;
   int fill_failed = 0;
   if (!Rf_isNull(fill) && XLENGTH(fill) == 1) {
-    const double f = REAL_RO(fill)[0];
-    fill_owned = calloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof *fill_owned);
+    fill_owned = fill_new(REAL_RO(fill)[0], x.n_cols);
     fill_failed = !fill_owned;
-    if (fill_owned && f != 0)
-      for (int64_t j = 0; j < x.n_cols; j++) fill_owned[j] = f;
     aff.fill = fill_owned;
   }
   int iterations = 0, converged = 0;
@@ -123,7 +139,7 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
   else
     st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), REAL(v), &iterations,
                             &converged, &ctl, &err);
-  free(fill_owned);
+  fill_free(fill_owned, x.n_cols);
   if (st != FM_OK) {
     UNPROTECT(nprot);
     fmr_raise(&err);
