@@ -78,7 +78,9 @@ demo: setup install
 # tools/bench-setup.sh installs bigsnpr (P3) into build/rlib once.
 # BENCH_THREADS (default 2), BENCH_REPS, BENCH_N and BENCH_M size the runs.
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
-# generates about 2.3 GB under build/bench/rss once).
+# generates about 2.3 GB under build/bench/rss once) and bench/pca_rss.R
+# (peak RSS of fmalloc_pca on a generated 5,000 x 2,000,000 .bed, 2.5 GB
+# generated once under build/bench).
 bench: setup install
 	@$(RENV) bash tools/bench-setup.sh
 	@$(RENV) Rscript bench/run.R
@@ -90,6 +92,7 @@ bench: setup install
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/alp.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
+	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/pca_rss.R; fi
 
 # Packages are checked in PKGS order against build/rlib (Rpgen needs Rfmalloc).
 check: setup install
