@@ -32,8 +32,8 @@
  * against eps (d[0] / d[j]) / gap for an iteration on A itself. Measured
  * (core/tests/stats_rpca, values 10^(-0.6 j)): no difference down to
  * d[j] = 1e-4 d[0] (angles below 1e-12); at 1.6e-5 and 4e-6 d[0] the left
- * vectors were 2.5e-10 and 1.4e-7 off in angle where the earlier two-pass
- * iteration on A gave about 1e-11. The values come from the final
+ * vectors were 2.5e-10 and 1.4e-7 off in angle where a two-pass iteration
+ * on A itself gives about 1e-11 on the same data. The values come from the final
  * unsquared QR and kept their accuracy (1e-13 relative at 4e-6 d[0]); a
  * value at rounding level of d[0] comes out near 0 rather than as the
  * square root of rounding noise. Entries of A must keep A A' in range:
