@@ -14,11 +14,12 @@
 backend_codecs <- list(fused = c("bed2", "dos8"), alp = "alp")
 
 # The products of product_table() that each backend declines by design
-# (fm_fused.h: B of more than 64 columns; backend_alp.c: only X b and X' b),
-# as a pattern of the product's label and one of the decline's message.
+# (fm_fused.h: B of more than 64 columns; backend_alp.c: only X b and X' b,
+# so also the X X' B passes of fmalloc_pca), as a pattern of the product's
+# label and one of the decline's message.
 declines_by_design <- list(
   fused = list(list(product = "\\(k = 65\\)$", reason = "B of 65 columns")),
-  alp = list(list(product = "^X %\\*% crossprod\\(X, B\\)|^col(Sums|Means)\\(",
+  alp = list(list(product = "^X %\\*% crossprod\\(X, B\\)|^col(Sums|Means)\\(|^fmalloc_pca\\(",
                   reason = "computes X b and X' b only"))
 )
 
