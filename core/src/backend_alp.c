@@ -114,7 +114,9 @@ fm_status fm_backend_alp(void *ud, const fm_product *p, const fm_ctl *ctl, fm_er
   if (!p || !p->x || p->x->codec != FM_CODEC_ALP || !p->x->data)
     return fm_err_set(err, FM_EUNSUPPORTED, "the alp backend takes alp matrices only");
   if (p->op != FM_OP_XB && p->op != FM_OP_XTB)
-    return fm_err_set(err, FM_EUNSUPPORTED, "the alp backend computes X b and X' b only");
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "the alp backend computes X b and X' b only (the reference path computes "
+                      "X X' b and column sums)");
   alp_view v;
   alp_view_of(p->x->data, &v);
   fm_status st = validate(p, &v, err);

@@ -285,36 +285,61 @@ static void dims(const fm_product *p, int64_t *b_rows, int64_t *y_rows) {
   }
 }
 
-/* Nonzero when the product is one this backend computes exactly as the
+/* FM_OK when the product is one this backend computes exactly as the
  * reference path would: a known op and codec, k <= 64, valid shapes, finite
- * b and affine parameters, and no partial sum that could overflow. */
-static int accepted(const fm_product *p) {
-  if (!p || !p->x || !p->y) return 0;
+ * b and affine parameters, and no partial sum that could overflow; else
+ * FM_EUNSUPPORTED with the reason in err (fm_backend_run_named appends it
+ * to its decline message). */
+static fm_status accepted(const fm_product *p, fm_err *err) {
+  if (!p || !p->x || !p->y)
+    return fm_err_set(err, FM_EUNSUPPORTED, "the product has no matrix or no output");
   const fm_mat *x = p->x;
   if (p->op != FM_OP_XB && p->op != FM_OP_XTB && p->op != FM_OP_XXTB && p->op != FM_OP_COLSUMS)
-    return 0;
-  if (x->codec != FM_CODEC_BED2 && x->codec != FM_CODEC_DOS8) return 0;
-  if (p->k < 1 || p->k > FUSED_K_MAX || (p->op == FM_OP_COLSUMS && p->k != 2)) return 0;
+    return fm_err_set(err, FM_EUNSUPPORTED, "it computes X b, X' b, X X' b and column sums only");
+  if (x->codec != FM_CODEC_BED2 && x->codec != FM_CODEC_DOS8)
+    return fm_err_set(err, FM_EUNSUPPORTED, "it takes bed2 and dos8 matrices only");
+  if (p->op == FM_OP_COLSUMS && p->k != 2)
+    return fm_err_set(err, FM_EUNSUPPORTED, "column sums need k = 2 output columns, not %lld",
+                      (long long)p->k);
+  if (p->k < 1 || p->k > FUSED_K_MAX)
+    return fm_err_set(err, FM_EUNSUPPORTED, "B has %lld columns, outside the 1 to %d it takes",
+                      (long long)p->k, FUSED_K_MAX);
   const int64_t n = x->n_rows, q = x->n_cols;
-  if (n < 0 || q < 0 || n > INT32_MAX) return 0;
+  if (n < 0 || q < 0)
+    return fm_err_set(err, FM_EUNSUPPORTED, "the matrix has a negative extent");
+  if (n > INT32_MAX)
+    return fm_err_set(err, FM_EUNSUPPORTED, "%lld rows, more than the %d it takes", (long long)n,
+                      INT32_MAX);
   int64_t b_rows, y_rows;
   dims(p, &b_rows, &y_rows);
-  if (p->ldy < y_rows || p->ldy < 1) return 0;
-  if (b_rows > 0 && (!p->b || p->ldb < b_rows)) return 0;
-  if (n == 0 || q == 0) return 1;
-  if (!x->data || x->col_stride < fm_mat_min_stride(x->codec, n)) return 0;
+  if (p->ldy < y_rows || p->ldy < 1)
+    return fm_err_set(err, FM_EUNSUPPORTED, "ldy %lld is below the %lld rows of y",
+                      (long long)p->ldy, (long long)y_rows);
+  if (b_rows > 0 && (!p->b || p->ldb < b_rows))
+    return fm_err_set(err, FM_EUNSUPPORTED, "B is missing or its ldb is below its %lld rows",
+                      (long long)b_rows);
+  if (n == 0 || q == 0) return FM_OK;
+  if (!x->data || x->col_stride < fm_mat_min_stride(x->codec, n))
+    return fm_err_set(err, FM_EUNSUPPORTED, "the matrix has no data or a column stride too small");
   if (x->col_index)
     for (int64_t j = 0; j < q; j++)
-      if (x->col_index[j] < 0) return 0;
+      if (x->col_index[j] < 0)
+        return fm_err_set(err, FM_EUNSUPPORTED, "column %lld has a negative stored index",
+                          (long long)j + 1);
   double lmax = 0.0; /* bound on |lut| over all columns */
   for (int64_t j = 0; j < q; j++) {
     double c, s, f;
     affine_at(p->aff, j, &c, &s, &f);
-    if (!isfinite(c) || !isfinite(s)) return 0;
+    if (!isfinite(c) || !isfinite(s))
+      return fm_err_set(err, FM_EUNSUPPORTED,
+                        "the centre or scale of column %lld is not finite (%g, %g)",
+                        (long long)j + 1, c, s);
     const double l = (fabs(c) + 2.0) * fabs(s);
     if (l > lmax) lmax = l;
     if (p->aff && p->aff->fill) {
-      if (!isfinite(f)) return 0;
+      if (!isfinite(f))
+        return fm_err_set(err, FM_EUNSUPPORTED, "the fill of column %lld is not finite (%g)",
+                          (long long)j + 1, f);
       if (fabs(f) > lmax) lmax = fabs(f);
     }
   }
@@ -322,7 +347,11 @@ static int accepted(const fm_product *p) {
   for (int64_t t = 0; t < (b_rows > 0 ? p->k : 0); t++)
     for (int64_t i = 0; i < b_rows; i++) {
       const double v = fabs(p->b[i + t * p->ldb]);
-      if (!isfinite(v)) return 0;
+      if (!isfinite(v))
+        return fm_err_set(err, FM_EUNSUPPORTED,
+                          "B[%lld, %lld] is not finite (NA, NaN or Inf: the reference path "
+                          "propagates it)",
+                          (long long)i + 1, (long long)t + 1);
       if (v > bmax) bmax = v;
     }
   const double nn = (double)n + 1.0, qq = (double)q + 1.0;
@@ -333,7 +362,11 @@ static int accepted(const fm_product *p) {
   case FM_OP_XXTB: bound = 4.0 * lmax * qq * (4.0 * lmax * bmax * nn); break;
   default: bound = nn * lmax * lmax; break;
   }
-  return bound <= FUSED_SUM_MAX;
+  if (!(bound <= FUSED_SUM_MAX))
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "its partial sums could reach %g, above the %g it keeps exact", bound,
+                      FUSED_SUM_MAX);
+  return FM_OK;
 }
 
 static void *alloc_aligned(size_t n_bytes) {
@@ -343,7 +376,7 @@ static void *alloc_aligned(size_t n_bytes) {
 
 fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
   (void)ud;
-  if (!accepted(p)) return FM_EUNSUPPORTED;
+  if (accepted(p, err) != FM_OK) return FM_EUNSUPPORTED;
   const fm_mat *x = p->x;
   const int64_t n = x->n_rows, q = x->n_cols, k = p->k;
   const int uses_bt = p->op == FM_OP_XTB || p->op == FM_OP_XXTB,
@@ -382,7 +415,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   job.list_cap = job.tile > job.seg ? job.tile : job.seg;
   int64_t want = fm_threads();
   if (want > 1 + n * q / FUSED_MIN_WORK) want = 1 + n * q / FUSED_MIN_WORK;
-  if (want > 256) want = 256;
+  if (want > FM_THREADS_MAX) want = FM_THREADS_MAX;
 
   fm_status st = FM_EUNSUPPORTED; /* until y is first written, failures decline */
   fused_pool *pool = NULL;
@@ -447,6 +480,8 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   if (uses_ys) fused_pool_run(pool, phase_final, &job);
   st = FM_OK;
 done:
+  if (st == FM_EUNSUPPORTED) /* declined before writing y */
+    st = fm_err_set(err, FM_EUNSUPPORTED, "it could not allocate its buffers or start its threads");
   fused_pool_stop(pool);
   free(job.base);
   free(job.basev);

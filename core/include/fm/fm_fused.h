@@ -52,8 +52,10 @@
  * FM_FUSED_BACKEND_NAME (ud unused, may be NULL).
  * Shape:  as fm_product (fm_backend.h); y rows beyond its logical rows are
  *         never written.
- * Errors: FM_EUNSUPPORTED (declined, y untouched), FM_ECANCELLED (y
- *         unspecified); nothing else.
+ * Errors: FM_EUNSUPPORTED (declined, y untouched; err gives the reason:
+ *         "B has 65 columns, outside the 1 to 64 it takes", "B[3, 1] is not
+ *         finite ...", "the fill of column 2 is not finite (nan)", ...),
+ *         FM_ECANCELLED (y unspecified); nothing else.
  * Owns:   borrows p and everything it points to; writes only p->y.
  * Source: the sparse decomposition and blocking are this project's design
  *         (core/src/fused_impl.h); oracle fm_backend_reference. */

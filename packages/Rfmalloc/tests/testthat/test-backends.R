@@ -100,6 +100,38 @@ test_that("option fmalloc.backend forces one backend, the reference path, or rai
   expect_equal(X %*% B3, ref3, tolerance = 1e-12)
 })
 
+test_that("the fused and alp backends give their reason when they decline", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(21)
+  g <- matrix(sample(0:2, 20 * 4, replace = TRUE), 20, 4)
+  X <- fmalloc_bed(g, rt)
+  B <- matrix(rnorm(8), 4, 2)
+  B[2, 1] <- NA
+  # the decline names the product, then the backend's reason after a colon
+  e <- expect_error(fmalloc_with_backend("fused", X %*% B), class = "fm_error_eunsupported")
+  expect_match(conditionMessage(e), paste0(
+    "backend 'fused' does not support X %*% B with B of 2 columns on codec bed2 (20 x 4): ",
+    "B[2, 1] is not finite"), fixed = TRUE)
+  # unforced, the reference path computes it as base R does
+  expect_equal(X %*% B, g %*% B, ignore_attr = TRUE)
+  e <- expect_error(fmalloc_with_backend("fused", X %*% matrix(1, 4, 65)),
+                    class = "fm_error_eunsupported")
+  expect_match(conditionMessage(e), "B of 65 columns on codec bed2 (20 x 4): B has 65 columns, outside the 1 to 64 it takes",
+               fixed = TRUE)
+  e <- expect_error(fmalloc_with_backend("fused", crossprod(X, c(1, Inf, rep(0, 18)))),
+                    class = "fm_error_eunsupported")
+  expect_match(conditionMessage(e), ": B[2, 1] is not finite", fixed = TRUE)
+  if ("alp" %in% fmalloc_backends()) {
+    A <- fmalloc_alp(matrix(round(runif(40), 2), 10, 4), rt)
+    e <- expect_error(fmalloc_with_backend("alp", colSums(A)), class = "fm_error_eunsupported")
+    expect_match(conditionMessage(e), "backend 'alp' does not support column sums", fixed = TRUE)
+    expect_match(conditionMessage(e), ": the alp backend computes X b and X' b only", fixed = TRUE)
+    e <- expect_error(fmalloc_with_backend("alp", colSums(X)), class = "fm_error_eunsupported")
+    expect_match(conditionMessage(e), ": the alp backend takes alp matrices only", fixed = TRUE)
+  }
+})
+
 test_that("fmalloc_threads sets, queries and restores the thread count", {
   old <- fmalloc_threads()
   on.exit(fmalloc_threads(old))

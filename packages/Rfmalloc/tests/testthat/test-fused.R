@@ -18,9 +18,10 @@ backend_codecs <- list(fused = c("bed2", "dos8"), alp = "alp")
 # so also the X X' B passes of fmalloc_pca), as a pattern of the product's
 # label and one of the decline's message.
 declines_by_design <- list(
-  fused = list(list(product = "\\(k = 65\\)$", reason = "B of 65 columns")),
+  fused = list(list(product = "\\(k = 65\\)$",
+                    reason = ": B has 65 columns, outside the 1 to 64 it takes")),
   alp = list(list(product = "^X %\\*% crossprod\\(X, B\\)|^col(Sums|Means)\\(|^fmalloc_pca\\(",
-                  reason = "computes X b and X' b only"))
+                  reason = ": the alp backend computes X b and X' b only"))
 )
 
 # A decline of product nm by backend (message msg): expected by design, and
