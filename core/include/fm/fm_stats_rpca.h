@@ -4,25 +4,37 @@
  * after its affine transform (centring, scaling, imputation fused into panel
  * decode), touching A only through fm_backend_run products: X (X' B) in one
  * pass (FM_OP_XXTB) per iteration and X' B once at the end. Nothing n x n,
- * p x p or p x l is formed: memory is two n x l work buffers, O(l^2), and
- * the n x k and p x k outputs, l = k + oversample (so at n = 5000, p = 2e6,
- * k = 10, l = 40: 3.2 MB of work beside the 160 MB of v).
+ * p x p or p x l is formed: memory is a Krylov basis and its image (n x cap
+ * each, together at most 32 MiB unless two blocks of l columns need more:
+ * cap = l * min(16, max(2, 32 MiB / (16 n l))), at most n), O(cap^2), and
+ * the n x k and p x k outputs, l = k + oversample (at n = 5000, p = 2e6,
+ * k = 10, l = 20: a 320-column basis of 25.6 MB, freed before the final pass
+ * writes the 160 MB of v).
  *
- * Algorithm: randomized subspace iteration (Halko, Martinsson and Tropp 2011,
- * SIAM Review 53(2), Algorithm 4.4) on the sample side, with the Gram
- * operator A A': Q = orth(G) for G an n x l standard normal matrix; each
- * iteration makes Y = A A' Q in one pass, takes the Rayleigh-Ritz values
- * from the l x l matrix Q'Y = (A'Q)'(A'Q) (its eigenvalues are the squared
- * Ritz singular values of A on span(Q)) and sets Q = orth(Y) (Householder
- * QR). Iteration stops when each of the top-k singular values changed by at
+ * Algorithm: randomized block Krylov iteration (Musco and Musco 2015,
+ * NeurIPS; Halko, Martinsson and Tropp 2011, SIAM Review 53(2), Section 4.6)
+ * on the sample side, with the Gram operator A A': Q_0 = orth(G) for G an
+ * n x l standard normal matrix; each iteration makes Y = A A' Q_new for the
+ * newest block in one pass, extends the projected matrix T = Q'A A'Q of the
+ * whole basis (its eigenvalues are the squared Ritz singular values of A on
+ * span(Q)) and appends orth(Y - Q Q'Y) (full reorthogonalization); a full
+ * basis restarts from its top l Ritz vectors and their residual, without a
+ * pass. Iteration stops when each of the top-k singular values changed by at
  * most tol relative to itself since the previous iteration (or when its
  * square changed by at most 64 * DBL_EPSILON * d[0]^2, so that values at
- * rounding level of the largest one count as converged), or after max_iter
- * iterations. The final step takes U0 = orth(Y W_k) (the top-k Ritz vectors
- * with the last Y applied), makes one pass for Z = A'U0 (p x k, written
+ * rounding level of the largest one count as converged), when the basis
+ * spans all n dimensions, or after max_iter iterations. The final step takes
+ * U0 = orth(A A' Q S_k) (the top-k Ritz vectors with one more power step,
+ * free since A A' Q is kept), makes one pass for Z = A'U0 (p x k, written
  * straight into the output v), and finishes with Rayleigh-Ritz on span(U0):
  * Z = Qv R, SVD of R'.
  * One run makes iterations + 2 passes over A (at most max_iter + 2).
+ * Against subspace iteration (this module's method until 2026-11), Krylov
+ * needs about the square root of the iterations for the same gap: the
+ * generated 3000 x 600 case below converges in 21 iterations with l = 16
+ * (subspace iteration: 69-82 with l = 36), and on the 1000 Genomes fixture
+ * the top 10 PCs of plink2 --pca correlate >= 0.99995 after 9 iterations
+ * with oversample 10 and tol 1e-4 (bench/p1_pca.R).
  * The error of a value at convergence is typically a few times tol; vectors
  * are accurate to about sqrt(tol) in angle when gaps are small, far better
  * for well-separated components.
@@ -30,11 +42,11 @@
  * bounds the subspace of a component far below the top: its vectors are
  * accurate to at most about eps (d[0] / d[j])^2 / (relative gap) in angle,
  * against eps (d[0] / d[j]) / gap for an iteration on A itself. Measured
- * (core/tests/stats_rpca, values 10^(-0.6 j)): no difference down to
- * d[j] = 1e-4 d[0] (angles below 1e-12); at 1.6e-5 and 4e-6 d[0] the left
- * vectors were 2.5e-10 and 1.4e-7 off in angle where a two-pass iteration
- * on A itself gives about 1e-11 on the same data. The values come from the final
- * unsquared QR and kept their accuracy (1e-13 relative at 4e-6 d[0]); a
+ * (core/tests/stats_rpca, values 10^(-0.6 j), rank 12, k = 10, l = 20):
+ * left vectors off by 3e-13 in angle at d[j] = 4e-3 d[0], 1.2e-10 at
+ * 2.5e-4, 2.3e-8 and 7.3e-7 at 1.6e-5 and 4e-6 d[0] (right vectors 3e-11
+ * and 3e-8). The values come from the final unsquared QR and kept their
+ * accuracy (4e-14 relative at 4e-6 d[0]); a
  * value at rounding level of d[0] comes out near 0 rather than as the
  * square root of rounding noise. Entries of A must keep A A' in range:
  * |A| ~ 1e150 overflows (FM_EARG), a matrix whose largest singular value is
@@ -62,19 +74,17 @@
 /* Recommended defaults (see fm_rpca_opts_default). Hard case: the generated
  * 3000 x 600 test matrix (four strong components plus N(0,1) noise, centred,
  * k = 6 so two components lie at the edge of the noise bulk where gaps are
- * ~0.3%) converges in 69-82 iterations over seeds with every value within
- * 5e-10 of a full SVD (oversample 20 needs 107-111). Well-separated
- * components converge in a handful of iterations. The larger oversample
- * costs flops (proportional to l) but saves passes over the data, which
- * dominate out of core. */
-#define FM_RPCA_DEFAULT_OVERSAMPLE 30
+ * ~0.3%) converges in 21 iterations with every value within 2e-11 of a full
+ * SVD (oversample 30: 13 iterations, but each pass costs about 2.5 times as
+ * much). Well-separated components converge in a handful of iterations. */
+#define FM_RPCA_DEFAULT_OVERSAMPLE 10
 #define FM_RPCA_DEFAULT_MAX_ITER 100
 #define FM_RPCA_DEFAULT_TOL 1e-10
 
 typedef struct fm_rpca_opts {
   int64_t k;          /* components wanted, 1 <= k <= min(n, p) */
   int64_t oversample; /* extra columns; l = min(k + oversample, min(n, p)) */
-  int max_iter;       /* power/subspace iterations at most (>= 0) */
+  int max_iter;       /* Krylov iterations at most (>= 0) */
   double tol;         /* relative change of the top-k singular values */
   uint64_t seed;
 } fm_rpca_opts;
@@ -84,7 +94,7 @@ typedef struct fm_rpca_result {
   double *u;   /* owned: n x k left singular vectors, col-major */
   double *v;   /* owned: p x k right singular vectors, col-major */
   int64_t n, p, k;
-  int iterations; /* subspace iterations performed (passes = iterations + 2) */
+  int iterations; /* Krylov iterations performed (passes = iterations + 2) */
   int converged;  /* nonzero when tol was reached (always 0 when max_iter is 0) */
 } fm_rpca_result;
 
