@@ -16,23 +16,18 @@ fm_runtime <- function(path = NULL, size_gb = 0.05, mode = "persistent", env = p
   rt
 }
 
-# Run R code in a fresh process with the same library path; returns the
-# object the code assigns to `result` (saved with saveRDS), or raises with the
-# subprocess output when it fails.
+# Run R code in a child Rscript (rscript_child, helper-children.R) with
+# Rfmalloc attached, after replacing each @name@ by the argument `name`;
+# returns the object the code assigns to `result` (saved with saveRDS), or
+# raises with the child's output when it fails.
 run_r <- function(code, ...) {
-  script <- tempfile(fileext = ".R")
   out_file <- tempfile(fileext = ".rds")
-  on.exit(unlink(c(script, out_file)), add = TRUE)
+  on.exit(unlink(out_file), add = TRUE)
   subst <- list(...)
   for (nm in names(subst)) code <- gsub(paste0("@", nm, "@"), subst[[nm]], code, fixed = TRUE)
-  writeLines(c("suppressPackageStartupMessages(library(Rfmalloc))", code,
-               sprintf("saveRDS(result, %s)", deparse(out_file))), script)
-  rscript <- file.path(R.home("bin"), "Rscript")
-  libs <- paste(.libPaths(), collapse = .Platform$path.sep)
-  out <- suppressWarnings(system2(rscript, c("--vanilla", shQuote(script)), stdout = TRUE,
-                                  stderr = TRUE, env = paste0("R_LIBS=", shQuote(libs))))
-  status <- attr(out, "status")
-  if (!is.null(status) && status != 0L || !file.exists(out_file))
+  out <- rscript_child(c(code, sprintf("saveRDS(result, %s)", deparse(out_file))),
+                       packages = "Rfmalloc")
+  if (attr(out, "status") != 0L || !file.exists(out_file))
     stop("subprocess failed:\n", paste(out, collapse = "\n"))
   readRDS(out_file)
 }

@@ -210,24 +210,20 @@ test_that("RSpectra::svds and irlba::irlba on a mapped matrix equal heap results
 })
 
 test_that("forked workers fill their own columns of one mapped matrix", {
-  skip_on_os("windows")
-  skip_if_not_installed("parallel")
+  skip_if_no_fork()
   rt <- fm_runtime()
   nr <- 1237L # not a multiple of a page of doubles
   nc <- 8L
   m <- create_fmalloc_matrix("double", nr, nc, rt)
   expected <- outer(seq_len(nr), seq_len(nc), function(i, j) i * 1000 + j)
-  jobs <- lapply(1:4, function(w) {
-    cols <- c(w, w + 4L)
-    parallel::mcparallel({
-      for (j in cols) fmalloc_write_cols(m, j, seq_len(nr) * 1000 + j)
-      # a forked child must not allocate in the parent's runtime
-      tryCatch({ create_fmalloc_vector("double", 1, rt); "allocated" },
-               fm_error_earg = function(e) "refused")
-    })
-  })
-  res <- parallel::mccollect(jobs)
-  expect_true(all(unlist(res) == "refused"))
+  res <- fork_children(function(w) {
+    for (j in c(w, w + 4L)) fmalloc_write_cols(m, j, seq_len(nr) * 1000 + j)
+    # a forked child must not allocate in the parent's runtime
+    tryCatch({ create_fmalloc_vector("double", 1, rt); "allocated" },
+             fm_error_earg = function(e) "refused")
+  }, n = 4)
+  expect_children_returned(res)
+  expect_true(all(unlist(child_values(res)) == "refused"))
   expect_identical(m[], expected)
   expect_true(fmalloc_is_mapped(m))
   expect_error(fmalloc_write_cols(m, 9, 1:nr), class = "fm_error_earg")

@@ -305,7 +305,7 @@ test_that("1000 Genomes .bed (fixture): fused equals dense base R and the refere
 })
 
 test_that("products in forked children (mclapply) equal the parent's after threaded products", {
-  skip_on_os("windows")
+  skip_if_no_fork()
   if (!"fused" %in% fmalloc_backends()) skip("backend fused is not registered")
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.05, mode = "scratch")
   on.exit(cleanup_fmalloc(rt))
@@ -320,19 +320,9 @@ test_that("products in forked children (mclapply) equal the parent's after threa
   backend <- fmalloc_last_backend()
   child <- function(i) list(threads = fmalloc_threads(), y = X %*% b, backend = fmalloc_last_backend())
   # children that hang are killed after 120 s (the test then fails)
-  jobs <- lapply(1:2, function(i) parallel::mcparallel(child(i)))
-  res <- list()
-  left <- function() Filter(function(j) !as.character(j$pid) %in% names(res), jobs)
-  deadline <- Sys.time() + 120
-  while (length(left()) && Sys.time() < deadline) {
-    r <- parallel::mccollect(left(), wait = FALSE, timeout = 1)
-    if (!is.null(r)) res[names(r)] <- r
-  }
-  hung <- left()
-  for (j in hung) tools::pskill(j$pid, tools::SIGKILL)
-  if (length(hung)) suppressWarnings(parallel::mccollect(hung, wait = FALSE))
-  expect_length(hung, 0L)
-  for (r in res) {
+  res <- fork_children(child, n = 2, timeout = 120)
+  expect_children_returned(res)
+  for (r in child_values(res)) {
     expect_identical(r$threads, 2L) # inherited
     expect_identical(r$backend, backend)
     expect_identical(r$y, a)

@@ -4,18 +4,6 @@
 # Each case runs in a child Rscript, where an uncaught error halts the
 # process (the failure this guards against: "Execution halted").
 
-# Runs R code (a character vector of lines) in a child Rscript with this
-# session's library paths; returns its stdout and stderr lines (merged).
-run_child <- function(code) {
-  script <- tempfile(fileext = ".R")
-  on.exit(unlink(script), add = TRUE)
-  writeLines(c("suppressPackageStartupMessages(library(Rfmalloc))", code), script)
-  rscript <- file.path(R.home("bin"), "Rscript")
-  libs <- paste(.libPaths(), collapse = .Platform$path.sep)
-  suppressWarnings(system2(rscript, c("--vanilla", shQuote(script)), stdout = TRUE,
-                           stderr = TRUE, env = paste0("R_LIBS=", shQuote(libs))))
-}
-
 # Child code that maps a generated .bed of random bytes (8,000 samples x
 # 40,000 variants, 80 MB: products with 64 columns take seconds) as `big`,
 # with B (40,000 x 64) and one thread; small_ok() checks a small product
@@ -41,7 +29,7 @@ big_bed_code <- c(
 
 test_that("setTimeLimit stops a product with its own error, caught by tryCatch, nothing printed", {
   skip_on_os("windows")
-  out <- run_child(c(
+  out <- rscript_child(packages = "Rfmalloc", c(
     big_bed_code,
     "for (backend in c('default', 'reference')) {",
     "  options(fmalloc.backend = if (backend == 'default') NULL else backend)",
@@ -71,7 +59,7 @@ test_that("setTimeLimit stops a product with its own error, caught by tryCatch, 
 
 test_that("a user interrupt during a product raises fm_error_ecancelled, and R carries on", {
   skip_on_os("windows")
-  out <- run_child(c(
+  out <- rscript_child(packages = "Rfmalloc", c(
     big_bed_code,
     "system(sprintf('(sleep 1; kill -INT %d) &', Sys.getpid()))",
     "r <- tryCatch({ for (i in 1:100) big %*% B; 'done' }, interrupt = function(e) e)",
@@ -87,7 +75,7 @@ test_that("PCA's progress bar runs with the caller's handlers; an error there re
   skip_if_not(exists("cli_with_ticks", asNamespace("cli"), inherits = FALSE),
               "this cli has no cli_with_ticks() to lift its update throttle")
   # in a child: a bar left mid-update by the error stays in cli's state
-  out <- run_child(c(
+  out <- rscript_child(packages = "Rfmalloc", c(
     "rt <- open_fmalloc(tempfile(), 0.05, mode = 'scratch')",
     "set.seed(3)",
     "X <- fmalloc_bed(matrix(rbinom(300 * 200, 2, 0.3), 300, 200), rt)",

@@ -2,31 +2,16 @@
 # follows the CPU affinity mask, counts above FM_THREADS_MAX (256) are
 # refused, and a bad option value warns instead of failing library().
 
-# Runs R code (a character vector of lines) in a child Rscript with this
-# session's library paths, optionally under a command prefix (taskset);
-# returns its stdout and stderr lines (merged).
-run_child_lines <- function(code, prefix = character()) {
-  script <- tempfile(fileext = ".R")
-  on.exit(unlink(script), add = TRUE)
-  writeLines(code, script)
-  rscript <- file.path(R.home("bin"), "Rscript")
-  libs <- paste(.libPaths(), collapse = .Platform$path.sep)
-  cmd <- if (length(prefix)) prefix[1] else rscript
-  args <- c(prefix[-1], if (length(prefix)) rscript, "--vanilla", shQuote(script))
-  suppressWarnings(system2(cmd, args, stdout = TRUE, stderr = TRUE,
-                           env = paste0("R_LIBS=", shQuote(libs))))
-}
-
 test_that("the default thread count follows the CPU affinity mask (taskset)", {
   taskset <- Sys.which("taskset")
   skip_if(!nzchar(taskset), "taskset (util-linux) is not installed")
   skip_if(is.null(parallel::mcaffinity()), "this platform has no CPU affinity")
   cpu <- parallel::mcaffinity()[1] - 1L # taskset numbers CPUs from 0
-  out <- run_child_lines("cat('threads', Rfmalloc::fmalloc_threads(), '\\n')",
+  out <- rscript_child("cat('threads', Rfmalloc::fmalloc_threads(), '\\n')",
                          prefix = c(taskset, "-c", as.character(cpu)))
   expect_true("threads 1" %in% trimws(out), info = paste(out, collapse = "\n"))
   # and products still agree with base R there
-  out <- run_child_lines(c(
+  out <- rscript_child(c(
     "suppressPackageStartupMessages(library(Rfmalloc))",
     "rt <- open_fmalloc(tempfile(), 0.01, mode = 'scratch')",
     "set.seed(2); g <- matrix(rbinom(300 * 40, 2, 0.4), 300, 40); b <- matrix(rnorm(80), 40, 2)",
@@ -50,7 +35,7 @@ test_that("thread counts above 256 are refused, 256 is accepted", {
 })
 
 test_that("a bad fmalloc.threads or fmalloc.panel_bytes option warns at load and keeps the default", {
-  out <- run_child_lines(c(
+  out <- rscript_child(c(
     "default_threads <- local({ loadNamespace('Rfmalloc'); Rfmalloc::fmalloc_threads() })",
     "default_budget <- Rfmalloc::fmalloc_panel_budget()",
     "unloadNamespace('Rfmalloc')",

@@ -424,9 +424,7 @@ test_that("errors name the closed file and swapped arguments", {
 test_that("element and region reads right after an undetected truncation raise, never SIGBUS", {
   # run in a child process so that a regression fails this test instead of
   # killing the suite
-  script <- tempfile(fileext = ".R")
-  writeLines(c(
-    "library(Rfmalloc)",
+  out <- rscript_child(packages = "Rfmalloc", c(
     "p <- tempfile(fileext = '.fm'); rt <- open_fmalloc(p, size_gb = 0.05)",
     "x <- create_fmalloc_vector('double', 1e6, rt); x[] <- 1",
     "xi <- create_fmalloc_vector('integer', 1e6, rt); xi[] <- 1L",
@@ -434,9 +432,6 @@ test_that("element and region reads right after an undetected truncation raise, 
     "r <- c(tryCatch({x[1e6]; 'no error'}, fm_error_eformat = function(e) 'eformat'),",
     "       tryCatch({rev(xi); 'no error'}, fm_error_eformat = function(e) 'eformat'),",
     "       tryCatch({x[999999:1e6]; 'no error'}, fm_error_eformat = function(e) 'eformat'))",
-    "cat(r, sep = '\\n')"), script)
-  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), script, stdout = TRUE,
-                                  stderr = TRUE,
-                                  env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":"))))
+    "cat(r, sep = '\\n')"))
   expect_identical(tail(out, 3), rep("eformat", 3))
 })

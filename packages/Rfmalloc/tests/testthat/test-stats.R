@@ -64,10 +64,8 @@ test_that("allele frequencies on the 1000 Genomes .bed match plink2 --freq", {
 })
 
 test_that("the option fmalloc.panel_bytes sets the panel budget at load", {
-  out <- system2(file.path(R.home("bin"), "Rscript"),
-                 c("-e", shQuote("options(fmalloc.panel_bytes = 4096); cat(Rfmalloc::fmalloc_panel_budget())")),
-                 stdout = TRUE, env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":")))
-  expect_identical(tail(out, 1), "4096")
+  out <- rscript_child("options(fmalloc.panel_bytes = 4096); cat(Rfmalloc::fmalloc_panel_budget(), '\\n')")
+  expect_identical(trimws(tail(out, 1)), "4096")
 })
 
 test_that("statistics of a standardized view are those of its standardized values", {

@@ -4,7 +4,7 @@
 # never return. The child's product equals the parent's.
 
 test_that("W %*% x in forked children equals the parent's, on one thread there", {
-  skip_on_os("windows")
+  skip_if_no_fork()
   g <- gguf_open(quant_zoo())
   W <- gguf_tensor(g, "w.Q4_K")
   x <- t(gguf_tensor(g, "x", "numeric"))
@@ -19,19 +19,9 @@ test_that("W %*% x in forked children equals the parent's, on one thread there",
          backend = Rfmalloc::fmalloc_last_backend())
   }
   # children that hang are killed after 120 s (the test then fails)
-  jobs <- lapply(1:2, function(i) parallel::mcparallel(child(i)))
-  res <- list()
-  left <- function() Filter(function(j) !as.character(j$pid) %in% names(res), jobs)
-  deadline <- Sys.time() + 120
-  while (length(left()) && Sys.time() < deadline) {
-    r <- parallel::mccollect(left(), wait = FALSE, timeout = 1)
-    if (!is.null(r)) res[names(r)] <- r
-  }
-  hung <- left()
-  for (j in hung) tools::pskill(j$pid, tools::SIGKILL)
-  if (length(hung)) suppressWarnings(parallel::mccollect(hung, wait = FALSE))
-  expect_length(hung, 0L)
-  for (r in res) {
+  res <- fork_children(child, n = 2, timeout = 120)
+  expect_children_returned(res)
+  for (r in child_values(res)) {
     expect_identical(r$threads, 1L)
     expect_identical(r$set, 1L)
     expect_identical(r$backend, "ggml")
@@ -39,7 +29,7 @@ test_that("W %*% x in forked children equals the parent's, on one thread there",
   }
   expect_identical(gguf_threads(), 2L) # the parent keeps its setting
   # mclapply itself (which would wait for ever on a hung child)
-  if (length(hung) == 0L) {
+  if (!children_hung(res)) {
     r <- parallel::mclapply(1:2, function(i) identical(W %*% X, a), mc.cores = 2)
     expect_identical(unlist(r), c(TRUE, TRUE))
   }

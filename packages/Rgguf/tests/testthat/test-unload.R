@@ -13,12 +13,8 @@ test_that("views of an unloaded Rgguf raise fm_error_eclosed instead of crashing
     r1 <- tryCatch(W[1, 1], error = function(e) class(e)[1])
     r2 <- tryCatch(W %%*%% rep(1, 256), error = function(e) class(e)[1])
     cat(is.numeric(before), r1, r2, "ggml" %%in%% Rfmalloc::fmalloc_backends(), "\\n")', p)
-  f <- tempfile(fileext = ".R")
-  on.exit(unlink(f))
-  writeLines(code, f)
-  out <- system2(file.path(R.home("bin"), "Rscript"), f, stdout = TRUE, stderr = TRUE,
-                 env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":")))
-  expect_identical(attr(out, "status"), NULL)
+  out <- rscript_child(code)
+  expect_identical(attr(out, "status"), 0L)
   expect_identical(trimws(out[length(out)]), "TRUE fm_error_eclosed fm_error_eclosed FALSE")
 })
 
@@ -47,12 +43,8 @@ test_that("Rgguf (and Rfmalloc under it) unload and load again: views, products 
                  isTRUE(all.equal(Rfmalloc::fmalloc_colVars(V), apply(as.matrix(V), 2, var))))
     }
     cat(out, "\\n")', p, p)
-  f <- tempfile(fileext = ".R")
-  on.exit(unlink(f))
-  writeLines(code, f)
-  out <- system2(file.path(R.home("bin"), "Rscript"), f, stdout = TRUE, stderr = TRUE,
-                 env = paste0("R_LIBS=", paste(.libPaths(), collapse = ":")))
-  expect_identical(attr(out, "status"), NULL)
+  out <- rscript_child(code)
+  expect_identical(attr(out, "status"), 0L)
   one <- "fm_error_eclosed fm_error_eclosed TRUE TRUE ggml 1 TRUE"
   expect_identical(trimws(out[length(out)]), paste(one, one))
 })

@@ -5,19 +5,6 @@
 
 stories <- function() gguf_fixture("stories260K.gguf")
 
-# Runs R code (a character vector of lines) in a child Rscript with this
-# session's library paths; returns its stdout and stderr lines (merged).
-run_child <- function(code) {
-  script <- tempfile(fileext = ".R")
-  on.exit(unlink(script), add = TRUE)
-  writeLines(code, script)
-  rscript <- file.path(R.home("bin"), "Rscript")
-  env <- c(paste0("R_LIBS=", paste(.libPaths(), collapse = .Platform$path.sep)),
-           paste0("RFMALLOC_FIXTURES=", Sys.getenv("RFMALLOC_FIXTURES")))
-  suppressWarnings(system2(rscript, c("--vanilla", shQuote(script)), stdout = TRUE,
-                           stderr = TRUE, env = env))
-}
-
 # A copy of stories260K with bytes changed by patch(b) (b: the raw bytes).
 patched_stories <- function(patch) {
   b <- readBin(stories(), "raw", file.size(stories()))
@@ -28,8 +15,7 @@ patched_stories <- function(patch) {
 
 test_that("a model whose GGUF file was truncated on disk gives fm_error_eformat, not SIGBUS", {
   src <- stories()
-  out <- run_child(c(
-    "suppressPackageStartupMessages(library(Rllm))",
+  out <- rscript_child(packages = "Rllm", c(
     "f <- tempfile(fileext = '.gguf')",
     sprintf("stopifnot(file.copy(%s, f))", deparse(src)),
     "m <- rllm_gguf_model(f, threads = 1)",
@@ -59,7 +45,7 @@ test_that("a model whose GGUF file was truncated on disk gives fm_error_eformat,
 })
 
 test_that("forked children evaluate on one thread and get the parent's logits", {
-  skip_on_os("windows")
+  skip_if_no_fork()
   m <- rllm_gguf_model(stories(), threads = 2L)
   ids <- rllm_tokenize(m, strrep("The cat sat on the mat. ", 40))[1:300]
   expect_length(ids, 300L)
@@ -71,20 +57,10 @@ test_that("forked children evaluate on one thread and get the parent's logits", 
          printed = utils::capture.output(print(m)))
   }
   # children that hang are killed after 120 s (the test then fails)
-  jobs <- lapply(1:2, function(i) parallel::mcparallel(child(i)))
-  res <- list()
-  left <- function() Filter(function(j) !as.character(j$pid) %in% names(res), jobs)
-  deadline <- Sys.time() + 120
-  while (length(left()) && Sys.time() < deadline) {
-    r <- parallel::mccollect(left(), wait = FALSE, timeout = 1)
-    if (!is.null(r)) res[names(r)] <- r
-  }
-  hung <- left()
-  for (j in hung) tools::pskill(j$pid, tools::SIGKILL)
-  if (length(hung)) suppressWarnings(parallel::mccollect(hung, wait = FALSE))
-  expect_length(hung, 0L)
-  expect_length(res, 2L)
-  for (r in res) {
+  res <- fork_children(child, n = 2, timeout = 120)
+  expect_children_returned(res)
+  expect_length(child_values(res), 2L)
+  for (r in child_values(res)) {
     expect_identical(r$threads, 1L)
     expect_identical(r$model_threads, 1L)
     expect_identical(r$set, 1L)
@@ -93,7 +69,7 @@ test_that("forked children evaluate on one thread and get the parent's logits", 
   }
   # the parent keeps its thread count
   expect_identical(.Call(Rllm:::C_rllm_model_threads, m$ptr), 2L)
-  if (length(hung) == 0L) {
+  if (!children_hung(res)) {
     r <- parallel::mclapply(1:2, function(i) identical(rllm_logits(m, ids), a), mc.cores = 2)
     expect_identical(unlist(r), c(TRUE, TRUE))
   }
@@ -206,8 +182,7 @@ test_that("objects restored from a saved session or with a closed runtime say so
 test_that("setTimeLimit stops generation with its own error and prints nothing; interrupts cancel", {
   skip_on_os("windows")
   src <- stories()
-  out <- run_child(c(
-    "suppressPackageStartupMessages(library(Rllm))",
+  out <- rscript_child(packages = "Rllm", c(
     sprintf("m <- rllm_gguf_model(%s, threads = 1)", deparse(src)),
     "kv <- rllm_cache(m, 4000)",
     "local({",
