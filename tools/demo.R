@@ -71,7 +71,7 @@ elapsed <- proc.time()[["elapsed"]] - t0
 eigenvalues <- pca$sdev^2 * (nrow(X) - 1) / ncol(X)
 cat("Eigenvalues (plink2 --pca convention, GRM = Xs Xs' / M):\n")
 print(round(stats::setNames(eigenvalues, paste0("PC", 1:10)), 4))
-cat(sprintf("Subspace iterations: %d (converged: %s)\n", pca$iterations, pca$converged))
+cat(sprintf("Krylov iterations: %d (converged: %s)\n", pca$iterations, pca$converged))
 cat(sprintf("Elapsed: %.2f s   Peak resident memory (VmHWM): %.1f MB\n", elapsed, peak_rss_mb()))
 
 png_path <- file.path(out_dir, if (real) "pca_pc1_pc2.png" else "pca_pc1_pc2_GENERATED.png")
