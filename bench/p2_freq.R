@@ -9,9 +9,9 @@
 #
 # Rows: fmalloc_allele_freq and fmalloc_colVars on an opened matrix (the
 # kernel this CPU selects: AVX2 where present), fmalloc_allele_freq with the
-# portable kernel forced (FM_BED2_PORTABLE=1), fmalloc_bed_open +
-# fmalloc_allele_freq (reads the .bim/.fam too, like plink2), and the whole
-# plink2 --freq process. Median of BENCH_REPS (default 3) after a warm-up.
+# portable kernel forced (fmalloc_test_fused_isa("portable")),
+# fmalloc_bed_open + fmalloc_allele_freq (reads the .bim/.fam too, like
+# plink2), and the whole plink2 --freq process. Median of BENCH_REPS (default 3) after a warm-up.
 # Checks: our frequencies equal plink2's ALT_FREQS to its printed precision
 # (6 significant digits) and our OBS_CT equals its; our column variances
 # equal var(na.rm = TRUE) of the decoded columns (first 500) to 1e-12.
@@ -27,7 +27,7 @@ n <- bench_env_int("BENCH_N", 5000L)
 ms <- bench_env_int("BENCH_M", 200000L)
 if (Sys.getenv("BENCH_P2_LARGE") == "1") ms <- unique(c(ms, 2000000L))
 if (!nzchar(Sys.which("plink2"))) stop("bench p2: plink2 is not in PATH")
-avx2 <- any(grepl("\\bavx2\\b", tryCatch(readLines("/proc/cpuinfo"), error = function(e) "")))
+avx2 <- fmalloc_backend_info()$fused_isa != "portable" # the counts use AVX2 from that level up
 ours <- bench_fmalloc_setup(threads)
 
 one_size <- function(m) {
@@ -41,10 +41,10 @@ one_size <- function(m) {
   t_freq <- bench_time(function() af <<- fmalloc_allele_freq(X), reps)
   v <- NULL
   t_var <- bench_time(function() v <<- fmalloc_colVars(X), reps)
-  Sys.setenv(FM_BED2_PORTABLE = "1")
+  fmalloc_test_fused_isa("portable")
   af_port <- NULL
   t_port <- bench_time(function() af_port <<- fmalloc_allele_freq(X), reps)
-  Sys.unsetenv("FM_BED2_PORTABLE")
+  fmalloc_test_fused_isa("auto")
   t_open <- bench_time(function() fmalloc_allele_freq(fmalloc_bed_open(prefix)), reps)
 
   out <- file.path(tempfile("p2_"), "plink")

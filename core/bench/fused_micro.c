@@ -15,6 +15,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "fm/fm_backend.h"
 #include "fm/fm_codec_bed2.h"
+#include "fm/fm_cpu.h"
 #include "fm/fm_fused.h"
 
 #include <math.h>
@@ -118,14 +119,14 @@ int main(int argc, char **argv) {
                {FM_OP_XB, 40, "X b, k = 40"}, {FM_OP_COLSUMS, 2, "colsums"}};
   const double g = (double)n * (double)q;
   for (int isa = 0; isa < 2; isa++) {
-    fm_fused_force_isa(isa ? FM_FUSED_ISA_PORTABLE : FM_FUSED_ISA_AUTO);
+    fm_cpu_cap(isa ? FM_ISA_PORTABLE : FM_ISA_AVX512);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
       const int64_t ldb = cases[c].op == FM_OP_XB ? q : n;
       const int64_t ldy = cases[c].op == FM_OP_XB || cases[c].op == FM_OP_XXTB ? n : q;
       fm_product p = {cases[c].op, &x, &aff, b, ldb, cases[c].k, y, ldy};
       const double t = run(&p, 0);
       printf("%-9s %-14s %8.3f s (cpu %7.3f s)  %6.3f ns/genotype  %6.2f GB/s of .bed\n",
-             fm_fused_isa_name(), cases[c].name, t, cpu_used, 1e9 * t / g,
+             fm_cpu_isa_name(fm_cpu_isa()), cases[c].name, t, cpu_used, 1e9 * t / g,
              (double)(cb * q) / t / 1e9);
     }
   }
@@ -138,7 +139,7 @@ int main(int argc, char **argv) {
     const int64_t ldy = cases[c].op == FM_OP_XB || cases[c].op == FM_OP_XXTB ? n : qs;
     fm_product p = {cases[c].op, &xs, &aff, b, ldb, cases[c].k, y, ldy};
     const double tr = run(&p, 1);
-    fm_fused_force_isa(FM_FUSED_ISA_AUTO);
+    fm_cpu_cap(FM_ISA_AVX512);
     const double tf = run(&p, 0);
     printf("reference %-14s %8.3f s on %lld variants; fused %.3f s (ratio %.1f)\n", cases[c].name,
            tr, (long long)qs, tf, tr / tf);

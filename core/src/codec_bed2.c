@@ -5,10 +5,10 @@
  * samples at a time. Counting pops the bit planes of 64-bit words (32
  * samples each), with an AVX2 kernel chosen at run time. */
 #include "fm/fm_codec_bed2.h"
+#include "fm/fm_cpu.h"
 
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* count 0 -> 0b11, 1 -> 0b10, 2 -> 0b00, 3 (missing) -> 0b01, per 2-bit field */
@@ -128,8 +128,8 @@ fm_status fm_codec_bed2_encode(const int32_t *g, int64_t n_samples, int64_t n_co
  * column's last word is masked to 0, so it is never counted. Two kernels: an
  * AVX2 one (a 4-bit table lookup per nibble, Mula, Kurz and Lemire 2018,
  * "Faster population counts using AVX2 instructions", Comput. J. 61(1)),
- * chosen at run time when the CPU has AVX2 and FM_BED2_PORTABLE is unset or
- * "0", and a portable one summing the planes in 2-, 4- and 8-bit fields
+ * chosen when fm_cpu_isa() (fm_cpu.h) is FM_ISA_AVX2 or above, and a
+ * portable one summing the planes in 2-, 4- and 8-bit fields
  * (Knuth, TAOCP 4A, 7.1.3 "sideways addition"). */
 #define PLANE_LO UINT64_C(0x5555555555555555)
 #define FIELDS2 UINT64_C(0x3333333333333333)
@@ -252,14 +252,6 @@ __attribute__((target("avx2"))) static void count_words_avx2(const uint8_t *p, i
   _mm256_zeroupper();
   count_words(p + 32 * n_vec, n_words - 4 * n_vec, c);
 }
-
-/* AVX2 unless the CPU lacks it or FM_BED2_PORTABLE forces the portable
- * kernel (a test hook; also for timing one against the other). */
-static int use_avx2(void) {
-  const char *force = getenv("FM_BED2_PORTABLE");
-  if (force && force[0] != '\0' && strcmp(force, "0") != 0) return 0;
-  return __builtin_cpu_supports("avx2") != 0;
-}
 #else
 #define BED2_HAVE_AVX2_KERNEL 0
 #endif
@@ -269,7 +261,8 @@ void fm_codec_bed2_col_counts(const uint8_t *data, int64_t n_samples, int64_t co
   const int64_t n = n_samples > 0 ? n_samples : 0;
   const int64_t n_words = n / 32, n_rest = n % 32;
 #if BED2_HAVE_AVX2_KERNEL
-  void (*count)(const uint8_t *, int64_t, plane_counts *) = use_avx2() ? count_words_avx2 : count_words;
+  void (*count)(const uint8_t *, int64_t, plane_counts *) =
+      fm_cpu_isa() >= FM_ISA_AVX2 ? count_words_avx2 : count_words;
 #else
   void (*count)(const uint8_t *, int64_t, plane_counts *) = count_words;
 #endif

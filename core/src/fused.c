@@ -1,5 +1,5 @@
 /* fused.c: the fused genotype backend (fm_fused.h): which products it takes,
- * the choice of kernels (CPUID), and the loop over blocks of variants with
+ * the choice of kernels (fm_cpu_isa), and the loop over blocks of variants with
  * its threads.
  *
  * Each block of variants runs in up to two phases (fused_impl.h explains the
@@ -24,11 +24,11 @@
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_cpu.h"
 #include "fused_impl.h"
 #include "fused_pool.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,47 +51,17 @@
 /* Largest partial sum the kernels may reach (the overflow guard). */
 #define FUSED_SUM_MAX 1e300
 
-static atomic_int forced_isa = FM_FUSED_ISA_AUTO;
-
-void fm_fused_force_isa(fm_fused_isa isa) { atomic_store(&forced_isa, (int)isa); }
-
-/* What the CPU (and the OS, for the vector state) supports: 0 portable only,
- * 1 AVX2 (with FMA, BMI1, BMI2, POPCNT), 2 AVX-512 F and BW as well. */
-static int cpu_level(void) {
-#if FUSED_HAVE_X86
-  static atomic_int known = -1;
-  int v = atomic_load(&known);
-  if (v < 0) {
-    __builtin_cpu_init();
-    v = 0;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-        __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-        __builtin_cpu_supports("popcnt")) {
-      v = 1;
-      if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) v = 2;
-    }
-    atomic_store(&known, v);
-  }
-  return v;
-#else
-  return 0;
-#endif
-}
-
-/* The best table the CPU runs, capped by fm_fused_force_isa. */
+/* The kernels of the level fm_cpu_isa() names (fm_cpu.h). */
 static const fused_kernels *kernels(void) {
 #if FUSED_HAVE_X86
-  const int forced = atomic_load(&forced_isa);
-  int level = cpu_level();
-  if (forced == FM_FUSED_ISA_PORTABLE) level = 0;
-  if (forced == FM_FUSED_ISA_AVX2 && level > 1) level = 1;
-  if (level == 2) return &fused_kernels_avx512;
-  if (level == 1) return &fused_kernels_avx2;
+  switch (fm_cpu_isa()) {
+  case FM_ISA_AVX512: return &fused_kernels_avx512;
+  case FM_ISA_AVX2: return &fused_kernels_avx2;
+  case FM_ISA_PORTABLE: break;
+  }
 #endif
   return &fused_kernels_portable;
 }
-
-const char *fm_fused_isa_name(void) { return kernels()->name; }
 
 typedef struct fused_job {
   const fm_product *p;

@@ -33,7 +33,7 @@ typedef __m256d vd;
 
 #include "fused_kern.h"
 
-const fused_kernels fused_kernels_avx2 = FK_TABLE("avx2", 4);
+const fused_kernels fused_kernels_avx2 = FK_TABLE(4);
 #else
 typedef int fused_avx2_unused; /* ISO C wants a declaration in every file */
 #endif

@@ -33,7 +33,7 @@ typedef __m512d vd;
 
 #include "fused_kern.h"
 
-const fused_kernels fused_kernels_avx512 = FK_TABLE("avx512", 8);
+const fused_kernels fused_kernels_avx512 = FK_TABLE(8);
 #else
 typedef int fused_avx512_unused; /* ISO C wants a declaration in every file */
 #endif

@@ -48,8 +48,7 @@ typedef struct fused_tables {
 } fused_tables;
 
 typedef struct fused_kernels {
-  const char *name; /* "portable", "avx2" or "avx512" */
-  int kpad;         /* rows of k doubles are padded to a multiple of this */
+  int kpad; /* rows of k doubles are padded to a multiple of this */
 
   /* List the rows r0 <= i < r1 of one BED2 column whose code differs from
    * base. r0 is a multiple of 4 (lists start on a byte).

@@ -313,8 +313,5 @@ static FK_ATTR void KN(scatter)(const uint32_t *ent, int64_t m, const double *dt
   }
 }
 
-#define FK_TABLE(isa_name, kpad)                                                                  \
-  {                                                                                               \
-    isa_name, kpad, KN(bed2_list), KN(dos8_list), KN(bed2_counts), KN(dos8_hist), KN(gather),     \
-        KN(scatter)                                                                               \
-  }
+#define FK_TABLE(kpad)                                                                            \
+  { kpad, KN(bed2_list), KN(dos8_list), KN(bed2_counts), KN(dos8_hist), KN(gather), KN(scatter) }

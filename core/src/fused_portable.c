@@ -49,4 +49,4 @@ typedef double vd;
 
 #include "fused_kern.h"
 
-const fused_kernels fused_kernels_portable = FK_TABLE("portable", 4);
+const fused_kernels fused_kernels_portable = FK_TABLE(4);

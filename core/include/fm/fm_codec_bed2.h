@@ -66,12 +66,11 @@ FM_NODISCARD fm_status fm_codec_bed2_encode(const int32_t *g, int64_t n_samples,
  *         Padding bits of the last byte are ignored, whatever their value;
  *         only the ceil(n_samples / 4) bytes of each listed column are read.
  * Method: population counts of the low and high bit planes of 64-bit words
- *         (32 samples each). An AVX2 kernel is chosen at run time when the
- *         CPU has AVX2 (x86-64, GCC or Clang); setting the environment
- *         variable FM_BED2_PORTABLE to anything but "" or "0" forces the
- *         portable kernel (a test hook). Both give the same counts.
+ *         (32 samples each). An AVX2 kernel runs when fm_cpu_isa() is
+ *         FM_ISA_AVX2 or above (fm_cpu.h; its test hook fm_cpu_cap selects
+ *         the portable one). Both give the same counts.
  * Owns:   borrows data (first byte of column 0); writes only counts_out.
- *         Reentrant (no state besides reading the environment).
+ *         Reentrant.
  * Oracle: core/tests/codec_bed2/ (per-sample bit arithmetic; both kernels). */
 void fm_codec_bed2_col_counts(const uint8_t *data, int64_t n_samples, int64_t col_stride,
                               const int64_t *cols, int64_t n_cols, int64_t *counts_out);

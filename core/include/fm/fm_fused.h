@@ -24,23 +24,21 @@
  * absolute values of each output's terms (tests: core/tests/fused). Results
  * are bit-identical for every thread count and panel budget (block size):
  * each output element is summed by one thread in an order fixed by the data;
- * they depend on the kernel set (fm_fused_isa_name) through rounding only.
+ * they depend on the kernel set (fm_cpu_isa, fm_cpu.h) through rounding only.
  *
- * Instruction sets: AVX-512 kernels when the CPU has AVX-512 F and BW, else
- * AVX2 kernels when it has AVX2, FMA, BMI1, BMI2 and POPCNT (CPUID at run
- * time, including the OS's support for the vector state), portable C
- * otherwise; the library runs on any x86-64 (and other) CPU, and no AVX code
- * is reachable on a CPU without it. Threads: up to fm_threads() (fm_base.h)
- * POSIX threads per product, started and joined within the call (fewer for
- * small products); they block all signals.
+ * Instruction sets: the kernels of the level fm_cpu_isa() names (fm_cpu.h:
+ * AVX-512 F and BW, AVX2 with FMA, BMI1, BMI2 and POPCNT, or portable C),
+ * read once per product; no AVX code is reachable on a CPU without it, and
+ * the test hook fm_cpu_cap selects a lower level. Threads: up to
+ * fm_threads() (fm_base.h) POSIX threads per product, started and joined
+ * within the call (fewer for small products); they block all signals.
  *
  * Memory: besides y, about (2 n + 1024) x k doubles (b transposed, row sums)
  * plus up to 3 MB of per-block tables; the stored bytes are read in blocks of
  * about 1 MB of variants, each released with fm_mat_evict_cols once
  * consumed. Cancellation is polled and progress reported once per block.
  *
- * Thread safety: the backend may run concurrently on distinct outputs;
- * fm_fused_force_isa is a test hook (not thread-safe). */
+ * Thread safety: the backend may run concurrently on distinct outputs. */
 #ifndef FM_FUSED_H
 #define FM_FUSED_H
 
@@ -61,21 +59,5 @@
  *         (core/src/fused_impl.h); oracle fm_backend_reference. */
 FM_NODISCARD fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl,
                                         fm_err *err);
-
-typedef enum fm_fused_isa {
-  FM_FUSED_ISA_AUTO = 0,     /* the best the CPU has */
-  FM_FUSED_ISA_PORTABLE = 1, /* plain C */
-  FM_FUSED_ISA_AVX2 = 2,     /* AVX2 + FMA; when the CPU lacks them, portable */
-  FM_FUSED_ISA_AVX512 = 3    /* AVX-512; when the CPU lacks it, as AUTO */
-} fm_fused_isa;
-
-/* Test hook: use the best kernels the CPU runs, but none above isa (AUTO
- * and AVX512 restore the default). Results differ between kernel sets in
- * rounding only (FMA, vector width); within one set they are bit-identical
- * for every thread count and block size. */
-void fm_fused_force_isa(fm_fused_isa isa);
-
-/* Name of the kernels in use: "avx512", "avx2" or "portable". */
-const char *fm_fused_isa_name(void);
 
 #endif

@@ -2,10 +2,10 @@
  * Oracle: ref_* below decode and encode by plain bit arithmetic, one sample
  * at a time, straight from the PLINK 1 .bed specification. Data generated.
  * The counting tests run every case through both counting kernels: the one
- * chosen for this CPU (AVX2 where present) and the portable one, forced by
- * FM_BED2_PORTABLE=1 (setenv: POSIX). */
-#define _POSIX_C_SOURCE 200809L
+ * chosen for this CPU (AVX2 where present) and the portable one, selected by
+ * capping the level with fm_cpu_cap (fm_cpu.h). */
 #include "fm/fm_codec_bed2.h"
+#include "fm/fm_cpu.h"
 #include "fm/fm_panel.h"
 
 #include "fm_test.h"
@@ -209,11 +209,10 @@ static void ref_counts(const uint8_t *col, int64_t n, int64_t out[4]) {
 /* Counts from the kernel for this CPU and from the portable one. */
 static void counts_both_kernels(const uint8_t *data, int64_t n, int64_t stride, const int64_t *cols,
                                 int64_t m, int64_t *dflt, int64_t *portable) {
-  unsetenv("FM_BED2_PORTABLE");
   fm_codec_bed2_col_counts(data, n, stride, cols, m, dflt);
-  setenv("FM_BED2_PORTABLE", "1", 1);
+  fm_cpu_cap(FM_ISA_PORTABLE);
   fm_codec_bed2_col_counts(data, n, stride, cols, m, portable);
-  unsetenv("FM_BED2_PORTABLE");
+  fm_cpu_cap(FM_ISA_AVX512);
 }
 
 /* m columns of n random calls at stride bytes, in a buffer that ends with the
@@ -290,22 +289,6 @@ static void test_counts_huge(void) {
   int64_t none[4] = {-1, -1, -1, -1};
   counts_both_kernels(data, n, stride, NULL, 0, none, none);
   CHECK(none[0] == -1); /* no columns: nothing written */
-  free(data);
-}
-
-/* A forced value of "0" or "" keeps the kernel for this CPU; both agree. */
-static void test_counts_env_values(void) {
-  const int64_t n = 1000, stride = fm_codec_bed2_col_bytes(n);
-  uint8_t *data = random_columns(n, 1, stride, 0.1);
-  int64_t want[4], got[4];
-  ref_counts(data, n, want);
-  const char *values[] = {"0", "", "1", "yes"};
-  for (int v = 0; v < 4; v++) {
-    setenv("FM_BED2_PORTABLE", values[v], 1);
-    fm_codec_bed2_col_counts(data, n, stride, NULL, 1, got);
-    for (int k = 0; k < 4; k++) CHECK(got[k] == want[k]);
-  }
-  unsetenv("FM_BED2_PORTABLE");
   free(data);
 }
 
@@ -446,7 +429,6 @@ int main(void) {
   FM_RUN(test_counts_every_residue);
   FM_RUN(test_counts_saturated);
   FM_RUN(test_counts_huge);
-  FM_RUN(test_counts_env_values);
   FM_RUN(test_affine_fusion);
   FM_RUN(test_encode_rejects);
   FM_RUN(test_check_file);

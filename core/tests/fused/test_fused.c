@@ -4,8 +4,9 @@
  * + scale with missing calls left NaN), column indices (identity, subset,
  * repeats, reversed), k in {1, 2, 3, 7, 8, 10, 40, 63, 64} and n in {1, 3,
  * 4, 5, 31, 32, 33, 257}, with the panel budget forced to one variant per
- * block and at its default, with the kernels forced portable, capped at AVX2
- * and automatic (AVX-512 on a CPU that has it), and with 1, 2, 3 and 7
+ * block and at its default, with the kernel level (fm_cpu_cap, fm_cpu.h)
+ * capped at portable, at AVX2 and not capped (AVX-512 on a CPU that has
+ * it), and with 1, 2, 3 and 7
  * threads (a product uses fewer threads when it has too little work: the
  * small cases run on one).
  *
@@ -24,6 +25,7 @@
 #include "fm/fm_backend.h"
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_cpu.h"
 #include "fm/fm_fused.h"
 
 #include "fm_test.h"
@@ -300,10 +302,10 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
                        const char *label) {
   const size_t ybytes = sizeof(double) * (size_t)(pc->ldy * pc->k);
   double *first = malloc(ybytes), *y = malloc(ybytes);
-  static const fm_fused_isa isas[] = {FM_FUSED_ISA_PORTABLE, FM_FUSED_ISA_AVX2, FM_FUSED_ISA_AUTO};
-  for (int isa = 0; isa < 3; isa++) {
-    fm_fused_force_isa(isas[isa]);
-    if (isa == 2 && strcmp(fm_fused_isa_name(), "avx2") == 0) continue; /* as isa 1 */
+  for (int cap = FM_ISA_PORTABLE; cap <= FM_ISA_AVX512; cap++) {
+    fm_cpu_cap((fm_isa)cap);
+    if ((int)fm_cpu_isa() < cap) continue; /* the CPU stops below: as cap - 1 */
+    const char *isa = fm_cpu_isa_name(fm_cpu_isa());
     int have_first = 0;
     for (int bud = 0; bud < 2; bud++) {
       fm_panel_set_budget(bud == 0 ? 8 : 0); /* one variant per block, default */
@@ -312,13 +314,13 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
         for (size_t e = 0; e < ybytes / sizeof(double); e++) y[e] = -7.25;
         const fm_status st = run_fused(g, pc, y);
         if (st != FM_OK) {
-          fprintf(stderr, "%s [%s, budget %s, %d threads]: status %s\n", label,
-                  fm_fused_isa_name(), bud ? "default" : "tiny", threads[t], fm_status_name(st));
+          fprintf(stderr, "%s [%s, budget %s, %d threads]: status %s\n", label, isa,
+                  bud ? "default" : "tiny", threads[t], fm_status_name(st));
           CHECK(st == FM_OK);
           continue;
         }
         char what[300];
-        snprintf(what, sizeof what, "%s [%s, budget %s, %d threads]", label, fm_fused_isa_name(),
+        snprintf(what, sizeof what, "%s [%s, budget %s, %d threads]", label, isa,
                  bud ? "default" : "tiny", threads[t]);
         CHECK(compare(g, pc, y, what) == 0);
         if (!have_first) {
@@ -331,7 +333,7 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
       }
     }
   }
-  fm_fused_force_isa(FM_FUSED_ISA_AUTO);
+  fm_cpu_cap(FM_ISA_AVX512);
   fm_panel_set_budget(0);
   fm_set_threads(0);
   free(first);
@@ -631,29 +633,6 @@ static void test_evictable_mapping(void) {
   fm_test_rmtree(dir);
 }
 
-static void test_isa_names(void) {
-  fm_fused_force_isa(FM_FUSED_ISA_PORTABLE);
-  CHECK(strcmp(fm_fused_isa_name(), "portable") == 0);
-  fm_fused_force_isa(FM_FUSED_ISA_AVX2);
-  const char *avx2 = fm_fused_isa_name();
-  fm_fused_force_isa(FM_FUSED_ISA_AVX512);
-  const char *avx512 = fm_fused_isa_name();
-  fm_fused_force_isa(FM_FUSED_ISA_AUTO);
-  const char *autoname = fm_fused_isa_name();
-  CHECK(strcmp(avx512, autoname) == 0);
-#if defined(__x86_64__) && defined(__GNUC__)
-  __builtin_cpu_init();
-  const int has2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                   __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
-  const int has512 = has2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  CHECK(strcmp(avx2, has2 ? "avx2" : "portable") == 0);
-  CHECK(strcmp(autoname, has512 ? "avx512" : has2 ? "avx2" : "portable") == 0);
-#else
-  CHECK(strcmp(avx2, "portable") == 0 && strcmp(autoname, "portable") == 0);
-#endif
-  printf("fused kernels in use: %s\n", autoname);
-}
-
 /* The 1000 Genomes subset (1126 samples), its first 1000 variants,
  * standardised with mean imputation like the PCA does, and raw. */
 static void test_fixture(void) {
@@ -708,7 +687,7 @@ static void test_fixture(void) {
 }
 
 int main(void) {
-  FM_RUN(test_isa_names);
+  printf("kernel levels compared: portable to %s\n", fm_cpu_isa_name(fm_cpu_isa()));
   FM_RUN(test_declines);
   FM_RUN(test_empty);
   FM_RUN(test_grid);

@@ -141,23 +141,24 @@ fmalloc_threads <- function(n = NULL) {
 #' A summary of the product machinery in this session.
 #' @return A list: `backends` ([fmalloc_backends()]), `forced` (option
 #'   `fmalloc.backend`, `NULL` when unset), `threads` ([fmalloc_threads()]),
-#'   `fused_isa` (the instruction set of the fused kernels: `"avx512"`,
-#'   `"avx2"` or `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
+#'   `fused_isa` (the instruction set of the kernels chosen at run time, the
+#'   fused products' and the `.bed` genotype counts': `"avx512"`, `"avx2"`
+#'   or `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
 #'   `last_backend` ([fmalloc_last_backend()]).
 #' @section Errors: none: it only reads the state of the session. An invalid
 #'   option `fmalloc.backend` is returned as set (it raises `fm_error_earg`
 #'   at the next product), and a closed runtime does not matter here.
 #' @section Source: the registry `core/include/fm/fm_backend.h`
 #'   (`fm_backend_count`, `fm_backend_name`); the kernels' instruction set
-#'   `fm_fused_isa_name()` in `core/include/fm/fm_fused.h` (CPUID at run
-#'   time); the thread count `fm_threads()` in `core/include/fm/fm_base.h`;
+#'   `fm_cpu_isa()` in `core/include/fm/fm_cpu.h` (CPUID at run time, probed
+#'   once); the thread count `fm_threads()` in `core/include/fm/fm_base.h`;
 #'   the panel budget `fm_panel_budget()` in `core/include/fm/fm_panel.h`.
 #' @examples
 #' str(fmalloc_backend_info())
 #' @export
 fmalloc_backend_info <- function() {
   list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
-       threads = fmalloc_threads(), fused_isa = .Call(fmr_fused_isa),
+       threads = fmalloc_threads(), fused_isa = .Call(fmr_cpu_isa),
        panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend())
 }
 
@@ -171,11 +172,14 @@ fmalloc_backend_info <- function() {
 #' `fmalloc_test_backend()` registers or removes one of two test backends
 #' compiled into the package: `"decline_all"` declines every product and
 #' `"xb_k1"` computes only `X %*% b` with one column of `b`.
-#' `fmalloc_test_fused_isa()` caps the fused kernels at one instruction
-#' set, so that they are tested against each other on one machine
-#' (`"avx2"` falls back to portable code on a CPU without AVX2 and FMA,
-#' `"avx512"` to the best the CPU has; `"auto"` restores the default: AVX-512
-#' where the CPU has it, else AVX2, else portable).
+#' `fmalloc_test_fused_isa()` caps the instruction set of every kernel
+#' chosen at run time (the fused products and the `.bed` genotype counts of
+#' [fmalloc_allele_freq()] and friends, through `fm_cpu_cap()` of
+#' `core/include/fm/fm_cpu.h`), so that they are tested against each other
+#' on one machine (`"avx2"` falls back to portable code on a CPU without
+#' AVX2, FMA, BMI1/2 and POPCNT, `"avx512"` to the best the CPU has;
+#' `"auto"` restores the default: AVX-512 F and BW where the CPU has them,
+#' else AVX2, else portable).
 #' @param name `"decline_all"` or `"xb_k1"`.
 #' @param on register (`TRUE`) or remove (`FALSE`).
 #' @param isa `"auto"`, `"portable"`, `"avx2"` or `"avx512"`.
@@ -195,5 +199,5 @@ fmalloc_test_backend <- function(name, on = TRUE) {
 #' @rdname fmalloc_last_backend
 #' @export
 fmalloc_test_fused_isa <- function(isa = c("auto", "portable", "avx2", "avx512")) {
-  .Call(fmr_test_fused_isa, match.arg(isa))
+  .Call(fmr_test_cpu_cap, match.arg(isa))
 }

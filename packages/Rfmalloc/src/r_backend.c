@@ -12,6 +12,7 @@
 #include "r_backend.h"
 
 #include "fm/fm_backend_alp.h"
+#include "fm/fm_cpu.h"
 #include "fm/fm_fused.h"
 
 #include <stdlib.h>
@@ -80,19 +81,19 @@ SEXP fmr_threads(SEXP s_n) {
   return Rf_ScalarInteger(fm_threads());
 }
 
-/* The instruction set of the fused kernels: "avx512", "avx2" or "portable". */
-SEXP fmr_fused_isa(void) { return Rf_mkString(fm_fused_isa_name()); }
+/* The instruction-set level of the kernels (fm_cpu.h): "avx512", "avx2" or
+ * "portable". */
+SEXP fmr_cpu_isa(void) { return Rf_mkString(fm_cpu_isa_name(fm_cpu_isa())); }
 
-/* Test hook: cap the fused kernels at "portable", "avx2" or "avx512" ("auto"
- * restores the default); returns the kernels then in use. */
-SEXP fmr_test_fused_isa(SEXP s_isa) {
+/* Test hook: cap the kernel level (fm_cpu_cap: the fused products and the
+ * .bed genotype counts) at "portable", "avx2" or "avx512" ("auto" removes
+ * the cap); returns the level then in use. */
+SEXP fmr_test_cpu_cap(SEXP s_isa) {
   const char *isa = CHAR(STRING_ELT(s_isa, 0));
-  fm_fused_isa v = strcmp(isa, "portable") == 0 ? FM_FUSED_ISA_PORTABLE
-                   : strcmp(isa, "avx2") == 0   ? FM_FUSED_ISA_AVX2
-                   : strcmp(isa, "avx512") == 0 ? FM_FUSED_ISA_AVX512
-                                                : FM_FUSED_ISA_AUTO;
-  fm_fused_force_isa(v);
-  return Rf_mkString(fm_fused_isa_name());
+  fm_cpu_cap(strcmp(isa, "portable") == 0 ? FM_ISA_PORTABLE
+             : strcmp(isa, "avx2") == 0   ? FM_ISA_AVX2
+                                          : FM_ISA_AVX512);
+  return Rf_mkString(fm_cpu_isa_name(fm_cpu_isa()));
 }
 
 /* Test backends, registered only by the test suite (fmalloc_test_backend):

@@ -53,8 +53,8 @@ SEXP fmr_panel_budget(SEXP bytes);
 /* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
 SEXP fmr_backends(void);
 SEXP fmr_threads(SEXP n);
-SEXP fmr_fused_isa(void);
-SEXP fmr_test_fused_isa(SEXP isa);
+SEXP fmr_cpu_isa(void);
+SEXP fmr_test_cpu_cap(SEXP isa);
 SEXP fmr_test_backend(SEXP name, SEXP on);
 
 /* r_ext.c: external codecs, backend registration for other packages */
@@ -132,8 +132,8 @@ static const R_CallMethodDef call_methods[] = {
     /* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
     CALLDEF(fmr_backends, 0),
     CALLDEF(fmr_threads, 1),
-    CALLDEF(fmr_fused_isa, 0),
-    CALLDEF(fmr_test_fused_isa, 1),
+    CALLDEF(fmr_cpu_isa, 0),
+    CALLDEF(fmr_test_cpu_cap, 1),
     CALLDEF(fmr_test_backend, 2),
 
     /* r_ext.c: external codecs, backend registration for other packages */

@@ -1,0 +1,43 @@
+/* fm_cpu.h: the instruction-set level of the kernels chosen at run time.
+ *
+ * Every module with CPU-specific kernels (the fused products, fm_fused.h;
+ * the .bed genotype counts, fm_codec_bed2.h) asks fm_cpu_isa() which level
+ * to run, so one probe and one test hook govern them all. The probe runs
+ * once per process (CPUID through the compiler's __builtin_cpu_supports,
+ * which includes the OS's support for the vector state, XGETBV) and is
+ * cached; on a CPU or compiler without x86-64 probing the level is
+ * FM_ISA_PORTABLE, so the library runs anywhere and no vector code is
+ * reachable on a CPU without it.
+ *
+ * Thread safety: fm_cpu_detect, fm_cpu_isa and fm_cpu_isa_name may be called
+ * from any thread. fm_cpu_cap is a test hook: it is atomic, but a product
+ * running while it changes may use either level for its parts. */
+#ifndef FM_CPU_H
+#define FM_CPU_H
+
+/* Levels, ordered: each includes the ones below it. */
+typedef enum fm_isa {
+  FM_ISA_PORTABLE = 0, /* plain C */
+  FM_ISA_AVX2 = 1,     /* AVX2, FMA, BMI1, BMI2 and POPCNT */
+  FM_ISA_AVX512 = 2    /* the above plus AVX-512 F and BW */
+} fm_isa;
+
+/* The highest level this CPU (and OS) runs, whatever the cap.
+ * Source: Intel SDM vol. 2A, CPUID leaf 7 and XGETBV; oracle
+ *         core/tests/cpu/ (the flags of /proc/cpuinfo on Linux). */
+fm_isa fm_cpu_detect(void);
+
+/* The level kernels use: the lower of fm_cpu_detect() and the cap. */
+fm_isa fm_cpu_isa(void);
+
+/* Test hook: cap the level kernels use at `cap`, so that each level is
+ * checked against the others and an oracle on one machine. FM_ISA_AVX512
+ * removes the cap (the default), and so does a value outside the enum; a
+ * cap above what the CPU runs has no effect. */
+void fm_cpu_cap(fm_isa cap);
+
+/* Stable name of a level: "portable", "avx2" or "avx512" ("unknown" for a
+ * value outside the enum). Never NULL. */
+const char *fm_cpu_isa_name(fm_isa isa);
+
+#endif

@@ -1,0 +1,54 @@
+/* cpu.c: the one CPU probe and the level cap of the run-time kernel choice
+ * (fm_cpu.h). */
+#include "fm/fm_cpu.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_HAVE_X86 1
+#else
+#define CPU_HAVE_X86 0
+#endif
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static fm_isa detected = FM_ISA_PORTABLE; /* written once, under probe_once */
+static atomic_int cap_level = FM_ISA_AVX512;
+
+static void probe(void) {
+#if CPU_HAVE_X86
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+      __builtin_cpu_supports("popcnt")) {
+    detected = FM_ISA_AVX2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+      detected = FM_ISA_AVX512;
+  }
+#endif
+}
+
+fm_isa fm_cpu_detect(void) {
+  (void)pthread_once(&probe_once, probe);
+  return detected;
+}
+
+fm_isa fm_cpu_isa(void) {
+  const fm_isa cpu = fm_cpu_detect();
+  const int cap = atomic_load(&cap_level);
+  return (int)cpu < cap ? cpu : (fm_isa)cap;
+}
+
+void fm_cpu_cap(fm_isa cap) {
+  const int c = (int)cap;
+  atomic_store(&cap_level, c >= FM_ISA_PORTABLE && c <= FM_ISA_AVX512 ? c : FM_ISA_AVX512);
+}
+
+const char *fm_cpu_isa_name(fm_isa isa) {
+  switch (isa) {
+  case FM_ISA_PORTABLE: return "portable";
+  case FM_ISA_AVX2: return "avx2";
+  case FM_ISA_AVX512: return "avx512";
+  }
+  return "unknown";
+}
