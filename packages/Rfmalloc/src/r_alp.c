@@ -38,11 +38,9 @@ SEXP fmr_alp_encode(SEXP x) {
   SEXP res = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
   fm_ctl ctl = fmr_ctl();
   fm_err err;
-  if (fm_codec_alp_encode(REAL_RO(x), n, p, n > 0 ? n : 1, 0, &ctl, &b->bytes, &b->size, &err) !=
-      FM_OK) {
-    UNPROTECT(nprot);
-    fmr_raise(&err);
-  }
+  fmr_finish(fm_codec_alp_encode(REAL_RO(x), n, p, n > 0 ? n : 1, 0, &ctl, &b->bytes, &b->size,
+                                 &err),
+             &err);
   SET_VECTOR_ELT(res, 0, ptr);
   SET_VECTOR_ELT(res, 1, Rf_ScalarReal((double)b->size));
   UNPROTECT(nprot);

@@ -63,10 +63,7 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
     fm_ctl ctl = fmr_ctl();
     const char *used = NULL;
     fm_err err;
-    if (fm_backend_run(&p, &ctl, &used, &err) != FM_OK) {
-      UNPROTECT(nprot);
-      fmr_raise(&err);
-    }
+    fmr_finish(fm_backend_run(&p, &ctl, &used, &err), &err);
     SET_VECTOR_ELT(res, 1, Rf_mkString(used));
   } else {
     if (outer > 0 && k > 0) memset(REAL(y), 0, sizeof(double) * (size_t)outer * (size_t)k);

@@ -25,10 +25,7 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   int64_t *n64 = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
   fm_ctl ctl = fmr_ctl();
   fm_err err;
-  if (fm_stats_colvar(&x, REAL(mean), REAL(var), n64, &ctl, &err) != FM_OK) {
-    UNPROTECT(nprot);
-    fmr_raise(&err);
-  }
+  fmr_finish(fm_stats_colvar(&x, REAL(mean), REAL(var), n64, &ctl, &err), &err);
   for (int64_t j = 0; j < x.n_cols; j++) REAL(nobs)[j] = (double)n64[j];
   SEXP res = PROTECT(Rf_allocVector(VECSXP, 3)); nprot++;
   SET_VECTOR_ELT(res, 0, mean);
@@ -140,10 +137,9 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
     st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), REAL(v), &iterations,
                             &converged, &ctl, &err);
   fill_free(fill_owned, x.n_cols);
-  if (st != FM_OK) {
-    UNPROTECT(nprot);
-    fmr_raise(&err);
-  }
+  /* also raises what the progress function raised, even at its last report,
+   * after which the core returns FM_OK */
+  fmr_finish(st, &err);
   if (!Rf_isNull(dimnames)) {
     SET_VECTOR_ELT(dn_u, 0, VECTOR_ELT(dimnames, 0));
     SET_VECTOR_ELT(dn_u, 1, VECTOR_ELT(dimnames, 2));

@@ -114,3 +114,31 @@ test_that("PCA's progress bar runs with the caller's handlers; an error there re
   expect_true("restart gave up" %in% trimws(out), info = info)
   expect_true("again TRUE" %in% trimws(out), info = info)
 })
+
+test_that("an error from PCA's progress function at its last report reaches the caller", {
+  # the .Call of fmalloc_pca with a plain R progress function (fmalloc_pca
+  # itself passes a cli bar's update): the core has finished all passes and
+  # returns success after that report, and the error must not be dropped
+  rt <- open_fmalloc(tempfile(), 0.05, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(3)
+  X <- fmalloc_bed(matrix(rbinom(300 * 200, 2, 0.3), 300, 200), rt)
+  d <- Rfmalloc:::.mat_desc(X)
+  rpca <- function(progress) {
+    .Call(Rfmalloc:::fmr_rpca, d$storage, d$spec, NULL, NULL, NULL, NULL,
+          c(3, 5, 4, 1e-300, 1), progress, NULL)
+  }
+  reports <- 0
+  fails_last <- function(done, total) {
+    reports <<- reports + 1
+    if (done >= total) stop(sprintf("progress failed at %g of %g", done, total))
+  }
+  expect_error(rpca(fails_last), "^progress failed at ([0-9.]+) of \\1$")
+  expect_gt(reports, 1) # the earlier reports returned
+  fails_first <- function(done, total) stop("progress failed first")
+  expect_error(rpca(fails_first), "progress failed first")
+  # R carries on: the same PCA with a progress function that returns
+  r <- rpca(function(done, total) NULL)
+  expect_equal(r[[1]], rpca(NULL)[[1]])
+  expect_length(r[[1]], 3)
+})
