@@ -292,16 +292,46 @@ static fm_status declined(const char *name, const fm_product *p, fm_err *err) {
                     reason);
 }
 
+/* ---- the per-thread record of the backends used (fm_backend_used) ---- */
+
+static _Thread_local struct {
+  int n;
+  char names[FM_BACKEND_MAX + 1][FM_BACKEND_NAME_MAX + 1];
+  char joined[(FM_BACKEND_MAX + 1) * (FM_BACKEND_NAME_MAX + 1)];
+} used_rec;
+
+static void note_used(const char *name) {
+  for (int i = 0; i < used_rec.n; i++)
+    if (strcmp(used_rec.names[i], name) == 0) return;
+  if (used_rec.n > FM_BACKEND_MAX) return;
+  snprintf(used_rec.names[used_rec.n++], FM_BACKEND_NAME_MAX + 1, "%s", name);
+}
+
+const char *fm_backend_used(void) {
+  size_t len = 0;
+  used_rec.joined[0] = '\0';
+  for (int i = 0; i < used_rec.n; i++) {
+    const int w = snprintf(used_rec.joined + len, sizeof used_rec.joined - len, "%s%s",
+                           i ? "+" : "", used_rec.names[i]);
+    len += (size_t)w; /* fits: at most FM_BACKEND_NAME_MAX + 1 bytes per name */
+  }
+  return used_rec.joined;
+}
+
+void fm_backend_used_clear(void) { used_rec.n = 0; }
+
 /* One backend (or the reference path), no fallback; p validated. */
 static fm_status run_one(const char *name, const fm_product *p, const fm_ctl *ctl,
                          const char **used_out, fm_err *err) {
   if (strcmp(name, reference_name) == 0) {
     if (used_out) *used_out = reference_name;
+    note_used(reference_name);
     return fm_backend_reference(p, ctl, err);
   }
   const backend_entry *e = find_backend(name);
   if (!e) return unknown_backend("product", name, err);
   if (used_out) *used_out = e->name;
+  note_used(e->name);
   fm_err_clear(err);
   fm_status st = e->fn(e->ud, p, ctl, err);
   if (st == FM_EUNSUPPORTED) return declined(e->name, p, err);
@@ -347,10 +377,12 @@ fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **us
       continue;
     }
     if (used_out) *used_out = e->name;
+    note_used(e->name);
     if (st != FM_OK && err && err->code != st)
       fm_err_set(err, st, "backend '%s' failed with %s", e->name, fm_status_name(st));
     return st;
   }
   if (used_out) *used_out = reference_name;
+  note_used(reference_name);
   return fm_backend_reference(p, ctl, err);
 }

@@ -116,6 +116,21 @@ FM_NODISCARD fm_status fm_backend_force(const char *name, fm_err *err);
  * until the next fm_backend_force. */
 const char *fm_backend_forced(void);
 
+/* The backends that computed products on the calling thread since its last
+ * fm_backend_used_clear (or since it started): their distinct names in the
+ * order of first use, joined by "+" ("reference" for the reference path),
+ * or "" when none did; e.g. "reference+alp" after fm_stats_rpca over ALP
+ * storage, whose alp backend declines X X' B (the reference path computes
+ * those passes) and computes X' B. A product counts once fm_backend_run or
+ * fm_backend_run_named has chosen its backend, whatever its status (in
+ * fm_backend_run's fallback a backend that declines is not chosen). For
+ * callers whose products run inside another core function; at most
+ * FM_BACKEND_MAX + 1 names are kept.
+ * Owns:   a buffer of the calling thread, valid until that thread's next
+ *         product or clear. Thread safety: each thread has its own record. */
+const char *fm_backend_used(void);
+void fm_backend_used_clear(void);
+
 /* The reference path alone: zero y, then for each panel of
  * fm_panel_plan_for(x, fm_panel_budget()) (columns outer, rows inner) decode
  * it into one buffer allocated once and accumulate with dgemm:

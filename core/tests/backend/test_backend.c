@@ -2,7 +2,7 @@
  * loop over an element-wise decoded matrix, for every codec, both ops, with
  * the panel budget forced tiny and at its default; registry behaviour;
  * declining and partial backends; one named backend and the forced setting;
- * cancellation and progress.
+ * the per-thread record of the backends used; cancellation and progress.
  * Oracle: naive_product() below (obviously correct, no blocking, no BLAS).
  * Data generated. */
 #include "fm/fm_backend.h"
@@ -11,6 +11,7 @@
 
 #include "fm_test.h"
 
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -582,6 +583,70 @@ static void test_named_and_forced(void) {
   free(t.store);
 }
 
+/* ---- the per-thread record of the backends used ---- */
+
+typedef struct used_thread_args {
+  fm_product p;
+  char seen_before[8], seen_after[300];
+} used_thread_args;
+
+static void *used_in_thread(void *arg) {
+  used_thread_args *a = arg;
+  fm_err err;
+  snprintf(a->seen_before, sizeof a->seen_before, "%s", fm_backend_used());
+  if (fm_backend_run(&a->p, NULL, NULL, &err) != FM_OK) a->seen_after[0] = '!';
+  else snprintf(a->seen_after, sizeof a->seen_after, "%s", fm_backend_used());
+  return NULL;
+}
+
+/* Distinct names in order of first use; declines in the fallback do not
+ * count, a forced backend does whatever its status; clear empties it; each
+ * thread keeps its own. */
+static void test_used_record(void) {
+  fm_err err;
+  CHECK_OK(fm_backend_register("decline", decline_all, NULL, &err), &err);
+  CHECK_OK(fm_backend_register("k1", only_k1, &k1_calls, &err), &err);
+  test_mat t;
+  make_mat(&t, FM_CODEC_F64, 7, 4, 0);
+  double b[7 * 3], y[7 * 3];
+  for (int i = 0; i < 7 * 3; i++) b[i] = rng_unif() - 0.5;
+  fm_product p1 = {FM_OP_XTB, &t.x, NULL, b, 7, 1, y, 7};
+  fm_product p3 = {FM_OP_XTB, &t.x, NULL, b, 7, 3, y, 7};
+  fm_backend_used_clear();
+  CHECK(strcmp(fm_backend_used(), "") == 0);
+  CHECK_OK(fm_backend_run(&p3, NULL, NULL, &err), &err);
+  CHECK(strcmp(fm_backend_used(), "reference") == 0);
+  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p3, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
+  CHECK(strcmp(fm_backend_used(), "reference+k1") == 0);
+  fm_backend_used_clear();
+  CHECK(strcmp(fm_backend_used(), "") == 0);
+  CHECK(fm_backend_run_named("k1", &p3, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK_OK(fm_backend_run_named("reference", &p1, NULL, &err), &err);
+  CHECK(strcmp(fm_backend_used(), "k1+reference") == 0);
+  /* an invalid product chooses nothing */
+  fm_backend_used_clear();
+  p1.ldy = 2;
+  CHECK(fm_backend_run(&p1, NULL, NULL, &err) == FM_EARG);
+  p1.ldy = 7;
+  CHECK(strcmp(fm_backend_used(), "") == 0);
+  /* another thread starts empty and records only its own products */
+  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
+  used_thread_args a = {p3, "x", ""};
+  double y_thread[7 * 3];
+  a.p.y = y_thread;
+  pthread_t th;
+  CHECK(pthread_create(&th, NULL, used_in_thread, &a) == 0);
+  pthread_join(th, NULL);
+  CHECK(strcmp(a.seen_before, "") == 0 && strcmp(a.seen_after, "reference") == 0);
+  CHECK(strcmp(fm_backend_used(), "k1") == 0);
+  fm_backend_used_clear();
+  CHECK(fm_backend_unregister("decline") == 1);
+  CHECK(fm_backend_unregister("k1") == 1);
+  free(t.store);
+}
+
 /* ---- cancellation and progress ---- */
 
 typedef struct ctl_state {
@@ -639,6 +704,7 @@ int main(void) {
   FM_RUN(test_registry);
   FM_RUN(test_decliner_matches_reference);
   FM_RUN(test_named_and_forced);
+  FM_RUN(test_used_record);
   FM_RUN(test_cancel_and_progress);
   FM_TEST_END();
 }

@@ -37,7 +37,7 @@
 #'   backend; everyday code leaves the option unset.
 #'
 #' [fmalloc_last_backend()] names the backend that computed the most recent
-#' product.
+#' product, statistic or PCA.
 #'
 #' @param name `NULL`, `"reference"` or the name of a registered backend
 #'   (one of `fmalloc_backends()`).
@@ -164,11 +164,19 @@ fmalloc_backend_info <- function() {
 
 #' Backend introspection for tests
 #'
-#' `fmalloc_last_backend()` names the backend that computed the most recent
+#' `fmalloc_last_backend()` names what computed the most recent successful
 #' codec-matrix product (`%*%`, `crossprod`, `tcrossprod`, `colSums`,
-#' `colMeans`) in this session: `"reference"` for the decode-and-BLAS path,
-#' `"none"` when the result was empty or zero by shape. Statistics
-#' ([fmalloc_colVars()], [fmalloc_pca()]) do not change it.
+#' `colMeans`), streamed statistic or PCA in this session: a backend's name
+#' (one of [fmalloc_backends()]), `"reference"` for the decode-and-BLAS
+#' path, `"none"` when the result was empty or zero by shape; `"colvar"`
+#' after [fmalloc_colVars()] and [fmalloc_colMeans()] (also when
+#' [fmalloc_standardize()] or [fmalloc_pca()] compute their column
+#' statistics), which stream through the core's statistics
+#' (`core/include/fm/fm_stats_colvar.h`) and no product backend; after
+#' [fmalloc_pca()], the backends of its passes over the matrix, distinct,
+#' in the order of first use and joined by `"+"` (e.g. `"fused"`, or
+#' `"reference+alp"` on ALP storage, whose backend declines the passes
+#' `X %*% crossprod(X, B)`). `NULL` before the first.
 #' `fmalloc_test_backend()` registers or removes one of two test backends
 #' compiled into the package: `"decline_all"` declines every product and
 #' `"xb_k1"` computes only `X %*% b` with one column of `b`.
@@ -188,7 +196,7 @@ fmalloc_backend_info <- function() {
 #'   in use, `"avx512"`, `"avx2"` or `"portable"`.
 #' @keywords internal
 #' @export
-fmalloc_last_backend <- function() .fm_state$last_backend
+fmalloc_last_backend <- function() .Call(fmr_last_backend)
 
 #' @rdname fmalloc_last_backend
 #' @export

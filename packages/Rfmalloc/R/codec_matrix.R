@@ -413,12 +413,9 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   b
 }
 
-.fm_state <- new.env(parent = emptyenv())
-
+# The C glue notes the backend that ran for fmalloc_last_backend().
 .product <- function(x, b, op) {
-  res <- .Call(fmr_product, .storage(x), x@spec, x@cols, x@transform, as.integer(op), b)
-  .fm_state$last_backend <- res[[2]]
-  res[[1]]
+  .Call(fmr_product, .storage(x), x@spec, x@cols, x@transform, as.integer(op), b)
 }
 
 .with_dimnames <- function(y, rn, cn) {
@@ -511,9 +508,7 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
 # Column sums (p x 2: sums, sums of squares) of x decoded with `transform`
 # instead of its own, through the backend registry.
 .colsums_pass <- function(x, transform) {
-  res <- .Call(fmr_product, .storage(x), x@spec, x@cols, transform, 4L, NULL)
-  .fm_state$last_backend <- res[[2]]
-  res[[1]]
+  .Call(fmr_product, .storage(x), x@spec, x@cols, transform, 4L, NULL)
 }
 
 # colSums / colMeans of a codec matrix as it decodes (see the class docs).

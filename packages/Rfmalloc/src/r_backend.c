@@ -1,7 +1,8 @@
 /* r_backend.c: the built-in product backends (registered at load, in the
  * order of one table), the option fmalloc.backend that forces one of them
- * (or the reference path), the worker thread count, backend introspection,
- * and the test backends and test hooks of the suite.
+ * (or the reference path), the worker thread count, backend introspection
+ * (the backend of the last computation, the kernels' instruction set), and
+ * the test backends and test hooks of the suite.
  *
  * Forcing (note of 2026-11-30): the option is read, and the core's
  * process-wide forced setting (fm_backend_force) set from it, at the start
@@ -15,6 +16,7 @@
 #include "fm/fm_cpu.h"
 #include "fm/fm_fused.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -80,6 +82,17 @@ SEXP fmr_threads(SEXP s_n) {
   }
   return Rf_ScalarInteger(fm_threads());
 }
+
+/* The last product's or statistic's backend (fmr_backend_note); "" before
+ * the first. Main thread only, like every .Call. */
+static char last_backend[(FM_BACKEND_MAX + 1) * (FM_BACKEND_NAME_MAX + 1)];
+
+void fmr_backend_note(const char *name) {
+  snprintf(last_backend, sizeof last_backend, "%s", name && name[0] ? name : "none");
+}
+
+/* fmalloc_last_backend(): a string, or NULL before the first computation. */
+SEXP fmr_last_backend(void) { return last_backend[0] ? Rf_mkString(last_backend) : R_NilValue; }
 
 /* The instruction-set level of the kernels (fm_cpu.h): "avx512", "avx2" or
  * "portable". */

@@ -20,4 +20,11 @@ void fmr_backends_register_builtin(void);
  * is not registered (the message lists the registered ones). */
 void fmr_backend_sync(void);
 
+/* Record name (copied; "" and NULL as "none") as the backend of the last
+ * product or statistic, which fmalloc_last_backend() returns: the backend a
+ * product used, "none" for a result empty or zero by shape, "colvar" for
+ * the streamed statistics, the backends of a PCA's passes joined by "+"
+ * (fm_backend_used). Call after the computation succeeded. */
+void fmr_backend_note(const char *name);
+
 #endif

@@ -26,9 +26,9 @@ SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_
 
 /* op (fm_op): 1 X %*% b (n x k), 2 t(X) %*% b (p x k), 3 X %*% (t(X) %*% b)
  * (n x k), 4 column sums and sums of squares (p x 2; b NULL). The backend
- * comes from option fmalloc.backend (fmr_backend_sync). Returns list(y,
- * backend): the backend that computed y, "none" when y is empty or all zeros
- * by shape (an empty inner dimension). */
+ * comes from option fmalloc.backend (fmr_backend_sync). Returns y, and notes
+ * the backend that computed it (fmr_backend_note): "none" when y is empty or
+ * all zeros by shape (an empty inner dimension). */
 SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, SEXP b) {
   int nprot = 0;
   fmr_backend_sync();
@@ -55,8 +55,6 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
                         : op == FM_OP_XXTB ? x.n_rows > 0 && x.n_cols > 0
                                            : 1;
   SEXP y = PROTECT(Rf_allocMatrix(REALSXP, (int)outer, k)); nprot++;
-  SEXP res = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
-  SET_VECTOR_ELT(res, 0, y);
   if (outer > 0 && k > 0 && has_terms) {
     fm_product p = {(fm_op)op, &x, &aff, uses_b ? REAL_RO(b) : NULL,
                     inner > 0 ? inner : 1, k, REAL(y), outer};
@@ -64,13 +62,13 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
     const char *used = NULL;
     fm_err err;
     fmr_finish(fm_backend_run(&p, &ctl, &used, &err), &err);
-    SET_VECTOR_ELT(res, 1, Rf_mkString(used));
+    fmr_backend_note(used);
   } else {
     if (outer > 0 && k > 0) memset(REAL(y), 0, sizeof(double) * (size_t)outer * (size_t)k);
-    SET_VECTOR_ELT(res, 1, Rf_mkString("none"));
+    fmr_backend_note("none");
   }
   UNPROTECT(nprot);
-  return res;
+  return y;
 }
 
 SEXP fmr_panel_budget(SEXP s_bytes) {

@@ -26,6 +26,7 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   fm_ctl ctl = fmr_ctl();
   fm_err err;
   fmr_finish(fm_stats_colvar(&x, REAL(mean), REAL(var), n64, &ctl, &err), &err);
+  fmr_backend_note("colvar"); /* its own path: no product backend runs */
   for (int64_t j = 0; j < x.n_cols; j++) REAL(nobs)[j] = (double)n64[j];
   SEXP res = PROTECT(Rf_allocVector(VECSXP, 3)); nprot++;
   SET_VECTOR_ELT(res, 0, mean);
@@ -74,7 +75,8 @@ static void fill_free(double *fill, int64_t n_cols) {
   if (fill) munmap(fill, (size_t)(n_cols > 0 ? n_cols : 1) * sizeof(double));
 }
 
-/* list(d, u, v, iterations, converged).
+/* list(d, u, v, iterations, converged); notes the backends of its passes
+ * (fmr_backend_note).
  * center: NULL or the n_cols column centres; div: NULL or n_cols positive
  * divisors (the core's col_div: no multiplier vector is made); fill: NULL,
  * a double vector of length n_cols (in units before division), or one number
@@ -133,13 +135,16 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
   if (fill_failed)
     st = fm_err_set(&err, FM_ENOMEM, "cannot allocate the fill of %lld columns",
                     (long long)x.n_cols);
-  else
+  else {
+    fm_backend_used_clear();
     st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), REAL(v), &iterations,
                             &converged, &ctl, &err);
+  }
   fill_free(fill_owned, x.n_cols);
   /* also raises what the progress function raised, even at its last report,
    * after which the core returns FM_OK */
   fmr_finish(st, &err);
+  fmr_backend_note(fm_backend_used());
   if (!Rf_isNull(dimnames)) {
     SET_VECTOR_ELT(dn_u, 0, VECTOR_ELT(dimnames, 0));
     SET_VECTOR_ELT(dn_u, 1, VECTOR_ELT(dimnames, 2));

@@ -198,3 +198,36 @@ test_that("colSums and colMeans of codec matrices match base R on the decoded ma
   # base matrices still use base colSums
   expect_identical(colSums(matrix(1:4, 2)), c(3, 7))
 })
+
+test_that("fmalloc_last_backend names what ran: products, column sums, colVars and the passes of a PCA", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.05, mode = "scratch")
+  on.exit({
+    options(fmalloc.backend = NULL)
+    cleanup_fmalloc(rt)
+  })
+  set.seed(9)
+  g <- matrix(rbinom(120 * 40, 2, 0.3), 120, 40)
+  X <- fmalloc_bed(g, rt)
+  pca <- function(X) suppressWarnings(fmalloc_pca(X, k = 2, max_iter = 3))
+  expect_equal(fmalloc_with_backend("reference", colSums(X)), colSums(g), ignore_attr = TRUE)
+  expect_identical(fmalloc_last_backend(), "reference")
+  expect_equal(fmalloc_colVars(X), apply(g, 2, var))
+  expect_identical(fmalloc_last_backend(), "colvar")
+  fmalloc_with_backend("reference", pca(X))
+  expect_identical(fmalloc_last_backend(), "reference")
+  fmalloc_colMeans(X)
+  fmalloc_with_backend("fused", pca(X))
+  expect_identical(fmalloc_last_backend(), "fused")
+  # a failing computation leaves the last one's name
+  expect_error(fmalloc_with_backend("fused", X %*% matrix(1, 40, 65)), class = "fm_error_eunsupported")
+  expect_identical(fmalloc_last_backend(), "fused")
+  # ALP storage: the alp backend declines the X X' B passes (the reference
+  # path computes them) and computes the final X' B
+  if ("alp" %in% fmalloc_backends()) {
+    A <- fmalloc_alp(matrix(round(rnorm(120 * 40), 2), 120, 40), rt)
+    pca(A)
+    expect_identical(fmalloc_last_backend(), "reference+alp")
+    fmalloc_with_backend("reference", pca(A))
+    expect_identical(fmalloc_last_backend(), "reference")
+  }
+})
