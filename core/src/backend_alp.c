@@ -23,10 +23,23 @@ static alp_affine affine_of(const fm_affine *aff, int64_t j) {
   return a;
 }
 
-/* y[i] += sum_b x[b][i] w[b] for 4 columns; unrolled by 4 so that GCC's -O2
- * (basic-block vectorization only) uses vector instructions. */
+/* y[i] += sum_b x[b][i] w[b] for 4 columns, and for 1. */
 #define AXPY4(i) y[i] += x0[i] * w0 + x1[i] * w1 + x2[i] * w2 + x3[i] * w3
 #define AXPY1(i) y[i] += x0[i] * w0
+
+/* BODY(i) for i in [i0, i1), written four times a step so that GCC's -O2
+ * (basic-block vectorization only) uses vector instructions. */
+#define FOR_UNROLLED4(i0, i1, BODY)                                                               \
+  do {                                                                                            \
+    int64_t i_ = (i0);                                                                            \
+    for (; i_ + 4 <= (i1); i_ += 4) {                                                             \
+      BODY(i_);                                                                                   \
+      BODY(i_ + 1);                                                                               \
+      BODY(i_ + 2);                                                                               \
+      BODY(i_ + 3);                                                                               \
+    }                                                                                             \
+    for (; i_ < (i1); i_++) BODY(i_);                                                             \
+  } while (0)
 
 /* y[0..len) += sum_b x[b][0..len) * w[b] for nb (1..COL_GROUP) columns,
  * in chunks of ROW_CHUNK rows so that x and y stay in L1. */
@@ -39,26 +52,12 @@ static void axpy_group(double *restrict y, double (*x)[FM_ALP_VECTOR_MAX], const
       const double *restrict x0 = x[b], *restrict x1 = x[b + 1], *restrict x2 = x[b + 2],
                              *restrict x3 = x[b + 3];
       const double w0 = w[b], w1 = w[b + 1], w2 = w[b + 2], w3 = w[b + 3];
-      int64_t i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        AXPY4(i);
-        AXPY4(i + 1);
-        AXPY4(i + 2);
-        AXPY4(i + 3);
-      }
-      for (; i < i1; i++) AXPY4(i);
+      FOR_UNROLLED4(i0, i1, AXPY4);
     }
     for (; b < nb; b++) {
       const double *restrict x0 = x[b];
       const double w0 = w[b];
-      int64_t i = i0;
-      for (; i + 4 <= i1; i += 4) {
-        AXPY1(i);
-        AXPY1(i + 1);
-        AXPY1(i + 2);
-        AXPY1(i + 3);
-      }
-      for (; i < i1; i++) AXPY1(i);
+      FOR_UNROLLED4(i0, i1, AXPY1);
     }
   }
 }

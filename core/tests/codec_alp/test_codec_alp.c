@@ -609,30 +609,39 @@ static void test_check_refuses(void) {
   CHECK(blob[col1_of(blob) + 24] == 1);         /* column 1, vector 1 is raw */
   const uint64_t c1 = col1_of(blob), pos = exc_pos_at(blob);
   const uint32_t n_exc = blob[COL0 + 4];
-  expect_bad(blob, size, m_magic, 0, "magic");
-  expect_bad(blob, size, m_version, 4, "version 1 expected");
-  expect_bad(blob, size, m_header, 6, "header size 48");
-  expect_bad(blob, size, m_vsize, 8, "vector size");
-  expect_bad(blob, size, m_vsize_big, 8, "vector size");
-  expect_bad(blob, size, m_res1, 12, "reserved");
-  expect_bad(blob, size, m_res2, 40, "reserved");
-  expect_bad(blob, size, m_total_big, 32, "blob size");
-  expect_bad(blob, size, m_ncols_huge, 24, "columns");
-  expect_bad(blob, size, m_nrows_more, 48, "vector headers");
-  expect_bad(blob, size, m_col0, 48, "column 0 at byte 72");
-  expect_bad(blob, size, m_col1_back, 56, "column 0's end");
-  expect_bad(blob, size, m_last_end, 64, "the last column's end");
-  expect_bad(blob, size, m_kind, COL0, "vector kind");
-  expect_bad(blob, size, m_exp, COL0 + 1, "exponent at most 18");
-  expect_bad(blob, size, m_fac, COL0 + 2, "factor at most");
-  expect_bad(blob, size, m_width, COL0 + 3, "bit width at most 64");
-  expect_bad(blob, size, m_nexc, COL0 + 4, "at most 64 exceptions");
-  expect_bad(blob, size, m_data_align, COL0 + 16, "aligned");
-  expect_bad(blob, size, m_data_out, COL0 + 16, "vector data offset");
-  expect_bad(blob, size, m_data_in_hdrs, COL0 + 16, "vector data offset");
-  expect_bad(blob, size, m_raw_hdr, c1 + 24 + 9, "raw vector");
-  expect_bad(blob, size, m_pos_order, pos + 2, "strictly increasing");
-  expect_bad(blob, size, m_pos_range, pos + 2 * (n_exc - 1), "exception position");
+  /* each mutation, the byte offset the message names, and what it says */
+  const struct {
+    void (*mutate)(uint8_t *, size_t);
+    uint64_t at;
+    const char *what;
+  } bad[] = {
+      {m_magic, 0, "magic"},
+      {m_version, 4, "version 1 expected"},
+      {m_header, 6, "header size 48"},
+      {m_vsize, 8, "vector size"},
+      {m_vsize_big, 8, "vector size"},
+      {m_res1, 12, "reserved"},
+      {m_res2, 40, "reserved"},
+      {m_total_big, 32, "blob size"},
+      {m_ncols_huge, 24, "columns"},
+      {m_nrows_more, 48, "vector headers"},
+      {m_col0, 48, "column 0 at byte 72"},
+      {m_col1_back, 56, "column 0's end"},
+      {m_last_end, 64, "the last column's end"},
+      {m_kind, COL0, "vector kind"},
+      {m_exp, COL0 + 1, "exponent at most 18"},
+      {m_fac, COL0 + 2, "factor at most"},
+      {m_width, COL0 + 3, "bit width at most 64"},
+      {m_nexc, COL0 + 4, "at most 64 exceptions"},
+      {m_data_align, COL0 + 16, "aligned"},
+      {m_data_out, COL0 + 16, "vector data offset"},
+      {m_data_in_hdrs, COL0 + 16, "vector data offset"},
+      {m_raw_hdr, c1 + 24 + 9, "raw vector"},
+      {m_pos_order, pos + 2, "strictly increasing"},
+      {m_pos_range, pos + 2 * (n_exc - 1), "exception position"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    expect_bad(blob, size, bad[i].mutate, bad[i].at, bad[i].what);
   /* Every truncation is refused at the header's size field or before. */
   for (size_t cut = 0; cut < size; cut++) {
     const fm_status st = fm_codec_alp_check(blob, cut, &err);

@@ -335,46 +335,70 @@ static long count_present(const unsigned char *pr, long from, long to) {
   return c;
 }
 
-static void test_evict_resident(void) {
-  const int64_t n = 1024, p = 2048;
+/* The n x p test matrix mapped read-only, viewed as F64 (not evictable),
+ * and a buffer for the presence of its pages. */
+typedef struct evict_case {
+  mapped m;
+  fm_mat x;
+  unsigned char *pr; /* (n_pages): whether each page is resident */
+  long n_pages;
+} evict_case;
+
+/* 0 when the test cannot run: pages other than 4 KB (said), or the matrix
+ * could not be written and mapped (a failed CHECK). Else 1; release with
+ * evict_close. */
+static int evict_open(evict_case *e, int64_t n, int64_t p) {
+  memset(e, 0, sizeof *e);
   const long ps = sysconf(_SC_PAGESIZE);
   if (ps != 4096) {
     printf("  eviction test skipped: it assumes 4 KB pages (this system: %ld)\n", ps);
-    return;
+    return 0;
   }
-  mapped m;
-  if (!map_test_matrix(&m, n, p)) {
+  if (!map_test_matrix(&e->m, n, p)) {
     CHECK(0 && "cannot write and map the test matrix");
-    unmap_test_matrix(&m);
-    return;
+    unmap_test_matrix(&e->m);
+    return 0;
   }
-  const long n_pages = (long)(m.n_bytes / 4096);
-  unsigned char *pr = malloc((size_t)n_pages);
+  e->n_pages = (long)(e->m.n_bytes / 4096);
+  e->pr = malloc((size_t)e->n_pages);
   fm_err err = {0};
-  fm_mat x;
-  CHECK_OK(fm_mat_init(&x, FM_CODEC_F64, m.base, n, p, n * 8, &err), &err);
+  CHECK_OK(fm_mat_init(&e->x, FM_CODEC_F64, e->m.base, n, p, n * 8, &err), &err);
+  return 1;
+}
+
+/* Read which pages are resident into e->pr; 0 when pagemap is unreadable. */
+static int evict_seen(evict_case *e) { return pages_present(e->m.base, e->n_pages, e->pr) == 0; }
+
+static void evict_close(evict_case *e) {
+  free(e->pr);
+  unmap_test_matrix(&e->m);
+}
+
+static void test_evict_resident(void) {
+  const int64_t p = 2048;
+  evict_case e;
+  if (!evict_open(&e, 1024, p)) return;
 
   /* not evictable: nothing is dropped */
-  CHECK(decode_all_wrong(&x, NULL) == 0);
-  fm_mat_evict_cols(&x, 0, p);
-  if (pages_present(m.base, n_pages, pr) != 0) {
+  CHECK(decode_all_wrong(&e.x, NULL) == 0);
+  fm_mat_evict_cols(&e.x, 0, p);
+  if (!evict_seen(&e)) {
     printf("  eviction test skipped: /proc/self/pagemap is not readable\n");
-    free(pr);
-    unmap_test_matrix(&m);
+    evict_close(&e);
     return;
   }
-  CHECK(count_present(pr, 0, n_pages) == n_pages);
+  CHECK(count_present(e.pr, 0, e.n_pages) == e.n_pages);
 
   /* evictable: the whole matrix leaves the resident set, values stay */
-  x.flags = FM_MAT_EVICTABLE;
+  e.x.flags = FM_MAT_EVICTABLE;
   const long before = resident_pages();
-  fm_mat_evict_cols(&x, 0, p);
+  fm_mat_evict_cols(&e.x, 0, p);
   const long after = resident_pages();
-  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 0, n_pages) == 0);
+  CHECK(evict_seen(&e) && count_present(e.pr, 0, e.n_pages) == 0);
   printf("  evicting 16 MB of mapped columns: resident %ld -> %ld KB\n", before * 4, after * 4);
-  CHECK(before - after >= n_pages * 9 / 10); /* pages come and go elsewhere (valgrind) */
-  CHECK(decode_all_wrong(&x, NULL) == 0);
-  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 0, n_pages) == n_pages);
+  CHECK(before - after >= e.n_pages * 9 / 10); /* pages come and go elsewhere (valgrind) */
+  CHECK(decode_all_wrong(&e.x, NULL) == 0);
+  CHECK(evict_seen(&e) && count_present(e.pr, 0, e.n_pages) == e.n_pages);
 
   /* a column index of three runs (and a lone column): exactly their pages go */
   int64_t idx[501];
@@ -382,28 +406,27 @@ static void test_evict_resident(void) {
   for (int64_t j = 0; j < 200; j++) idx[200 + j] = 100 + j;  /* stored 100..299 */
   for (int64_t j = 0; j < 100; j++) idx[400 + j] = 1500 + j; /* stored 1500..1599 */
   idx[500] = 2047;
-  fm_mat sub = x;
+  fm_mat sub = e.x;
   sub.col_index = idx;
   sub.n_cols = 501;
   fm_mat_evict_cols(&sub, 0, 501);
-  CHECK(pages_present(m.base, n_pages, pr) == 0);
-  CHECK(count_present(pr, 200, 600) == 0 && count_present(pr, 2000, 2400) == 0);
-  CHECK(count_present(pr, 3000, 3200) == 0 && count_present(pr, 4094, 4096) == 0);
-  CHECK(count_present(pr, 0, 200) == 200 && count_present(pr, 600, 2000) == 1400);
-  CHECK(count_present(pr, 2400, 3000) == 600 && count_present(pr, 3200, 4094) == 894);
+  CHECK(evict_seen(&e));
+  CHECK(count_present(e.pr, 200, 600) == 0 && count_present(e.pr, 2000, 2400) == 0);
+  CHECK(count_present(e.pr, 3000, 3200) == 0 && count_present(e.pr, 4094, 4096) == 0);
+  CHECK(count_present(e.pr, 0, 200) == 200 && count_present(e.pr, 600, 2000) == 1400);
+  CHECK(count_present(e.pr, 2400, 3000) == 600 && count_present(e.pr, 3200, 4094) == 894);
   CHECK(decode_all_wrong(&sub, idx) == 0);
   /* part of a view: logical columns 250..449 are stored 150..299 and 1500..1549 */
   fm_mat_evict_cols(&sub, 250, 200);
-  CHECK(pages_present(m.base, n_pages, pr) == 0);
-  CHECK(count_present(pr, 300, 600) == 0 && count_present(pr, 3000, 3100) == 0);
-  CHECK(count_present(pr, 200, 300) == 100 && count_present(pr, 3100, 3200) == 100);
+  CHECK(evict_seen(&e));
+  CHECK(count_present(e.pr, 300, 600) == 0 && count_present(e.pr, 3000, 3100) == 0);
+  CHECK(count_present(e.pr, 200, 300) == 100 && count_present(e.pr, 3100, 3200) == 100);
   /* out of range and empty requests do nothing */
   fm_mat_evict_cols(&sub, 500, 2);
   fm_mat_evict_cols(&sub, -1, 2);
   fm_mat_evict_cols(&sub, 3, 0);
-  CHECK(pages_present(m.base, n_pages, pr) == 0 && count_present(pr, 4094, 4096) == 2);
-  free(pr);
-  unmap_test_matrix(&m);
+  CHECK(evict_seen(&e) && count_present(e.pr, 4094, 4096) == 2);
+  evict_close(&e);
 }
 
 /* The reference product and colvar drop each block once consumed: after a
@@ -411,18 +434,9 @@ static void test_evict_resident(void) {
  * the results are bit-identical to those over the same bytes unflagged. */
 static void test_evict_streams(void) {
   const int64_t n = 1024, p = 2048, k = 3;
-  if (sysconf(_SC_PAGESIZE) != 4096) return; /* said in test_evict_resident */
-  mapped m;
-  if (!map_test_matrix(&m, n, p)) {
-    CHECK(0 && "cannot write and map the test matrix");
-    unmap_test_matrix(&m);
-    return;
-  }
-  const long n_pages = (long)(m.n_bytes / 4096);
-  unsigned char *pr = malloc((size_t)n_pages);
+  evict_case e;
+  if (!evict_open(&e, n, p)) return;
   fm_err err = {0};
-  fm_mat x;
-  CHECK_OK(fm_mat_init(&x, FM_CODEC_F64, m.base, n, p, n * 8, &err), &err);
   double *b = malloc((size_t)(n * k) * sizeof *b);
   double *y0 = malloc((size_t)(p * k) * sizeof *y0), *y1 = malloc((size_t)(p * k) * sizeof *y1);
   double *z0 = malloc((size_t)(n * k) * sizeof *z0), *z1 = malloc((size_t)(n * k) * sizeof *z1);
@@ -434,26 +448,26 @@ static void test_evict_streams(void) {
   for (int t = 0; t < 2; t++) {
     double *y = t == 0 ? y0 : z0, *yy = t == 0 ? y1 : z1;
     const int64_t ly = t == 0 ? p : n;
-    fm_product pr0 = {ops[t], &x, NULL, b, n, k, y, ly};
-    x.flags = 0;
+    fm_product pr0 = {ops[t], &e.x, NULL, b, n, k, y, ly};
+    e.x.flags = 0;
     CHECK_OK(fm_backend_reference(&pr0, NULL, &err), &err);
-    x.flags = FM_MAT_EVICTABLE;
-    fm_mat_evict_cols(&x, 0, p);
-    fm_product pr1 = {ops[t], &x, NULL, b, n, k, yy, ly};
+    e.x.flags = FM_MAT_EVICTABLE;
+    fm_mat_evict_cols(&e.x, 0, p);
+    fm_product pr1 = {ops[t], &e.x, NULL, b, n, k, yy, ly};
     CHECK_OK(fm_backend_reference(&pr1, NULL, &err), &err);
     CHECK(memcmp(y, yy, (size_t)(ly * k) * sizeof *y) == 0);
-    if (pages_present(m.base, n_pages, pr) == 0) {
+    if (evict_seen(&e)) {
       printf("  reference %s over 16 MB: %ld pages resident after the pass\n",
-             t == 0 ? "XTB" : "XXTB", count_present(pr, 0, n_pages));
-      CHECK(count_present(pr, 0, n_pages) <= 1);
+             t == 0 ? "XTB" : "XXTB", count_present(e.pr, 0, e.n_pages));
+      CHECK(count_present(e.pr, 0, e.n_pages) <= 1);
     }
   }
-  x.flags = 0;
-  CHECK_OK(fm_stats_colvar(&x, mean0, NULL, NULL, NULL, &err), &err);
-  x.flags = FM_MAT_EVICTABLE;
-  CHECK_OK(fm_stats_colvar(&x, mean1, NULL, NULL, NULL, &err), &err);
+  e.x.flags = 0;
+  CHECK_OK(fm_stats_colvar(&e.x, mean0, NULL, NULL, NULL, &err), &err);
+  e.x.flags = FM_MAT_EVICTABLE;
+  CHECK_OK(fm_stats_colvar(&e.x, mean1, NULL, NULL, NULL, &err), &err);
   CHECK(memcmp(mean0, mean1, (size_t)p * sizeof *mean0) == 0);
-  if (pages_present(m.base, n_pages, pr) == 0) CHECK(count_present(pr, 0, n_pages) <= 1);
+  if (evict_seen(&e)) CHECK(count_present(e.pr, 0, e.n_pages) <= 1);
   fm_panel_set_budget(0);
   free(b);
   free(y0);
@@ -462,8 +476,7 @@ static void test_evict_streams(void) {
   free(z1);
   free(mean0);
   free(mean1);
-  free(pr);
-  unmap_test_matrix(&m);
+  evict_close(&e);
 }
 #else
 static void test_evict_resident(void) { printf("  eviction tests skipped: Linux only\n"); }
