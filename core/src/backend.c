@@ -225,9 +225,6 @@ fail:
 
 /* ---- forcing one backend ---- */
 
-/* The forced backend's name; "" when none is forced. */
-static char forced[FM_BACKEND_NAME_MAX + 1];
-
 static const backend_entry *find_backend(const char *name) {
   for (int i = 0; i < n_registered; i++)
     if (strcmp(registry[i].name, name) == 0) return &registry[i];
@@ -349,26 +346,19 @@ fm_status fm_backend_run_named(const char *name, const fm_product *p, const fm_c
   return run_one(name, p, ctl, NULL, err);
 }
 
-fm_status fm_backend_force(const char *name, fm_err *err) {
-  if (!name || !name[0]) {
-    forced[0] = '\0';
-    return FM_OK;
-  }
+fm_status fm_backend_check(const char *name, fm_err *err) {
+  if (!name || !name[0]) return fm_err_set(err, FM_EARG, "the backend name is empty");
   if (strcmp(name, reference_name) != 0 && !find_backend(name))
     return unknown_backend(NULL, name, err);
-  const size_t len = strlen(name); /* <= FM_BACKEND_NAME_MAX: registered or "reference" */
-  memcpy(forced, name, len + 1);
   return FM_OK;
 }
-
-const char *fm_backend_forced(void) { return forced[0] ? forced : NULL; }
 
 fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **used_out,
                          fm_err *err) {
   if (used_out) *used_out = NULL;
   fm_status st = validate(p, err);
   if (st != FM_OK) return st;
-  if (forced[0]) return run_one(forced, p, ctl, used_out, err);
+  if (ctl && ctl->backend && ctl->backend[0]) return run_one(ctl->backend, p, ctl, used_out, err);
   for (int i = 0; i < n_registered; i++) {
     const backend_entry *e = &registry[i];
     st = e->fn(e->ud, p, ctl, err);

@@ -128,7 +128,8 @@ static int all_finite(const double *a, int64_t rows, int64_t cols, int64_t ld) {
 
 /* The backend reports progress in its own units (panels of one product);
  * relay it to the caller as a fraction of the current pass, so the caller
- * sees one monotone scale: passes. Cancellation is forwarded unchanged. */
+ * sees one monotone scale: passes. Cancellation and the forced backend
+ * (ctl->backend) are forwarded unchanged. */
 typedef struct relay {
   const fm_ctl *outer;
   double base, total; /* passes done before this product; passes at most */
@@ -155,7 +156,7 @@ fm_status rpca_product(fm_op op, const fm_mat *x, const fm_affine *aff, const do
                       "fm_stats_rpca: cancelled after %.0f of at most %.0f passes", *done, total);
   fm_product pr = {op, x, aff, b, ldb, k, y, ldy};
   relay rl = {ctl, *done, total};
-  const fm_ctl inner = {relay_cancel, relay_progress, &rl};
+  const fm_ctl inner = {relay_cancel, relay_progress, &rl, ctl ? ctl->backend : NULL};
   fm_status st = fm_backend_run(&pr, ctl ? &inner : NULL, NULL, err);
   if (st != FM_OK) return st;
   if (!all_finite(y, y_rows, k, ldy))

@@ -28,13 +28,15 @@
  * process, in Rfmalloc's copy of this module).
  *
  * Forcing (for users and tests): fm_backend_run_named runs one named
- * backend, or the reference path alone, with no fallback; fm_backend_force
- * makes every fm_backend_run behave so, which reaches products run inside
- * the core (randomized PCA) too.
+ * backend, or the reference path alone, with no fallback; the backend field
+ * of the call's fm_ctl makes fm_backend_run behave so, which reaches the
+ * products run inside the core with that ctl (randomized PCA) too. The
+ * setting belongs to the call: concurrent calls may force different
+ * backends.
  *
- * Thread safety: registration and fm_backend_force are not thread-safe (do
- * them from one thread while no product runs); fm_backend_run and
- * fm_backend_run_named may be called concurrently. */
+ * Thread safety: registration is not thread-safe (do it from one thread
+ * while no product runs); fm_backend_run, fm_backend_run_named and
+ * fm_backend_check may be called concurrently. */
 #ifndef FM_BACKEND_H
 #define FM_BACKEND_H
 
@@ -76,9 +78,13 @@ int fm_backend_unregister(const char *name);
 int fm_backend_count(void);
 const char *fm_backend_name(int i); /* borrowed; NULL when out of range */
 
-/* Compute *p (see above). used_out (may be NULL) receives the name of the
- * backend that produced the result (or the error), "reference" for the
- * reference path; borrowed, valid until the registry next changes.
+/* Compute *p (see above). With ctl->backend set (not NULL or ""), this is
+ * fm_backend_run_named(ctl->backend, p, ctl, err): no fallback, FM_EARG when
+ * no backend has that name (a name that was registered when the caller
+ * checked it and has gone since included). used_out (may be NULL) receives
+ * the name of the backend that produced the result (or the error),
+ * "reference" for the reference path; borrowed, valid until the registry
+ * next changes.
  * Shape:  y rows beyond its logical rows (up to ldy) are never written.
  * Errors: FM_EARG (unknown op, x invalid, k < 1, ldb/ldy below the rows of
  *         b/y, NULL b or y), FM_ECANCELLED, FM_ENOMEM, or a backend's own
@@ -95,26 +101,18 @@ FM_NODISCARD fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl,
  *         a message naming the backend, the op, the columns of B and the
  *         codec, e.g. "backend 'fused' does not support X %*% B with B of 65
  *         columns on codec bed2 (1000 x 20)", followed by the backend's own
- *         reason when it gave one; otherwise as fm_backend_run (the forced
- *         setting of fm_backend_force is ignored here).
+ *         reason when it gave one; otherwise as fm_backend_run (ctl->backend
+ *         is ignored here).
  * Owns:   as fm_backend_run. */
 FM_NODISCARD fm_status fm_backend_run_named(const char *name, const fm_product *p,
                                             const fm_ctl *ctl, fm_err *err);
 
-/* Process-wide forced backend: while set, fm_backend_run(p, ...) is
- * fm_backend_run_named(name, p, ...) (used_out names it). name NULL or ""
- * clears the setting (every backend in order, then the reference path);
- * "reference" forces the reference path; otherwise a registered backend.
- * The setting holds a copy of the name: if that backend is unregistered
- * later, products fail with FM_EARG until the setting changes.
- * Errors: FM_EARG for a name that is not registered ("no backend named 'x'
- *         is registered (registered: ...)", no prefix, so that callers can
- *         put their own in front); the setting is then unchanged. */
-FM_NODISCARD fm_status fm_backend_force(const char *name, fm_err *err);
-
-/* The forced backend's name, or NULL when none is forced; borrowed, valid
- * until the next fm_backend_force. */
-const char *fm_backend_forced(void);
+/* Check a name for fm_ctl.backend (and fm_backend_run_named): a registered
+ * backend or "reference". Lets a caller refuse a bad name before it starts
+ * work, with its own words in front of the message.
+ * Errors: FM_EARG for NULL, "" or a name that is not registered ("no
+ *         backend named 'x' is registered (registered: ...)", no prefix). */
+FM_NODISCARD fm_status fm_backend_check(const char *name, fm_err *err);
 
 /* The backends that computed products on the calling thread since its last
  * fm_backend_used_clear (or since it started): their distinct names in the

@@ -75,11 +75,18 @@ const char *fm_dtype_name(fm_dtype t);
 /* Control block for long-running work. Every field may be NULL.
  * cancel: polled once per block from the calling thread; nonzero stops the
  *         work, which cleans up and returns FM_ECANCELLED.
- * progress: done and total in the caller's units (e.g. passes or columns). */
+ * progress: done and total in the caller's units (e.g. passes or columns).
+ * backend: the products of this call (fm_backend_run, also those run inside
+ *         the core, e.g. by fm_stats_rpca) go to this backend alone, as
+ *         fm_backend_run_named, or to the reference path for "reference";
+ *         NULL or "": every registered backend in order, then the reference
+ *         path (fm_backend.h). Borrowed for the call. Work that relays ctl
+ *         through a control block of its own copies this field. */
 typedef struct fm_ctl {
   int (*cancel)(void *ud);
   void (*progress)(void *ud, double done, double total);
   void *ud;
+  const char *backend;
 } fm_ctl;
 
 /* The most worker threads any parallel module uses per call. */

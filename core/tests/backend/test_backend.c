@@ -8,6 +8,7 @@
 #include "fm/fm_backend.h"
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_stats_rpca.h"
 
 #include "fm_test.h"
 
@@ -548,36 +549,49 @@ static void test_named_and_forced(void) {
   CHECK(fm_backend_run_named("decline", &p, NULL, &err) == FM_EARG && decline_calls == 1);
   p.ldy = 13;
 
-  /* forcing: fm_backend_run follows the forced name, with no fallback */
+  /* forcing through the call's ctl: fm_backend_run follows ctl.backend, with
+   * no fallback; other calls (no ctl, or a ctl without a backend) do not */
   const char *used = NULL;
-  CHECK(fm_backend_forced() == NULL);
-  CHECK(fm_backend_force("nope", &err) == FM_EARG);
+  CHECK_OK(fm_backend_check("k1", &err), &err);
+  CHECK_OK(fm_backend_check("reference", &err), &err);
+  CHECK(fm_backend_check("nope", &err) == FM_EARG);
   CHECK(strcmp(err.msg, "no backend named 'nope' is registered (registered: decline, k1, "
                         "reference)") == 0);
-  CHECK(fm_backend_forced() == NULL);
-  CHECK_OK(fm_backend_force("k1", &err), &err);
-  CHECK(fm_backend_forced() && strcmp(fm_backend_forced(), "k1") == 0);
+  CHECK(fm_backend_check("", &err) == FM_EARG && fm_backend_check(NULL, &err) == FM_EARG);
+  fm_ctl forced = {NULL, NULL, NULL, "k1"};
   p.k = 1;
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &forced, &used, &err), &err);
   CHECK(used && strcmp(used, "k1") == 0 && matches_naive(&p));
   p.k = 3;
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_backend_run(&p, &forced, &used, &err) == FM_EUNSUPPORTED);
   CHECK(used && strcmp(used, "k1") == 0 && strstr(err.msg, "backend 'k1'") != NULL);
-  CHECK_OK(fm_backend_force("reference", &err), &err);
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
-  CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0 && decline_calls == 1);
-  /* a forced backend that goes away: products fail until the setting changes */
-  CHECK_OK(fm_backend_force("decline", &err), &err);
+  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err); /* falls back as usual */
+  CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0 && decline_calls == 2);
+  forced.backend = "reference";
+  CHECK_OK(fm_backend_run(&p, &forced, &used, &err), &err);
+  CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0 && decline_calls == 2);
+  forced.backend = "nope";
+  CHECK(fm_backend_run(&p, &forced, &used, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "'nope'") != NULL);
+  /* products run inside the core follow the caller's ctl: fm_stats_rpca's
+   * relay passes ctl.backend on (a forced decliner fails its first pass) */
+  fm_rpca_opts ro = fm_rpca_opts_default(1);
+  fm_rpca_result rr;
+  forced.backend = "decline";
+  CHECK(fm_stats_rpca(&t.x, &aff, &ro, &rr, &forced, &err) == FM_EUNSUPPORTED);
+  CHECK(strstr(err.msg, "backend 'decline'") != NULL && decline_calls == 3);
+  forced.backend = "reference";
+  CHECK_OK(fm_stats_rpca(&t.x, &aff, &ro, &rr, &forced, &err), &err);
+  CHECK(decline_calls == 3 && rr.d[0] > 0);
+  fm_rpca_result_clear(&rr);
+  /* a forced backend that goes away: that call fails */
+  forced.backend = "decline";
   CHECK(fm_backend_unregister("decline") == 1);
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &forced, &used, &err) == FM_EARG);
   CHECK(strstr(err.msg, "'decline'") != NULL);
-  CHECK_OK(fm_backend_force(NULL, &err), &err);
-  CHECK(fm_backend_forced() == NULL);
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  forced.backend = "";
+  CHECK_OK(fm_backend_run(&p, &forced, &used, &err), &err);
   CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0);
-  CHECK_OK(fm_backend_force("k1", &err), &err);
-  CHECK_OK(fm_backend_force("", &err), &err);
-  CHECK(fm_backend_forced() == NULL);
   CHECK(fm_backend_unregister("k1") == 1);
   CHECK(fm_backend_count() == 0);
   free(t.store);
@@ -678,19 +692,19 @@ static void test_cancel_and_progress(void) {
 
   fm_panel_set_budget(8 * 101 * 8); /* 8 columns per panel: 5 panels */
   ctl_state s = {0, 1000, 0, 0, 0, 1};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s};
+  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
   CHECK_OK(fm_backend_run(&p, &ctl, NULL, &err), &err);
   CHECK(s.polls == 5 && s.progress_calls == 5);
   CHECK(s.last_done == 5 && s.last_total == 5 && s.monotone);
 
   ctl_state s2 = {0, 2, 0, 0, 0, 1};
-  fm_ctl ctl2 = {cancel_cb, progress_cb, &s2};
+  fm_ctl ctl2 = {cancel_cb, progress_cb, &s2, NULL};
   CHECK(fm_backend_run(&p, &ctl2, NULL, &err) == FM_ECANCELLED);
   CHECK(err.code == FM_ECANCELLED);
   CHECK(s2.polls == 3 && s2.progress_calls == 2);
 
   ctl_state s3 = {0, 0, 0, 0, 0, 1}; /* cancelled before the first panel */
-  fm_ctl ctl3 = {cancel_cb, NULL, &s3};
+  fm_ctl ctl3 = {cancel_cb, NULL, &s3, NULL};
   CHECK(fm_backend_reference(&p, &ctl3, &err) == FM_ECANCELLED);
   fm_panel_set_budget(0);
   free(t.store);

@@ -488,7 +488,7 @@ static void test_backend_declines(void) {
   CHECK(fm_backend_alp(NULL, &p, NULL, &err) == FM_EUNSUPPORTED);
   CHECK(y[0] == -1 && y[3] == -1);
   p.op = FM_OP_XTB;
-  const fm_ctl ctl = {cancel_now, NULL, NULL};
+  const fm_ctl ctl = {cancel_now, NULL, NULL, NULL};
   CHECK(fm_backend_alp(NULL, &p, &ctl, &err) == FM_ECANCELLED);
   CHECK_OK(fm_backend_alp(NULL, &p, NULL, &err), &err);
   CHECK(y[0] == 10 && y[1] == 26 && y[2] == 42);
@@ -702,7 +702,7 @@ static void test_encode_errors(void) {
   CHECK(fm_codec_alp_encode(x, 4, 1, 4, 0, NULL, NULL, &size, &err) == FM_EARG);
   CHECK(fm_codec_alp_encode(x, INT64_MAX / 4, 4, INT64_MAX / 4, 0, NULL, &blob, &size, &err) ==
         FM_ENOMEM);
-  const fm_ctl ctl = {cancel_now, NULL, NULL};
+  const fm_ctl ctl = {cancel_now, NULL, NULL, NULL};
   CHECK(fm_codec_alp_encode(x, 4, 1, 4, 0, &ctl, &blob, &size, &err) == FM_ECANCELLED);
   CHECK(blob == NULL);
 }

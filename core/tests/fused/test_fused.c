@@ -570,7 +570,7 @@ static void test_cancel_progress(void) {
   gmat_view(&g, &x, &aff);
   double *y = malloc(sizeof(double) * (size_t)(pc.ldy * pc.k));
   fm_product p = {pc.op, &x, &aff, pc.b, pc.ldb, pc.k, y, pc.ldy};
-  fm_ctl ctl = {cancel_cb, progress_cb, NULL};
+  fm_ctl ctl = {cancel_cb, progress_cb, NULL, NULL};
   fm_err err;
   fm_panel_set_budget(8); /* 40 blocks */
   cancel_after = 1000;

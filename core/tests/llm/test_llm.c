@@ -128,7 +128,7 @@ static void test_cancel(void) {
   fm_llm_cache *c = NULL;
   CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
   float lg[512];
-  fm_ctl ctl = {cancel_cb, NULL, NULL};
+  fm_ctl ctl = {cancel_cb, NULL, NULL, NULL};
   cancel_after_calls = 0; /* the poll before starting stops it */
   CHECK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, lg, &ctl, &err) == FM_ECANCELLED);
   CHECK(fm_llm_cache_n_past(c) == 0);

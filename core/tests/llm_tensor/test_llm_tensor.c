@@ -300,7 +300,7 @@ static void zoo_declines(void) {
   fm_product pd = {FM_OP_XB, &d, NULL, dense, 2, 1, y, 2};
   CHECK(fm_llm_tensor_backend(&opts, &pd, NULL, &err) == FM_EUNSUPPORTED);
   /* cancellation is not a decline */
-  fm_ctl ctl = {cancel_always, NULL, NULL};
+  fm_ctl ctl = {cancel_always, NULL, NULL, NULL};
   CHECK(fm_llm_tensor_backend(&opts, &pr, &ctl, &err) == FM_ECANCELLED);
   /* registered: fm_backend_run picks it for X B, the reference for X' B */
   CHECK_OK(fm_backend_register("ggml", fm_llm_tensor_backend, &opts, &err), &err);

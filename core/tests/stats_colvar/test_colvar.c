@@ -359,7 +359,7 @@ static void test_cancel_and_progress(void) {
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, x, n, p, n * 8, &err), &err);
   fm_panel_set_budget(8 * 100); /* two columns per block: 20 blocks */
   ctl_state s = {0, 1000000, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s};
+  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
   CHECK_OK(fm_stats_colvar(&m, mean, NULL, NULL, &ctl, &err), &err);
   CHECK(s.polls >= 2); /* polled per block, not once */
   CHECK(s.last_done == 40 && s.last_total == 40 && s.progress_calls >= 2);
@@ -506,7 +506,7 @@ static void test_ext_errors_cancel_empty(void) {
   w.fail_at = -1;
   /* cancellation polled per panel; progress per column block */
   ctl_state s = {0, 1000000, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s};
+  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
   CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, &ctl, &err), &err);
   CHECK(s.polls >= 2 * 5 * 40); /* 5 row tiles, two passes, 40 columns */
   CHECK(s.last_done == 40 && s.last_total == 40);

@@ -753,7 +753,7 @@ static void test_cancel(void) {
   fm_rpca_result res;
   /* count polls of a full run, then cancel at every poll in turn */
   cstate s = {0, 1 << 30, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s};
+  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &ctl, &err), &err);
   CHECK(s.done == s.total && s.total == 2 + 20 && s.backwards == 0);
   fm_rpca_result_clear(&res);

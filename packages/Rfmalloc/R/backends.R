@@ -49,7 +49,7 @@
 #'   message lists them. `fm_error_eunsupported` from a product that a forced
 #'   backend declines.
 #' @section Source: the backend contract is `core/include/fm/fm_backend.h`
-#'   (`fm_backend_run`, `fm_backend_run_named`, `fm_backend_force`); the
+#'   (`fm_backend_run`, `fm_backend_run_named`, `fm_ctl`'s `backend`); the
 #'   fused kernels are described in `core/include/fm/fm_fused.h`.
 #' @examples
 #' fmalloc_backends()

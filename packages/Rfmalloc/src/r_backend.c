@@ -4,12 +4,12 @@
  * (the backend of the last computation, the kernels' instruction set), and
  * the test backends and test hooks of the suite.
  *
- * Forcing (note of 2026-11-30): the option is read, and the core's
- * process-wide forced setting (fm_backend_force) set from it, at the start
- * of every .Call that runs products (fmr_backend_sync). The core setting,
- * not an argument, carries it because products also run inside the core
- * (fm_stats_rpca calls fm_backend_run). Each such entry point sets it anew,
- * so a changed option never leaves a stale setting behind. */
+ * Forcing (note of 2026-11-30): every .Call that runs products reads the
+ * option at its start (fmr_backend_option) and puts the name in the
+ * backend field of the fm_ctl it passes to the core, which relays it to the
+ * products it runs itself (fm_stats_rpca). The setting belongs to the call,
+ * not to the process: no global to re-sync, nothing left behind by an
+ * error, and a forked child or another thread cannot see a stale one. */
 #include "r_backend.h"
 
 #include "fm/fm_backend_alp.h"
@@ -46,19 +46,21 @@ void fmr_backends_register_builtin(void) {
   }
 }
 
-void fmr_backend_sync(void) {
+const char *fmr_backend_option(void) {
   SEXP opt = Rf_GetOption1(Rf_install("fmalloc.backend"));
-  fm_err err;
-  if (Rf_isNull(opt)) {
-    if (fm_backend_force(NULL, &err) != FM_OK) fmr_raise(&err);
-    return;
-  }
+  if (Rf_isNull(opt)) return NULL;
   if (TYPEOF(opt) != STRSXP || XLENGTH(opt) != 1 || STRING_ELT(opt, 0) == NA_STRING ||
       !CHAR(STRING_ELT(opt, 0))[0])
     fmr_stop(FM_EARG, "option fmalloc.backend must be NULL or one backend name (see "
                       "fmalloc_backends())");
-  if (fm_backend_force(CHAR(STRING_ELT(opt, 0)), &err) != FM_OK)
+  const char *name = CHAR(STRING_ELT(opt, 0));
+  fm_err err;
+  if (fm_backend_check(name, &err) != FM_OK)
     fmr_stop(err.code, "option fmalloc.backend: %s", err.msg);
+  const size_t len = strlen(name); /* <= FM_BACKEND_NAME_MAX: registered or "reference" */
+  char *copy = R_alloc(len + 1, 1);
+  memcpy(copy, name, len + 1);
+  return copy;
 }
 
 SEXP fmr_backends(void) {

@@ -13,12 +13,15 @@
  * reference path), never an error that stops the load. */
 void fmr_backends_register_builtin(void);
 
-/* Set the core's forced backend from option fmalloc.backend: NULL clears
- * it, "reference" or a registered name forces it. Call at the start of
- * every .Call that runs products, before anything is allocated. Raises
- * fm_error_earg for a value that is not NULL or one string, or a name that
- * is not registered (the message lists the registered ones). */
-void fmr_backend_sync(void);
+/* The backend that option fmalloc.backend forces, for the backend field of
+ * the call's fm_ctl: NULL for a NULL option (normal dispatch), else
+ * "reference" or a registered name, copied into R_alloc memory (valid until
+ * the .Call returns, whatever R code run meanwhile does to the option).
+ * Call at the start of every .Call that runs products, before anything is
+ * allocated. Raises fm_error_earg for a value that is not NULL or one
+ * string, or a name that is not registered (the message lists the
+ * registered ones). */
+const char *fmr_backend_option(void);
 
 /* Record name (copied; "" and NULL as "none") as the backend of the last
  * product or statistic, which fmalloc_last_backend() returns: the backend a

@@ -204,7 +204,7 @@ static int cancel_cb(void *ud) {
 fm_ctl fmr_ctl(void) {
   pending_jump = 0;
   pending_interrupt = 0;
-  fm_ctl ctl = {cancel_cb, NULL, NULL};
+  fm_ctl ctl = {cancel_cb, NULL, NULL, NULL};
   return ctl;
 }
 
@@ -244,7 +244,7 @@ fm_ctl fmr_progress_ctl(fmr_progress *p, SEXP fn) {
   (void)fmr_ctl();
   p->fn = fn;
   p->last = -INFINITY;
-  fm_ctl ctl = {progress_cancel, Rf_isFunction(fn) ? progress_report : NULL, p};
+  fm_ctl ctl = {progress_cancel, Rf_isFunction(fn) ? progress_report : NULL, p, NULL};
   return ctl;
 }
 

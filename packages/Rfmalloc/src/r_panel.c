@@ -26,12 +26,12 @@ SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_
 
 /* op (fm_op): 1 X %*% b (n x k), 2 t(X) %*% b (p x k), 3 X %*% (t(X) %*% b)
  * (n x k), 4 column sums and sums of squares (p x 2; b NULL). The backend
- * comes from option fmalloc.backend (fmr_backend_sync). Returns y, and notes
+ * comes from option fmalloc.backend (fmr_backend_option). Returns y, and notes
  * the backend that computed it (fmr_backend_note): "none" when y is empty or
  * all zeros by shape (an empty inner dimension). */
 SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, SEXP b) {
   int nprot = 0;
-  fmr_backend_sync();
+  const char *backend = fmr_backend_option();
   fm_mat x;
   fm_affine aff;
   fmr_mat_from(storage, spec, cols, &x);
@@ -59,6 +59,7 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
     fm_product p = {(fm_op)op, &x, &aff, uses_b ? REAL_RO(b) : NULL,
                     inner > 0 ? inner : 1, k, REAL(y), outer};
     fm_ctl ctl = fmr_ctl();
+    ctl.backend = backend;
     const char *used = NULL;
     fm_err err;
     fmr_finish(fm_backend_run(&p, &ctl, &used, &err), &err);

@@ -16,7 +16,7 @@
 /* list(mean, var, n_obs), each of length n_cols. */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   int nprot = 0;
-  fmr_backend_sync(); /* in case its passes run products */
+  const char *backend = fmr_backend_option(); /* in case its passes run products */
   fm_mat x;
   fmr_mat_from(storage, spec, cols, &x);
   SEXP mean = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
@@ -24,6 +24,7 @@ SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   SEXP nobs = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   int64_t *n64 = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
   fm_ctl ctl = fmr_ctl();
+  ctl.backend = backend;
   fm_err err;
   fmr_finish(fm_stats_colvar(&x, REAL(mean), REAL(var), n64, &ctl, &err), &err);
   fmr_backend_note("colvar"); /* its own path: no product backend runs */
@@ -90,7 +91,7 @@ static void fill_free(double *fill, int64_t n_cols) {
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
               SEXP progress, SEXP dimnames) {
   int nprot = 0;
-  fmr_backend_sync(); /* its products go through the backend registry */
+  const char *backend = fmr_backend_option(); /* its products go through the registry */
   fm_mat x;
   fmr_mat_from(storage, spec, cols, &x);
   fm_affine aff = {col_vector(center, "center", x.n_cols), NULL, NULL};
@@ -121,6 +122,7 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
   }
   fmr_progress prog;
   fm_ctl ctl = fmr_progress_ctl(&prog, progress);
+  ctl.backend = backend;
   /* From here to the core's return nothing may raise: fill_owned is ours. */
   double *fill_owned = NULL;
   int fill_failed = 0;
