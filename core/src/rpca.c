@@ -400,8 +400,8 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const double
   free(ks.q);
   free(ks.mq);
   ks.q = ks.mq = NULL;
-  st = rpca_final(x, &aff_fin, col_div, k, &w, zero_floor, d_out, u_out, v_out, ctl, &done_passes,
-                  total, err);
+  st = rpca_final(x, &aff_fin, col_div, k, opts->v_release, &w, zero_floor, d_out, u_out, v_out,
+                  ctl, &done_passes, total, err);
   if (st != FM_OK) goto done;
   if (iterations_out) *iterations_out = it;
   if (converged_out) *converged_out = converged;
@@ -447,7 +447,9 @@ fm_status fm_stats_rpca(const fm_mat *x, const fm_affine *aff, const fm_rpca_opt
     return fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate the %lld x %lld outputs",
                       (long long)(n > p ? n : p), (long long)k);
   }
-  st = fm_stats_rpca_into(x, aff, NULL, opts, out->d, out->u, out->v, &out->iterations,
+  fm_rpca_opts heap_opts = *opts; /* v is on the heap: never released */
+  heap_opts.v_release = 0;
+  st = fm_stats_rpca_into(x, aff, NULL, &heap_opts, out->d, out->u, out->v, &out->iterations,
                           &out->converged, ctl, err);
   if (st != FM_OK) {
     fm_rpca_result_clear(out);
@@ -466,5 +468,6 @@ fm_rpca_opts fm_rpca_opts_default(int64_t k) {
   o.max_iter = FM_RPCA_DEFAULT_MAX_ITER;
   o.tol = FM_RPCA_DEFAULT_TOL;
   o.seed = 0;
+  o.v_release = 0;
   return o;
 }

@@ -60,9 +60,12 @@ void rpca_col_array_free(double *a, int64_t count);
  * Z = A'U0 into v_out (rows divided by col_div when given), Z = Qv R,
  * R' = P S Vt, u = U0 P, v = Qv Vt', d = S, signs fixed (fm_stats_rpca.h).
  * aff is the transform without the col_div scaling; zero_floor as in
- * rpca_check_nonzero. */
+ * rpca_check_nonzero. v_release: opts->v_release (the streamed path of
+ * rpca_final.c, releasing v's pages as it goes; w must then also allow
+ * rpca_eig of k x k). */
 fm_status rpca_final(const fm_mat *x, const fm_affine *aff, const double *col_div, int64_t k,
-                     rpca_work *w, double zero_floor, double *d_out, double *u_out,
-                     double *v_out, const fm_ctl *ctl, double *done, double total, fm_err *err);
+                     int v_release, rpca_work *w, double zero_floor, double *d_out,
+                     double *u_out, double *v_out, const fm_ctl *ctl, double *done, double total,
+                     fm_err *err);
 
 #endif

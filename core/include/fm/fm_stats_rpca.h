@@ -87,6 +87,30 @@ typedef struct fm_rpca_opts {
   int max_iter;       /* Krylov iterations at most (>= 0) */
   double tol;         /* relative change of the top-k singular values */
   uint64_t seed;
+  /* Nonzero: the caller's v lies in a MAP_SHARED file mapping (an fmalloc
+   * runtime, a file opened read-write), so pages of v the run has written
+   * may be dropped from memory with madvise(MADV_DONTNEED): their contents
+   * stay in the page cache and the file, and come back on the next touch.
+   * The final step then streams (rpca_final.c): the pass Z = A'U0 runs
+   * over column chunks of A into a buffer of fm_panel_budget() / 16 bytes
+   * (4 MiB by default; chunk rows of k doubles), copies its rows into v and
+   * accumulates the k x k Gram Z'Z; R of Z = QR comes from CholeskyQR2
+   * (Fukaya et al. 2014) in two streamed passes over v in row chunks (v :=
+   * Z R1^-1 with the second Gram, then v := v R2^-1 Vt' with the signs),
+   * each chunk's whole pages of v released once written. Resident memory
+   * then no longer holds the p x k v: a buffer of two chunks and O(k^2)
+   * beside u (measured: bench/pca_rss.R). Results equal the in-place path
+   * to rounding (core/tests/stats_rpca: values within 1e-12 relative,
+   * vectors within 1e-10, also for d[k-1] = 4e-6 d[0]). When Z is too
+   * ill-conditioned for CholeskyQR2 (d[k-1] < 1e-7 d[0], from the
+   * eigenvalues of Z'Z, or a Cholesky factorization fails, e.g. a rank-
+   * deficient A) the in-place Householder path runs instead, touching all
+   * of v, and its pages are released afterwards. On return every page of v
+   * is released except the one holding the byte after v's end. Must be 0
+   * for heap or anonymous memory (dropping those pages loses them); 0 in
+   * fm_rpca_opts_default. fm_stats_rpca, which allocates v on the heap,
+   * ignores it. */
+  int v_release;
 } fm_rpca_opts;
 
 typedef struct fm_rpca_result {

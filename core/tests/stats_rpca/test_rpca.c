@@ -1,7 +1,13 @@
 /* Tests for fm_stats_rpca and the private RNG (generated data only).
  * Oracle: LAPACK dgesvd of the explicitly transformed dense matrix (and, for
  * the 3000 x 600 case, dsyev of its Gram matrix, which is cheaper with the
- * reference BLAS and accurate to ~1e-12 relative for the values checked). */
+ * reference BLAS and accurate to ~1e-12 relative for the values checked);
+ * for opts.v_release, the in-place path on a heap v, and the kernel's
+ * page table (/proc/self/pagemap) for what stays resident. */
+#define _DEFAULT_SOURCE /* fileno, ftruncate */
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -211,7 +217,7 @@ static void test_planted_300x80(void) {
   double *a = planted(n, p, 4, W4, 1.0, 1);
   fm_mat x = dense_mat(a, n, p);
   svd_ref ref = dense_svd(a, n, p);
-  fm_rpca_opts o = {k, 10, 300, 1e-13, 2024};
+  fm_rpca_opts o = {k, 10, 300, 1e-13, 2024, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
@@ -221,7 +227,7 @@ static void test_planted_300x80(void) {
   check_structure(&res);
   /* the four planted components converge fast; a loose tol is enough for them */
   fm_rpca_result r2;
-  fm_rpca_opts o2 = {4, 10, 50, 1e-10, 5};
+  fm_rpca_opts o2 = {4, 10, 50, 1e-10, 5, 0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o2, &r2, NULL, &err), &err);
   CHECK(r2.converged);
   printf("  300x80 planted rank 4, k 4, tol 1e-10: %d iterations\n", r2.iterations);
@@ -253,7 +259,7 @@ static void test_affine_equals_explicit(void) {
         e[i + j * n] = (a[i + j * n] - (use_c ? mean[j] : 0.0)) * (use_s ? scale[j] : 1.0);
     fm_affine aff = {use_c ? mean : NULL, use_s ? scale : NULL, NULL};
     svd_ref ref = dense_svd(e, n, p);
-    fm_rpca_opts o = {k, 10, 300, 1e-13, 99};
+    fm_rpca_opts o = {k, 10, 300, 1e-13, 99, 0};
     fm_rpca_result res;
     CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
     CHECK(res.converged);
@@ -305,7 +311,7 @@ static void test_bed2_mean_imputed(void) {
     }
   svd_ref ref = dense_svd(e, n, p);
   fm_affine aff = {mean, scale, fill};
-  fm_rpca_opts o = {k, 15, 300, 1e-13, 7};
+  fm_rpca_opts o = {k, 15, 300, 1e-13, 7, 0};
   fm_rpca_result res;
   CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
   CHECK(res.converged);
@@ -355,7 +361,7 @@ static void test_dos8_col_index(void) {
     for (int64_t i = 0; i < n; i++) e[i + j * n] = fm_codec_dos8_value(q[i + idx[j] * n]) - mean[j];
   svd_ref ref = dense_svd(e, n, p);
   fm_affine aff = {mean, NULL, NULL};
-  fm_rpca_opts o = {k, 20, 300, 1e-13, 3};
+  fm_rpca_opts o = {k, 20, 300, 1e-13, 3, 0};
   fm_rpca_result res;
   CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
   CHECK(res.converged);
@@ -371,7 +377,7 @@ static void test_seed_and_budget(void) {
   const int64_t n = 300, p = 80, k = 6;
   double *a = planted(n, p, 4, W4, 1.0, 4);
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {k, 10, 300, 1e-13, 123};
+  fm_rpca_opts o = {k, 10, 300, 1e-13, 123, 0};
   fm_rpca_result r1, r2, r3, r4;
   fm_err err = {0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r1, NULL, &err), &err);
@@ -420,7 +426,7 @@ static void test_full_rank_k(void) {
     double *a = planted(n, p, 4, W4, 1.0, 5 + (uint64_t)t);
     fm_mat x = dense_mat(a, n, p);
     svd_ref ref = dense_svd(a, n, p);
-    fm_rpca_opts o = {m, 10, 5, 1e-10, 1};
+    fm_rpca_opts o = {m, 10, 5, 1e-10, 1, 0};
     fm_rpca_result res;
     fm_err err = {0};
     CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
@@ -440,7 +446,7 @@ static void test_full_rank_k(void) {
   /* 1 x 1 and a single row */
   double one = -3.0;
   fm_mat x = dense_mat(&one, 1, 1);
-  fm_rpca_opts o = {1, 10, 10, 1e-10, 1};
+  fm_rpca_opts o = {1, 10, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
@@ -453,7 +459,7 @@ static void test_arguments(void) {
   fm_mat x = dense_mat(a, 4, 3);
   fm_rpca_result res;
   fm_err err = {0};
-  fm_rpca_opts o = {0, 5, 10, 1e-10, 1};
+  fm_rpca_opts o = {0, 5, 10, 1e-10, 1, 0};
   CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
   CHECK(err.code == FM_EARG && res.d == NULL);
   o.k = 4;
@@ -483,7 +489,7 @@ static void test_degenerate(void) {
   const int64_t n = 30, p = 12;
   double *a = calloc((size_t)(n * p), sizeof *a);
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {2, 5, 10, 1e-10, 1};
+  fm_rpca_opts o = {2, 5, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EDEGENERATE);
@@ -538,7 +544,7 @@ static void test_spectrum_decay(void) {
     for (int64_t j = 0; j < m; j++)
       for (int64_t i = 0; i < n; i++) a[i + c * n] += uo[i + j * n] * sv[j] * vo[c + j * p];
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {k, 10, 50, 1e-12, 11};
+  fm_rpca_opts o = {k, 10, 50, 1e-12, 11, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
@@ -572,7 +578,7 @@ static void test_into(void) {
   const int64_t n = 120, p = 70, k = 4;
   double *a = planted(n, p, 4, W4, 1.0, 12);
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {k, 10, 100, 1e-12, 5};
+  fm_rpca_opts o = {k, 10, 100, 1e-12, 5, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
@@ -628,7 +634,7 @@ static void test_col_div(void) {
   }
   const fm_affine scaled[2] = {{mean, mult, zero}, {NULL, mult, fill_scaled}};
   const fm_affine unscaled[2] = {{mean, NULL, zero}, {NULL, NULL, mean}};
-  fm_rpca_opts o = {k, 15, 300, 1e-13, 7};
+  fm_rpca_opts o = {k, 15, 300, 1e-13, 7, 0};
   double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
   for (int t = 0; t < 2; t++) {
     fm_rpca_result ref;
@@ -688,7 +694,7 @@ static void test_passes(void) {
   const int max_iters[2] = {0, 40};
   for (int t = 0; t < 2; t++) {
     lg.n_ops = 0;
-    fm_rpca_opts o = {k, 7, max_iters[t], 1e-10, 3};
+    fm_rpca_opts o = {k, 7, max_iters[t], 1e-10, 3, 0};
     fm_rpca_result res;
     CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
     printf("  max_iter %d: %d iterations, %d passes\n", max_iters[t], res.iterations, lg.n_ops);
@@ -712,7 +718,7 @@ static void test_underflow(void) {
   double *a = planted(n, p, 4, W4, 1.0, 14);
   for (int64_t i = 0; i < n * p; i++) a[i] *= 1e-170;
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {2, 3, 10, 1e-10, 1};
+  fm_rpca_opts o = {2, 3, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
   CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EDEGENERATE);
@@ -748,7 +754,7 @@ static void test_cancel(void) {
   const int64_t n = 120, p = 50;
   double *a = planted(n, p, 4, W4, 1.0, 8);
   fm_mat x = dense_mat(a, n, p);
-  fm_rpca_opts o = {4, 6, 20, 0.0, 1};
+  fm_rpca_opts o = {4, 6, 20, 0.0, 1, 0};
   fm_err err = {0};
   fm_rpca_result res;
   /* count polls of a full run, then cancel at every poll in turn */
@@ -849,6 +855,183 @@ static void test_3000x600(void) {
   noise_bulk_case(3000, 600, 600);
 }
 
+/* ------------------------------------------------ v in a file mapping ---- */
+
+/* Pages of [addr, addr + bytes) mapped in this process (/proc/self/pagemap
+ * bit 63); -1 when pagemap cannot be read. */
+static long present_pages(const void *addr, size_t bytes) {
+  const long ps = sysconf(_SC_PAGESIZE);
+  const int fd = open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return -1;
+  const uintptr_t a0 = (uintptr_t)addr / (uintptr_t)ps, a1 = ((uintptr_t)addr + bytes - 1) / (uintptr_t)ps;
+  long n = 0;
+  for (uintptr_t pg = a0; pg <= a1; pg++) {
+    uint64_t e = 0;
+    if (pread(fd, &e, sizeof e, (off_t)(pg * 8)) != (ssize_t)sizeof e) {
+      close(fd);
+      return -1;
+    }
+    n += (long)(e >> 63);
+  }
+  close(fd);
+  return n;
+}
+
+/* A p x k double array in a MAP_SHARED mapping of an unlinked temporary
+ * file (whole pages), as an fmalloc runtime holds it. */
+static double *map_v(int64_t p, int64_t k, size_t *bytes_out) {
+  const size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t bytes = ((size_t)(p * k) * sizeof(double) + ps - 1) / ps * ps;
+  *bytes_out = bytes;
+  FILE *f = tmpfile();
+  CHECK(f != NULL);
+  if (!f) return NULL;
+  CHECK(ftruncate(fileno(f), (off_t)bytes) == 0);
+  void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fileno(f), 0);
+  fclose(f); /* the mapping keeps the file */
+  CHECK(a != MAP_FAILED);
+  return a == MAP_FAILED ? NULL : a;
+}
+
+/* fm_stats_rpca_into with v_release on a mapped v against the in-place
+ * path on a heap v: values within 1e-12 relative (vs_d0: relative to d[0],
+ * for values at rounding level of it), u and v within vtol; the pages of v
+ * are not resident afterwards (at most the one after v's end, which the
+ * page-aligned size here leaves out) and hold the values. */
+static void release_case(const char *what, const fm_mat *x, const fm_affine *aff,
+                         const double *col_div, fm_rpca_opts o, int vs_d0, double vtol) {
+  const int64_t n = x->n_rows, p = x->n_cols, k = o.k;
+  double *d0 = malloc((size_t)k * sizeof *d0), *d1 = malloc((size_t)k * sizeof *d1);
+  double *u0 = malloc((size_t)(n * k) * sizeof *u0), *u1 = malloc((size_t)(n * k) * sizeof *u1);
+  double *v0 = malloc((size_t)(p * k) * sizeof *v0);
+  size_t bytes = 0;
+  double *v1 = map_v(p, k, &bytes);
+  fm_err err = {0};
+  o.v_release = 0;
+  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d0, u0, v0, NULL, NULL, NULL, &err), &err);
+  o.v_release = 1;
+  int it = 0, conv = 0;
+  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d1, u1, v1, &it, &conv, NULL, &err), &err);
+  const long present = present_pages(v1, bytes);
+  double dd = 0, du = 0, dv = 0;
+  for (int64_t j = 0; j < k; j++) dd = fmax(dd, fabs(d1[j] - d0[j]) / (vs_d0 ? d0[0] : d0[j]));
+  for (int64_t i = 0; i < n * k; i++) du = fmax(du, fabs(u1[i] - u0[i]));
+  for (int64_t i = 0; i < p * k; i++) dv = fmax(dv, fabs(v1[i] - v0[i]));
+  printf("  v_release, %s: d %.2g, u %.2g, v %.2g; %ld of %ld pages of v resident after\n", what,
+         dd, du, dv, present, (long)(bytes / (size_t)sysconf(_SC_PAGESIZE)));
+  CHECK(dd <= 1e-12 && du <= vtol && dv <= vtol);
+  if (present >= 0) CHECK(present == 0);
+  free(d0);
+  free(d1);
+  free(u0);
+  free(u1);
+  free(v0);
+  if (v1) munmap(v1, bytes);
+}
+
+/* Dense F64 (chunks as data offsets), many chunks and one; a wide spread of
+ * values (10^(-0.6 j): d[9] = 4e-6 d[0], cond(Z) 2.5e5, CholeskyQR2's
+ * path); BED2 with col_div and a nonzero fill (affine arrays offset) under a
+ * column index (offset index); and the Householder fallback: d[9] = 1e-9
+ * d[0] and a rank-2 matrix with k = 4, where CholeskyQR2 alone would fail. */
+static void test_v_release(void) {
+  const int64_t n = 150, p = 1024;
+  double *a = planted(n, p, 4, W4, 1.0, 31);
+  fm_mat x = dense_mat(a, n, p);
+  fm_rpca_opts o = {4, 10, 100, 1e-12, 5, 0};
+  fm_panel_set_budget(16 * 8 * 4 * 37); /* chunks of 37 rows */
+  release_case("planted, chunks of 37", &x, NULL, NULL, o, 0, 1e-10);
+  fm_panel_set_budget(0);
+  release_case("planted, one chunk", &x, NULL, NULL, o, 0, 1e-10);
+
+  /* wide spread and fallback: a = U diag(s) V' with orthonormal U, V */
+  const int64_t m = 12, k = 10;
+  fm_rng r;
+  fm_rng_seed(&r, 78);
+  double *uo = malloc((size_t)(n * m) * sizeof *uo), *vo = malloc((size_t)(p * m) * sizeof *vo);
+  fm_rng_norm_fill(&r, uo, n * m);
+  fm_rng_norm_fill(&r, vo, p * m);
+  {
+    const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, M = (fm_blas_int)m, lw = 4096;
+    fm_blas_int info = 0;
+    double tau[12], *work = malloc(4096 * sizeof *work);
+    dgeqrf_(&N, &M, uo, &N, tau, work, &lw, &info);
+    dorgqr_(&N, &M, &M, uo, &N, tau, work, &lw, &info);
+    dgeqrf_(&P, &M, vo, &P, tau, work, &lw, &info);
+    dorgqr_(&P, &M, &M, vo, &P, tau, work, &lw, &info);
+    CHECK(info == 0);
+    free(work);
+  }
+  const double steps[2] = {-0.6, -1.0};
+  for (int t = 0; t < 2; t++) {
+    memset(a, 0, (size_t)(n * p) * sizeof *a);
+    for (int64_t c = 0; c < p; c++)
+      for (int64_t j = 0; j < m; j++)
+        for (int64_t i = 0; i < n; i++)
+          a[i + c * n] += uo[i + j * n] * pow(10.0, steps[t] * (double)j) * vo[c + j * p];
+    fm_rpca_opts ok = {k, 10, 50, 1e-12, 11, 0};
+    fm_panel_set_budget(16 * 8 * 10 * 100);
+    /* the fallback is the in-place path on the same Z (the dense reference
+     * product gives each column the same bits in any chunk), so it agrees
+     * bit for bit, which CholeskyQR2 would not */
+    release_case(t == 0 ? "spread to 4e-6 d[0] (CholeskyQR2)" : "spread to 1e-9 d[0] (fallback)", &x,
+                 NULL, NULL, ok, t == 1, t == 0 ? 1e-10 : 0.0);
+    fm_panel_set_budget(0);
+  }
+  free(uo);
+  free(vo);
+  /* rank 2, k = 4: Z'Z is singular */
+  const double w2[2] = {1.0, 0.5};
+  double *a2 = planted(n, p, 2, w2, 0.0, 32);
+  fm_mat x2 = dense_mat(a2, n, p);
+  fm_rpca_opts o2 = {4, 6, 20, 1e-12, 3, 0};
+  fm_panel_set_budget(16 * 8 * 4 * 100);
+  release_case("rank 2, k = 4 (fallback)", &x2, NULL, NULL, o2, 1, 0.0);
+  fm_panel_set_budget(0);
+  free(a2);
+
+  /* BED2, col_div, nonzero fill, column index */
+  const int64_t pb = 700;
+  fm_rng_seed(&r, 33);
+  int32_t *g = malloc((size_t)(n * pb) * sizeof *g);
+  for (int64_t j = 0; j < pb; j++) {
+    const double f0 = 0.05 + 0.45 * fm_rng_unif(&r), f1 = 0.05 + 0.45 * fm_rng_unif(&r);
+    for (int64_t i = 0; i < n; i++) {
+      const double f = i < n / 3 ? f0 : f1;
+      int32_t v = (fm_rng_unif(&r) < f) + (fm_rng_unif(&r) < f);
+      if (fm_rng_unif(&r) < 0.05) v = INT32_MIN;
+      g[i + j * n] = v;
+    }
+  }
+  const int64_t cb = fm_codec_bed2_col_bytes(n);
+  uint8_t *bytes = malloc((size_t)(cb * pb));
+  fm_err err = {0};
+  CHECK_OK(fm_codec_bed2_encode(g, n, pb, n, bytes, &err), &err);
+  fm_mat xb;
+  CHECK_OK(fm_mat_init(&xb, FM_CODEC_BED2, bytes, n, pb, cb, &err), &err);
+  const int64_t pc = 512;
+  int64_t *idx = malloc((size_t)pc * sizeof *idx);
+  for (int64_t j = 0; j < pc; j++) idx[j] = (j * 7 + 3) % pb; /* distinct: 7 and 700 coprime */
+  xb.col_index = idx;
+  xb.n_cols = pc;
+  double *mean = malloc((size_t)pc * sizeof *mean), *var = malloc((size_t)pc * sizeof *var);
+  double *div = malloc((size_t)pc * sizeof *div);
+  CHECK_OK(fm_stats_colvar(&xb, mean, var, NULL, NULL, &err), &err);
+  for (int64_t j = 0; j < pc; j++) div[j] = sqrt(var[j]);
+  const fm_affine imp = {NULL, NULL, mean};
+  fm_rpca_opts ob = {4, 15, 300, 1e-13, 7, 0};
+  fm_panel_set_budget(16 * 8 * 4 * 29);
+  release_case("bed2, col_div, fill, col_index", &xb, &imp, div, ob, 0, 1e-9);
+  fm_panel_set_budget(0);
+  free(idx);
+  free(mean);
+  free(var);
+  free(div);
+  free(bytes);
+  free(g);
+  free(a);
+}
+
 int main(void) {
   FM_RUN(test_rng_reference_vectors);
   FM_RUN(test_rng_normals);
@@ -868,5 +1051,6 @@ int main(void) {
   FM_RUN(test_underflow);
   FM_RUN(test_noise_bulk_1000x200);
   FM_RUN(test_3000x600);
+  FM_RUN(test_v_release);
   FM_TEST_END();
 }
