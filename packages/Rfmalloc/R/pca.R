@@ -12,13 +12,33 @@
 #' blocks of n x (k + oversample) doubles exceed it), the p x k `rotation`
 #' and a few length-p vectors (the column statistics, centre and scale): at
 #' n = 5,000, p = 2,000,000 and k = 10 that is the 160 MB of `rotation`
-#' (the basis is freed before it is written) and 16 MB per length-p vector. Pages of a mapped file (a `.bed` from
+#' (the basis is freed before it is written) and 16 MB per length-p vector.
+#' Pages of a mapped file (a `.bed` from
 #' [fmalloc_bed_open()], fmalloc storage) are released once each block of a
 #' pass is consumed, so resident memory does not grow with the file.
+#'
+#' **Memory of the rotation.** A large `rotation` is stored in a file-backed
+#' fmalloc matrix rather than on the heap: with `runtime` given, in that
+#' runtime; otherwise, when p x k x 8 bytes exceeds
+#' `getOption("fmalloc.pca_mapped_bytes", 64e6)`, in a scratch runtime of
+#' its own under [tempdir()] (the file is unlinked at once and disappears
+#' with the last reference to the rotation, or at exit; set the option to
+#' `Inf` to keep it on the heap). The final step then streams over the
+#' rotation and drops each block's pages from memory once written (they stay
+#' in the file and come back on access), so the peak no longer holds the
+#' p x k matrix: a few MB of buffers instead (core header
+#' `fm_stats_rpca.h`, `v_release`). The result behaves as an ordinary
+#' numeric matrix: dimnames, arithmetic, BLAS, `saveRDS()` (written by
+#' value, being unnamed; [fmalloc_save()] can name it in a persistent
+#' `runtime`) and value semantics (modifying a copy leaves the original
+#' unchanged). Values equal the heap path to rounding (1e-12); when the
+#' top-k values span more than 1e7 (d\[k\] < 1e-7 d\[1\]) the final step
+#' falls back to an in-place QR that touches the whole rotation once.
 #' Measured by `bench/pca_rss.R` on a generated 5,000 x 2,000,000 `.bed`
-#' (2.5 GB) opened with `variants = FALSE`, `k = 10`: a peak of 254 MiB for
-#' the whole R process, of which 67 MiB is R with Rfmalloc loaded and
-#' 183 MiB the result (rotation, centre and scale).
+#' (2.5 GB) opened with `variants = FALSE`, `k = 10`: see
+#' `bench/results/pca_rss.csv`; with the rotation on the heap the peak was
+#' 254 MiB (267 MB) for the whole R process, of which 67 MiB is R with
+#' Rfmalloc loaded and 183 MiB the result (rotation, centre and scale).
 #'
 #' @param x numeric matrix (n observations x p variables) or `fmalloc_codec_matrix`.
 #' @param k number of components, `1 <= k <= min(n, p)`.
@@ -55,6 +75,9 @@
 #' the trailing components lie in a noise bulk.
 #' @param drop_constant drop columns with zero variance when scaling (with a
 #'   message) instead of raising an error.
+#' @param runtime `NULL` or a writable `"fmalloc_runtime"` from
+#'   [open_fmalloc()] to hold `rotation` (see Memory of the rotation in
+#'   Details); `NULL` chooses by the size of the rotation.
 #' @return A list of class `c("fmalloc_pca", "prcomp")`, like [prcomp()]:
 #'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p' x k
 #'   loadings, where p' = p unless `drop_constant` dropped columns), `x`
@@ -82,7 +105,10 @@
 #'   `fm_error_emismatch` (`center` or `scale` of the wrong length),
 #'   `fm_error_edegenerate` (a constant column under scaling, a column with no
 #'   observed value, or an all-zero matrix), `fm_error_eformat` (the backing
-#'   file was truncated), `fm_error_ecancelled` (interrupted).
+#'   file was truncated), `fm_error_ecancelled` (interrupted); for the
+#'   rotation's storage, the errors of [open_fmalloc()] and
+#'   [create_fmalloc_matrix()] (`fm_error_enospc` when the runtime or the
+#'   disk is full, `fm_error_earg` for a read-only or invalid `runtime`).
 #' @section Source: Halko, Martinsson and Tropp (2011), "Finding structure
 #'   with randomness", SIAM Review 53(2):217-288, Section 4.6; Musco and
 #'   Musco (2015), "Randomized block Krylov methods for stronger and faster
@@ -106,7 +132,8 @@
 #' cleanup_fmalloc(rt)
 #' @export
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
-                        oversample = 10, max_iter = 100, tol = 1e-10, drop_constant = FALSE) {
+                        oversample = 10, max_iter = 100, tol = 1e-10, drop_constant = FALSE,
+                        runtime = NULL) {
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) {
     fm_abort("earg", "fmalloc_pca: x is already standardized; pass the matrix itself with center and scale")
   }
@@ -120,6 +147,9 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   if (!whole(seed, 0)) fm_abort("earg", sprintf("fmalloc_pca: seed must be a whole number >= 0, not %s", deparse(seed)))
   if (!(is.numeric(tol) && length(tol) == 1 && is.finite(tol) && tol > 0)) {
     fm_abort("earg", sprintf("fmalloc_pca: tol must be a positive number, not %s", deparse(tol)))
+  }
+  if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
+    fm_abort("earg", sprintf("fmalloc_pca: runtime must be NULL or an fmalloc runtime, not %s", class(runtime)[1]))
   }
   n <- nrow(x)
   st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
@@ -148,9 +178,11 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   # the fill before division, so it needs no second scale vector while the
   # loadings are written; a zero fill (centring at the mean) is passed as 0.
   fill <- if (isTRUE(center)) 0 else if (is.null(st$center)) kept(st$mean) else kept(st$mean - st$center)
+  v_out <- .pca_rotation_storage(p, k, runtime, list(cn, pcs))
   r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
              kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
-             list(rownames(x), cn, pcs))
+             list(rownames(x), cn, pcs), v_out)
+  rm(v_out)
   if (!is.null(progress)) cli::cli_progress_done(id = bar)
   names(r) <- c("d", "u", "v", "iterations", "converged")
   if (!r$converged) {
@@ -176,3 +208,23 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
 }
 
 .n_cols_desc <- function(d) if (is.null(d$cols)) d$spec[3] else length(d$cols)
+
+# NULL (rotation on the heap) or a fresh p x k fmalloc matrix with dimnames
+# dn for the core to write in place (fmalloc_pca, Memory of the rotation):
+# in runtime, else in a scratch runtime of its own above
+# fmalloc.pca_mapped_bytes. The matrix keeps its runtime open; the scratch
+# file is unlinked at creation, so it goes with the last reference.
+.pca_rotation_storage <- function(p, k, runtime, dn) {
+  bytes <- as.double(p) * k * 8
+  if (is.null(runtime)) {
+    limit <- getOption("fmalloc.pca_mapped_bytes", 64e6)
+    if (!(is.numeric(limit) && length(limit) == 1 && !is.na(limit))) {
+      fm_abort("earg", sprintf("fmalloc_pca: option fmalloc.pca_mapped_bytes must be one number, not %s", deparse(limit)))
+    }
+    if (bytes <= limit) return(NULL)
+    # the block plus room for the allocator's directory and alignment
+    runtime <- open_fmalloc(tempfile("fmalloc_pca_", fileext = ".fm"),
+                            size_gb = (bytes + 2^26) / 2^30, mode = "scratch")
+  }
+  create_fmalloc_matrix("double", p, k, runtime, dimnames = dn)
+}

@@ -76,7 +76,7 @@ static SEXP fmr_unload(void);
 /* r_stats.c: streamed statistics and PCA */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
-              SEXP progress, SEXP dimnames);
+              SEXP progress, SEXP dimnames, SEXP v_out);
 
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
@@ -155,7 +155,7 @@ static const R_CallMethodDef call_methods[] = {
 
     /* r_stats.c: streamed statistics and PCA */
     CALLDEF(fmr_colvar, 3),
-    CALLDEF(fmr_rpca, 9),
+    CALLDEF(fmr_rpca, 10),
 
     {NULL, NULL, 0}};
 

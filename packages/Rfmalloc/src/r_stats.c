@@ -7,6 +7,8 @@
 #include "fm/fm_stats_colvar.h"
 #include "fm/fm_stats_rpca.h"
 
+SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
+
 #include <stdlib.h>
 #include <sys/mman.h>
 #ifdef __GLIBC__
@@ -87,9 +89,13 @@ static void fill_free(double *fill, int64_t n_cols) {
  * over the matrix; dimnames: NULL or list(row names or NULL, column names or
  * NULL, component names), set on u (rows, components) and v (columns,
  * components) here, so that the p x k v is written once, by the core, and
- * never copied (setting dimnames on it from R would duplicate it). */
+ * never copied (setting dimnames on it from R would duplicate it).
+ * v_out: NULL (v is allocated here, on the heap) or a fresh fmalloc double
+ * matrix of n_cols x k that nothing else refers to (fmalloc_pca creates it),
+ * written in place with the core's v_release: runtimes map their file
+ * MAP_SHARED, so the core drops v's pages from memory as it writes them. */
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
-              SEXP progress, SEXP dimnames) {
+              SEXP progress, SEXP dimnames, SEXP v_out) {
   int nprot = 0;
   const char *backend = fmr_backend_option(); /* its products go through the registry */
   fm_mat x;
@@ -104,16 +110,29 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
   if (!Rf_isNull(dimnames) && (TYPEOF(dimnames) != VECSXP || XLENGTH(dimnames) != 3))
     fmr_stop(FM_EARG, "dimnames must be NULL or a list of 3");
   const double *o = REAL_RO(opts);
-  fm_rpca_opts ro = {(int64_t)o[0], (int64_t)o[1], (int)o[2], o[3], (uint64_t)o[4]};
+  fm_rpca_opts ro = {(int64_t)o[0], (int64_t)o[1], (int)o[2], o[3], (uint64_t)o[4], 0};
   if (x.n_rows > INT_MAX || x.n_cols > INT_MAX) fmr_stop(FM_EARG, "PCA needs fewer than 2^31 rows and columns");
   const int64_t mn = x.n_rows < x.n_cols ? x.n_rows : x.n_cols;
   /* the core checks k; the outputs need it in range first */
   if (ro.k < 1 || ro.k > mn)
     fmr_stop(FM_EARG, "k = %lld is outside [1, min(n, p) = %lld]", (long long)ro.k, (long long)mn);
-  release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
+  if (!Rf_isNull(v_out)) {
+    SEXP dim = Rf_getAttrib(v_out, R_DimSymbol);
+    if (TYPEOF(v_out) != REALSXP || Rf_isNull(Rfmalloc_vec_runtime(v_out)) ||
+        TYPEOF(dim) != INTSXP || XLENGTH(dim) != 2 || INTEGER(dim)[0] != x.n_cols ||
+        INTEGER(dim)[1] != ro.k)
+      fmr_stop(FM_EARG, "v_out must be NULL or an fmalloc double matrix of %lld x %lld",
+               (long long)x.n_cols, (long long)ro.k);
+    ro.v_release = 1;
+  }
+  if (!ro.v_release) release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
   SEXP d = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)ro.k)); nprot++;
   SEXP u = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_rows, (int)ro.k)); nprot++;
-  SEXP v = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_cols, (int)ro.k)); nprot++;
+  SEXP v = v_out;
+  if (!ro.v_release) {
+    v = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_cols, (int)ro.k)); nprot++;
+  }
+  double *v_data = REAL(v); /* the mapping for v_out (checked before nothing may raise) */
   SEXP res = PROTECT(Rf_allocVector(VECSXP, 5)); nprot++;
   SEXP dn_u = R_NilValue, dn_v = R_NilValue;
   if (!Rf_isNull(dimnames)) {
@@ -139,7 +158,7 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
                     (long long)x.n_cols);
   else {
     fm_backend_used_clear();
-    st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), REAL(v), &iterations,
+    st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), v_data, &iterations,
                             &converged, &ctl, &err);
   }
   fill_free(fill_owned, x.n_cols);
