@@ -47,11 +47,12 @@ static const double *col_vector(SEXP v, const char *what, int64_t n) {
   return REAL_RO(v);
 }
 
-/* Before the p x k output is allocated, collect R's garbage (the column
- * statistics behind center and div) and hand freed heap pages back to the
- * system: glibc keeps large freed blocks in its heap once its mmap threshold
- * has risen, and at p = 2e6 those are tens of MB of the peak (2024-05 design
- * note: measured 44 MB at 5,000 x 2e6). Only for outputs of 32 MB or more. */
+/* Before the p x k output is allocated (or written, in a mapping), collect
+ * R's garbage (the column statistics behind center and div) and hand freed
+ * heap pages back to the system: glibc keeps large freed blocks in its heap
+ * once its mmap threshold has risen, and at p = 2e6 those are tens of MB of
+ * the peak (2024-05 design note: measured 44 MB at 5,000 x 2e6). Only for
+ * outputs of 32 MB or more. */
 static void release_garbage(double out_bytes) {
   if (out_bytes < 32.0 * 1048576.0) return;
   R_gc();
@@ -125,7 +126,8 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
                (long long)x.n_cols, (long long)ro.k);
     ro.v_release = 1;
   }
-  if (!ro.v_release) release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
+  /* also with v_out: the garbage would stay resident through the whole run */
+  release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
   SEXP d = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)ro.k)); nprot++;
   SEXP u = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_rows, (int)ro.k)); nprot++;
   SEXP v = v_out;
