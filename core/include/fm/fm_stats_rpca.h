@@ -9,7 +9,9 @@
  * cap = l * min(16, max(2, 32 MiB / (16 n l))), at most n), O(cap^2), and
  * the n x k and p x k outputs, l = k + oversample (at n = 5000, p = 2e6,
  * k = 10, l = 20: a 320-column basis of 25.6 MB, freed before the final pass
- * writes the 160 MB of v).
+ * writes the 160 MB of v; with opts.v_release, v lies in a file mapping
+ * whose pages the final step releases as it writes them, so that v no
+ * longer counts in the resident set).
  *
  * Algorithm: randomized block Krylov iteration (Musco and Musco 2015,
  * NeurIPS; Halko, Martinsson and Tropp 2011, SIAM Review 53(2), Section 4.6)
