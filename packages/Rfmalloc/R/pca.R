@@ -35,10 +35,12 @@
 #' top-k values span more than 1e7 (d\[k\] < 1e-7 d\[1\]) the final step
 #' falls back to an in-place QR that touches the whole rotation once.
 #' Measured by `bench/pca_rss.R` on a generated 5,000 x 2,000,000 `.bed`
-#' (2.5 GB) opened with `variants = FALSE`, `k = 10`: see
-#' `bench/results/pca_rss.csv`; with the rotation on the heap the peak was
-#' 254 MiB (267 MB) for the whole R process, of which 67 MiB is R with
-#' Rfmalloc loaded and 183 MiB the result (rotation, centre and scale).
+#' (2.5 GB) opened with `variants = FALSE`, `k = 10`: a peak of 181 MiB
+#' (190 MB) for the whole R process, of which 67 MiB is R with Rfmalloc
+#' loaded and 31 MiB the resident result (centre and scale); the peak now
+#' falls in the column statistics before the iteration. With the rotation on
+#' the heap it was 254 MiB (267 MB), 153 MiB of them the rotation
+#' (`bench/results/pca_rss.csv`).
 #'
 #' @param x numeric matrix (n observations x p variables) or `fmalloc_codec_matrix`.
 #' @param k number of components, `1 <= k <= min(n, p)`.
