@@ -74,3 +74,21 @@ test_that("bad runtime and option values are refused", {
   expect_error(withr::with_options(list(fmalloc.pca_mapped_bytes = "x"), fmalloc_pca(x, k = 2)),
                class = "fm_error_earg")
 })
+
+test_that("on the 1000 Genomes .bed (a column index, constant columns dropped), the mapped rotation equals the heap one", {
+  prefix <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  G <- fmalloc_bed_open(prefix)
+  X <- fmalloc_select(G, seq(1, ncol(G), by = 3))
+  run <- function(bytes) {
+    withr::with_options(list(fmalloc.pca_mapped_bytes = bytes, fmalloc.progress = FALSE),
+                        suppressMessages(fmalloc_pca(X, k = 10, scale = "binomial", tol = 1e-6,
+                                                     drop_constant = TRUE)))
+  }
+  heap <- run(Inf)
+  mapped <- run(0)
+  expect_true(fmalloc_is_mapped(mapped$rotation))
+  expect_equal(mapped$sdev, heap$sdev, tolerance = 1e-12)
+  expect_equal(mapped$rotation[, ], heap$rotation, tolerance = 1e-10)
+  expect_equal(mapped$x, heap$x, tolerance = 1e-10)
+  expect_identical(dimnames(mapped$rotation), dimnames(heap$rotation))
+})
