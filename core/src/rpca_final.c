@@ -219,6 +219,10 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
   for (int64_t c0 = 0; c0 < p; c0 += chunk) {
     const int64_t nc = p - c0 < chunk ? p - c0 : chunk;
     const fm_blas_int NC = (fm_blas_int)nc;
+    if (fm_ctl_cancelled(ctl)) {
+      st = fm_err_set(err, FM_ECANCELLED, "fm_stats_rpca: cancelled in the final pass");
+      goto done;
+    }
     fm_mat xs;
     fm_affine as;
     sub_view(x, aff, c0, nc, idx, &xs, &as);

@@ -990,6 +990,31 @@ static void test_v_release(void) {
   fm_panel_set_budget(0);
   free(a2);
 
+  /* progress stays monotone through the chunks and ends at the total; a
+   * cancel at any poll of the final step is reported */
+  {
+    size_t vb = 0;
+    double *vm = map_v(p, 4, &vb), dd[4];
+    double *uu = malloc((size_t)(n * 4) * sizeof *uu);
+    fm_rpca_opts oc = {4, 6, 20, 0.0, 1, 1};
+    fm_panel_set_budget(16 * 8 * 4 * 200);
+    cstate cs = {0, 1 << 30, 0, 0, 0};
+    fm_ctl ctl = {cancel_cb, progress_cb, &cs};
+    fm_err e2 = {0};
+    CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &ctl, &e2), &e2);
+    CHECK(cs.done == cs.total && cs.total == 2 + 20 && cs.backwards == 0);
+    const int polls = cs.polls;
+    for (int at = polls; at > polls - 12 && at > 0; at--) {
+      cs = (cstate){0, at, 0, 0, 0};
+      CHECK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &ctl, &e2) ==
+            FM_ECANCELLED);
+      CHECK(cs.backwards == 0 && cs.done < cs.total);
+    }
+    fm_panel_set_budget(0);
+    free(uu);
+    if (vm) munmap(vm, vb);
+  }
+
   /* BED2, col_div, nonzero fill, column index */
   const int64_t pb = 700;
   fm_rng_seed(&r, 33);
