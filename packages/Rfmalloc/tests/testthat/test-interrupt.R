@@ -126,7 +126,7 @@ test_that("an error from PCA's progress function at its last report reaches the 
   d <- Rfmalloc:::.mat_desc(X)
   rpca <- function(progress) {
     .Call(Rfmalloc:::fmr_rpca, d$storage, d$spec, NULL, NULL, NULL, NULL,
-          c(3, 5, 4, 1e-300, 1), progress, NULL)
+          c(3, 5, 4, 1e-300, 1), progress, NULL, NULL)
   }
   reports <- 0
   fails_last <- function(done, total) {
