@@ -227,7 +227,7 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
     fm_affine as;
     sub_view(x, aff, c0, nc, idx, &xs, &as);
     chunk_relay rl = {ctl, *done + (double)c0 / (double)p, (double)nc / (double)p, total};
-    const fm_ctl inner = {chunk_cancel, chunk_progress, &rl};
+    const fm_ctl inner = {chunk_cancel, chunk_progress, &rl, ctl ? ctl->backend : NULL};
     double inner_done = 0.0;
     st = rpca_product(FM_OP_XTB, &xs, &as, u_out, n, k, buf, nc, nc, ctl ? &inner : NULL,
                       &inner_done, 1.0, err);

@@ -999,7 +999,7 @@ static void test_v_release(void) {
     fm_rpca_opts oc = {4, 6, 20, 0.0, 1, 1};
     fm_panel_set_budget(16 * 8 * 4 * 200);
     cstate cs = {0, 1 << 30, 0, 0, 0};
-    fm_ctl ctl = {cancel_cb, progress_cb, &cs};
+    fm_ctl ctl = {cancel_cb, progress_cb, &cs, NULL};
     fm_err e2 = {0};
     CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &ctl, &e2), &e2);
     CHECK(cs.done == cs.total && cs.total == 2 + 20 && cs.backwards == 0);
@@ -1010,6 +1010,18 @@ static void test_v_release(void) {
             FM_ECANCELLED);
       CHECK(cs.backwards == 0 && cs.done < cs.total);
     }
+    /* the chunks' products follow ctl.backend: with "reference" forced, a
+     * registered logger is offered none of them; without, every chunk */
+    op_log lg;
+    memset(&lg, 0, sizeof lg);
+    CHECK_OK(fm_backend_register("test_logger", logging_backend, &lg, &e2), &e2);
+    fm_ctl forced = {NULL, NULL, NULL, "reference"};
+    CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &forced, &e2), &e2);
+    CHECK(lg.n_ops == 0);
+    int it = 0;
+    CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, &it, NULL, NULL, &e2), &e2);
+    CHECK(lg.n_ops == it + 1 + (p + 199) / 200); /* iterations + 1 XXTB, then the chunks */
+    CHECK(fm_backend_unregister("test_logger"));
     fm_panel_set_budget(0);
     free(uu);
     if (vm) munmap(vm, vb);
