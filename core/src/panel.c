@@ -318,10 +318,13 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
 }
 
 /* One run of stored columns [s0, s1): drop its pages (see fm_panel.h). */
-static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, uintptr_t page) {
+/* Stored columns [s0, s1): their pages but the one holding byte s1 (the
+ * next column of a forward stream may start there), or, with outward, that
+ * page too (a column index: the page's other columns are not next). */
+static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, uintptr_t page, int outward) {
   const uintptr_t start = (uintptr_t)x->data + (uintptr_t)(s0 * x->col_stride);
   const uintptr_t end = (uintptr_t)x->data + (uintptr_t)(s1 * x->col_stride);
-  const uintptr_t a = start & ~(page - 1), b = end & ~(page - 1);
+  const uintptr_t a = start & ~(page - 1), b = (outward ? end + page - 1 : end) & ~(page - 1);
   if (b > a) (void)madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
 }
 
@@ -333,17 +336,17 @@ void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
   const long ps = sysconf(_SC_PAGESIZE);
   const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096u;
   if (!x->col_index) {
-    evict_run(x, c0, c0 + n_cols, page);
+    evict_run(x, c0, c0 + n_cols, page, 0);
     return;
   }
   int64_t run0 = x->col_index[c0], prev = run0;
   for (int64_t j = c0 + 1; j < c0 + n_cols; j++) {
     const int64_t s = x->col_index[j];
     if (s != prev + 1) {
-      evict_run(x, run0, prev + 1, page);
+      evict_run(x, run0, prev + 1, page, 1);
       run0 = s;
     }
     prev = s;
   }
-  evict_run(x, run0, prev + 1, page);
+  evict_run(x, run0, prev + 1, page, 1);
 }

@@ -108,7 +108,11 @@ typedef struct fm_mat {
  * page holding a byte of those columns is dropped except the one holding the
  * byte after the last (the next column may start there); the page holding
  * the first byte goes even when earlier columns share it. Runs of
- * consecutive stored columns are dropped together (col_index honoured).
+ * consecutive stored columns are dropped together (col_index honoured); with
+ * a col_index, the page after each run goes too, since a gapped selection
+ * (stride, filter, permutation) would otherwise keep a page per selected
+ * column narrower than a page: a page still needed comes back from the page
+ * cache (a minor fault).
  * Best effort: a failing madvise is ignored (dropping only saves memory;
  * it never changes a value). Safe to call concurrently. */
 void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols);

@@ -51,7 +51,7 @@
  * accuracy (4e-14 relative at 4e-6 d[0]); a
  * value at rounding level of d[0] comes out near 0 rather than as the
  * square root of rounding noise. Entries of A must keep A A' in range:
- * |A| ~ 1e150 overflows (FM_EARG), a matrix whose largest singular value is
+ * entries near 1e154 overflow (FM_EARG), a matrix whose largest singular value is
  * below ~1e-154 underflows (FM_EDEGENERATE).
  * The start matrix G (n x l, column-major) is standard normal from
  * xoshiro256** seeded by splitmix64(seed) with Box-Muller (documented in

@@ -427,6 +427,20 @@ static void test_evict_resident(void) {
   fm_mat_evict_cols(&sub, 3, 0);
   CHECK(evict_seen(&e) && count_present(e.pr, 4094, 4096) == 2);
   evict_close(&e);
+
+  /* columns of 800 bytes, every other one selected: no page stays */
+  if (!evict_open(&e, 100, 512)) return;
+  e.x.flags = FM_MAT_EVICTABLE;
+  int64_t odd[256];
+  for (int64_t j = 0; j < 256; j++) odd[j] = 2 * j + 1;
+  sub = e.x;
+  sub.col_index = odd;
+  sub.n_cols = 256;
+  CHECK(decode_all_wrong(&sub, odd) == 0);
+  fm_mat_evict_cols(&sub, 0, 256);
+  CHECK(evict_seen(&e) && count_present(e.pr, 0, e.n_pages) == 0);
+  CHECK(decode_all_wrong(&sub, odd) == 0);
+  evict_close(&e);
 }
 
 /* The reference product and colvar drop each block once consumed: after a

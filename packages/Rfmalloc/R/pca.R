@@ -49,8 +49,8 @@
 #'   `"binomial"` (sqrt(2p(1-p)), p = mean / 2: genotype standardization as
 #'   in plink2 `--pca`), or a numeric vector of divisors.
 #' @param seed integer seed of the start matrix (xoshiro256** seeded through
-#'   splitmix64, normals by Box-Muller; `docs/rng.md`). The same seed gives
-#'   the same result.
+#'   splitmix64, normals by Box-Muller; `docs/rng.md`), a whole number in
+#'   \[0, 2^53\]. The same seed gives the same result.
 #' @param oversample extra columns per Krylov block beyond `k` (block width
 #'   `k + oversample`).
 #' @param max_iter maximum Krylov iterations (each is one pass over `x`;
@@ -142,11 +142,17 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   if (!methods::is(x, "fmalloc_codec_matrix") && !(is.matrix(x) && (is.numeric(x) || is.logical(x)))) {
     fm_abort("earg", sprintf("fmalloc_pca: x must be a numeric matrix or an fmalloc codec matrix, not %s", class(x)[1]))
   }
-  whole <- function(v, lo) is.numeric(v) && length(v) == 1 && is.finite(v) && v == round(v) && v >= lo
-  if (!whole(k, 1)) fm_abort("earg", sprintf("fmalloc_pca: k must be a whole number >= 1, not %s", deparse(k)))
-  if (!whole(oversample, 0)) fm_abort("earg", sprintf("fmalloc_pca: oversample must be a whole number >= 0, not %s", deparse(oversample)))
-  if (!whole(max_iter, 0)) fm_abort("earg", sprintf("fmalloc_pca: max_iter must be a whole number >= 0, not %s", deparse(max_iter)))
-  if (!whole(seed, 0)) fm_abort("earg", sprintf("fmalloc_pca: seed must be a whole number >= 0, not %s", deparse(seed)))
+  # bounds: what the C glue converts exactly (int, and doubles' 2^53 for the seed)
+  imax <- .Machine$integer.max
+  whole <- function(v, lo, hi) is.numeric(v) && length(v) == 1 && is.finite(v) && v == round(v) && v >= lo && v <= hi
+  bad <- function(what, v, lo, hi) {
+    fm_abort("earg", sprintf("fmalloc_pca: %s must be a whole number in [%s, %s], not %s", what,
+                             format(lo), format(hi, scientific = FALSE, big.mark = ","), deparse(v)))
+  }
+  if (!whole(k, 1, imax)) bad("k", k, 1, imax)
+  if (!whole(oversample, 0, imax)) bad("oversample", oversample, 0, imax)
+  if (!whole(max_iter, 0, imax)) bad("max_iter", max_iter, 0, imax)
+  if (!whole(seed, 0, 2^53)) bad("seed", seed, 0, 2^53)
   if (!(is.numeric(tol) && length(tol) == 1 && is.finite(tol) && tol > 0)) {
     fm_abort("earg", sprintf("fmalloc_pca: tol must be a positive number, not %s", deparse(tol)))
   }

@@ -34,6 +34,20 @@ test_that("a pass over a mapped .bed leaves none of it resident; values are unch
   expect_equal(unname(p1), unname(dense %*% b), tolerance = 1e-10)
 })
 
+test_that("a pass over a gapped selection of a .bed (every other variant) releases its pages too", {
+  bed <- fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed")
+  G <- fmalloc_bed_open(bed, variants = FALSE)
+  odd <- fmalloc_select(G, seq(1, ncol(G), 2)) # columns narrower than a page, one of two
+  all <- odd[, ]
+  expect_gt(mapping_rss_kb(bed), 0.4 * file.size(bed) / 1024)
+  v <- fmalloc_colVars(odd)
+  expect_lt(mapping_rss_kb(bed), 64)
+  expect_equal(v, apply(all, 2, var, na.rm = TRUE), tolerance = 1e-12)
+  S <- fmalloc_standardize(odd)
+  p1 <- fmalloc_with_backend("reference", S %*% matrix(1, ncol(S), 1))
+  expect_lt(mapping_rss_kb(bed), 64)
+})
+
 test_that("a pass over fmalloc storage releases its pages; the bytes stay in the file", {
   f <- tempfile(fileext = ".fm")
   rt <- open_fmalloc(f, size_gb = 0.1, mode = "scratch")

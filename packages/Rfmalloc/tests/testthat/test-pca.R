@@ -92,6 +92,13 @@ test_that("bad PCA arguments and data give clear errors naming the column", {
   expect_error(fmalloc_pca(x, k = 2, oversample = NA), class = "fm_error_earg")
   expect_error(fmalloc_pca(x, k = 2, tol = NA), class = "fm_error_earg")
   expect_error(fmalloc_pca(x, k = 2, seed = NA), class = "fm_error_earg")
+  # beyond what the C glue converts exactly: R errors naming the bounds
+  expect_error(fmalloc_pca(x, k = 2, max_iter = 2^31), "max_iter must be a whole number in \\[0, 2,147,483,647\\]",
+               class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, oversample = 1e300), "oversample", class = "fm_error_earg")
+  expect_error(fmalloc_pca(x, k = 2, seed = 2^64), "seed must be a whole number in \\[0, 9,007,199,254,740,992\\]",
+               class = "fm_error_earg")
+  expect_equal(fmalloc_pca(x, k = 2, seed = 2^53)$sdev, fmalloc_pca(x, k = 2, seed = 1)$sdev, tolerance = 1e-10)
   expect_error(fmalloc_pca(x, k = 2, scale = "bogus"), class = "fm_error_earg")
   expect_error(fmalloc_pca(x, k = 2, scale = c(1, 1, -1, 1, 1)), class = "fm_error_earg")
   expect_error(fmalloc_pca(x, k = 2, center = rep(NA, 5)), class = "fm_error_earg")
