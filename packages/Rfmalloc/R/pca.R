@@ -70,9 +70,10 @@
 #' at r = 4e-6 7e-7 (values keep full accuracy). Principal components of
 #' interest are far above that.
 #'
-#' For genotype PCA, `oversample = 10, tol = 1e-4` is enough: on the 1000
-#' Genomes fixture the top 10 PCs then correlate >= 0.99995 with
-#' `plink2 --pca` (exact) after 9 iterations (`bench/p1_pca.R`); the default
+#' For genotype PCA, `oversample = 6, tol = 1e-4` is enough: on the 1000
+#' Genomes fixture the top 10 PCs then correlate >= 0.99996 with
+#' `plink2 --pca` (exact) after 11 iterations (`bench/p1_pca.R`; a block of
+#' k + 6 = 16 columns suits the fused kernels' 8-double vectors); the default
 #' `tol` aims at values accurate to ~1e-10 and may need many more passes when
 #' the trailing components lie in a noise bulk.
 #' @param drop_constant drop columns with zero variance when scaling (with a
