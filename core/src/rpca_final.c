@@ -58,6 +58,28 @@ static int u_sign(const double *uj, int64_t n) {
   return uj[imax] < 0 ? -1 : 1;
 }
 
+/* With R in b->rk (times r1 on the right when given): R' = P S Vt into
+ * d_out, b->pk, b->vtk; d checked against zero; U = U0 P in u_out. */
+static fm_status small_step(rpca_work *w, final_bufs *b, const double *r1, int64_t n, int64_t p,
+                            int64_t k, double zero_floor, double *d_out, double *u_out,
+                            fm_err *err) {
+  const fm_blas_int N = (fm_blas_int)n, K = (fm_blas_int)k;
+  const double one = 1.0, zero = 0.0;
+  if (r1)
+    dtrmm_("R", "U", "N", "N", &K, &K, &one, r1, &K, b->rk, &K, FM_FCONE, FM_FCONE, FM_FCONE,
+           FM_FCONE);
+  for (int64_t j = 0; j < k; j++)
+    for (int64_t i = 0; i < k; i++) b->rt[i + j * k] = b->rk[j + i * k];
+  fm_status st = rpca_svd(w, b->rt, k, d_out, b->pk, b->vtk, err);
+  if (st != FM_OK) return st;
+  st = rpca_check_nonzero(d_out[0] * d_out[0], zero_floor, n, p, err);
+  if (st != FM_OK) return st;
+  memcpy(b->scratch, u_out, (size_t)(n * k) * sizeof *b->scratch);
+  dgemm_("N", "N", &N, &K, &K, &one, b->scratch, &N, b->pk, &K, &zero, u_out, &N, FM_FCONE,
+         FM_FCONE);
+  return FM_OK;
+}
+
 /* From Z in v (p x k): Householder QR in place, R := R r1 when r1 (k x k,
  * upper) is given (v then held Z r1^-1), SVD of R', u := U0 P, v := Qv Vt'
  * in row chunks, d, signs. */
@@ -65,23 +87,12 @@ static fm_status finish_householder(rpca_work *w, final_bufs *b, const double *r
                                     int64_t p, int64_t k, double zero_floor, double *d_out,
                                     double *u_out, double *v_out, fm_err *err) {
   const int64_t chunk = p < RPCA_FINAL_CHUNK_ROWS ? p : RPCA_FINAL_CHUNK_ROWS;
-  const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, K = (fm_blas_int)k;
+  const fm_blas_int P = (fm_blas_int)p, K = (fm_blas_int)k;
   const double one = 1.0, zero = 0.0;
   fm_status st = rpca_qr(w, v_out, p, k, b->rk, err);
   if (st != FM_OK) return st;
-  if (r1)
-    dtrmm_("R", "U", "N", "N", &K, &K, &one, r1, &K, b->rk, &K, FM_FCONE, FM_FCONE, FM_FCONE,
-           FM_FCONE);
-  for (int64_t j = 0; j < k; j++)
-    for (int64_t i = 0; i < k; i++) b->rt[i + j * k] = b->rk[j + i * k];
-  st = rpca_svd(w, b->rt, k, d_out, b->pk, b->vtk, err);
+  st = small_step(w, b, r1, n, p, k, zero_floor, d_out, u_out, err);
   if (st != FM_OK) return st;
-  st = rpca_check_nonzero(d_out[0] * d_out[0], zero_floor, n, p, err);
-  if (st != FM_OK) return st;
-  /* U = U0 P */
-  memcpy(b->scratch, u_out, (size_t)(n * k) * sizeof *b->scratch);
-  dgemm_("N", "N", &N, &K, &K, &one, b->scratch, &N, b->pk, &K, &zero, u_out, &N, FM_FCONE,
-         FM_FCONE);
   /* V = Qv Vt' in row chunks */
   for (int64_t r0 = 0; r0 < p; r0 += chunk) {
     const int64_t nr = p - r0 < chunk ? p - r0 : chunk;
@@ -272,22 +283,10 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
     goto done;
   }
 
-  /* R = R2 R1, R' = P S Vt */
+  /* R = R2 R1, R' = P S Vt, U = U0 P */
   memcpy(b->rk, r2, (size_t)(k * k) * sizeof *b->rk);
-  dtrmm_("R", "U", "N", "N", &K, &K, &one, r1, &K, b->rk, &K, FM_FCONE, FM_FCONE, FM_FCONE,
-         FM_FCONE);
-  for (int64_t j = 0; j < k; j++)
-    for (int64_t i = 0; i < k; i++) b->rt[i + j * k] = b->rk[j + i * k];
-  st = rpca_svd(w, b->rt, k, d_out, b->pk, b->vtk, err);
+  st = small_step(w, b, r1, n, p, k, zero_floor, d_out, u_out, err);
   if (st != FM_OK) goto done;
-  st = rpca_check_nonzero(d_out[0] * d_out[0], zero_floor, n, p, err);
-  if (st != FM_OK) goto done;
-  {
-    const fm_blas_int N = (fm_blas_int)n;
-    memcpy(b->scratch, u_out, (size_t)(n * k) * sizeof *b->scratch);
-    dgemm_("N", "N", &N, &K, &K, &one, b->scratch, &N, b->pk, &K, &zero, u_out, &N, FM_FCONE,
-           FM_FCONE);
-  }
   /* M = R2^-1 Vt' diag(signs), the signs taken from u and applied to it */
   for (int64_t j = 0; j < k; j++) {
     double *uj = u_out + j * n;

@@ -275,21 +275,28 @@ static void test_affine_equals_explicit(void) {
 
 /* BED2 genotypes with missing calls: centre at the observed mean, scale by
  * 1/sd, fill 0 (mean imputation then centring) vs the dense imputed matrix. */
+/* n x p genotypes (INT32_MIN missing, 5%) of two populations (the first
+ * n / 3 rows and the rest) with their own allele frequencies per variant:
+ * real structure. Caller frees. */
+static int32_t *two_populations(fm_rng *r, int64_t n, int64_t p) {
+  int32_t *g = malloc((size_t)(n * p) * sizeof *g);
+  for (int64_t j = 0; j < p; j++) {
+    const double f0 = 0.05 + 0.45 * fm_rng_unif(r), f1 = 0.05 + 0.45 * fm_rng_unif(r);
+    for (int64_t i = 0; i < n; i++) {
+      const double f = i < n / 3 ? f0 : f1;
+      int32_t v = (fm_rng_unif(r) < f) + (fm_rng_unif(r) < f);
+      if (fm_rng_unif(r) < 0.05) v = INT32_MIN;
+      g[i + j * n] = v;
+    }
+  }
+  return g;
+}
+
 static void test_bed2_mean_imputed(void) {
   const int64_t n = 203, p = 90, k = 5; /* n % 4 = 3 */
   fm_rng r;
   fm_rng_seed(&r, 3);
-  int32_t *g = malloc((size_t)(n * p) * sizeof *g);
-  /* two populations with different allele frequencies: real structure */
-  for (int64_t j = 0; j < p; j++) {
-    const double f0 = 0.05 + 0.45 * fm_rng_unif(&r), f1 = 0.05 + 0.45 * fm_rng_unif(&r);
-    for (int64_t i = 0; i < n; i++) {
-      const double f = i < n / 3 ? f0 : f1;
-      int32_t v = (fm_rng_unif(&r) < f) + (fm_rng_unif(&r) < f);
-      if (fm_rng_unif(&r) < 0.05) v = INT32_MIN;
-      g[i + j * n] = v;
-    }
-  }
+  int32_t *g = two_populations(&r, n, p);
   const int64_t cb = fm_codec_bed2_col_bytes(n);
   uint8_t *bytes = malloc((size_t)(cb * p));
   fm_err err = {0};
@@ -511,6 +518,17 @@ static void test_degenerate(void) {
   free(a);
 }
 
+/* a (rows x m, m <= 12) := the Q factor of its QR. */
+static void orthonormalize(double *a, int64_t rows, int64_t m) {
+  const fm_blas_int R = (fm_blas_int)rows, M = (fm_blas_int)m, lw = 4096;
+  fm_blas_int info = 0;
+  double tau[12], *work = malloc(4096 * sizeof *work);
+  dgeqrf_(&R, &M, a, &R, tau, work, &lw, &info);
+  CHECK(info == 0);
+  dorgqr_(&R, &M, &M, a, &R, tau, work, &lw, &info);
+  CHECK(info == 0);
+  free(work);
+}
 /* A = Uo diag(s) Vo' with s_j = 10^(-0.6 j), j = 0..11 (Uo, Vo orthonormal
  * from the QR of normals): values from 1 down to 10^-6.6 of the top. The
  * iteration works on A A' (squared values), so rounding at eps d0^2 limits
@@ -526,17 +544,8 @@ static void test_spectrum_decay(void) {
   double *uo = malloc((size_t)(n * m) * sizeof *uo), *vo = malloc((size_t)(p * m) * sizeof *vo);
   fm_rng_norm_fill(&r, uo, n * m);
   fm_rng_norm_fill(&r, vo, p * m);
-  {
-    const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, M = (fm_blas_int)m, lw = 4096;
-    fm_blas_int info = 0;
-    double tau[12], *work = malloc(4096 * sizeof *work);
-    dgeqrf_(&N, &M, uo, &N, tau, work, &lw, &info);
-    dorgqr_(&N, &M, &M, uo, &N, tau, work, &lw, &info);
-    dgeqrf_(&P, &M, vo, &P, tau, work, &lw, &info);
-    dorgqr_(&P, &M, &M, vo, &P, tau, work, &lw, &info);
-    CHECK(info == 0);
-    free(work);
-  }
+  orthonormalize(uo, n, m);
+  orthonormalize(vo, p, m);
   double sv[12];
   for (int64_t j = 0; j < m; j++) sv[j] = pow(10.0, -0.6 * (double)j);
   double *a = calloc((size_t)(n * p), sizeof *a);
@@ -951,17 +960,8 @@ static void test_v_release(void) {
   double *uo = malloc((size_t)(n * m) * sizeof *uo), *vo = malloc((size_t)(p * m) * sizeof *vo);
   fm_rng_norm_fill(&r, uo, n * m);
   fm_rng_norm_fill(&r, vo, p * m);
-  {
-    const fm_blas_int N = (fm_blas_int)n, P = (fm_blas_int)p, M = (fm_blas_int)m, lw = 4096;
-    fm_blas_int info = 0;
-    double tau[12], *work = malloc(4096 * sizeof *work);
-    dgeqrf_(&N, &M, uo, &N, tau, work, &lw, &info);
-    dorgqr_(&N, &M, &M, uo, &N, tau, work, &lw, &info);
-    dgeqrf_(&P, &M, vo, &P, tau, work, &lw, &info);
-    dorgqr_(&P, &M, &M, vo, &P, tau, work, &lw, &info);
-    CHECK(info == 0);
-    free(work);
-  }
+  orthonormalize(uo, n, m);
+  orthonormalize(vo, p, m);
   const double steps[2] = {-0.6, -1.0};
   for (int t = 0; t < 2; t++) {
     memset(a, 0, (size_t)(n * p) * sizeof *a);
@@ -1030,16 +1030,7 @@ static void test_v_release(void) {
   /* BED2, col_div, nonzero fill, column index */
   const int64_t pb = 700;
   fm_rng_seed(&r, 33);
-  int32_t *g = malloc((size_t)(n * pb) * sizeof *g);
-  for (int64_t j = 0; j < pb; j++) {
-    const double f0 = 0.05 + 0.45 * fm_rng_unif(&r), f1 = 0.05 + 0.45 * fm_rng_unif(&r);
-    for (int64_t i = 0; i < n; i++) {
-      const double f = i < n / 3 ? f0 : f1;
-      int32_t v = (fm_rng_unif(&r) < f) + (fm_rng_unif(&r) < f);
-      if (fm_rng_unif(&r) < 0.05) v = INT32_MIN;
-      g[i + j * n] = v;
-    }
-  }
+  int32_t *g = two_populations(&r, n, pb);
   const int64_t cb = fm_codec_bed2_col_bytes(n);
   uint8_t *bytes = malloc((size_t)(cb * pb));
   fm_err err = {0};
