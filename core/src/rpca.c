@@ -118,12 +118,12 @@ typedef struct krylov {
   double *rr;   /* (l x l) R of the new block */
 } krylov;
 
+/* Euclidean norms of the w columns of a (n x w); dnrm2 scales, so that
+ * columns of tiny entries (A ~ 1e-85 makes A A' q ~ 1e-170, whose squares
+ * underflow) keep a true norm for extend's rank test. */
 static void col_norms(const double *a, int64_t n, int64_t w, double *out) {
-  for (int64_t j = 0; j < w; j++) {
-    double s = 0.0;
-    for (int64_t i = 0; i < n; i++) s += a[i + j * n] * a[i + j * n];
-    out[j] = sqrt(s);
-  }
+  const fm_blas_int N = (fm_blas_int)n, one = 1;
+  for (int64_t j = 0; j < w; j++) out[j] = dnrm2_(&N, a + j * n, &one);
 }
 
 /* T[0:m, blk0:m] = Q[:, 0:m]' MQ[:, blk0:m], the rest of the new rows by
