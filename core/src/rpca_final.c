@@ -201,6 +201,36 @@ static int cholesky_upper(double *g, int64_t k) {
   return 1;
 }
 
+/* One streamed pass over the rows of v (p x k) in chunks, each released
+ * once written: v := v tri^-1 (tri upper triangular k x k; gram, when
+ * given, += the new rows' Gram) or, with tri NULL, v := v mat (k x k).
+ * buf, buf2: chunk x k scratch. */
+static fm_status stream_rows(double *v, int64_t p, int64_t k, int64_t chunk, const double *tri,
+                             const double *mat, double *gram, double *buf, double *buf2,
+                             const fm_ctl *ctl, fm_err *err) {
+  const fm_blas_int K = (fm_blas_int)k;
+  const double one = 1.0, zero = 0.0;
+  for (int64_t r0 = 0; r0 < p; r0 += chunk) {
+    if (fm_ctl_cancelled(ctl))
+      return fm_err_set(err, FM_ECANCELLED, "fm_stats_rpca: cancelled in the final step");
+    const int64_t nr = p - r0 < chunk ? p - r0 : chunk;
+    const fm_blas_int NR = (fm_blas_int)nr;
+    gather_rows(v, p, k, r0, nr, buf);
+    double *out = buf;
+    if (tri) {
+      dtrsm_("R", "U", "N", "N", &NR, &K, &one, tri, &K, buf, &NR, FM_FCONE, FM_FCONE, FM_FCONE,
+             FM_FCONE);
+      if (gram) dsyrk_("U", "T", &K, &NR, &one, buf, &NR, &one, gram, &K, FM_FCONE, FM_FCONE);
+    } else {
+      dgemm_("N", "N", &NR, &K, &K, &one, buf, &NR, mat, &K, &zero, buf2, &NR, FM_FCONE, FM_FCONE);
+      out = buf2;
+    }
+    scatter_rows(v, p, k, r0, nr, out);
+    release_rows(v, p, k, r0, nr);
+  }
+  return FM_OK;
+}
+
 /* The streamed final step (see the top of this file). */
 static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const double *col_div,
                                 int64_t k, rpca_work *w, final_bufs *b, double zero_floor,
@@ -212,7 +242,7 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
   if (chunk < 1) chunk = 1;
   if (chunk > p) chunk = p;
   const fm_blas_int K = (fm_blas_int)k;
-  const double one = 1.0, zero = 0.0;
+  const double one = 1.0;
   double *buf = malloc((size_t)(chunk * k) * sizeof *buf);  /* (chunk x k) */
   double *buf2 = malloc((size_t)(chunk * k) * sizeof *buf2); /* (chunk x k) */
   int64_t *idx = malloc((size_t)chunk * sizeof *idx);       /* (chunk) */
@@ -264,20 +294,8 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
   }
 
   /* Q1 = Z R1^-1 in place, Gram Q1'Q1 */
-  for (int64_t r0 = 0; r0 < p; r0 += chunk) {
-    if (fm_ctl_cancelled(ctl)) {
-      st = fm_err_set(err, FM_ECANCELLED, "fm_stats_rpca: cancelled in the final step");
-      goto done;
-    }
-    const int64_t nr = p - r0 < chunk ? p - r0 : chunk;
-    const fm_blas_int NR = (fm_blas_int)nr;
-    gather_rows(v_out, p, k, r0, nr, buf);
-    dtrsm_("R", "U", "N", "N", &NR, &K, &one, r1, &K, buf, &NR, FM_FCONE, FM_FCONE, FM_FCONE,
-           FM_FCONE);
-    dsyrk_("U", "T", &K, &NR, &one, buf, &NR, &one, r2, &K, FM_FCONE, FM_FCONE);
-    scatter_rows(v_out, p, k, r0, nr, buf);
-    release_rows(v_out, p, k, r0, nr);
-  }
+  st = stream_rows(v_out, p, k, chunk, r1, NULL, r2, buf, buf2, ctl, err);
+  if (st != FM_OK) goto done;
   if (!cholesky_upper(r2, k)) { /* v holds Q1 = Z R1^-1 */
     st = finish_householder(w, b, r1, n, p, k, zero_floor, d_out, u_out, v_out, err);
     goto done;
@@ -298,18 +316,7 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
   dtrsm_("L", "U", "N", "N", &K, &K, &one, r2, &K, m, &K, FM_FCONE, FM_FCONE, FM_FCONE, FM_FCONE);
 
   /* v := Q1 M */
-  for (int64_t r0 = 0; r0 < p; r0 += chunk) {
-    if (fm_ctl_cancelled(ctl)) {
-      st = fm_err_set(err, FM_ECANCELLED, "fm_stats_rpca: cancelled in the final step");
-      goto done;
-    }
-    const int64_t nr = p - r0 < chunk ? p - r0 : chunk;
-    const fm_blas_int NR = (fm_blas_int)nr;
-    gather_rows(v_out, p, k, r0, nr, buf);
-    dgemm_("N", "N", &NR, &K, &K, &one, buf, &NR, m, &K, &zero, buf2, &NR, FM_FCONE, FM_FCONE);
-    scatter_rows(v_out, p, k, r0, nr, buf2);
-    release_rows(v_out, p, k, r0, nr);
-  }
+  st = stream_rows(v_out, p, k, chunk, NULL, m, NULL, buf, buf2, ctl, err);
 
 done:
   if (st == FM_OK) release_all(v_out, p, k);
