@@ -32,6 +32,9 @@
 #     it) and the name=value strings of env, quoted for a shell as system2's.
 #     Returns its stdout and stderr lines (merged) with attribute "status":
 #     the exit status, 0 on success, 124 when killed after timeout seconds.
+#   expect_child_lines(out, lines)
+#     one expectation per element of lines: it is a line of out (blanks
+#     trimmed); a failure shows the whole output.
 
 skip_if_no_fork <- function() {
   testthat::skip_if(.Platform$OS.type != "unix", "this platform has no fork()")
@@ -109,4 +112,9 @@ rscript_child <- function(code, packages = character(), prefix = character(),
   status <- attr(out, "status")
   attr(out, "status") <- if (is.null(status)) 0L else as.integer(status)
   out
+}
+
+expect_child_lines <- function(out, lines) {
+  info <- paste(out, collapse = "\n")
+  for (l in lines) testthat::expect_true(l %in% trimws(out), label = sprintf("line '%s' in the child's output", l), info = info)
 }

@@ -34,9 +34,7 @@ test_that("rscript_child returns the output and exit status of a fresh R session
                        packages = "Rfmalloc",
                        env = paste0("R_LIBS_WANT=", shQuote(.libPaths()[1])))
   expect_identical(attr(out, "status"), 0L)
-  expect_true("loaded TRUE" %in% trimws(out), info = paste(out, collapse = "\n"))
-  expect_true("to stderr" %in% out, info = paste(out, collapse = "\n"))
-  expect_true("libs TRUE" %in% trimws(out), info = paste(out, collapse = "\n"))
+  expect_child_lines(out, c("loaded TRUE", "to stderr", "libs TRUE"))
   out <- rscript_child(c("cat('before\\n')", "stop('halt here')", "cat('after\\n')"))
   expect_identical(attr(out, "status"), 1L)
   expect_true("before" %in% out)

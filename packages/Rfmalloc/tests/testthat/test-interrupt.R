@@ -50,10 +50,11 @@ test_that("setTimeLimit stops a product with its own error, caught by tryCatch, 
     "cat('pca', r, '\\n')",
     "cat('after', small_ok(), '\\n')"))
   info <- paste(out, collapse = "\n")
-  expect_true("limit default simpleError reached elapsed time limit" %in% trimws(out), info = info)
-  expect_true("limit reference simpleError reached elapsed time limit" %in% trimws(out), info = info)
-  expect_true("pca reached elapsed time limit" %in% trimws(out), info = info)
-  expect_true("after TRUE" %in% trimws(out), info = info)
+  expect_child_lines(out, c(
+    "limit default simpleError reached elapsed time limit",
+    "limit reference simpleError reached elapsed time limit",
+    "pca reached elapsed time limit",
+    "after TRUE"))
   expect_false(any(grepl("^Error|halted", out)), info = info)
 })
 
@@ -65,9 +66,9 @@ test_that("a user interrupt during a product raises fm_error_ecancelled, and R c
     "r <- tryCatch({ for (i in 1:100) big %*% B; 'done' }, interrupt = function(e) e)",
     "cat('interrupt', class(r)[1], inherits(r, 'interrupt'), '\\n')",
     "cat('after', small_ok(), '\\n')"))
-  info <- paste(out, collapse = "\n")
-  expect_true("interrupt fm_error_ecancelled TRUE" %in% trimws(out), info = info)
-  expect_true("after TRUE" %in% trimws(out), info = info)
+  expect_child_lines(out, c(
+    "interrupt fm_error_ecancelled TRUE",
+    "after TRUE"))
 })
 
 test_that("PCA's progress bar runs with the caller's handlers; an error there reaches the caller", {
@@ -108,11 +109,11 @@ test_that("PCA's progress bar runs with the caller's handlers; an error there re
     "cat('restart', got, '\\n')",
     "options(fmalloc.progress = FALSE)",
     "cat('again', identical(pca()$d, pc$d), '\\n')"))
-  info <- paste(out, collapse = "\n")
-  expect_true("messages 2 TRUE" %in% trimws(out), info = info)
-  expect_true("error stop at update 4 4" %in% trimws(out), info = info)
-  expect_true("restart gave up" %in% trimws(out), info = info)
-  expect_true("again TRUE" %in% trimws(out), info = info)
+  expect_child_lines(out, c(
+    "messages 2 TRUE",
+    "error stop at update 4 4",
+    "restart gave up",
+    "again TRUE"))
 })
 
 test_that("an error from PCA's progress function at its last report reaches the caller", {

@@ -9,7 +9,7 @@ test_that("the default thread count follows the CPU affinity mask (taskset)", {
   cpu <- parallel::mcaffinity()[1] - 1L # taskset numbers CPUs from 0
   out <- rscript_child("cat('threads', Rfmalloc::fmalloc_threads(), '\\n')",
                          prefix = c(taskset, "-c", as.character(cpu)))
-  expect_true("threads 1" %in% trimws(out), info = paste(out, collapse = "\n"))
+  expect_child_lines(out, "threads 1")
   # and products still agree with base R there
   out <- rscript_child(c(
     "suppressPackageStartupMessages(library(Rfmalloc))",
@@ -17,7 +17,7 @@ test_that("the default thread count follows the CPU affinity mask (taskset)", {
     "set.seed(2); g <- matrix(rbinom(300 * 40, 2, 0.4), 300, 40); b <- matrix(rnorm(80), 40, 2)",
     "cat('same', isTRUE(all.equal(fmalloc_bed(g, rt) %*% b, g %*% b, check.attributes = FALSE)), '\\n')"),
     prefix = c(taskset, "-c", as.character(cpu)))
-  expect_true("same TRUE" %in% trimws(out), info = paste(out, collapse = "\n"))
+  expect_child_lines(out, "same TRUE")
 })
 
 test_that("thread counts above 256 are refused, 256 is accepted", {
@@ -59,14 +59,14 @@ test_that("a bad fmalloc.threads or fmalloc.panel_bytes option warns at load and
     "unloadNamespace('Rfmalloc')",
     "library(Rfmalloc)",
     "cat('good options', fmalloc_threads(), fmalloc_panel_budget(), '\\n')"))
-  info <- paste(out, collapse = "\n")
-  expect_true("loaded TRUE" %in% trimws(out), info = info)
-  expect_true("warnings 2" %in% trimws(out), info = info)
-  expect_true("threads warning TRUE" %in% trimws(out), info = info)
-  expect_true("budget warning TRUE" %in% trimws(out), info = info)
-  expect_true("defaults kept TRUE TRUE" %in% trimws(out), info = info)
-  expect_true("too many 1 TRUE TRUE" %in% trimws(out), info = info)
-  expect_true("good options 3 4096" %in% trimws(out), info = info)
+  expect_child_lines(out, c(
+    "loaded TRUE",
+    "warnings 2",
+    "threads warning TRUE",
+    "budget warning TRUE",
+    "defaults kept TRUE TRUE",
+    "too many 1 TRUE TRUE",
+    "good options 3 4096"))
 })
 
 test_that("a bad fmalloc.backend option is reported at the product, not at load", {

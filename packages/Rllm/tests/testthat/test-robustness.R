@@ -34,14 +34,14 @@ test_that("a model whose GGUF file was truncated on disk gives fm_error_eformat,
     "try_one('embed', rllm_embed(m, 'Once upon a time'))",
     "cat('cache n_past', rllm_cache_n_past(kv), '\\n')",
     "cat('survived\\n')"))
-  expect_true("survived" %in% trimws(out), info = paste(out, collapse = "\n"))
+  expect_child_lines(out, "survived")
   for (what in c("logits", "logits_cache", "generate", "embed")) {
     line <- grep(paste0("^", what, ":"), out, value = TRUE)
     expect_length(line, 1L)
     expect_match(line, paste0("^", what, ":fm_error_eformat .*shrank from ",
                               file.size(src), " to 20000 bytes"))
   }
-  expect_true("cache n_past 0" %in% trimws(out))
+  expect_child_lines(out, "cache n_past 0")
 })
 
 test_that("forked children evaluate on one thread and get the parent's logits", {
@@ -201,11 +201,7 @@ test_that("setTimeLimit stops generation with its own error and prints nothing; 
     "  cat('interrupt:', class(r)[1], inherits(r, 'interrupt'), '\\n')",
     "})",
     "cat('later', rllm_generate(m, 'Once upon a time', n_new = 3)$tokens, '\\n')"))
-  expect_true("limit: simpleError reached elapsed time limit" %in% trimws(out),
-              info = paste(out, collapse = "\n"))
   expect_false(any(grepl("Error in", out)), info = paste(out, collapse = "\n"))
-  expect_true("after limit n_past TRUE" %in% trimws(out))
-  expect_true("interrupt: fm_error_ecancelled TRUE" %in% trimws(out),
-              info = paste(out, collapse = "\n"))
-  expect_true("later 432 383 286" %in% trimws(out))
+  expect_child_lines(out, c("limit: simpleError reached elapsed time limit", "after limit n_past TRUE",
+                            "interrupt: fm_error_ecancelled TRUE", "later 432 383 286"))
 })
