@@ -1,31 +1,49 @@
 # Rfmalloc monorepo: setup, build, test, demo, bench.
 # `make demo` and `make test` each install what is missing first.
 
-RLIB      := $(CURDIR)/build/rlib
+# ISA=auto (default) runs every kernel at the best level this CPU has.
+# ISA=portable|avx2|avx512 forces one path through the whole build and test:
+# the core's run-time kernels (FM_ISA, fm_cpu.h), the GGML build that Rgguf
+# and Rllm link (ggmlR with or without SIMD, tools/ggmlr-setup.sh) and the
+# llama.cpp oracle's CPU variant (tools/llama-oracle/variant.sh), in a build
+# tree of its own (build/isa-$(ISA)). tools/isa-report.sh says what is used.
+ISA       ?= auto
+ifeq ($(ISA),auto)
+BUILD     := $(CURDIR)/build
+else
+BUILD     := $(CURDIR)/build/isa-$(ISA)
+endif
+RLIB      := $(BUILD)/rlib
+ORACLE    := $(if $(filter auto avx512,$(ISA)),$(CURDIR)/tools/llama-oracle,$(BUILD)/llama-oracle)
 FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
-RENV      := R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES)
+RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) FM_ISA=$(ISA) RLLM_ORACLE_DIR=$(ORACLE) \
+             FM_GGML_ISA_EXPECTED=$(GGML_ISA)
+CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
+# The GGML build tools/ggmlr-setup.sh verified (read when a recipe runs,
+# after setup): the tests check that it is the one they link.
+GGML_ISA   = $(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
-.PHONY: all setup core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
+.PHONY: all setup isa-report core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
 
 all: install
 
 setup:
-	@bash tools/setup.sh
+	@ISA=$(ISA) BUILD=$(BUILD) bash tools/setup.sh
 
 core:
-	@cmake -S core -B build/core -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@cmake --build build/core -j$(JOBS)
+	@cmake -S core -B $(BUILD)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_GGML) >/dev/null
+	@cmake --build $(BUILD)/core -j$(JOBS)
 
 core-test: core
 	@bash tools/check-no-r-headers.sh
-	@cd build/core && ctest --output-on-failure
+	@cd $(BUILD)/core && FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) ctest --output-on-failure
 
 core-asan:
-	@cmake -S core -B build/core-asan -DFM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
-	@cmake --build build/core-asan -j$(JOBS)
-	@cd build/core-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
+	@cmake -S core -B $(BUILD)/core-asan -DFM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_GGML) >/dev/null
+	@cmake --build $(BUILD)/core-asan -j$(JOBS)
+	@cd $(BUILD)/core-asan && FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
 
 # valgrind on every core test; the map tests that fork run natively and under
 # ASan instead (valgrind and SIGKILLed children make a slow, noisy pair).
@@ -37,7 +55,7 @@ VALGRIND_MAP_TESTS := basic_roundtrip big_offsets free_and_reuse resize_blocks n
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-possibly-lost=no
 
 core-valgrind: core
-	@cd build/core && for t in test_*; do \
+	@cd $(BUILD)/core && export FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) && for t in test_*; do \
 	  args=""; [ $$t = test_map ] && args="$(VALGRIND_MAP_TESTS)"; \
 	  $(VALGRIND) ./$$t $$args >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
 	  echo "valgrind: $$t clean"; done
@@ -54,13 +72,17 @@ sync:
 
 install: sync
 	@mkdir -p $(RLIB)
-	@for p in $(PKGS); do R CMD INSTALL --no-test-load -l $(RLIB) $$p >build/install-$$(basename $$p).log 2>&1 \
-	  || { cat build/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
+	@for p in $(PKGS); do $(RENV) R CMD INSTALL --no-test-load -l $(RLIB) $$p >$(BUILD)/install-$$(basename $$p).log 2>&1 \
+	  || { cat $(BUILD)/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
 
 r-test: install
 	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
 
-test: setup core-test core-asan core-valgrind r-test
+test: setup isa-report core-test core-asan core-valgrind r-test
+
+# The CPU and the path of every kernel with several (what a failure is read against).
+isa-report: core
+	@$(RENV) BUILD=$(BUILD) bash tools/isa-report.sh
 
 demo: setup install
 	@$(RENV) Rscript tools/demo.R

@@ -27,30 +27,33 @@ Rscript -e '
     install.packages(miss, quiet = TRUE)
   }'
 
-# GGML comes from the CRAN package ggmlR (static libggml.a + headers). Its
-# quantized kernels are several times faster when built with --with-simd,
-# which needs AVX2, FMA and F16C; the choice is made here and said.
-simd_args=""
-if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
-  simd_args="--with-simd"
-fi
-Rscript -e '
-  args <- commandArgs(TRUE)
-  choice <- if (length(args)) "with --with-simd (CPU has avx2, fma, f16c)" else
-            "without --with-simd (CPU lacks avx2, fma or f16c)"
-  if (!requireNamespace("ggmlR", quietly = TRUE)) {
-    message("setup: installing ggmlR from CRAN ", choice)
-    install.packages("ggmlR", configure.args = paste(args, collapse = " "), quiet = TRUE)
-    if (!requireNamespace("ggmlR", quietly = TRUE)) stop("setup: ggmlR failed to install")
-  } else {
-    message("setup: ggmlR ", utils::packageVersion("ggmlR"), " already installed; this CPU calls for a build ",
-            choice, " (reinstall it that way if it was built otherwise)")
-  }' $simd_args
+# ISA (Makefile: auto, portable, avx2 or avx512) forces one kernel path;
+# BUILD is the build tree of that path (build, or build/isa-$ISA).
+isa=${ISA:-auto}
+build=${BUILD:-$(pwd)/build}
+cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
+case $isa in
+  auto) ggml=auto ;;
+  portable) ggml=portable ;;
+  avx2) cpu_has avx2 fma f16c bmi1 bmi2 popcnt || { echo "setup: ISA=avx2, but this CPU lacks AVX2, FMA, F16C, BMI1/2 or POPCNT" >&2; exit 1; }
+        ggml=avx2 ;;
+  avx512) cpu_has avx512f avx512bw || { echo "setup: ISA=avx512, but this CPU lacks AVX-512 F or BW" >&2; exit 1; }
+          ggml=avx2 ;; # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
+  *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
+esac
+
+# GGML comes from the CRAN package ggmlR, built for this CPU into the
+# project's own library and verified there (tools/ggmlr-setup.sh).
+bash tools/ggmlr-setup.sh "$build/rlib" "$ggml"
 
 # llama.cpp as the reference for Rllm's tests (prebuilt, from npm); tests
-# that need it skip with a message when npm is unavailable.
+# that need it skip with a message when npm is unavailable. A forced ISA
+# gets a copy that can load only that path's CPU variant.
 if command -v npm >/dev/null 2>&1; then
   bash tools/llama-oracle/install.sh
+  case $isa in
+    portable|avx2) bash tools/llama-oracle/variant.sh "$isa" "$build/llama-oracle" ;;
+  esac
 else
   echo "setup: npm not found; the llama.cpp oracle tests will be skipped"
 fi

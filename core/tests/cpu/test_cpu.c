@@ -4,7 +4,7 @@
  * the flags the Linux kernel reports in /proc/cpuinfo (equal on hardware;
  * an emulator such as valgrind reports fewer features through CPUID than
  * the kernel saw at boot); the first probe racing from several threads;
- * the cap; the names.
+ * the FM_ISA limit and its parser; the cap; the names.
  * Oracle: CPUID leaves 1 and 7 and XGETBV (Intel SDM vol. 2A), and
  * /proc/cpuinfo (skipped, saying so, where it has no x86 flags line). */
 #define _POSIX_C_SOURCE 200809L
@@ -13,6 +13,7 @@
 #include "fm_test.h"
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -104,14 +105,41 @@ static void test_detect_within_cpuinfo(void) {
            fm_cpu_isa_name(kernel));
 }
 
-/* The level in use is min(detected, cap); out-of-range caps remove it. */
+/* FM_ISA, as this process got it (make test ISA=...), sets the limit; a
+ * value that names no level leaves none. */
+static void test_env_limit(void) {
+  const char *env = getenv("FM_ISA");
+  fm_isa want = FM_ISA_AVX512;
+  if (env && !fm_cpu_isa_parse(env, &want)) want = FM_ISA_AVX512;
+  CHECK(fm_cpu_env_limit() == want);
+  printf("FM_ISA=%s: limit %s, kernels use %s\n", env ? env : "(unset)",
+         fm_cpu_isa_name(fm_cpu_env_limit()), fm_cpu_isa_name(fm_cpu_isa()));
+}
+
+static void test_parse(void) {
+  fm_isa got = FM_ISA_AVX2;
+  CHECK(fm_cpu_isa_parse("portable", &got) && got == FM_ISA_PORTABLE);
+  CHECK(fm_cpu_isa_parse("avx2", &got) && got == FM_ISA_AVX2);
+  CHECK(fm_cpu_isa_parse("avx512", &got) && got == FM_ISA_AVX512);
+  got = FM_ISA_PORTABLE;
+  CHECK(fm_cpu_isa_parse("auto", &got) && got == FM_ISA_AVX512);
+  got = FM_ISA_AVX2;
+  CHECK(!fm_cpu_isa_parse("AVX2", &got) && got == FM_ISA_AVX2);
+  CHECK(!fm_cpu_isa_parse("", &got) && got == FM_ISA_AVX2);
+  CHECK(!fm_cpu_isa_parse("avx2 ", &got) && got == FM_ISA_AVX2);
+  CHECK(!fm_cpu_isa_parse(NULL, &got) && got == FM_ISA_AVX2);
+}
+
+/* The level in use is min(detected, FM_ISA's limit, cap); out-of-range
+ * caps remove the cap. */
 static void test_cap(void) {
-  const fm_isa cpu = fm_cpu_detect();
+  const fm_isa hw = fm_cpu_detect();
+  const fm_isa cpu = hw < fm_cpu_env_limit() ? hw : fm_cpu_env_limit();
   CHECK(fm_cpu_isa() == cpu); /* no cap by default */
   for (int c = FM_ISA_PORTABLE; c <= FM_ISA_AVX512; c++) {
     fm_cpu_cap((fm_isa)c);
     CHECK((int)fm_cpu_isa() == ((int)cpu < c ? (int)cpu : c));
-    CHECK(fm_cpu_detect() == cpu);
+    CHECK(fm_cpu_detect() == hw);
   }
   fm_cpu_cap(FM_ISA_PORTABLE);
   fm_cpu_cap((fm_isa)7);
@@ -133,6 +161,8 @@ int main(void) {
   FM_RUN(test_first_probe_raced);
   FM_RUN(test_detect_matches_cpuid);
   FM_RUN(test_detect_within_cpuinfo);
+  FM_RUN(test_env_limit);
+  FM_RUN(test_parse);
   FM_RUN(test_cap);
   FM_RUN(test_names);
   FM_TEST_END();

@@ -143,7 +143,10 @@ fmalloc_threads <- function(n = NULL) {
 #'   `fmalloc.backend`, `NULL` when unset), `threads` ([fmalloc_threads()]),
 #'   `fused_isa` (the instruction set of the kernels chosen at run time, the
 #'   fused products' and the `.bed` genotype counts': `"avx512"`, `"avx2"`
-#'   or `"portable"`), `panel_bytes` ([fmalloc_panel_budget()]) and
+#'   or `"portable"`: the best the CPU runs, lowered by the environment
+#'   variable `FM_ISA` when it is set to `"portable"`, `"avx2"` or
+#'   `"avx512"` before the package loads, to run one path on any machine),
+#'   `panel_bytes` ([fmalloc_panel_budget()]) and
 #'   `last_backend` ([fmalloc_last_backend()]).
 #' @section Errors: none: it only reads the state of the session. An invalid
 #'   option `fmalloc.backend` is returned as set (it raises `fm_error_earg`

@@ -225,8 +225,36 @@ print.rllm_model <- function(x, ...) {
   }
   cat(sprintf("  %.0f parameters in %s bytes of the mapping; %s\n", i$n_params,
               format(i$weight_bytes, big.mark = ","), thr))
+  g <- rllm_ggml_info()
+  cat(sprintf("  GGML %s, %s build\n", g$version, g$isa))
   invisible(x)
 }
+
+#' The GGML build that runs the models
+#'
+#' GGML's CPU kernels are chosen when GGML is compiled, not at run time:
+#' the CRAN package ggmlR builds them with AVX2, FMA and F16C only when
+#' installed with `configure.args = "--with-simd"`, and portable C
+#' otherwise, which runs the quantized products several times slower on a
+#' CPU that has AVX2. `rllm_ggml_info()` reports the build this package
+#' links (the `libggml.a` of the ggmlR found at its installation; the
+#' project's `tools/ggmlr-setup.sh` builds and verifies it). It also shows
+#' in `print()` of a model.
+#' @return A list: `isa`, the build's level in one word (`"avx512"`,
+#'   `"avx2"` (AVX2, FMA and F16C), `"avx"`, `"sse"`, `"neon"` or
+#'   `"portable"`); `version`, GGML's version string; `features`, a named
+#'   logical vector, one element per instruction-set feature GGML reports
+#'   (`sse3`, `ssse3`, `avx`, `avx2`, `fma`, `f16c`, `bmi2`, `avx_vnni`,
+#'   `avx512`, `avx512_vbmi`, `avx512_vnni`, `avx512_bf16`, `amx_int8`,
+#'   `neon`, `arm_fma`, `fp16_va`, `dotprod`, `sve`, `llamafile`), `TRUE`
+#'   where the build uses it.
+#' @section Errors: none.
+#' @source GGML's `ggml_cpu_has_*()` (`ggml-cpu.h`: the compile-time flags
+#'   of its CPU backend) and `ggml_version()`; `core/include/fm/fm_llm_ggml.h`.
+#' @examples
+#' rllm_ggml_info()$isa
+#' @export
+rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
 
 #' Set a model's number of evaluation threads
 #'

@@ -32,6 +32,7 @@
 #include "fm/fm_base.h"
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "fm/fm_llm_ggml.h"
 #include <Rfmalloc.h>
 #include <Rgguf.h>
 
@@ -407,6 +408,31 @@ static SEXP rllm_sample(SEXP logits, SEXP temperature, SEXP top_k, SEXP top_p, S
   return r;
 }
 
+/* .Call(C_rllm_ggml_info): the linked GGML build (fm_llm_ggml.h): a list of
+ * isa (one word), version and features (named logical). */
+static SEXP rllm_ggml_info(void) {
+  const int n = fm_llm_ggml_n_features();
+  SEXP feat = PROTECT(Rf_allocVector(LGLSXP, n));
+  SEXP fnames = PROTECT(Rf_allocVector(STRSXP, n));
+  for (int i = 0; i < n; i++) {
+    const char *name;
+    LOGICAL(feat)[i] = fm_llm_ggml_feature(i, &name) == 1;
+    SET_STRING_ELT(fnames, i, Rf_mkChar(name));
+  }
+  Rf_setAttrib(feat, R_NamesSymbol, fnames);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
+  SEXP names = PROTECT(Rf_allocVector(STRSXP, 3));
+  SET_VECTOR_ELT(out, 0, Rf_mkString(fm_llm_ggml_isa()));
+  SET_VECTOR_ELT(out, 1, Rf_mkString(fm_llm_ggml_version()));
+  SET_VECTOR_ELT(out, 2, feat);
+  SET_STRING_ELT(names, 0, Rf_mkChar("isa"));
+  SET_STRING_ELT(names, 1, Rf_mkChar("version"));
+  SET_STRING_ELT(names, 2, Rf_mkChar("features"));
+  Rf_setAttrib(out, R_NamesSymbol, names);
+  UNPROTECT(4);
+  return out;
+}
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 3),
                                             CALLDEF(rllm_model_free, 1),
@@ -425,4 +451,5 @@ const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 3),
                                             CALLDEF(rllm_forked, 0),
                                             CALLDEF(rllm_model_threads, 1),
                                             CALLDEF(rllm_ptr_state, 1),
+                                            CALLDEF(rllm_ggml_info, 0),
                                             {NULL, NULL, 0}};

@@ -38,6 +38,18 @@ test_that("the fused backend is registered first", {
   expect_identical(info$threads, fmalloc_threads())
 })
 
+test_that("FM_ISA (make test ISA=...) limits the kernels' instruction set", {
+  levels <- c("portable", "avx2", "avx512")
+  env <- Sys.getenv("FM_ISA")
+  if (!env %in% levels) skip(sprintf("FM_ISA is '%s': no limit to check", env))
+  used <- fmalloc_backend_info()$fused_isa
+  expect_lte(match(used, levels), match(env, levels))
+  if (env == "portable") expect_identical(used, "portable")
+  # The test hook cannot raise the level above the limit.
+  on.exit(fmalloc_test_fused_isa("auto"))
+  expect_identical(fmalloc_test_fused_isa("avx512"), used)
+})
+
 test_that("option fmalloc.backend forces one backend, the reference path, or raises", {
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
   on.exit({

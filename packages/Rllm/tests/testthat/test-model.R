@@ -179,3 +179,18 @@ test_that("logits match llama.cpp's on stories260K and its F16, Q8_0, Q4_0, Q4_K
     expect_identical(top5, ref$top5, label = f)
   }
 })
+
+test_that("rllm_ggml_info() reports the GGML build setup verified, and print() shows it", {
+  g <- rllm_ggml_info()
+  expect_named(g, c("isa", "version", "features"))
+  expect_true(g$isa %in% c("avx512", "avx2", "avx", "sse", "neon", "portable"))
+  expect_type(g$features, "logical")
+  expect_true(all(c("avx2", "fma", "f16c", "avx512") %in% names(g$features)))
+  expect_identical(g$isa == "avx2", g$features[["avx2"]] && !g$features[["avx512"]])
+  if (g$isa == "portable") expect_false(any(g$features[c("sse3", "avx", "avx2", "neon")]))
+  # make test passes the build tools/ggmlr-setup.sh verified (objdump of libggml.a).
+  want <- Sys.getenv("FM_GGML_ISA_EXPECTED")
+  if (nzchar(want)) expect_identical(g$isa, want)
+  out <- capture.output(print(story_model()))
+  expect_true(any(grepl(sprintf("GGML %s, %s build", g$version, g$isa), out, fixed = TRUE)))
+})

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Install GGML (the CRAN package ggmlR: static libggml.a + headers) into the
+# project's own R library, built for this CPU, and verify what was built.
+#
+#   tools/ggmlr-setup.sh LIB [auto|avx2|portable]
+#
+# auto: the SIMD build (ggmlR's configure --with-simd: -mavx2 -mfma -mf16c)
+# when the CPU has AVX2, FMA and F16C, the portable build otherwise. avx2 or
+# portable force one (a forced avx2 on a CPU without it is an error). The
+# result is checked, never trusted: ggml_cpu_has_avx2() of the installed
+# package (GGML's compile-time flags) and the AVX instructions (ymm
+# registers) that objdump finds in lib/libggml.a, the archive Rgguf and Rllm
+# link, must both match the build asked for; else this script fails. A
+# ggmlR already in LIB that passes the check is kept; one that fails it is
+# rebuilt. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
+# first in R_LIBS for every build and test (Makefile).
+#
+# Why not install.packages("ggmlR", configure.args = "--with-simd"): R
+# 4.2's install.packages() applies unnamed configure.args only when it
+# installs exactly one package (utils:::getConfigureArgs checks
+# length(pkgs) == 1). On a fresh machine ggmlR's dependency generics is
+# installed in the same call, so the flag was dropped without a word and the
+# build had no SIMD. Here dependencies are installed first, then ggmlR alone
+# with R CMD INSTALL --configure-args.
+set -euo pipefail
+lib=${1:?usage: ggmlr-setup.sh LIB [auto|avx2|portable]}
+want=${2:-auto}
+top=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$lib"
+lib=$(cd "$lib" && pwd)
+
+cpu_simd=0
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
+  cpu_simd=1
+fi
+case $want in
+  auto) if [ $cpu_simd = 1 ]; then want=avx2; else want=portable; fi ;;
+  avx2) [ $cpu_simd = 1 ] || { echo "ggmlr-setup: an avx2 GGML was asked for, but this CPU lacks AVX2, FMA or F16C" >&2; exit 1; } ;;
+  portable) ;;
+  *) echo "ggmlr-setup: unknown build '$want' (auto, avx2 or portable)" >&2; exit 1 ;;
+esac
+
+# Prints "avx2" or "portable" for the ggmlR in $lib, or why it is neither;
+# returns 0 only when the build is consistent (flags and code agree).
+probe() {
+  local dir=$lib/ggmlR a flag n
+  a=$dir/lib/libggml.a
+  [ -f "$a" ] || { echo "no ggmlR with lib/libggml.a in $lib"; return 1; }
+  flag=$(R_LIBS=$lib Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()))' 2>/dev/null) || { echo "ggmlR in $lib does not load"; return 1; }
+  n=$(objdump -d --no-show-raw-insn "$a" | grep -c ymm || true)
+  if [ "$flag" = 1 ] && [ "$n" -ge 1000 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi
+  if [ "$flag" = 0 ] && [ "$n" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi
+  echo "inconsistent: ggml_cpu_has_avx2() = $flag with $n AVX instructions on ymm in libggml.a"
+  return 1
+}
+
+# The verified build, for the tests that check what they link (FM_GGML_ISA_EXPECTED).
+record() { mkdir -p "$lib/.ggmlr"; echo "${got%% *}" >"$lib/.ggmlr/isa"; }
+
+if got=$(probe) && [ "${got%% *}" = "$want" ]; then
+  record
+  echo "setup: GGML (ggmlR $(R_LIBS=$lib Rscript -e 'cat(format(packageVersion("ggmlR")))') in $lib): $got"
+  exit 0
+fi
+echo "setup: building ggmlR from CRAN source into $lib, $want build (found: $got)"
+
+# Dependencies first (into LIB when missing everywhere), then ggmlR alone.
+R_LIBS=$lib Rscript -e '
+  lib <- commandArgs(TRUE)[1]
+  db <- available.packages()
+  deps <- tools::package_dependencies("ggmlR", db = db, which = c("Depends", "Imports", "LinkingTo"),
+                                      recursive = TRUE)[[1]]
+  deps <- setdiff(deps, rownames(installed.packages(priority = "high")))
+  miss <- deps[!vapply(deps, requireNamespace, logical(1), quietly = TRUE)]
+  if (length(miss)) install.packages(miss, lib = lib, quiet = TRUE)
+  dir.create(file.path(lib, ".ggmlr"), showWarnings = FALSE)
+  got <- download.packages("ggmlR", file.path(lib, ".ggmlr"), type = "source", quiet = TRUE)
+  if (!nrow(got)) stop("setup: could not download ggmlR from CRAN")
+  cat(got[1, 2], "\n", file = file.path(lib, ".ggmlr", "tarball"))' "$lib"
+tarball=$(tr -d ' \n' <"$lib/.ggmlr/tarball")
+args=""
+[ "$want" = avx2 ] && args="--configure-args=--with-simd"
+log=$lib/.ggmlr/ggmlR-install.log
+# MAKEFLAGS: ggmlR is the longest compile of the setup; use both cores.
+if ! R_LIBS=$lib MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" $args "$tarball" >"$log" 2>&1; then
+  tail -40 "$log" >&2
+  echo "setup: R CMD INSTALL of $tarball failed (log: $log)" >&2
+  exit 1
+fi
+grep -E '^ +SIMD:' "$log" | sed 's/^ */setup: ggmlR configure said: /' || true
+if ! got=$(probe) || [ "${got%% *}" != "$want" ]; then
+  echo "setup: FAILED: ggmlR was built for '$want' but the installed library is $got (log: $log)" >&2
+  exit 1
+fi
+record
+echo "setup: GGML verified: $got"
