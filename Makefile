@@ -25,7 +25,7 @@ GGML_ISA   = $(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
-.PHONY: all setup isa-report core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
+.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
 
 all: install
 
@@ -79,6 +79,12 @@ r-test: install
 	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
 
 test: setup isa-report core-test core-asan core-valgrind r-test
+
+# Every path this CPU can force, each a whole make test in its own tree.
+test-isa:
+	@for isa in portable $$(grep -qw avx2 /proc/cpuinfo && echo avx2) \
+	  $$(grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && echo avx512); do \
+	  echo "== make test ISA=$$isa"; $(MAKE) --no-print-directory test ISA=$$isa || exit 1; done
 
 # The CPU and the path of every kernel with several (what a failure is read against).
 isa-report: core

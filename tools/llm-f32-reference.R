@@ -10,6 +10,9 @@
 # Prints, per variant and position, max |log-softmax difference| of ours and
 # of llama.cpp against the F32 reference (ours in F32; llama.cpp in F32 agrees
 # with it to the third column), and appends the rows to out.csv when given.
+# bench/results/llm_f32_reference.csv holds the runs of issue 12: both GGML
+# builds (avx2, portable: R_LIBS=build/isa-portable/rlib) against the three
+# llama.cpp CPU variants (RLLM_ORACLE_DIR of make ISA=...).
 suppressPackageStartupMessages({
   library(Rllm)
   library(testthat)

@@ -40,3 +40,20 @@ fm_free_bytes <- function(dir) {
   if (length(out) < 2L) return(NA_real_)
   as.numeric(strsplit(trimws(out[2]), "[[:space:]]+")[[1]][4]) * 1024
 }
+
+# Two computations of the same matrix product in double precision, each
+# accumulating its n-term sums in its own order (the fused or ALP kernels,
+# the reference path's dgemm, base R's BLAS: reference BLAS or OpenBLAS,
+# whose kernels depend on the CPU), agree element-wise within
+# 2 gamma_n sum_l |a_il b_lj|, gamma_n = n u / (1 - n u), u = 2^-53 (Higham,
+# Accuracy and Stability of Numerical Algorithms, 2nd ed., section 3.1).
+# `mag` is |A| %*% |B| (the sums of |terms|), n the inner dimension.
+expect_product_equal <- function(actual, expected, mag, n, label = NULL) {
+  u <- 2^-53
+  bound <- 2 * n * u / (1 - n * u) * mag
+  d <- abs(unclass(actual) - unclass(expected))
+  testthat::expect_true(all(d <= bound), label = sprintf(
+    "%s: max |difference| %.3g exceeds 2 gamma_%d sum|terms| (%.3g) at element %d",
+    if (is.null(label)) "product" else label, max(d - bound), n, bound[which.max(d - bound)],
+    which.max(d - bound)))
+}

@@ -112,16 +112,20 @@ test_that("products match dense base R, and the alp backend matches the referenc
     off <- list(A %*% B1, A %*% B10, crossprod(A, C), crossprod(C, A), tcrossprod(A, t(B10)))
     expect_identical(fmalloc_last_backend(), "reference")
     dense <- list(x %*% B1, x %*% B10, crossprod(x, C), crossprod(C, x), tcrossprod(x, t(B10)))
+    mag <- list(abs(x) %*% abs(B1), abs(x) %*% abs(B10), crossprod(abs(x), abs(C)),
+                crossprod(abs(C), abs(x)), abs(x) %*% abs(B10))
+    inner <- c(12, 12, n, n, 12)
     for (k in seq_along(on)) {
-      expect_equal(on[[k]], off[[k]], tolerance = 1e-12)
-      expect_equal(on[[k]], dense[[k]], tolerance = 1e-12)
+      expect_product_equal(on[[k]], off[[k]], mag[[k]], inner[k], label = paste("alp vs reference", k))
+      expect_product_equal(on[[k]], dense[[k]], mag[[k]], inner[k], label = paste("alp vs base R", k))
     }
   }
   Rfmalloc:::.alp_backend(TRUE)
   expect_true("alp" %in% fmalloc_backends())
   # A column selection and a standardized view go through the backend too.
   S <- fmalloc_select(A, c(12, 1, 1, 5))
-  expect_equal(S %*% B10[1:4, ], x[, c(12, 1, 1, 5)] %*% B10[1:4, ], tolerance = 1e-12)
+  expect_product_equal(S %*% B10[1:4, ], x[, c(12, 1, 1, 5)] %*% B10[1:4, ],
+                       abs(x[, c(12, 1, 1, 5)]) %*% abs(B10[1:4, ]), 4, label = "column selection")
   Z <- fmalloc_standardize(A, scale = TRUE)
   z <- scale(x)
   expect_equal(crossprod(Z, C), crossprod(z, C), tolerance = 1e-10, ignore_attr = TRUE)

@@ -2,8 +2,9 @@
 # on small random-weight GGUFs that helper-arch.R writes with GGML's GGUF
 # writer (GENERATED data under tempdir(), not trained models). Our runtime
 # must load each and give finite outputs; with the llama.cpp oracle, its
-# logits at every position of a 12-token sequence must match llama.cpp's at
-# centred cosine >= 0.9999 with the same argmax everywhere, and the
+# logits at every position of a 12-token sequence must match llama.cpp's
+# within the bound derived in helper-oracle.R (logit_tolerance), with the
+# same argmax and top-5 ids wherever the margins exceed it, and the
 # embedding model's pooled vectors at cosine >= 0.9999.
 #
 # Both sides use an F32 KV cache for the comparison: with llama.cpp's
@@ -27,14 +28,6 @@ arch_file <- function(arch, variant = "", ...) {
 }
 
 decoders <- c("qwen2", "qwen3", "qwen3moe", "lfm2")
-
-# Cosine of two logit vectors after removing each one's mean (llama.cpp's
-# oracle returns log-softmax, i.e. the logits minus one constant).
-centred_cos <- function(a, b) {
-  a <- a - mean(a)
-  b <- b - mean(b)
-  sum(a * b) / sqrt(sum(a * a) * sum(b * b))
-}
 
 test_that("each generated architecture loads with the hyperparameters written", {
   want <- list(
@@ -105,11 +98,17 @@ test_that("the decoders' logits match llama.cpp's at every position", {
     o <- llama_oracle("logits", f, tokens = toks, all = TRUE, kv_type = "f32")
     expect_identical(o$positions, seq_along(toks) - 1L)
     expect_true(all(is.finite(o$logits)), info = a)
-    cs <- vapply(seq_along(toks), function(j) centred_cos(ours[, j], o$logits[, j]), 0)
-    expect_gte(min(cs), 0.9999, label = paste(a, "min centred cosine"))
-    expect_identical(apply(ours, 2, which.max), apply(o$logits, 2, which.max), info = a)
-    # and the top-5 next-token ids after the whole sequence
-    expect_identical(order(-ours[, length(toks)])[1:5] - 1L, o$top5, info = a)
+    # log-softmax within the derived bound (helper-oracle.R, logit_tolerance:
+    # F32 weights and cache, so single-precision accumulation alone), and
+    # the argmax of every position and the top-5 ids after the sequence
+    # wherever their margins exceed what that bound lets them move.
+    ours <- apply(ours, 2, function(v) v - (max(v) + log(sum(exp(v - max(v))))))
+    tol <- logit_tolerance(m, f, toks, kv = "f32")
+    for (j in seq_along(toks)) {
+      expect_lte(max(abs(ours[, j] - o$logits[, j])), tol[j],
+                 label = sprintf("%s position %d: max |log-softmax difference|", a, j))
+    }
+    expect_gt(expect_stable_ranks(ours, o$logits, tol, a), 0L)
   }
 })
 
