@@ -3,7 +3,22 @@
 # Debian packages through apt, CRAN packages through install.packages().
 set -euo pipefail
 
-apt_pkgs=(cmake make gcc pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev libutf8proc-dev
+# ISA (Makefile: auto, portable, avx2 or avx512) forces one kernel path;
+# BUILD is the build tree of that path (build, or build/isa-$ISA).
+isa=${ISA:-auto}
+build=${BUILD:-$(pwd)/build}
+cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
+case $isa in
+  auto) ggml=auto ;;
+  portable) ggml=portable ;;
+  avx2) cpu_has avx2 fma f16c bmi1 bmi2 popcnt || { echo "setup: ISA=avx2, but this CPU lacks AVX2, FMA, F16C, BMI1/2 or POPCNT" >&2; exit 1; }
+        ggml=avx2 ;;
+  avx512) cpu_has avx512f avx512bw || { echo "setup: ISA=avx512, but this CPU lacks AVX-512 F or BW" >&2; exit 1; }
+          ggml=avx2 ;; # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
+  *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
+esac
+
+apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev libutf8proc-dev
           r-base-dev plink2 python3 tabix time
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind)
 missing=()
@@ -26,21 +41,6 @@ Rscript -e '
     message("setup: installing CRAN packages: ", paste(miss, collapse = " "))
     install.packages(miss, quiet = TRUE)
   }'
-
-# ISA (Makefile: auto, portable, avx2 or avx512) forces one kernel path;
-# BUILD is the build tree of that path (build, or build/isa-$ISA).
-isa=${ISA:-auto}
-build=${BUILD:-$(pwd)/build}
-cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
-case $isa in
-  auto) ggml=auto ;;
-  portable) ggml=portable ;;
-  avx2) cpu_has avx2 fma f16c bmi1 bmi2 popcnt || { echo "setup: ISA=avx2, but this CPU lacks AVX2, FMA, F16C, BMI1/2 or POPCNT" >&2; exit 1; }
-        ggml=avx2 ;;
-  avx512) cpu_has avx512f avx512bw || { echo "setup: ISA=avx512, but this CPU lacks AVX-512 F or BW" >&2; exit 1; }
-          ggml=avx2 ;; # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
-  *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
-esac
 
 # GGML comes from the CRAN package ggmlR, built for this CPU into the
 # project's own library and verified there (tools/ggmlr-setup.sh).
