@@ -17,17 +17,14 @@
 #
 # Why not install.packages("ggmlR", configure.args = "--with-simd"): R
 # 4.2's install.packages() applies unnamed configure.args only when it
-# installs exactly one package (utils:::getConfigureArgs checks
-# length(pkgs) == 1). On a fresh machine ggmlR's dependency generics is
+# installs exactly one package (its local function getConfigureArgs checks
+# length(pkgs) == 1L). On a fresh machine ggmlR's dependency generics is
 # installed in the same call, so the flag was dropped without a word and the
 # build had no SIMD. Here dependencies are installed first, then ggmlR alone
 # with R CMD INSTALL --configure-args.
 set -euo pipefail
 lib=${1:?usage: ggmlr-setup.sh LIB [auto|avx2|portable]}
 want=${2:-auto}
-top=$(cd "$(dirname "$0")/.." && pwd)
-mkdir -p "$lib"
-lib=$(cd "$lib" && pwd)
 
 cpu_simd=0
 if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
@@ -39,6 +36,8 @@ case $want in
   portable) ;;
   *) echo "ggmlr-setup: unknown build '$want' (auto, avx2 or portable)" >&2; exit 1 ;;
 esac
+mkdir -p "$lib"
+lib=$(cd "$lib" && pwd)
 
 # Prints "avx2" or "portable" for the ggmlR in $lib, or why it is neither;
 # returns 0 only when the build is consistent (flags and code agree).
@@ -47,7 +46,11 @@ probe() {
   a=$dir/lib/libggml.a
   [ -f "$a" ] || { echo "no ggmlR with lib/libggml.a in $lib"; return 1; }
   flag=$(R_LIBS=$lib Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()))' 2>/dev/null) || { echo "ggmlR in $lib does not load"; return 1; }
-  n=$(objdump -d --no-show-raw-insn "$a" | grep -c ymm || true)
+  local dis
+  dis=$(objdump -d --no-show-raw-insn "$a" 2>/dev/null) && [ -n "$dis" ] ||
+    { echo "objdump cannot read $a"; return 1; }
+  grep -q ' T ggml_mul_mat$' <<<"$(nm "$a" 2>/dev/null)" || { echo "$a does not define ggml_mul_mat"; return 1; }
+  n=$(grep -c ymm <<<"$dis" || true)
   if [ "$flag" = 1 ] && [ "$n" -ge 1000 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi
   if [ "$flag" = 0 ] && [ "$n" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi
   echo "inconsistent: ggml_cpu_has_avx2() = $flag with $n AVX instructions on ymm in libggml.a"

@@ -17,8 +17,8 @@ echo "isa-report: CPU: ${cpu:-unknown} ($(nproc) cores);${have:- no SIMD flags}"
 # The core's run-time choice, as the core's own test reports it (fm_cpu.h).
 line=$("$build/core/test_cpu" 2>/dev/null | grep '^FM_ISA=')
 echo "isa-report: fused genotype kernels and .bed counts: ${line:-unknown (core not built)}"
-ggml=$(cat "$build/rlib/.ggmlr/isa" 2>/dev/null || echo "not verified")
-echo "isa-report: GGML (ggmlR in $build/rlib, linked by Rgguf, Rllm and the core's llm tests): $ggml build"
+ggml=$(cat "$build/rlib/.ggmlr/isa" 2>/dev/null) && ggml="$ggml build" || ggml="no verified build (make setup ISA=... builds one)"
+echo "isa-report: GGML (ggmlR in $build/rlib, linked by Rgguf, Rllm and the core's llm tests): $ggml"
 oracle=${RLLM_ORACLE_DIR:-tools/llama-oracle}
 if command -v node >/dev/null 2>&1 && [ -d "$oracle/node_modules/node-llama-cpp" ]; then
   variants=$(cd "$oracle/node_modules/@node-llama-cpp/linux-x64/bins/linux-x64" 2>/dev/null &&
