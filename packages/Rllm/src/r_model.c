@@ -420,16 +420,12 @@ static SEXP rllm_ggml_info(void) {
     SET_STRING_ELT(fnames, i, Rf_mkChar(name));
   }
   Rf_setAttrib(feat, R_NamesSymbol, fnames);
-  SEXP out = PROTECT(Rf_allocVector(VECSXP, 3));
-  SEXP names = PROTECT(Rf_allocVector(STRSXP, 3));
+  const char *names[] = {"isa", "version", "features", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, names));
   SET_VECTOR_ELT(out, 0, Rf_mkString(fm_llm_ggml_isa()));
   SET_VECTOR_ELT(out, 1, Rf_mkString(fm_llm_ggml_version()));
   SET_VECTOR_ELT(out, 2, feat);
-  SET_STRING_ELT(names, 0, Rf_mkChar("isa"));
-  SET_STRING_ELT(names, 1, Rf_mkChar("version"));
-  SET_STRING_ELT(names, 2, Rf_mkChar("features"));
-  Rf_setAttrib(out, R_NamesSymbol, names);
-  UNPROTECT(4);
+  UNPROTECT(3);
   return out;
 }
 
