@@ -16,6 +16,7 @@
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static fm_isa detected = FM_ISA_PORTABLE; /* written once, under probe_once */
 static fm_isa env_limit = FM_ISA_AVX512;  /* likewise */
+static int env_valid = 1;                 /* likewise */
 static atomic_int cap_level = FM_ISA_AVX512;
 
 int fm_cpu_isa_parse(const char *name, fm_isa *out) {
@@ -32,7 +33,8 @@ int fm_cpu_isa_parse(const char *name, fm_isa *out) {
 
 static void probe(void) {
   /* getenv in the once-routine only: later setenv calls cannot race it. */
-  (void)fm_cpu_isa_parse(getenv("FM_ISA"), &env_limit);
+  const char *env = getenv("FM_ISA");
+  env_valid = !env || !*env || fm_cpu_isa_parse(env, &env_limit);
 #if CPU_HAVE_X86
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -53,6 +55,11 @@ fm_isa fm_cpu_detect(void) {
 fm_isa fm_cpu_env_limit(void) {
   (void)pthread_once(&probe_once, probe);
   return env_limit;
+}
+
+int fm_cpu_env_valid(void) {
+  (void)pthread_once(&probe_once, probe);
+  return env_valid;
 }
 
 fm_isa fm_cpu_isa(void) {

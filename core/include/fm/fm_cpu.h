@@ -38,6 +38,11 @@ fm_isa fm_cpu_detect(void);
  * warns about it), read once with the probe. */
 fm_isa fm_cpu_env_limit(void);
 
+/* Whether FM_ISA, as read with the probe, was unset, empty or a name that
+ * fm_cpu_isa_parse knows (1), or another string, which sets no limit (0):
+ * the R package warns about it. */
+int fm_cpu_env_valid(void);
+
 /* `name` as a level ("portable", "avx2", "avx512"; "auto" is FM_ISA_AVX512,
  * no limit) into *out; returns 1, or 0 for NULL or another string (*out is
  * then untouched). */

@@ -110,8 +110,10 @@ static void test_detect_within_cpuinfo(void) {
 static void test_env_limit(void) {
   const char *env = getenv("FM_ISA");
   fm_isa want = FM_ISA_AVX512;
-  if (env && !fm_cpu_isa_parse(env, &want)) want = FM_ISA_AVX512;
+  const int valid = !env || !*env || fm_cpu_isa_parse(env, &want);
+  if (!valid) want = FM_ISA_AVX512;
   CHECK(fm_cpu_env_limit() == want);
+  CHECK(fm_cpu_env_valid() == valid);
   printf("FM_ISA=%s: limit %s, kernels use %s\n", env ? env : "(unset)",
          fm_cpu_isa_name(fm_cpu_env_limit()), fm_cpu_isa_name(fm_cpu_isa()));
 }

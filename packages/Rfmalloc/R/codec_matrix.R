@@ -620,11 +620,10 @@ NULL
 .onLoad <- function(libname, pkgname) {
   fm_apply_option("fmalloc.panel_bytes", fmalloc_panel_budget, "the default panel budget")
   fm_apply_option("fmalloc.threads", fmalloc_threads, "the default thread count")
-  isa <- Sys.getenv("FM_ISA")
-  if (!isa %in% c("", "auto", "portable", "avx2", "avx512"))
+  if (!.Call(fmr_cpu_env_valid))
     warning(sprintf(paste("Rfmalloc: environment variable FM_ISA='%s' is ignored (one of auto,",
-                          "portable, avx2, avx512); kernels use %s"), isa, .Call(fmr_cpu_isa)),
-            call. = FALSE)
+                          "portable, avx2, avx512); kernels use %s"), Sys.getenv("FM_ISA"),
+                    .Call(fmr_cpu_isa)), call. = FALSE)
 }
 
 # Apply option `name` with setter(value) at load time. A value the setter

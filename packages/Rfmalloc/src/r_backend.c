@@ -100,6 +100,9 @@ SEXP fmr_last_backend(void) { return last_backend[0] ? Rf_mkString(last_backend)
  * "portable". */
 SEXP fmr_cpu_isa(void) { return Rf_mkString(fm_cpu_isa_name(fm_cpu_isa())); }
 
+/* Whether the environment variable FM_ISA named a level (or was unset). */
+SEXP fmr_cpu_env_valid(void) { return Rf_ScalarLogical(fm_cpu_env_valid()); }
+
 /* Test hook: cap the kernel level (fm_cpu_cap: the fused products and the
  * .bed genotype counts) at "portable", "avx2" or "avx512" ("auto" removes
  * the cap); returns the level then in use. */

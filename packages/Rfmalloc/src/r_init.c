@@ -54,6 +54,7 @@ SEXP fmr_panel_budget(SEXP bytes);
 SEXP fmr_backends(void);
 SEXP fmr_threads(SEXP n);
 SEXP fmr_cpu_isa(void);
+SEXP fmr_cpu_env_valid(void);
 SEXP fmr_last_backend(void);
 SEXP fmr_test_cpu_cap(SEXP isa);
 SEXP fmr_test_backend(SEXP name, SEXP on);
@@ -134,6 +135,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_backends, 0),
     CALLDEF(fmr_threads, 1),
     CALLDEF(fmr_cpu_isa, 0),
+    CALLDEF(fmr_cpu_env_valid, 0),
     CALLDEF(fmr_last_backend, 0),
     CALLDEF(fmr_test_cpu_cap, 1),
     CALLDEF(fmr_test_backend, 2),
