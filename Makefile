@@ -82,8 +82,7 @@ test: setup isa-report core-test core-asan core-valgrind r-test
 
 # Every path this CPU can force, each a whole make test in its own tree.
 test-isa:
-	@for isa in portable $$(grep -qw avx2 /proc/cpuinfo && echo avx2) \
-	  $$(grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && echo avx512); do \
+	@for isa in $$(bash tools/cpu.sh levels); do \
 	  echo "== make test ISA=$$isa"; $(MAKE) --no-print-directory test ISA=$$isa || exit 1; done
 
 # The CPU and the path of every kernel with several (what a failure is read against).

@@ -27,9 +27,7 @@ lib=${1:?usage: ggmlr-setup.sh LIB [auto|avx2|portable]}
 want=${2:-auto}
 
 cpu_simd=0
-if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && grep -qw f16c /proc/cpuinfo; then
-  cpu_simd=1
-fi
+bash "$(dirname "$0")/cpu.sh" has avx2 fma f16c && cpu_simd=1
 case $want in
   auto) if [ $cpu_simd = 1 ]; then want=avx2; else want=portable; fi ;;
   avx2) [ $cpu_simd = 1 ] || { echo "ggmlr-setup: an avx2 GGML was asked for, but this CPU lacks AVX2, FMA or F16C" >&2; exit 1; } ;;

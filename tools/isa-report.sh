@@ -7,13 +7,7 @@
 #   RLLM_ORACLE_DIR  the llama.cpp oracle the tests use
 set -uo pipefail
 build=${BUILD:?BUILD is the build tree}
-cpu=$(grep -m1 '^model name' /proc/cpuinfo 2>/dev/null | sed 's/^[^:]*: *//')
-flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
-have=""
-for f in sse4_2 avx avx2 fma f16c bmi2 avx512f avx512bw avx512_vnni amx_int8; do
-  [[ " $flags " == *" $f "* ]] && have="$have $f"
-done
-echo "isa-report: CPU: ${cpu:-unknown} ($(nproc) cores);${have:- no SIMD flags}"
+echo "isa-report: CPU: $(bash "$(dirname "$0")/cpu.sh" describe)"
 # The core's run-time choice, as the core's own test reports it (fm_cpu.h).
 line=$("$build/core/test_cpu" 2>/dev/null | grep '^FM_ISA=')
 echo "isa-report: fused genotype kernels and .bed counts: ${line:-unknown (core not built)}"

@@ -7,14 +7,13 @@ set -euo pipefail
 # BUILD is the build tree of that path (build, or build/isa-$ISA).
 isa=${ISA:-auto}
 build=${BUILD:-$(pwd)/build}
-cpu_has() { for f in "$@"; do grep -qw "$f" /proc/cpuinfo || return 1; done; }
 case $isa in
   auto) ggml=auto ;;
-  portable) ggml=portable ;;
-  avx2) cpu_has avx2 fma f16c bmi1 bmi2 popcnt || { echo "setup: ISA=avx2, but this CPU lacks AVX2, FMA, F16C, BMI1/2 or POPCNT" >&2; exit 1; }
-        ggml=avx2 ;;
-  avx512) cpu_has avx512f avx512bw || { echo "setup: ISA=avx512, but this CPU lacks AVX-512 F or BW" >&2; exit 1; }
-          ggml=avx2 ;; # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
+  portable|avx2|avx512)
+    bash tools/cpu.sh levels | grep -qx "$isa" ||
+      { echo "setup: ISA=$isa, but this CPU runs only: $(bash tools/cpu.sh levels | tr '\n' ' ')" >&2; exit 1; }
+    # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
+    if [ "$isa" = portable ]; then ggml=portable; else ggml=avx2; fi ;;
   *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
 esac
 
