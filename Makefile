@@ -16,12 +16,12 @@ endif
 RLIB      := $(BUILD)/rlib
 ORACLE    := $(if $(filter auto avx512,$(ISA)),$(CURDIR)/tools/llama-oracle,$(BUILD)/llama-oracle)
 FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
-RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) FM_ISA=$(ISA) RLLM_ORACLE_DIR=$(ORACLE) \
-             FM_GGML_ISA_EXPECTED=$(GGML_ISA)
+# The path's environment for every test: the core's kernel limit, and the
+# GGML build tools/ggmlr-setup.sh verified (read when a recipe runs, after
+# setup), which the tests check is the one they link.
+ISA_ENV    = FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
+RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) RLLM_ORACLE_DIR=$(ORACLE) $(ISA_ENV)
 CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
-# The GGML build tools/ggmlr-setup.sh verified (read when a recipe runs,
-# after setup): the tests check that it is the one they link.
-GGML_ISA   = $(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
@@ -38,12 +38,12 @@ core:
 
 core-test: core
 	@bash tools/check-no-r-headers.sh
-	@cd $(BUILD)/core && FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) ctest --output-on-failure
+	@cd $(BUILD)/core && $(ISA_ENV) ctest --output-on-failure
 
 core-asan:
 	@cmake -S core -B $(BUILD)/core-asan -DFM_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug $(CMAKE_GGML) >/dev/null
 	@cmake --build $(BUILD)/core-asan -j$(JOBS)
-	@cd $(BUILD)/core-asan && FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
+	@cd $(BUILD)/core-asan && $(ISA_ENV) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure
 
 # valgrind on every core test; the map tests that fork run natively and under
 # ASan instead (valgrind and SIGKILLed children make a slow, noisy pair).
@@ -55,7 +55,7 @@ VALGRIND_MAP_TESTS := basic_roundtrip big_offsets free_and_reuse resize_blocks n
 VALGRIND := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --show-possibly-lost=no
 
 core-valgrind: core
-	@cd $(BUILD)/core && export FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(GGML_ISA) && for t in test_*; do \
+	@cd $(BUILD)/core && export $(ISA_ENV) && for t in test_*; do \
 	  args=""; [ $$t = test_map ] && args="$(VALGRIND_MAP_TESTS)"; \
 	  $(VALGRIND) ./$$t $$args >/dev/null || { echo "valgrind: $$t failed"; exit 1; }; \
 	  echo "valgrind: $$t clean"; done
