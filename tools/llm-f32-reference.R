@@ -25,15 +25,7 @@ out_csv <- commandArgs(TRUE)[1]
 # with the types the file gives them.
 dequantized_copy <- function(path) {
   g <- gguf_open(path)
-  md <- gguf_metadata(g)
-  ty <- attr(md, "gguf_type")
-  meta <- lapply(names(md), function(k) {
-    t <- ty[[k]]
-    arr <- startsWith(t, "array<")
-    el <- if (arr) sub("^array<(.*)>$", "\\1", t) else t
-    gguf_value(md[[k]], el, array = arr)
-  })
-  names(meta) <- names(md)
+  meta <- typed_metadata(gguf_metadata(g))
   meta$general.alignment <- NULL
   meta$general.file_type <- gguf_u32(0) # all F32
   td <- gguf_tensors(g)
@@ -46,8 +38,6 @@ dequantized_copy <- function(path) {
   gguf_write(f, metadata = meta, tensors = tens)
   f
 }
-
-log_softmax <- function(l) apply(l, 2, function(v) v - (max(v) + log(sum(exp(v - max(v))))))
 
 ids <- c(1L, 403L, 407L, 261L, 378L) # test-model.R's prompt
 variants <- c("derived/stories260K-F16.gguf", "derived/stories260K-Q8_0.gguf",

@@ -334,3 +334,20 @@ expect_stable_ranks <- function(ours, ref, tol, label) {
   }
   made
 }
+
+# Log-softmax of each column of a logit matrix (what the oracle's "logits"
+# command returns), computed stably.
+log_softmax <- function(l) apply(l, 2, function(v) v - (max(v) + log(sum(exp(v - max(v))))))
+
+# A GGUF file's metadata as gguf_write() takes it: each value marked with the
+# type the file gives it (Rgguf::gguf_metadata's "gguf_type"), so a rewritten
+# copy keeps every key's exact type.
+typed_metadata <- function(md) {
+  ty <- attr(md, "gguf_type")
+  vals <- lapply(names(md), function(k) {
+    arr <- startsWith(ty[[k]], "array<")
+    Rgguf::gguf_value(md[[k]], if (arr) sub("^array<(.*)>$", "\\1", ty[[k]]) else ty[[k]], array = arr)
+  })
+  names(vals) <- names(md)
+  vals
+}

@@ -102,7 +102,7 @@ test_that("the decoders' logits match llama.cpp's at every position", {
     # F32 weights and cache, so single-precision accumulation alone), and
     # the argmax of every position and the top-5 ids after the sequence
     # wherever their margins exceed what that bound lets them move.
-    ours <- apply(ours, 2, function(v) v - (max(v) + log(sum(exp(v - max(v))))))
+    ours <- log_softmax(ours)
     tol <- logit_tolerance(m, f, toks, kv = "f32")
     for (j in seq_along(toks)) {
       expect_lte(max(abs(ours[, j] - o$logits[, j])), tol[j],

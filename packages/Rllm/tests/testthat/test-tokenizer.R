@@ -215,13 +215,7 @@ test_that("the llama3, qwen2 and starcoder pre-tokenizers split as llama.cpp's (
   # GPT-2's vocabulary and merges, rewritten by GGML's GGUF writer with another
   # tokenizer.ggml.pre: the pre-tokenizer alone decides the differences
   src <- gguf_fixture("vocab", "ggml-vocab-gpt-2.gguf")
-  md <- Rgguf::gguf_metadata(Rgguf::gguf_open(src))
-  ty <- attr(md, "gguf_type")
-  vals <- lapply(names(md), function(k) {
-    arr <- startsWith(ty[[k]], "array<")
-    Rgguf::gguf_value(md[[k]], if (arr) sub("^array<(.*)>$", "\\1", ty[[k]]) else ty[[k]], array = arr)
-  })
-  names(vals) <- names(md)
+  vals <- typed_metadata(Rgguf::gguf_metadata(Rgguf::gguf_open(src)))
   s <- paste("Hello, Y'ALL! How're you?\n\n  Fine...\t42 * 3.14 = 131.88 1234567 x\r\n\r\n y",
              "Gr\u00fc\u00dfe \u4e16\u754c\u4f60\u597d \U0001F999 \u0436\u0451\u043b\u0442\u044b\u0439  \n\t end   ")
   for (pre in c("llama3", "qwen2", "starcoder")) {
