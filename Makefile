@@ -25,7 +25,7 @@ CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
-.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz sync install r-test test demo bench check clean
+.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check clean
 
 all: install
 
@@ -67,10 +67,10 @@ fuzz:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-14 libclang-rt-14-dev >/dev/null; }
 	@CC=clang-14 bash tools/fuzz.sh $(FUZZ_RUNS)
 
-sync:
-	@for p in $(PKGS); do bash tools/sync-core.sh $$p; done
-
-install: sync
+# Each package installs from its folder as a user's R CMD INSTALL would: the
+# core is compiled once, into Rfmalloc (its GGML subsystem into Rgguf), and
+# the other packages reach it through their function tables.
+install:
 	@mkdir -p $(RLIB)
 	@for p in $(PKGS); do $(RENV) R CMD INSTALL --no-test-load -l $(RLIB) $$p >$(BUILD)/install-$$(basename $$p).log 2>&1 \
 	  || { cat $(BUILD)/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
@@ -78,7 +78,17 @@ install: sync
 r-test: install
 	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
 
-test: setup isa-report core-test core-asan core-valgrind r-test
+# One compiled core per process: each core function is exported by exactly
+# one package's shared object.
+one-core: core install
+	@bash tools/check-one-core.sh $(RLIB) $(BUILD)/core
+
+# Installable as users install: R CMD INSTALL packages/<Pkg>, and R CMD
+# build + INSTALL of the tarball alone, from a copy of the repository's files.
+check-install: setup
+	@bash tools/check-install.sh $(RLIB)
+
+test: setup isa-report core-test core-asan core-valgrind r-test one-core check-install
 
 # Every path this CPU can force, each a whole make test in its own tree.
 test-isa:
@@ -127,5 +137,8 @@ check: setup install
 	@for p in $(PKGS); do (cd build/check && $(RENV) R CMD build ../../$$p && \
 	  $(RENV) _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual $$(basename $$p)_*.tar.gz) || exit 1; done
 
+# Objects of in-place installs land beside the core's sources (src/core is
+# a link to core/src in the repository).
 clean:
 	rm -rf build
+	find core/src packages -name '*.o' -o -name '*.so' | xargs rm -f

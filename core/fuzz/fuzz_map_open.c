@@ -45,7 +45,7 @@
  * slots, zero-extended by T). */
 #define _GNU_SOURCE
 #include "fm/fm_map.h"
-#include "map_impl.h" /* fmi_map_open_with (small slots), layout constants */
+#include "storage/map_impl.h" /* fmi_map_open_with (small slots), layout constants */
 
 #include <fcntl.h>
 #include <stdio.h>

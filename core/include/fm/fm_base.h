@@ -9,6 +9,7 @@
 #ifndef FM_BASE_H
 #define FM_BASE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +48,9 @@ typedef struct fm_err {
 
 /* Fill err (if not NULL) with code and a printf-formatted message; returns code. */
 fm_status fm_err_set(fm_err *err, fm_status code, const char *fmt, ...) FM_PRINTF(3, 4);
+
+/* fm_err_set with the arguments as a va_list (for forwarding wrappers). */
+fm_status fm_err_setv(fm_err *err, fm_status code, const char *fmt, va_list ap) FM_PRINTF(3, 0);
 
 /* Reset err to FM_OK with an empty message (err may be NULL). */
 void fm_err_clear(fm_err *err);

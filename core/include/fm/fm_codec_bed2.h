@@ -7,7 +7,7 @@
  * Padding bits of a column's last byte are written as 0 and ignored on read.
  * A .bed file is the 3 bytes 0x6c 0x1b 0x01 (variant-major) then the columns.
  * Source: PLINK 1.9 file-format reference ("bed" section). Oracle:
- * core/tests/codec_bed2/ (reference decoder by bit arithmetic) and plink2. */
+ * core/tests/codec/codec_bed2/ (reference decoder by bit arithmetic) and plink2. */
 #ifndef FM_CODEC_BED2_H
 #define FM_CODEC_BED2_H
 
@@ -71,7 +71,7 @@ FM_NODISCARD fm_status fm_codec_bed2_encode(const int32_t *g, int64_t n_samples,
  *         the portable one). Both give the same counts.
  * Owns:   borrows data (first byte of column 0); writes only counts_out.
  *         Reentrant.
- * Oracle: core/tests/codec_bed2/ (per-sample bit arithmetic; both kernels). */
+ * Oracle: core/tests/codec/codec_bed2/ (per-sample bit arithmetic; both kernels). */
 void fm_codec_bed2_col_counts(const uint8_t *data, int64_t n_samples, int64_t col_stride,
                               const int64_t *cols, int64_t n_cols, int64_t *counts_out);
 

@@ -30,7 +30,7 @@ typedef enum fm_isa {
 
 /* The highest level this CPU (and OS) runs, whatever the cap.
  * Source: Intel SDM vol. 2A, CPUID leaf 7 and XGETBV; oracle
- *         core/tests/cpu/ (the flags of /proc/cpuinfo on Linux). */
+ *         core/tests/base/cpu/ (the flags of /proc/cpuinfo on Linux). */
 fm_isa fm_cpu_detect(void);
 
 /* The level FM_ISA allows (FM_ISA_AVX512 when unset, empty, "auto" or not

@@ -86,7 +86,7 @@ typedef struct fm_gt_record {
  * when |u - 16384 c| <= 1638 (0.1 = 1638.4 units), else leaves the call
  * missing. Checked against plink2 --make-bed on BGEN (every 8-bit
  * probability pair, every 16-bit dosage, phased and haploid), GEN, legacy
- * dosage and VCF DS inputs (core/tests/fmt_bgen, fmt_text, fmt_vcf). */
+ * dosage and VCF DS inputs (core/tests/formats/fmt_bgen, fmt_text, fmt_vcf). */
 #define FM_DOSAGE_UNITS 16384u      /* one ALT copy */
 #define FM_HARDCALL_MAX_DIST 1638u  /* 0.1 ALT copies, in those units */
 

@@ -56,7 +56,7 @@
  *         variant's N in layout 1) (file and byte offsets named);
  *         FM_EUNSUPPORTED for layouts other than 1 and 2; FM_ENOMEM.
  * Owns:   *out is owned by the caller (fm_reader_close); path is borrowed.
- * Source: BGEN spec v1.3; oracle core/tests/fmt_bgen (plink2 .traw). */
+ * Source: BGEN spec v1.3; oracle core/tests/formats/fmt_bgen (plink2 .traw). */
 FM_NODISCARD fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err);
 
 /* Skip the next n_records records without decoding genotypes (only variant

@@ -1,7 +1,7 @@
 /* fm_fmt_pgen.h: reader of PLINK 2 PGEN/PVAR/PSAM filesets (fm_fmt.h).
  *
  * Byte layout and what is supported: docs/formats/pgen.md. Source: the PGEN
- * specification (plink-ng's pgen_spec); oracle core/tests/fmt_pgen/ (every
+ * specification (plink-ng's pgen_spec); oracle core/tests/formats/fmt_pgen/ (every
  * record of the 1000 Genomes fixture equals the .bed decode of the same
  * genotypes; chr22 phase equals the .haps export; the split multi-allelic
  * records of 1kg.pgen equal plink2's VCF export; the dosage fixture equals

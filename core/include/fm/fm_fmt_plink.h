@@ -35,7 +35,7 @@
  *         samples and .bim variants, truncated or not, with the numbers);
  *         FM_ENOMEM.
  * Owns:   *out owned (fm_reader_close). Source: PLINK 1.9 file-format
- *         reference; oracle core/tests/fmt_plink/ against plink2's .traw. */
+ *         reference; oracle core/tests/formats/fmt_plink/ against plink2's .traw. */
 FM_NODISCARD fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path,
                                        const char *fam_path, fm_reader **out, fm_err *err);
 

@@ -43,7 +43,7 @@
  *         FM_ENOMEM.
  * Owns:   *out (owned, fm_reader_close). info.n_variants is -1.
  * Source: docs/formats/text_formats.md; oracle: the .traw beside the fixture
- *         (core/tests/fmt_text/test_fmt_text.c). */
+ *         (core/tests/formats/fmt_text/test_fmt_text.c). */
 FM_NODISCARD fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path,
                                        fm_reader **out, fm_err *err);
 

@@ -46,7 +46,7 @@
  *   beyond the record's allele count; and FM_FMT_END after the last record.
  * Owns:   borrows path and region (copied as needed).
  * Source: VCF 4.3 / BCF2 specifications (samtools hts-specs), htslib 1.16;
- *   oracle core/tests/fmt_vcf/ (plink2 .traw of the 1kg fixture). */
+ *   oracle core/tests/formats/fmt_vcf/ (plink2 .traw of the 1kg fixture). */
 FM_NODISCARD fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
                                        fm_err *err);
 

@@ -21,7 +21,7 @@
  * products it cannot allocate for.
  *
  * Numerics: within 1e-12 of the reference path relative to the sum of the
- * absolute values of each output's terms (tests: core/tests/fused). Results
+ * absolute values of each output's terms (tests: core/tests/backend/fused). Results
  * are bit-identical for every thread count and panel budget (block size):
  * each output element is summed by one thread in an order fixed by the data;
  * they depend on the kernel set (fm_cpu_isa, fm_cpu.h) through rounding only.
@@ -56,7 +56,7 @@
  *         FM_ECANCELLED (y unspecified); nothing else.
  * Owns:   borrows p and everything it points to; writes only p->y.
  * Source: the sparse decomposition and blocking are this project's design
- *         (core/src/fused_impl.h); oracle fm_backend_reference. */
+ *         (core/src/backend/fused_impl.h); oracle fm_backend_reference. */
 FM_NODISCARD fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl,
                                         fm_err *err);
 

@@ -1,5 +1,5 @@
 /* fm_llm.h: the model runtime. Llama-family transformers (and the other
- * architectures of the table in core/src/llm_arch_list.h) run as GGML graphs
+ * architectures of the table in core/src/llm/llm_arch_list.h) run as GGML graphs
  * over weights that stay, quantized, inside a GGUF file's read-only mapping.
  *
  * Pieces:
@@ -22,7 +22,7 @@
  * logits of output token j; embeddings are (n_embd_out).
  * Token ids are 0-based, exactly as llama.cpp numbers them.
  *
- * Numerics (see core/tests/llm/ and packages/Rllm/tests/testthat/
+ * Numerics (see core/tests/llm/llm/ and packages/Rllm/tests/testthat/
  * test-model.R): on CPU the logits of a batch do not depend on whether the
  * cache was fresh, cleared or absent, nor on the thread count (bit-identical
  * for the same batch); caches are attended in blocks of 32 cells, masked
@@ -42,8 +42,8 @@
  * (evaluation itself runs on n_threads GGML worker threads).
  *
  * Adding an architecture: see the comment block at the top of
- * core/src/llm_impl.h (one file core/src/llm_arch_<name>.c and one line in
- * core/src/llm_arch_list.h). */
+ * core/src/llm/llm_impl.h (one file core/src/llm_arch_<name>.c and one line in
+ * core/src/llm/llm_arch_list.h). */
 #ifndef FM_LLM_H
 #define FM_LLM_H
 

@@ -6,7 +6,7 @@
  * on any CPU. This module reports the build that this process links, from
  * GGML's own ggml_cpu_has_* (compile-time flags of ggml-cpu), so a user
  * and a test log can tell which path computed a result. Built into
- * fmalloc_ggml (core/src/llm_ggml.c); names no GGML type.
+ * fmalloc_ggml (core/src/llm/llm_ggml.c); names no GGML type.
  * Thread safety: every function may be called from any thread.
  * Source: ggml-cpu.h (ggml_cpu_has_*), ggml.h (ggml_version). */
 #ifndef FM_LLM_GGML_H

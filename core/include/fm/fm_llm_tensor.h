@@ -1,6 +1,6 @@
 /* fm_llm_tensor.h: GGUF tensors as fm_mat views decoded by GGML, whole-tensor
  * dequantization, and the GGML backend of fm_backend.h (mul_mat on a view's
- * own blocks). Built into fmalloc_ggml (core/src/llm_tensor.c); this header
+ * own blocks). Built into fmalloc_ggml (core/src/llm/llm_tensor.c); this header
  * names no GGML type.
  *
  * Orientation. A GGML tensor with ne[0] (contiguous) and ne[1] is a matrix
@@ -17,7 +17,7 @@
  * hold columns c0..c0+m-1, through GGML's to_float on whole blocks (F32 is
  * copied: GGML has no to_float for it). GGML's formats decode each block on
  * its own, so a panel equals the matching part of the whole tensor's
- * to_float bit for bit, for any tiling (oracle: core/tests/llm_tensor/).
+ * to_float bit for bit, for any tiling (oracle: core/tests/llm/llm_tensor/).
  * Before each panel, and before each product of the backend, the file whose
  * mapping holds the bytes is checked (fm_gguf_check_addr: one fstat):
  * FM_EFORMAT "shrank" / "rewritten" instead of a SIGBUS when the file was
@@ -36,7 +36,7 @@
  * stored as f16) e <= d (1/2 + 127 2^-11); q8_K (blocks of 256, f32 scale)
  * e <= d/2; f16 e <= |b| 2^-11 (+2^-24); bf16 e <= |b| 2^-8; f32 0; and for
  * q8_1 the f16-rounded block sum adds at most 2^-10 max|x_block| sum|b_block|
- * per block. The test (core/tests/llm_tensor/, and Rgguf's
+ * per block. The test (core/tests/llm/llm_tensor/, and Rgguf's
  * test-quant-zoo.R) adds 2^-16 sum_l |x_il b_l| for single-precision
  * accumulation of 256 terms. It declines (FM_EUNSUPPORTED, before writing y)
  * X' B, column subsets, affine transforms, operands with NA/NaN/Inf or

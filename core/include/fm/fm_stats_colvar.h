@@ -23,7 +23,7 @@
  * to fm_mat_evict_cols once consumed (bounded residency on file mappings).
  * Thread safety: reentrant; x is only read.
  * Source: Chan, Golub and LeVeque (1983) on the two-pass algorithm. Oracle:
- * core/tests/stats_colvar/ (long-double two-pass); apply(X, 2, var) in R;
+ * core/tests/stats/stats_colvar/ (long-double two-pass); apply(X, 2, var) in R;
  * plink2 --freq for allele frequencies. */
 #ifndef FM_STATS_COLVAR_H
 #define FM_STATS_COLVAR_H

@@ -44,7 +44,7 @@
  * bounds the subspace of a component far below the top: its vectors are
  * accurate to at most about eps (d[0] / d[j])^2 / (relative gap) in angle,
  * against eps (d[0] / d[j]) / gap for an iteration on A itself. Measured
- * (core/tests/stats_rpca, values 10^(-0.6 j), rank 12, k = 10, l = 20):
+ * (core/tests/stats/stats_rpca, values 10^(-0.6 j), rank 12, k = 10, l = 20):
  * left vectors off by 3e-13 in angle at d[j] = 4e-3 d[0], 1.2e-10 at
  * 2.5e-4, 2.3e-8 and 7.3e-7 at 1.6e-5 and 4e-6 d[0] (right vectors 3e-11
  * and 3e-8). The values come from the final unsquared QR and kept their
@@ -65,7 +65,7 @@
  * within a pass) out of max_iter + 2, ending at the total even when the
  * iteration stops early.
  * Thread safety: reentrant; the matrix, affine and options are only read.
- * Oracle: core/tests/stats_rpca/ (LAPACK dgesvd of the explicitly transformed
+ * Oracle: core/tests/stats/stats_rpca/ (LAPACK dgesvd of the explicitly transformed
  * dense matrix); prcomp() / svd() in R; plink2 --pca on genotypes. */
 #ifndef FM_STATS_RPCA_H
 #define FM_STATS_RPCA_H
@@ -102,7 +102,7 @@ typedef struct fm_rpca_opts {
    * each chunk's whole pages of v released once written. Resident memory
    * then no longer holds the p x k v: a buffer of two chunks and O(k^2)
    * beside u (measured: bench/pca_rss.R). Results equal the in-place path
-   * to rounding (core/tests/stats_rpca: values within 1e-12 relative,
+   * to rounding (core/tests/stats/stats_rpca: values within 1e-12 relative,
    * vectors within 1e-10, also for d[k-1] = 4e-6 d[0]). When Z is too
    * ill-conditioned for CholeskyQR2 (d[k-1] < 1e-7 d[0], from the
    * eigenvalues of Z'Z, or a Cholesky factorization fails, e.g. a rank-

@@ -6,7 +6,7 @@
  *
  * Behaviour follows llama.cpp's tokenizer (release v0.4.0, node-llama-cpp
  * 3.21.1), which is the oracle: every case of the upstream test vectors in
- * ../shared/fixtures/gguf/vocab/ (core/tests/tok/) gives the same ids.
+ * ../shared/fixtures/gguf/vocab/ (core/tests/tok/tok/) gives the same ids.
  * Written from the algorithms' definitions: Sennrich et al. 2016 (BPE),
  * Radford et al. 2019 (byte-level BPE, GPT-2's pre-tokenizer pattern),
  * Kudo and Richardson 2018 (SentencePiece), Devlin et al. 2019 and Google's

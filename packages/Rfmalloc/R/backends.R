@@ -113,7 +113,7 @@ fmalloc_with_backend <- function(name, expr) {
 #' @section Errors: `fm_error_earg` when `n` is not `NULL`, `NA` or a whole
 #'   number from 0 to 256.
 #' @section Source: the threading and the order of summation of the fused
-#'   kernels are this package's design, described in `core/src/fused.c` and
+#'   kernels are this package's design, described in `core/src/backend/fused.c` and
 #'   `core/include/fm/fm_fused.h`; the default count comes from
 #'   `sched_getaffinity(2)` (Linux) or `sysconf(_SC_NPROCESSORS_ONLN)`.
 #' @examples

@@ -29,3 +29,18 @@ void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out) {
 SEXP Rfmalloc_vec_runtime(SEXP x) {
   return fmr_vec_of(x) ? R_ExternalPtrProtected(R_altrep_data1(x)) : R_NilValue;
 }
+
+/* The core's function table (inst/include/Rfmalloc_core.h), filled from the
+ * same list the clients' forwarders are made from. */
+#include <Rfmalloc_core.h>
+
+static const Rfmalloc_core_api core_api = {
+    RFMALLOC_CORE_VERSION, RFMALLOC_CORE_N,
+#define FM_CORE_FN(ret, name, params, args) name,
+#define FM_CORE_VOID(name, params, args) name,
+#include <Rfmalloc_core_list.h>
+#undef FM_CORE_FN
+#undef FM_CORE_VOID
+};
+
+const Rfmalloc_core_api *Rfmalloc_core_api_get(void) { return &core_api; }

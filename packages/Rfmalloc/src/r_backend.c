@@ -21,7 +21,7 @@
 #include <string.h>
 
 /* The built-in backends, tried in this order before any other package's.
- * A new one is one line here (and its module in core-modules). */
+ * A new one is one line here (its sources in core/src/backend/). */
 static const struct builtin_backend {
   const char *name;
   fm_backend_fn fn;

@@ -83,6 +83,8 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
+/* the core's function table (inst/include/Rfmalloc_core.h) */
+const struct Rfmalloc_core_api *Rfmalloc_core_api_get(void);
 
 /* r_err.c: the error converter and the callbacks of core calls as C callables */
 void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
@@ -178,6 +180,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl", (DL_FUNC)&Rfmalloc_ctl);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl_finish", (DL_FUNC)&Rfmalloc_ctl_finish);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_core_api", (DL_FUNC)&Rfmalloc_core_api_get);
 }
 
 /* The clean-up before the namespace goes: close every runtime this process

@@ -17,6 +17,9 @@ extern const R_CallMethodDef rgguf_write_calls[];  /* r_write.c: GGUF writer (GG
 /* R_RegisterCCallable of the functions in inst/include/Rgguf.h (r_file.c). */
 void rgguf_init_callables(void);
 
+/* r_llm_api.c: the table of inst/include/Rgguf_llm.h. */
+const struct Rgguf_llm_api *rgguf_llm_api(void);
+
 /* r_file.c: the open file behind a gguf_file handle (borrowed while x is
  * reachable); raises fm_error_earg for another object, fm_error_eclosed for
  * a closed handle, fm_error_eformat when the file shrank since it was opened. */

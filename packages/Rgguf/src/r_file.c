@@ -355,4 +355,5 @@ const R_CallMethodDef rgguf_file_calls[] = {
 void rgguf_init_callables(void) {
   R_RegisterCCallable("Rgguf", "Rgguf_file", (DL_FUNC)&Rgguf_file);
   R_RegisterCCallable("Rgguf", "Rgguf_check", (DL_FUNC)&Rgguf_check);
+  R_RegisterCCallable("Rgguf", "Rgguf_llm_api", (DL_FUNC)&rgguf_llm_api);
 }

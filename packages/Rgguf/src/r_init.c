@@ -3,6 +3,8 @@
  * modules add entry points without touching this file. */
 #include <string.h>
 
+#include <Rfmalloc_core.h>
+
 #include "r_calls.h"
 
 static SEXP rgguf_unload(void);
@@ -14,6 +16,7 @@ static const R_CallMethodDef *const module_tables[] = {rgguf_file_calls, rgguf_t
                                                        rgguf_write_calls, init_calls};
 
 void R_init_Rgguf(DllInfo *dll) {
+  Rfmalloc_core_init();
   static R_CallMethodDef all[128];
   size_t n = 0;
   for (size_t t = 0; t < sizeof module_tables / sizeof module_tables[0]; t++)

@@ -2,7 +2,7 @@
  * matrices over the external codecs that decode GGML blocks), whole-tensor
  * dequantization, and the GGML backend's place in Rfmalloc's backend
  * registry. The decoding and the product are the core's
- * (core/src/llm_tensor.c); this file validates arguments, calls it,
+ * (core/src/llm/llm_tensor.c); this file validates arguments, calls it,
  * converts the result and raises.
  *
  * Orientation (fm_llm_tensor.h): a GGML tensor with ne[0] (contiguous) and

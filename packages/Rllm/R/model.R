@@ -236,8 +236,9 @@ print.rllm_model <- function(x, ...) {
 #' the CRAN package ggmlR builds them with AVX2, FMA and F16C only when
 #' installed with `configure.args = "--with-simd"`, and portable C
 #' otherwise, which runs the quantized products several times slower on a
-#' CPU that has AVX2. `rllm_ggml_info()` reports the build this package
-#' links (the `libggml.a` of the ggmlR found at its installation; the
+#' CPU that has AVX2. `rllm_ggml_info()` reports the build the models run
+#' on: the one Rgguf links (the `libggml.a` of the ggmlR found when Rgguf
+#' was installed; the
 #' project's `tools/ggmlr-setup.sh` builds and verifies it). It also shows
 #' in `print()` of a model.
 #' @return A list: `isa`, the build's level in one word (`"avx512"`,

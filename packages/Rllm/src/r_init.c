@@ -4,11 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <Rgguf_llm.h>
+
 #include "r_calls.h"
 
 static const R_CallMethodDef *const module_tables[] = {rllm_tok_calls, rllm_model_calls};
 
 void R_init_Rllm(DllInfo *dll) {
+  Rfmalloc_core_init();
+  Rgguf_llm_init();
   static R_CallMethodDef all[256];
   size_t n = 0;
   for (size_t t = 0; t < sizeof module_tables / sizeof module_tables[0]; t++)

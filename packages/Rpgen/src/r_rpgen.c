@@ -33,6 +33,7 @@
 #include "fm/fm_fmt_vcf.h"
 
 #include <Rfmalloc.h>
+#include <Rfmalloc_core.h>
 
 /* ---- readers ------------------------------------------------------------ */
 
@@ -409,6 +410,7 @@ static const R_CallMethodDef call_methods[] = {
     {NULL, NULL, 0}};
 
 void R_init_Rpgen(DllInfo *dll) {
+  Rfmalloc_core_init();
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   R_forceSymbols(dll, TRUE);

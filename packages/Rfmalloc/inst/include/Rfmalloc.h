@@ -162,9 +162,9 @@ static inline void Rfmalloc_ctl_finish(int status, const fm_err *err, const char
 
 /* ---- external codecs and the backend registry ---------------------------
  * Available when "fm/fm_panel.h" (external codecs) or "fm/fm_backend.h"
- * (backends) from the core that Rfmalloc was built with is included before
- * this header (a package compiles its own copy of the core's headers via
- * tools/sync-core.sh, so the struct layouts agree). */
+ * (backends) is included before this header: the core headers this
+ * package installs (include/fm/, LinkingTo: Rfmalloc), the ones it was
+ * built with, so the struct layouts agree. */
 #ifdef FM_PANEL_H
 /* A new codec matrix (S4 class "fmalloc_codec_matrix", codec "ext") of
  * n_rows x n_cols over bytes that codec decodes (fm_ext_codec in

@@ -1,9 +1,10 @@
 /* Rgguf.h: the C API that Rgguf exports to other packages (Rllm).
  *
- * Use: LinkingTo: Rgguf and Imports: Rgguf, then #include <Rgguf.h> after
- * "fm/fm_gguf.h" (each package compiles its own copy of the core's GGUF
- * module from the same source, so the struct layouts agree).
- * The functions are registered with R_RegisterCCallable. Main thread only. */
+ * Use: LinkingTo: Rfmalloc, Rgguf and Imports: Rgguf, then #include
+ * <Rgguf.h> after "fm/fm_gguf.h" (the core header Rfmalloc installs: the
+ * one core, so the struct layouts agree). The core's GGML subsystem is
+ * reached through Rgguf_llm.h. The functions are registered with
+ * R_RegisterCCallable. Main thread only. */
 #ifndef RGGUF_H
 #define RGGUF_H
 

@@ -155,7 +155,7 @@ test_that("hardcalls beside the dosages: GT where the format has it, else plink2
 # the earlier rule (the most probable genotype when its probability is
 # >= 0.9) the 8-bit BGEN differed in 129 calls and the 16-bit ones in 3.
 # The BGEN reader's full decode gives the same hardcalls as this 2-bit path
-# (core/tests/fmt_bgen: fm_test_check_hardcall_only on these files).
+# (core/tests/formats/fmt_bgen: fm_test_check_hardcall_only on these files).
 test_that("BGEN and GEN hardcalls equal plink2 --make-bed of the same file", {
   rt <- new_runtime()
   plink2_or_skip()
