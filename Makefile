@@ -75,8 +75,9 @@ install:
 	@for p in $(PKGS); do $(RENV) R CMD INSTALL --no-test-load -l $(RLIB) $$p >$(BUILD)/install-$$(basename $$p).log 2>&1 \
 	  || { cat $(BUILD)/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
 
+# Each package's tests, then the cross-package ones (tests/testthat).
 r-test: install
-	@$(RENV) Rscript tools/run-r-tests.R $(PKGS)
+	@$(RENV) Rscript tools/run-r-tests.R $(PKGS) tests
 
 # One compiled core per process: each core function is exported by exactly
 # one package's shared object.

@@ -2,8 +2,8 @@
 # Write the small random-weight GGUF models that Rllm's test-arch.R builds
 # (qwen2, qwen3, qwen3moe, gemma-embedding, lfm2) to a folder, for looking at
 # them with llama.cpp or other tools. GENERATED DATA: pseudo-random weights,
-# a made-up vocab; not trained models. The recipe is
-# packages/Rllm/tests/testthat/helper-arch.R (one source for tests and tool);
+# a made-up vocab; not trained models. The recipe is Rllm's installed
+# inst/arch/arch_gguf.R (one source for the package's tests and this tool);
 # files are written with Rgguf::gguf_write (GGML's own GGUF writer).
 #
 # Usage: R_LIBS=build/rlib Rscript tools/gen-arch-ggufs.R [out_dir] [seed] [type]
@@ -14,10 +14,8 @@ args <- commandArgs(trailingOnly = TRUE)
 out <- if (length(args) >= 1L) args[[1L]] else "build/arch-ggufs"
 seed <- if (length(args) >= 2L) as.integer(args[[2L]]) else 1L
 type <- if (length(args) >= 3L) args[[3L]] else "F32"
-this <- sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))
-root <- if (length(this)) dirname(dirname(normalizePath(this))) else getwd()
 suppressPackageStartupMessages(library(Rgguf))
-source(file.path(root, "packages", "Rllm", "tests", "testthat", "helper-arch.R"))
+source(system.file("arch", "arch_gguf.R", package = "Rllm", mustWork = TRUE))
 dir.create(out, recursive = TRUE, showWarnings = FALSE)
 for (a in arch_gguf_names) {
   f <- file.path(out, paste0("random-", a, ".gguf"))

@@ -1,14 +1,20 @@
-# Run each package's testthat suite against the installed package and print
-# one closing line "N passed, N failed, N skipped". Exits non-zero on failure.
+# Run each package's testthat suite against the installed package, and the
+# cross-package tests of a folder that is not a package (tests/: they load
+# the installed packages themselves), and print one closing line
+# "N passed, N failed, N skipped". Exits non-zero on failure.
 args <- commandArgs(trailingOnly = TRUE)
 suppressPackageStartupMessages(library(testthat))
 options(cli.progress_show_after = Inf) # exercise progress code, keep the log readable
 passed <- failed <- skipped <- 0L
 for (pkg_dir in args) {
-  pkg <- basename(pkg_dir)
-  res <- as.data.frame(test_dir(file.path(pkg_dir, "tests", "testthat"), package = pkg,
-                                load_package = "installed", reporter = testthat::SummaryReporter$new(max_reports = Inf),
-                                stop_on_failure = FALSE))
+  reporter <- testthat::SummaryReporter$new(max_reports = Inf)
+  res <- if (file.exists(file.path(pkg_dir, "DESCRIPTION"))) {
+    test_dir(file.path(pkg_dir, "tests", "testthat"), package = basename(pkg_dir),
+             load_package = "installed", reporter = reporter, stop_on_failure = FALSE)
+  } else {
+    test_dir(file.path(pkg_dir, "testthat"), reporter = reporter, stop_on_failure = FALSE)
+  }
+  res <- as.data.frame(res)
   passed <- passed + sum(res$passed)
   failed <- failed + sum(res$failed) + sum(res$error)
   skipped <- skipped + sum(res$skipped)

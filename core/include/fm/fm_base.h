@@ -84,29 +84,47 @@ const char *fm_dtype_name(fm_dtype t);
  *         the core, e.g. by fm_stats_rpca) go to this backend alone, as
  *         fm_backend_run_named, or to the reference path for "reference";
  *         NULL or "": every registered backend in order, then the reference
- *         path (fm_backend.h). Borrowed for the call. Work that relays ctl
- *         through a control block of its own copies this field. */
+ *         path (fm_backend.h). Borrowed for the call.
+ * threads: worker threads the call may use (fm_threads(ctl)); 0 the
+ *         default, the CPUs available.
+ * panel_bytes: byte budget of a decoded panel of doubles and of the blocks
+ *         the statistics stream (fm_panel_budget(ctl), fm_panel.h); 0 the
+ *         default, FM_PANEL_DEFAULT_BUDGET.
+ * forked: nonzero in a child made by fork() after the parent ran threaded
+ *         work: thread pools that do not survive fork() (GNU OpenMP's,
+ *         behind GGML) must run one thread; the core's own POSIX threads
+ *         start at each call and are unaffected.
+ * The settings are per call: the core keeps no process-wide thread count or
+ * budget (the R packages read theirs from options into each call's ctl).
+ * Work that relays ctl through a control block of its own starts from a
+ * copy of *ctl (fm_ctl_relay). */
 typedef struct fm_ctl {
   int (*cancel)(void *ud);
   void (*progress)(void *ud, double done, double total);
   void *ud;
   const char *backend;
+  int threads;
+  size_t panel_bytes;
+  int forked;
 } fm_ctl;
 
 /* The most worker threads any parallel module uses per call. */
 #define FM_THREADS_MAX 256
 
-/* Worker threads a product or statistic may use, 1 ... FM_THREADS_MAX.
- * Default: the CPUs this process may run on (its affinity mask,
- * sched_getaffinity, on Linux: taskset, cpusets; else the CPUs online,
- * sysconf), capped at FM_THREADS_MAX. A CPU quota (cgroup cpu.max) is not
- * seen. Results never depend on it (each parallel module states how). */
-int fm_threads(void);
-/* Set the thread count; n <= 0 restores the default, n > FM_THREADS_MAX
- * sets FM_THREADS_MAX (callers that must refuse it check first). Atomic:
- * safe while other threads read it (a running product keeps the count it
- * started with). */
-void fm_set_threads(int n);
+/* Worker threads a call with control block ctl may use, 1 ...
+ * FM_THREADS_MAX: ctl->threads when positive (capped), else the default,
+ * the CPUs this process may run on (its affinity mask, sched_getaffinity,
+ * on Linux: taskset, cpusets; else the CPUs online, sysconf), capped at
+ * FM_THREADS_MAX. A CPU quota (cgroup cpu.max) is not seen. ctl may be
+ * NULL (the default). Results never depend on it (each parallel module
+ * states how). */
+int fm_threads(const fm_ctl *ctl);
+
+/* A control block for work that relays ctl (a cancel or progress of its
+ * own around a caller's): *ctl's settings (backend, threads, panel_bytes,
+ * forked) with the given callbacks; ctl may be NULL (defaults). */
+fm_ctl fm_ctl_relay(const fm_ctl *ctl, int (*cancel)(void *ud),
+                    void (*progress)(void *ud, double done, double total), void *ud);
 
 /* Nonzero when ctl asks to stop. ctl may be NULL. */
 int fm_ctl_cancelled(const fm_ctl *ctl);

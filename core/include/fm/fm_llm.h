@@ -100,12 +100,14 @@ typedef struct fm_llm_info {
 } fm_llm_info;
 
 /* Build a model over a parsed GGUF file.
- * n_threads: GGML worker threads (>= 1).
+ * n_threads: GGML worker threads of its evaluations, or 0 for each call's
+ *         (fm_threads(ctl): the stack's one setting); see
+ *         fm_llm_threads_for.
  * Owns:   the result (free with fm_llm_model_free); borrows g, which must
  *         stay open (and its mapping alive) until the model is freed.
  * Errors: FM_EUNSUPPORTED for an unknown general.architecture (named);
  *         FM_EFORMAT naming a missing or mistyped key, or a tensor that is
- *         missing or has the wrong shape or type; FM_EARG for n_threads < 1;
+ *         missing or has the wrong shape or type; FM_EARG for n_threads < 0;
  *         FM_ENOMEM. */
 FM_NODISCARD fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out,
                                         fm_err *err);
@@ -113,13 +115,19 @@ void fm_llm_model_free(fm_llm_model *m); /* NULL is allowed */
 
 const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
 
-/* Number of GGML worker threads for the next evaluations. FM_EARG if < 1.
- * An upper bound: a batch of under ~4 MFLOP (2 x parameters x tokens; the
- * decode step of a tiny model) runs on one thread, where synchronizing
- * threads per operator would cost more than it saves. Results do not
- * depend on the thread count. */
+/* The model's own thread count for the next evaluations, 0 for each call's
+ * (as in fm_llm_model_new). FM_EARG if < 0. */
 FM_NODISCARD fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err);
-int fm_llm_model_threads(const fm_llm_model *m);
+int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each call's */
+
+/* GGML worker threads of an evaluation of m with control block ctl: 1 when
+ * ctl->forked (GNU OpenMP's pool, behind GGML, does not survive fork()),
+ * else the model's own count when set, else fm_threads(ctl). An upper
+ * bound: a batch of under ~4 MFLOP (2 x parameters x tokens; the decode
+ * step of a tiny model) runs on one thread, where synchronizing threads per
+ * operator would cost more than it saves. Results do not depend on the
+ * thread count. */
+int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl);
 
 /* Bytes of cache memory for n_ctx positions of type kv (including 64 bytes
  * of slack for aligning a caller's buffer); 0 if n_ctx < 1 or on overflow. */
@@ -211,6 +219,7 @@ typedef struct fm_llm_timings {
   double decode_s;  /* evaluating the generated tokens after the first */
   int64_t n_prefill;
   int64_t n_decode; /* tokens evaluated in decode (n_out - 1, or 0) */
+  int n_threads;    /* fm_llm_threads_for(m, ctl): the evaluations' bound */
 } fm_llm_timings;
 
 /* Generate up to n_new tokens after prompt[0..n_prompt) in cache c (whose

@@ -47,8 +47,8 @@
  * Thread safety: the codec table is built once (pthread_once) on first use;
  * afterwards every function may run concurrently. The decoder uses stack
  * scratch only and never touches R; the backend runs GGML on
- * opts->n_threads threads (OpenMP), polling ctl->cancel through GGML's
- * compute-abort hook on the calling thread.
+ * fm_threads(ctl) threads (OpenMP; one when ctl->forked), polling
+ * ctl->cancel through GGML's compute-abort hook on the calling thread.
  * Source: GGUF and GGML block formats: ggml's docs/gguf.md, ggml-common.h
  * (block layouts); functions reached through ggml_get_type_traits() and
  * ggml_get_type_traits_cpu(); products: ggml_mul_mat on the CPU backend. */
@@ -106,12 +106,6 @@ int64_t fm_llm_tensor_n_elements(const fm_gguf_tensor *t);
 FM_NODISCARD fm_status fm_llm_tensor_dequantize(const fm_gguf *g, const fm_gguf_tensor *t,
                                                 double *out, int64_t n, fm_err *err);
 
-/* Options of the backend, passed as the fm_backend_fn's ud (borrowed for
- * as long as the backend stays registered; NULL means 1 thread). */
-typedef struct fm_llm_tensor_backend_opts {
-  int n_threads; /* GGML threads, 1..512 (clamped) */
-} fm_llm_tensor_backend_opts;
-
 /* The GGML backend (an fm_backend_fn; see the top of this file): computes
  * p->y = X p->b for p->x a view from fm_llm_tensor_view (recognised by its
  * codec) or declines.
@@ -121,7 +115,7 @@ typedef struct fm_llm_tensor_backend_opts {
  *         anything is computed); FM_ENOMEM (GGML context
  *         or work buffer); FM_ECANCELLED (ctl->cancel, before or during the
  *         graph; y then unspecified); FM_EINTERNAL when GGML fails.
- * Owns:   borrows everything in p and ud; writes only p->y. */
+ * Owns:   borrows everything in p (ud is unused); writes only p->y. */
 FM_NODISCARD fm_status fm_llm_tensor_backend(void *ud, const fm_product *p, const fm_ctl *ctl,
                                              fm_err *err);
 

@@ -177,20 +177,21 @@ typedef struct fm_panel_plan {
 #define FM_PANEL_MIN_COLS 8
 
 /* rows * cols * 8 <= budget_bytes whenever budget_bytes >= 8 (a smaller
- * budget still gives a 1 x 1 panel). budget_bytes 0 means fm_panel_budget().
+ * budget still gives a 1 x 1 panel). budget_bytes 0 means
+ * FM_PANEL_DEFAULT_BUDGET.
  * All rows are used when min(n_cols, FM_PANEL_MIN_COLS) columns fit;
  * otherwise cols = min(n_cols, FM_PANEL_MIN_COLS, budget / 8) and rows fill
  * the rest (a multiple of 4 for BED2 when >= 4, so panels start on byte
  * boundaries). rows and cols stay <= INT_MAX (BLAS integers). */
 fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes);
 
-/* Default panel budget (bytes) and a process-wide override used by
- * fm_backend_run and the statistics when opts pass 0. Test hooks force it
- * tiny to exercise block edges. */
+/* Default panel budget (bytes). */
 #define FM_PANEL_DEFAULT_BUDGET ((size_t)64 << 20)
-/* budget_bytes 0 restores FM_PANEL_DEFAULT_BUDGET. Atomic: safe to call
- * while other threads read it, though a running product keeps its plan. */
-void fm_panel_set_budget(size_t budget_bytes);
-size_t fm_panel_budget(void);
+
+/* The panel budget of a call: ctl->panel_bytes when nonzero, else
+ * FM_PANEL_DEFAULT_BUDGET (also for ctl NULL). Products and statistics
+ * plan their panels and blocks with it; tests make it tiny to exercise
+ * block edges. */
+size_t fm_panel_budget(const fm_ctl *ctl);
 
 #endif

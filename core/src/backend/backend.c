@@ -151,7 +151,7 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
   for (int64_t j = 0; j < k; j++) memset(p->y + j * p->ldy, 0, (size_t)y_rows * sizeof(double));
   if (n == 0 || q == 0) return FM_OK;
 
-  const fm_panel_plan plan = fm_panel_plan_for(x, fm_panel_budget());
+  const fm_panel_plan plan = fm_panel_plan_for(x, fm_panel_budget(ctl));
   if (!fm_blas_dim_ok(plan.rows) || !fm_blas_dim_ok(plan.cols))
     return fm_err_set(err, FM_EINTERNAL, "product: panel %lld x %lld exceeds BLAS integers",
                       (long long)plan.rows, (long long)plan.cols);

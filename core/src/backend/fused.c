@@ -371,7 +371,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   const int64_t kp = job.kp;
   /* blocks: within the panel budget (as doubles) and the cache-sized bytes */
   const int64_t col_bytes = fm_mat_min_stride(x->codec, n);
-  int64_t vmax = (int64_t)(fm_panel_budget() / sizeof(double)) / n;
+  int64_t vmax = (int64_t)(fm_panel_budget(ctl) / sizeof(double)) / n;
   if (vmax > FUSED_BLOCK_BYTES / col_bytes) vmax = FUSED_BLOCK_BYTES / col_bytes;
   if (vmax > FUSED_VMAX) vmax = FUSED_VMAX;
   if (vmax < 1) vmax = 1;
@@ -383,7 +383,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   if (job.seg < FUSED_SEG_MIN) job.seg = FUSED_SEG_MIN;
   if (job.seg > FUSED_SEG_MAX) job.seg = FUSED_SEG_MAX;
   job.list_cap = job.tile > job.seg ? job.tile : job.seg;
-  int64_t want = fm_threads();
+  int64_t want = fm_threads(ctl);
   if (want > 1 + n * q / FUSED_MIN_WORK) want = 1 + n * q / FUSED_MIN_WORK;
   if (want > FM_THREADS_MAX) want = FM_THREADS_MAX;
 

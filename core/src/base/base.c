@@ -5,7 +5,6 @@
 
 #include <sched.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,8 +65,6 @@ const char *fm_dtype_name(fm_dtype t) {
 
 int fm_ctl_cancelled(const fm_ctl *ctl) { return ctl && ctl->cancel && ctl->cancel(ctl->ud); }
 
-static atomic_int threads_set; /* 0: the default */
-
 /* CPUs this process may run on: its affinity mask (taskset, cpusets of
  * containers and batch schedulers), else the CPUs online. */
 static long cpus_available(void) {
@@ -81,15 +78,19 @@ static long cpus_available(void) {
   return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
-int fm_threads(void) {
-  const int n = atomic_load(&threads_set);
-  if (n > 0) return n;
+int fm_threads(const fm_ctl *ctl) {
+  if (ctl && ctl->threads > 0) return ctl->threads > FM_THREADS_MAX ? FM_THREADS_MAX : ctl->threads;
   const long cpus = cpus_available();
   return cpus >= 1 ? (cpus > FM_THREADS_MAX ? FM_THREADS_MAX : (int)cpus) : 1;
 }
 
-void fm_set_threads(int n) {
-  atomic_store(&threads_set, n > 0 ? (n > FM_THREADS_MAX ? FM_THREADS_MAX : n) : 0);
+fm_ctl fm_ctl_relay(const fm_ctl *ctl, int (*cancel)(void *ud),
+                    void (*progress)(void *ud, double done, double total), void *ud) {
+  fm_ctl inner = ctl ? *ctl : (fm_ctl){0};
+  inner.cancel = cancel;
+  inner.progress = progress;
+  inner.ud = ud;
+  return inner;
 }
 
 void fm_ctl_progress(const fm_ctl *ctl, double done, double total) {

@@ -9,18 +9,13 @@
 
 #include <limits.h>
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-static atomic_size_t panel_budget = FM_PANEL_DEFAULT_BUDGET;
-
-void fm_panel_set_budget(size_t budget_bytes) {
-  atomic_store(&panel_budget, budget_bytes ? budget_bytes : FM_PANEL_DEFAULT_BUDGET);
+size_t fm_panel_budget(const fm_ctl *ctl) {
+  return ctl && ctl->panel_bytes ? ctl->panel_bytes : FM_PANEL_DEFAULT_BUDGET;
 }
-
-size_t fm_panel_budget(void) { return atomic_load(&panel_budget); }
 
 static const char *codec_name(fm_codec_id c) {
   switch (c) {
@@ -126,7 +121,7 @@ static int64_t max64(int64_t a, int64_t b) { return a > b ? a : b; }
 fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes) {
   fm_panel_plan plan = {1, 1};
   if (!x) return plan;
-  if (budget_bytes == 0) budget_bytes = fm_panel_budget();
+  if (budget_bytes == 0) budget_bytes = FM_PANEL_DEFAULT_BUDGET;
   const int64_t dim_max = INT_MAX;
   const int64_t n = max64(x->n_rows, 1), p = max64(x->n_cols, 1);
   size_t cap_sz = budget_bytes / sizeof(double);

@@ -409,7 +409,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
    * work, and a thread barrier per node costs more than the split saves
    * (stories260K decode on 2 cores: ~3,800 tokens/s on one thread, at best
    * ~1,600 on two). Results do not depend on the thread count. */
-  int nt = m->n_threads;
+  int nt = fm_llm_threads_for(m, ctl);
   if (2.0 * (double)m->info.n_params * (double)n < 4e6) nt = 1;
   ggml_backend_cpu_set_n_threads(m->backend, nt);
   m->ctl = ctl;
@@ -570,6 +570,7 @@ done:
   if (t) {
     double t2 = now_s();
     t->n_prefill = n_prompt;
+    t->n_threads = fm_llm_threads_for(m, ctl);
     t->prefill_s = (n > 0 ? t_first : t1) - t0;
     t->decode_s = t2 - (n > 0 ? t_first : t1);
     if (st != FM_OK && n == 0) t->prefill_s = t2 - t0;

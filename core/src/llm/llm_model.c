@@ -499,8 +499,8 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   llm_model *m = NULL;
   if (out) *out = NULL;
   if (!g || !out) return fm_err_set(err, FM_EARG, "fm_llm_model_new: NULL file or out");
-  if (n_threads < 1)
-    return fm_err_set(err, FM_EARG, "threads must be >= 1, got %d", n_threads);
+  if (n_threads < 0)
+    return fm_err_set(err, FM_EARG, "threads must be >= 0 (0: the call's), got %d", n_threads);
   m = calloc(1, sizeof *m);
   if (!m) return fm_err_set(err, FM_ENOMEM, "out of memory for a model");
   m->g = g;
@@ -616,9 +616,15 @@ const fm_llm_info *fm_llm_model_info(const fm_llm_model *m) { return m ? &m->inf
 
 fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err) {
   if (!m) return fm_err_set(err, FM_EARG, "NULL model");
-  if (n_threads < 1) return fm_err_set(err, FM_EARG, "threads must be >= 1, got %d", n_threads);
+  if (n_threads < 0)
+    return fm_err_set(err, FM_EARG, "threads must be >= 0 (0: the call's), got %d", n_threads);
   m->n_threads = n_threads;
   return FM_OK;
 }
 
 int fm_llm_model_threads(const fm_llm_model *m) { return m ? m->n_threads : 0; }
+
+int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl) {
+  if (ctl && ctl->forked) return 1;
+  return m && m->n_threads > 0 ? m->n_threads : fm_threads(ctl);
+}

@@ -240,7 +240,7 @@ static int aff_identity(const fm_affine *aff) {
 static bool abort_hook(void *data) { return fm_ctl_cancelled((const fm_ctl *)data) != 0; }
 
 fm_status fm_llm_tensor_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
-  const fm_llm_tensor_backend_opts *opts = (const fm_llm_tensor_backend_opts *)ud;
+  (void)ud;
   if (!p || !p->x) return fm_err_set(err, FM_EUNSUPPORTED, "ggml: no product");
   const fm_mat *x = p->x;
   const int type = x->codec == FM_CODEC_EXT ? fm_llm_tensor_codec_type(x->ext) : -1;
@@ -280,9 +280,8 @@ fm_status fm_llm_tensor_backend(void *ud, const fm_product *p, const fm_ctl *ctl
   /* The file behind the view has not shrunk since it was opened. */
   fm_status cst = fm_gguf_check_addr(x->data, err);
   if (cst != FM_OK) return cst;
-  int n_threads = opts ? opts->n_threads : 1;
-  if (n_threads < 1) n_threads = 1;
-  if (n_threads > 512) n_threads = 512;
+  /* GNU OpenMP's pool (GGML's threads) does not survive fork() */
+  const int n_threads = ctl && ctl->forked ? 1 : fm_threads(ctl);
 
   const size_t n_graph = 8;
   const size_t ctx_bytes = 4 * ggml_tensor_overhead() + ggml_graph_overhead_custom(n_graph, false) +

@@ -259,7 +259,7 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
                       "fm_stats_colvar: col_stride %lld is below %lld bytes for %lld rows",
                       (long long)x->col_stride, (long long)min_stride, (long long)n);
 
-  size_t target = fm_panel_budget();
+  size_t target = fm_panel_budget(ctl);
   if (target == 0 || target > COLVAR_BLOCK_BYTES) target = COLVAR_BLOCK_BYTES;
   const double col_bytes = (double)elem * (double)(n > 0 ? n : 1);
   int64_t block = (int64_t)((double)target / col_bytes);

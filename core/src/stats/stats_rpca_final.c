@@ -238,7 +238,7 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
                                 double *done, double total, fm_err *err) {
   const int64_t n = x->n_rows, p = x->n_cols;
   /* chunks of budget / 16 bytes of k doubles per row (4 MiB by default) */
-  int64_t chunk = (int64_t)(fm_panel_budget() / (16u * sizeof(double) * (size_t)k));
+  int64_t chunk = (int64_t)(fm_panel_budget(ctl) / (16u * sizeof(double) * (size_t)k));
   if (chunk < 1) chunk = 1;
   if (chunk > p) chunk = p;
   const fm_blas_int K = (fm_blas_int)k;
@@ -268,7 +268,7 @@ static fm_status final_streamed(const fm_mat *x, const fm_affine *aff, const dou
     fm_affine as;
     sub_view(x, aff, c0, nc, idx, &xs, &as);
     chunk_relay rl = {ctl, *done + (double)c0 / (double)p, (double)nc / (double)p, total};
-    const fm_ctl inner = {chunk_cancel, chunk_progress, &rl, ctl ? ctl->backend : NULL};
+    const fm_ctl inner = fm_ctl_relay(ctl, chunk_cancel, chunk_progress, &rl);
     double inner_done = 0.0;
     st = rpca_product(FM_OP_XTB, &xs, &as, u_out, n, k, buf, nc, nc, ctl ? &inner : NULL,
                       &inner_done, 1.0, err);

@@ -156,7 +156,7 @@ fm_status rpca_product(fm_op op, const fm_mat *x, const fm_affine *aff, const do
                       "fm_stats_rpca: cancelled after %.0f of at most %.0f passes", *done, total);
   fm_product pr = {op, x, aff, b, ldb, k, y, ldy};
   relay rl = {ctl, *done, total};
-  const fm_ctl inner = {relay_cancel, relay_progress, &rl, ctl ? ctl->backend : NULL};
+  const fm_ctl inner = fm_ctl_relay(ctl, relay_cancel, relay_progress, &rl);
   fm_status st = fm_backend_run(&pr, ctl ? &inner : NULL, NULL, err);
   if (st != FM_OK) return st;
   if (!all_finite(y, y_rows, k, ldy))

@@ -26,18 +26,22 @@
 #' over dense and codec matrices alike.
 #'
 #' @section Options:
-#' * `fmalloc.panel_bytes`: the panel byte budget, read when the package is
-#'   loaded (see [fmalloc_panel_budget()]).
+#' * `fmalloc.panel_bytes`: the panel byte budget of every core call of the
+#'   stack (see [fmalloc_panel_budget()]).
 #' * `fmalloc.progress`: `FALSE` hides progress bars of long computations.
-#' * `fmalloc.threads`: worker threads of the product kernels, read when the
-#'   package is loaded (see [fmalloc_threads()]).
+#' * `fmalloc.threads`: worker threads of every core call of the stack:
+#'   Rfmalloc's kernels, Rgguf's GGML products, Rllm's evaluations (see
+#'   [fmalloc_threads()]).
 #' * `fmalloc.backend`: force one product backend, or `"reference"`, read
 #'   at every product (see [fmalloc_backends()], [fmalloc_with_backend()]).
 #'
-#' A value of `fmalloc.panel_bytes` or `fmalloc.threads` that the setter
-#' refuses does not stop the package from loading: it is ignored with a
-#' warning naming the option, and the default stays. An invalid
-#' `fmalloc.backend` raises `fm_error_earg` at the next product.
+#' The three are read in one place into each call's control block (`fm_ctl`),
+#' for every package of the stack. A value of `fmalloc.panel_bytes` or
+#' `fmalloc.threads` set before the package loads that the setter refuses
+#' does not stop the package from loading: it is ignored with a warning
+#' naming the option (and unset), and the default stays. An invalid value
+#' set later, and an invalid `fmalloc.backend`, raise `fm_error_earg` at the
+#' next call.
 #'
 #' @section Errors:
 #' Every error raised by the package is a condition of class

@@ -88,9 +88,14 @@ fmalloc_with_backend <- function(name, expr) {
 #' process may run on: its CPU affinity mask on Linux (so `taskset`, cpusets
 #' of containers and batch schedulers count), else the CPUs online; a CPU
 #' quota (cgroup `cpu.max`, `docker --cpus`) is not seen, so set the count
-#' there. The option `fmalloc.threads` sets the count when the package is
-#' loaded (an invalid value is ignored with a warning). At most 256 threads
-#' are used (`FM_THREADS_MAX` in `fm_base.h`); the default is capped there.
+#' there; under `R CMD check` (environment variable `_R_CHECK_LIMIT_CORES_`
+#' set) the default is at most 2. The count is the option `fmalloc.threads`, which
+#' `fmalloc_threads(n)` sets and every core call of the stack reads (the
+#' products and statistics of Rfmalloc, Rgguf's GGML products, Rllm's
+#' evaluations): one setting for all of them. An invalid value set before
+#' the package loads is ignored with a warning; one set later raises
+#' `fm_error_earg` at the next call. At most 256 threads are used
+#' (`FM_THREADS_MAX` in `fm_base.h`); the default is capped there.
 #'
 #' Results do not depend on the thread count: every output element is summed
 #' by one thread in an order fixed by the data alone. A block of variants is
@@ -123,17 +128,18 @@ fmalloc_with_backend <- function(name, expr) {
 #' fmalloc_threads(old)
 #' @export
 fmalloc_threads <- function(n = NULL) {
-  if (is.null(n)) return(.Call(fmr_threads, NULL))
+  if (is.null(n)) return(.Call(fmr_settings, FALSE)$threads)
   if (length(n) != 1L || !(is.numeric(n) || is.logical(n))) {
     fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number from 0 to 256, not ",
              fm_describe(n))
   }
   if (is.na(n)) n <- 0
-  if (!is.finite(n) || n < 0 || n != floor(n)) {
+  if (!is.finite(n) || n < 0 || n > 256 || n != floor(n)) {
     fm_abort("earg", sprintf("fmalloc_threads: n must be a whole number from 0 to 256, not %s",
                              format(n)))
   }
-  invisible(.Call(fmr_threads, as.numeric(n)))
+  options(fmalloc.threads = if (n == 0) NULL else as.integer(n))
+  invisible(.Call(fmr_settings, FALSE)$threads)
 }
 
 #' What computes products
@@ -146,23 +152,32 @@ fmalloc_threads <- function(n = NULL) {
 #'   or `"portable"`: the best the CPU runs, lowered by the environment
 #'   variable `FM_ISA` when it is set to `"portable"`, `"avx2"` or
 #'   `"avx512"` before the package loads, to run one path on any machine),
-#'   `panel_bytes` ([fmalloc_panel_budget()]) and
-#'   `last_backend` ([fmalloc_last_backend()]).
+#'   `panel_bytes` ([fmalloc_panel_budget()]),
+#'   `last_backend` ([fmalloc_last_backend()]), `forked` (`TRUE` in a child
+#'   made by `fork()` after Rfmalloc loaded: GGML runs one thread there) and
+#'   `last_call`, the settings
+#'   of the control block of the most recent core call made by any package
+#'   of the stack (a product, statistic, read, GGML product or model
+#'   evaluation): a list of `threads`, `panel_bytes` and `forked` (whether
+#'   the process is a forked child, where GGML runs one thread), with the
+#'   defaults resolved.
 #' @section Errors: none: it only reads the state of the session. An invalid
 #'   option `fmalloc.backend` is returned as set (it raises `fm_error_earg`
 #'   at the next product), and a closed runtime does not matter here.
 #' @section Source: the registry `core/include/fm/fm_backend.h`
 #'   (`fm_backend_count`, `fm_backend_name`); the kernels' instruction set
 #'   `fm_cpu_isa()` in `core/include/fm/fm_cpu.h` (CPUID at run time, probed
-#'   once); the thread count `fm_threads()` in `core/include/fm/fm_base.h`;
-#'   the panel budget `fm_panel_budget()` in `core/include/fm/fm_panel.h`.
+#'   once); the settings of a call, `fm_ctl` and `fm_threads()` in
+#'   `core/include/fm/fm_base.h`, `fm_panel_budget()` in
+#'   `core/include/fm/fm_panel.h`.
 #' @examples
 #' str(fmalloc_backend_info())
 #' @export
 fmalloc_backend_info <- function() {
   list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
        threads = fmalloc_threads(), fused_isa = .Call(fmr_cpu_isa),
-       panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend())
+       panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend(),
+       forked = .Call(fmr_settings, FALSE)$forked, last_call = .Call(fmr_settings, TRUE))
 }
 
 #' Backend introspection for tests

@@ -575,18 +575,22 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 #' Panel byte budget
 #'
 #' Products, subsets and statistics over codec matrices decode at most this
-#' many bytes of doubles at a time. The default is 64 MiB; the option
-#' `fmalloc.panel_bytes` sets it at load time.
+#' many bytes of doubles at a time. The default is 64 MiB. The budget is the
+#' option `fmalloc.panel_bytes`, which `fmalloc_panel_budget(bytes)` sets and
+#' every core call of the stack reads (one setting for Rfmalloc, Rpgen,
+#' Rgguf and Rllm); an invalid value set before the package loads is ignored
+#' with a warning, one set later raises `fm_error_earg` at the next call.
 #' @param bytes new budget in bytes, or `NULL` to only query; `0` restores the default.
 #' @return The budget in force, in bytes (invisibly when setting).
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
-  if (is.null(bytes)) return(.Call(fmr_panel_budget, NULL))
-  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0) {
-    fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0, not %s",
+  if (is.null(bytes)) return(.Call(fmr_settings, FALSE)$panel_bytes)
+  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0 || bytes > 2^53) {
+    fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0 (at most 2^53), not %s",
                              paste(deparse(bytes), collapse = "")))
   }
-  invisible(.Call(fmr_panel_budget, as.numeric(bytes)))
+  options(fmalloc.panel_bytes = if (bytes == 0) NULL else as.numeric(bytes))
+  invisible(.Call(fmr_settings, FALSE)$panel_bytes)
 }
 
 #' External-codec test matrices
@@ -626,13 +630,14 @@ NULL
                     .Call(fmr_cpu_isa)), call. = FALSE)
 }
 
-# Apply option `name` with setter(value) at load time. A value the setter
-# refuses must not make library() fail: warn naming the option and keep the
-# default.
+# Check option `name` with setter(value) at load time. A value the setter
+# refuses must not make library() fail: warn naming the option, unset it and
+# keep the default.
 fm_apply_option <- function(name, setter, default) {
   value <- getOption(name)
   if (is.null(value)) return(invisible())
   tryCatch(setter(value), error = function(e) {
+    options(structure(list(NULL), names = name))
     warning(sprintf("Rfmalloc: option %s is ignored (%s); using %s", name,
                     conditionMessage(e), default), call. = FALSE)
   })

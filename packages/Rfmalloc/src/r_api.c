@@ -1,5 +1,6 @@
-/* r_api.c: the functions behind inst/include/Rfmalloc.h, registered with
- * R_RegisterCCallable in r_init.c. Contracts: inst/include/Rfmalloc.h. */
+/* r_api.c: the functions behind inst/include/Rfmalloc.h and the core's
+ * function table of inst/include/Rfmalloc_core.h, registered with
+ * R_RegisterCCallable in r_init.c. Contracts: those headers. */
 #include "r_runtime.h"
 
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);

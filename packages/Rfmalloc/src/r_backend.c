@@ -1,6 +1,6 @@
 /* r_backend.c: the built-in product backends (registered at load, in the
  * order of one table), the option fmalloc.backend that forces one of them
- * (or the reference path), the worker thread count, backend introspection
+ * (or the reference path), backend introspection
  * (the backend of the last computation, the kernels' instruction set), and
  * the test backends and test hooks of the suite.
  *
@@ -70,19 +70,6 @@ SEXP fmr_backends(void) {
   SET_STRING_ELT(out, n, Rf_mkChar("reference"));
   UNPROTECT(1);
   return out;
-}
-
-/* n: NULL queries; a whole number sets (0 restores the default; above
- * FM_THREADS_MAX raises fm_error_earg). Returns the count in effect. */
-SEXP fmr_threads(SEXP s_n) {
-  if (!Rf_isNull(s_n)) {
-    const double n = Rf_asReal(s_n);
-    if (!(n >= 0 && n <= FM_THREADS_MAX))
-      fmr_stop(FM_EARG, "fmalloc_threads: n must be a whole number from 0 to %d, not %.15g",
-               FM_THREADS_MAX, n);
-    fm_set_threads((int)n);
-  }
-  return Rf_ScalarInteger(fm_threads());
 }
 
 /* The last product's or statistic's backend (fmr_backend_note); "" before

@@ -204,7 +204,8 @@ static int cancel_cb(void *ud) {
 fm_ctl fmr_ctl(void) {
   pending_jump = 0;
   pending_interrupt = 0;
-  fm_ctl ctl = {cancel_cb, NULL, NULL, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb};
+  fmr_settings_into(&ctl);
   return ctl;
 }
 
@@ -241,10 +242,12 @@ static void progress_report(void *ud, double done, double total) {
 }
 
 fm_ctl fmr_progress_ctl(fmr_progress *p, SEXP fn) {
-  (void)fmr_ctl();
+  fm_ctl ctl = fmr_ctl();
   p->fn = fn;
   p->last = -INFINITY;
-  fm_ctl ctl = {progress_cancel, Rf_isFunction(fn) ? progress_report : NULL, p, NULL};
+  ctl.cancel = progress_cancel;
+  ctl.progress = Rf_isFunction(fn) ? progress_report : NULL;
+  ctl.ud = p;
   return ctl;
 }
 

@@ -25,10 +25,23 @@ fm_map *fmr_runtime_map(SEXP rt);
 
 /* fm_ctl whose cancel callback runs R_CheckUserInterrupt (at most every
  * 10 ms) with the caller's handlers in place, without letting R longjmp over
- * C frames (r_err.c). Use: ctl = fmr_ctl(); st = <core call>(..., &ctl,
- * &err); release C resources; then fmr_raise(&err) when st != FM_OK, or
- * fmr_finish(st, &err). Main thread only. */
+ * C frames (r_err.c), and whose settings are the stack's (fmr_settings_into).
+ * Use: ctl = fmr_ctl() before acquiring C resources (a bad option raises);
+ * st = <core call>(..., &ctl, &err); release C resources; then
+ * fmr_raise(&err) when st != FM_OK, or fmr_finish(st, &err). Main thread
+ * only. */
 fm_ctl fmr_ctl(void);
+
+/* The one place the stack's settings are read (r_settings.c), into the
+ * call's control block: backend (option fmalloc.backend), threads (option
+ * fmalloc.threads), panel_bytes (option fmalloc.panel_bytes) and forked (a
+ * fork since Rfmalloc loaded). Raises fm_error_earg for an option that is
+ * set but unusable, naming it. Every package's core calls get their ctl
+ * through it (fmr_ctl, fmr_progress_ctl, the C callable Rfmalloc_ctl). */
+void fmr_settings_into(fm_ctl *ctl);
+
+/* Registers the fork handler behind fm_ctl.forked (R_init_Rfmalloc). */
+void fmr_settings_init(void);
 
 /* After a core call with a control block of fmr_ctl() or fmr_progress_ctl()
  * (right after it, in the same .Call): continue an R jump its callbacks

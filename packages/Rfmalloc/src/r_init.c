@@ -48,11 +48,9 @@ SEXP fmr_bed2_counts(SEXP storage, SEXP spec, SEXP cols);
 SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP r0, SEXP nr, SEXP c0,
                       SEXP nc);
 SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP op, SEXP b);
-SEXP fmr_panel_budget(SEXP bytes);
 
-/* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
+/* r_backend.c: built-in backends, forcing, test backends and hooks */
 SEXP fmr_backends(void);
-SEXP fmr_threads(SEXP n);
 SEXP fmr_cpu_isa(void);
 SEXP fmr_cpu_env_valid(void);
 SEXP fmr_last_backend(void);
@@ -85,6 +83,9 @@ void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
 /* the core's function table (inst/include/Rfmalloc_core.h) */
 const struct Rfmalloc_core_api *Rfmalloc_core_api_get(void);
+
+/* r_settings.c: the stack's settings (threads, panel budget, fork) */
+SEXP fmr_settings(SEXP last);
 
 /* r_err.c: the error converter and the callbacks of core calls as C callables */
 void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
@@ -131,11 +132,11 @@ static const R_CallMethodDef call_methods[] = {
     /* r_panel.c: panel decode, products through the backend registry */
     CALLDEF(fmr_panel_decode, 8),
     CALLDEF(fmr_product, 6),
-    CALLDEF(fmr_panel_budget, 1),
 
-    /* r_backend.c: built-in backends, forcing, threads, test backends and hooks */
+    /* r_settings.c */
+    CALLDEF(fmr_settings, 1),
+    /* r_backend.c: built-in backends, forcing, test backends and hooks */
     CALLDEF(fmr_backends, 0),
-    CALLDEF(fmr_threads, 1),
     CALLDEF(fmr_cpu_isa, 0),
     CALLDEF(fmr_cpu_env_valid, 0),
     CALLDEF(fmr_last_backend, 0),
@@ -167,6 +168,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
   R_useDynamicSymbols(dll, FALSE);
   fmr_altrep_init(dll);
+  fmr_settings_init();
   fmr_backends_register_builtin();
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);

@@ -25,13 +25,13 @@ SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_
 }
 
 /* op (fm_op): 1 X %*% b (n x k), 2 t(X) %*% b (p x k), 3 X %*% (t(X) %*% b)
- * (n x k), 4 column sums and sums of squares (p x 2; b NULL). The backend
- * comes from option fmalloc.backend (fmr_backend_option). Returns y, and notes
+ * (n x k), 4 column sums and sums of squares (p x 2; b NULL). The backend,
+ * threads and panel budget come from the settings (fmr_ctl). Returns y, and notes
  * the backend that computed it (fmr_backend_note): "none" when y is empty or
  * all zeros by shape (an empty inner dimension). */
 SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, SEXP b) {
   int nprot = 0;
-  const char *backend = fmr_backend_option();
+  fm_ctl ctl = fmr_ctl(); /* first: a bad option raises before anything is allocated */
   fm_mat x;
   fm_affine aff;
   fmr_mat_from(storage, spec, cols, &x);
@@ -58,8 +58,6 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
   if (outer > 0 && k > 0 && has_terms) {
     fm_product p = {(fm_op)op, &x, &aff, uses_b ? REAL_RO(b) : NULL,
                     inner > 0 ? inner : 1, k, REAL(y), outer};
-    fm_ctl ctl = fmr_ctl();
-    ctl.backend = backend;
     const char *used = NULL;
     fm_err err;
     fmr_finish(fm_backend_run(&p, &ctl, &used, &err), &err);
@@ -70,13 +68,4 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
   }
   UNPROTECT(nprot);
   return y;
-}
-
-SEXP fmr_panel_budget(SEXP s_bytes) {
-  if (!Rf_isNull(s_bytes)) {
-    double b = Rf_asReal(s_bytes);
-    if (!(b >= 0)) fmr_stop(FM_EARG, "the panel budget must be a non-negative number of bytes");
-    fm_panel_set_budget((size_t)b);
-  }
-  return Rf_ScalarReal((double)fm_panel_budget());
 }

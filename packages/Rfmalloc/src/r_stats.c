@@ -18,15 +18,13 @@ SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
 /* list(mean, var, n_obs), each of length n_cols. */
 SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
   int nprot = 0;
-  const char *backend = fmr_backend_option(); /* in case its passes run products */
+  fm_ctl ctl = fmr_ctl(); /* first: a bad option raises before anything is allocated */
   fm_mat x;
   fmr_mat_from(storage, spec, cols, &x);
   SEXP mean = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   SEXP var = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   SEXP nobs = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   int64_t *n64 = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
-  fm_ctl ctl = fmr_ctl();
-  ctl.backend = backend;
   fm_err err;
   fmr_finish(fm_stats_colvar(&x, REAL(mean), REAL(var), n64, &ctl, &err), &err);
   fmr_backend_note("colvar"); /* its own path: no product backend runs */
@@ -98,7 +96,8 @@ static void fill_free(double *fill, int64_t n_cols) {
 SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
               SEXP progress, SEXP dimnames, SEXP v_out) {
   int nprot = 0;
-  const char *backend = fmr_backend_option(); /* its products go through the registry */
+  fmr_progress prog;
+  fm_ctl ctl = fmr_progress_ctl(&prog, progress); /* first: a bad option raises */
   fm_mat x;
   fmr_mat_from(storage, spec, cols, &x);
   fm_affine aff = {col_vector(center, "center", x.n_cols), NULL, NULL};
@@ -141,9 +140,6 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
     dn_u = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
     dn_v = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
   }
-  fmr_progress prog;
-  fm_ctl ctl = fmr_progress_ctl(&prog, progress);
-  ctl.backend = backend;
   /* From here to the core's return nothing may raise: fill_owned is ours. */
   double *fill_owned = NULL;
   int fill_failed = 0;

@@ -106,23 +106,25 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
 
 #' Threads of the GGML backend
 #'
-#' The number of threads GGML uses for products of GGUF tensor views
-#' ([gguf_tensor()]). The default is 1, or the option `Rgguf.threads` when
-#' set before Rgguf loads.
+#' A documented alias of [Rfmalloc::fmalloc_threads()], kept for scripts
+#' written before the stack had one thread setting: GGML's products of GGUF
+#' tensor views ([gguf_tensor()]) use the stack's thread count (option
+#' `fmalloc.threads`), like Rfmalloc's kernels and Rllm's evaluations.
+#' `gguf_threads(n)` sets that count for all of them.
 #'
 #' In a child process made by `fork()` (`parallel::mclapply()`,
 #' `parallel::mcparallel()`), the backend runs on one thread: GGML's
 #' threads come from GNU OpenMP, whose thread pool does not survive a fork,
 #' and once the parent has run a multi-threaded GGML product, a
-#' multi-threaded one in the child would never return. A handler that
-#' Rgguf registers with `pthread_atfork()` sets the count to 1 in every
-#' child; there `gguf_threads()` reports 1 and `gguf_threads(n)` keeps 1.
-#' Results do not depend on the thread count, so a child's products equal
-#' the parent's. The parent keeps its setting. (Rllm does the same for its
-#' models.)
-#' @param n `NULL` to query, or a whole number in 1..512.
-#' @return The thread count in force (invisibly when setting); 1 in a
-#'   forked child.
+#' multi-threaded one in the child would never return. Rfmalloc registers
+#' one `pthread_atfork()` handler for the stack, and every call's control
+#' block in a child says so; there `gguf_threads()` reports 1. Results do
+#' not depend on the thread count, so a child's products equal the
+#' parent's.
+#' @param n `NULL` to query, or a whole number in 1..256 (set with
+#'   [Rfmalloc::fmalloc_threads()]).
+#' @return The thread count GGML products use (invisibly when setting): the
+#'   stack's, or 1 in a forked child.
 #' @section Errors: `fm_error_earg` for a bad `n`.
 #' @examples
 #' old <- gguf_threads()
@@ -130,11 +132,15 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
 #' gguf_threads(old)
 #' @export
 gguf_threads <- function(n = NULL) {
-  if (is.null(n)) return(.Call(C_rgguf_threads, NULL))
-  if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n)) {
-    Rfmalloc::fm_abort("earg", "n must be a whole number in 1..512")
+  if (!is.null(n)) {
+    if (!is.numeric(n) || length(n) != 1L || is.na(n) || n != round(n) || n < 1 || n > 256) {
+      Rfmalloc::fm_abort("earg", "n must be a whole number in 1..256")
+    }
+    Rfmalloc::fmalloc_threads(n)
   }
-  invisible(.Call(C_rgguf_threads, as.integer(n)))
+  info <- Rfmalloc::fmalloc_backend_info()
+  used <- if (isTRUE(info$forked)) 1L else info$threads
+  if (is.null(n)) used else invisible(used)
 }
 
 # Register (TRUE) or remove (FALSE) the "ggml" backend; tests remove it to
@@ -153,7 +159,5 @@ gguf_threads <- function(n = NULL) {
 
 .onLoad <- function(libname, pkgname) {
   loadNamespace("Rfmalloc") # the registry's C callables (imported; loaded first)
-  n <- getOption("Rgguf.threads")
-  if (!is.null(n)) gguf_threads(n)
   .gguf_backend(TRUE)
 }

@@ -18,30 +18,15 @@
 #include <Rfmalloc.h>
 
 #include <limits.h>
-#include <pthread.h>
 #include <string.h>
 
 static const char backend_name[] = "ggml";
-/* The backend's ud while registered: read by fm_llm_tensor_backend on the
- * thread that runs the product (R's main thread). */
-static fm_llm_tensor_backend_opts backend_opts = {1};
 
-/* In a child made by fork() (parallel::mclapply): GNU OpenMP's thread pool
- * does not survive fork, and once the parent has run a multi-threaded GGML
- * call, a multi-threaded one in the child never returns. GGML runs a
- * 1-thread graph without OpenMP, so the child's backend keeps to 1 thread.
- * glibc drops the handler when the DLL is unloaded (dlclose). */
-static int forked_child;
-static void atfork_child(void) {
-  forked_child = 1;
-  backend_opts.n_threads = 1;
-}
-
+/* The backend's threads come from each product's control block (the stack's
+ * setting; one thread in a forked child, fm_llm_tensor.h). */
 void rgguf_tensor_init(void) {
   /* builds the codec table now rather than inside a first decode */
   (void)fm_llm_tensor_codec(0);
-  static int atfork_set;
-  if (!atfork_set) atfork_set = pthread_atfork(NULL, NULL, atfork_child) == 0;
 }
 
 /* Before the DLL goes: views made over the core's codecs forget them (they
@@ -58,18 +43,8 @@ void rgguf_tensor_unload(void) {
 SEXP rgguf_backend_register(SEXP s_on) {
   Rfmalloc_backend_unregister(backend_name);
   if (Rf_asLogical(s_on) == TRUE)
-    Rfmalloc_backend_register(backend_name, fm_llm_tensor_backend, &backend_opts);
+    Rfmalloc_backend_register(backend_name, fm_llm_tensor_backend, NULL);
   return R_NilValue;
-}
-
-SEXP rgguf_threads(SEXP s_n) {
-  if (!Rf_isNull(s_n)) {
-    int n = Rf_asInteger(s_n);
-    if (n == NA_INTEGER || n < 1 || n > 512)
-      Rfmalloc_stopf(FM_EARG, "the number of threads must be a whole number in 1..512");
-    backend_opts.n_threads = forked_child ? 1 : n;
-  }
-  return Rf_ScalarInteger(backend_opts.n_threads);
 }
 
 /* ---- tensors by name ----------------------------------------------------- */
@@ -147,6 +122,5 @@ const R_CallMethodDef rgguf_tensor_calls[] = {
     {"rgguf_tensor_view", (DL_FUNC)&rgguf_tensor_view, 3},
     {"rgguf_tensor_numeric", (DL_FUNC)&rgguf_tensor_numeric, 2},
     {"rgguf_backend_register", (DL_FUNC)&rgguf_backend_register, 1},
-    {"rgguf_threads", (DL_FUNC)&rgguf_threads, 1},
     {"rgguf_vec_dot_type", (DL_FUNC)&rgguf_vec_dot_type, 1},
     {NULL, NULL, 0}};

@@ -6,9 +6,3 @@
 #' @keywords internal
 "_PACKAGE"
 
-# Registers the glue's fork handler (evaluation in a forked child is
-# single-threaded; see rllm_threads()).
-.onLoad <- function(libname, pkgname) {
-  .Call(C_rllm_glue_init)
-  invisible()
-}

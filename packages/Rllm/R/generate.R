@@ -35,8 +35,10 @@
 #'   [rawToChar()] to read them as text); `tokens`, their integer ids;
 #'   `prompt_tokens`; `timings`, a list of `prefill_s` (seconds to evaluate
 #'   the prompt and pick the first token), `decode_s` (seconds for the rest),
-#'   `n_prefill`, `n_decode` (tokens evaluated after the prompt),
-#'   `prefill_tps` and `decode_tps` (tokens per second).
+#'   `n_prefill`, `n_decode` (tokens evaluated after the prompt), `threads`
+#'   (GGML threads of the evaluations: the model's own count, else
+#'   [Rfmalloc::fmalloc_threads()], 1 in a forked child; small batches run
+#'   on one), `prefill_tps` and `decode_tps` (tokens per second).
 #'   Timings are wall-clock seconds; `NA` rates when nothing was timed.
 #'
 #'   Positions past the model's training context (`model$info$n_ctx_train`)
@@ -112,7 +114,7 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
     raw(0)
   }
   tm <- list(prefill_s = r[[2L]], decode_s = r[[3L]], n_prefill = as.integer(r[[4L]]),
-             n_decode = as.integer(r[[5L]]))
+             n_decode = as.integer(r[[5L]]), threads = r[[6L]])
   tm$prefill_tps <- if (tm$prefill_s > 0) tm$n_prefill / tm$prefill_s else NA_real_
   tm$decode_tps <- if (tm$decode_s > 0 && tm$n_decode > 0) tm$n_decode / tm$decode_s else NA_real_
   list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm)

@@ -69,39 +69,32 @@
   as.integer(tokens)
 }
 
-#' Default number of threads for model evaluation
+#' Threads of model evaluation
 #'
-#' The option `rllm.threads` when set; otherwise the number of logical
-#' cores ([parallel::detectCores()]), limited to 2 under `R CMD check`
-#' (when `_R_CHECK_LIMIT_CORES_` is set) and to `OMP_THREAD_LIMIT` when
-#' that is set. Always 1 in a forked child process (such as the workers of
-#' [parallel::mclapply()]): GGML's threads are GNU OpenMP threads, whose
-#' pool does not survive `fork()`, so a multi-threaded evaluation in the
-#' child of a process that already ran one would never return. Rllm
-#' registers a `pthread_atfork()` handler that makes every evaluation in a
-#' forked child single-threaded, whatever the model's thread count; results
-#' do not depend on the thread count. Use [parallel::makePSOCKcluster()]
-#' workers (fresh processes) for multi-threaded evaluation in parallel.
+#' A documented alias kept from before the stack had one thread setting:
+#' the GGML threads an evaluation of a model without a count of its own
+#' uses, which is [Rfmalloc::fmalloc_threads()] (option `fmalloc.threads`,
+#' the one setting of Rfmalloc, Rgguf and Rllm; the former option
+#' `rllm.threads` is not read), or 1 in a forked child process (such as the
+#' workers of [parallel::mclapply()]): GGML's threads are GNU OpenMP
+#' threads, whose pool does not survive `fork()`, so a multi-threaded
+#' evaluation in the child of a process that already ran one would never
+#' return. Rfmalloc registers one `pthread_atfork()` handler for the stack,
+#' and every evaluation in a forked child is single-threaded, whatever the
+#' model's thread count; results do not depend on the thread count. Use
+#' [parallel::makePSOCKcluster()] workers (fresh processes) for
+#' multi-threaded evaluation in parallel.
 #' @return A whole number >= 1.
-#' @section Errors: none (an unusable `rllm.threads` option counts as 1).
+#' @section Errors: those of [Rfmalloc::fmalloc_threads()] for an unusable
+#'   option `fmalloc.threads`.
 #' @source Thread counts as GGML's CPU backend takes them
 #'   (`ggml_backend_cpu_set_n_threads`).
 #' @examples
 #' rllm_threads()
 #' @export
 rllm_threads <- function() {
-  if (isTRUE(.Call(C_rllm_forked))) return(1L)
-  opt <- getOption("rllm.threads")
-  if (!is.null(opt)) {
-    opt <- suppressWarnings(as.integer(opt)[1L])
-    return(if (is.na(opt)) 1L else max(1L, opt))
-  }
-  n <- tryCatch(parallel::detectCores(logical = TRUE), error = function(e) NA_integer_)
-  if (is.na(n) || n < 1L) n <- 1L
-  if (nzchar(Sys.getenv("_R_CHECK_LIMIT_CORES_"))) n <- min(n, 2L)
-  lim <- suppressWarnings(as.integer(Sys.getenv("OMP_THREAD_LIMIT", "")))
-  if (!is.na(lim) && lim >= 1L) n <- min(n, lim)
-  as.integer(n)
+  info <- Rfmalloc::fmalloc_backend_info()
+  if (isTRUE(info$forked)) 1L else info$threads
 }
 
 #' Load a language model from a GGUF file
@@ -131,8 +124,9 @@ rllm_threads <- function() {
 #' @param runtime `NULL`, or an Rfmalloc runtime
 #'   ([Rfmalloc::open_fmalloc()]) in which [rllm_cache()] and
 #'   [rllm_generate()] place this model's KV caches by default.
-#' @param threads number of CPU threads for evaluation (default
-#'   [rllm_threads()]); in a forked child process evaluation is always
+#' @param threads `NULL` (the default): each evaluation uses the stack's
+#'   thread count, [Rfmalloc::fmalloc_threads()]; or a whole number >= 1,
+#'   this model's own count. In a forked child process evaluation is always
 #'   single-threaded (see [rllm_threads()]).
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
@@ -173,7 +167,7 @@ rllm_threads <- function() {
 #'   print(m)
 #' }
 #' @export
-rllm_gguf_model <- function(path, runtime = NULL, threads = rllm_threads()) {
+rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
   if (inherits(path, "gguf_file")) {
     g <- path
   } else {
@@ -183,7 +177,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = rllm_threads()) {
     }
     g <- Rgguf::gguf_open(path)
   }
-  threads <- .rllm_check_count(threads, "threads", 1)
+  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1)
   if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
     Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
                        .rllm_describe(runtime))
@@ -219,7 +213,8 @@ print.rllm_model <- function(x, ...) {
   thr <- if (st == 0L) {
     nt <- .Call(C_rllm_model_threads, x$ptr)
     sprintf("%d thread%s%s", nt, if (nt == 1L) "" else "s",
-            if (isTRUE(.Call(C_rllm_forked))) " (forked child: single-threaded)" else "")
+            if (isTRUE(Rfmalloc::fmalloc_backend_info()$forked)) " (forked child: single-threaded)"
+            else "")
   } else {
     "(freed: a model does not survive saveRDS() or a new session)"
   }
@@ -264,10 +259,11 @@ rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
 #' model's decode step) runs on one. Logits do not depend on the thread
 #' count (bit-identical). In a forked child process (e.g. a
 #' [parallel::mclapply()] worker) evaluation is always single-threaded and
-#' a larger `threads` is recorded as 1; see [rllm_threads()] for why.
+#' `info$threads` reports 1; see [rllm_threads()] for why.
 #'
 #' @param model an `rllm_model`.
-#' @param threads whole number >= 1.
+#' @param threads whole number >= 1, or `NULL` to follow the stack's
+#'   [Rfmalloc::fmalloc_threads()] again.
 #' @return `model`, invisibly, with `info$threads` updated to the count in
 #'   effect (the change also applies to other copies of the same model
 #'   object).
@@ -287,7 +283,7 @@ rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
 #' @export
 rllm_set_threads <- function(model, threads) {
   .rllm_check_model(model)
-  threads <- .rllm_check_count(threads, "threads", 1)
+  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1)
   model$info$threads <- .Call(C_rllm_model_set_threads, model$ptr, threads)
   invisible(model)
 }

@@ -15,17 +15,16 @@
  * setTimeLimit()) reaches the caller's handlers once the core has returned
  * (Rfmalloc_ctl_finish), and a user interrupt becomes fm_error_ecancelled.
  *
- * Fork: GNU OpenMP's thread pool does not survive fork(); a forked child
- * (parallel::mclapply) whose parent already ran a multi-threaded GGML
- * computation would wait forever for the parent's worker threads. A
- * pthread_atfork child handler marks the process, and every evaluation in a
- * forked child runs on one thread. */
+ * Threads: every evaluation takes the stack's settings from Rfmalloc's
+ * control block (Rfmalloc_ctl: option fmalloc.threads, and a fork since
+ * Rfmalloc loaded, where GGML runs one thread: GNU OpenMP's pool does not
+ * survive fork()); a model's own count, when set, overrides the first
+ * (fm_llm_threads_for). */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -37,23 +36,6 @@
 #include <Rgguf.h>
 
 #include "r_calls.h"
-
-/* ---- fork --------------------------------------------------------------- */
-
-static volatile int forked_child = 0;
-static void on_fork_child(void) { forked_child = 1; }
-
-/* .Call(C_rllm_glue_init): registers the fork handler once (.onLoad). With
- * glibc the handler is unregistered when the DLL is unloaded. */
-static SEXP rllm_glue_init(void) {
-  static int done = 0;
-  if (!done && pthread_atfork(NULL, NULL, on_fork_child) == 0) done = 1;
-  return Rf_ScalarLogical(done);
-}
-
-/* .Call(C_rllm_forked): TRUE in a forked child of the process that loaded
- * Rllm (evaluation is then single-threaded). */
-static SEXP rllm_forked(void) { return Rf_ScalarLogical(forked_child != 0); }
 
 /* ---- external pointers -------------------------------------------------- */
 
@@ -109,20 +91,17 @@ static fm_llm_cache *get_cache(SEXP p) {
 /* The model of an evaluation entry point, after checking that its GGUF file
  * did not shrink on disk since it was opened (one fstat; reading mapped
  * pages past a new end would kill R with SIGBUS): fm_error_eformat from
- * Rgguf otherwise. In a forked child, one thread. */
+ * Rgguf otherwise. */
 static fm_llm_model *eval_model(SEXP p) {
   fm_llm_model *m = get_model(p);
   Rgguf_check(R_ExternalPtrProtected(p));
-  if (forked_child && fm_llm_model_threads(m) > 1) {
-    fm_err err;
-    fm_err_clear(&err);
-    if (fm_llm_model_set_threads(m, 1, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
-  }
   return m;
 }
 
+/* The threads an evaluation of m would use now (the stack's settings). */
 static int effective_threads(const fm_llm_model *m) {
-  return forked_child ? 1 : fm_llm_model_threads(m);
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  return fm_llm_threads_for(m, &ctl);
 }
 
 /* ---- models ------------------------------------------------------------- */
@@ -223,7 +202,6 @@ static SEXP rllm_model_set_threads(SEXP p, SEXP threads) {
   fm_err err;
   fm_err_clear(&err);
   int nt = Rf_asInteger(threads);
-  if (forked_child && nt > 1) nt = 1;
   if (fm_llm_model_set_threads(m, nt, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   return Rf_ScalarInteger(effective_threads(m));
 }
@@ -332,7 +310,8 @@ static fm_status make_sampler(SEXP temperature, SEXP top_k, SEXP top_p, SEXP see
 }
 
 /* .Call(C_rllm_generate, model, cache, prompt, n_new, temperature, top_k,
- *       top_p, seed, stop) -> list(tokens, prefill_s, decode_s, n_prefill, n_decode) */
+ *       top_p, seed, stop) -> list(tokens, prefill_s, decode_s, n_prefill, n_decode,
+ *       threads) */
 static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP temperature, SEXP top_k,
                           SEXP top_p, SEXP seed, SEXP stop) {
   int nprot = 0;
@@ -340,15 +319,15 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
   fm_llm_cache *c = get_cache(cp);
   int64_t nn = (int64_t)Rf_asReal(n_new), V = fm_llm_model_info(m)->n_vocab;
   int32_t *out = (int32_t *)R_alloc((size_t)(nn > 0 ? nn : 1), sizeof(int32_t));
-  SEXP res = PROTECT(Rf_allocVector(VECSXP, 5));
+  SEXP res = PROTECT(Rf_allocVector(VECSXP, 6));
   nprot++;
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue); /* before the sampler: a bad option raises */
   fm_err err;
   fm_err_clear(&err);
   fm_llm_sampler *s = NULL;
   if (make_sampler(temperature, top_k, top_p, seed, V, &s, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
   int64_t n_out = 0;
   fm_llm_timings t;
-  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
   fm_status st = fm_llm_generate(m, c, INTEGER(prompt), XLENGTH(prompt), nn, s, INTEGER(stop),
                                  XLENGTH(stop), out, &n_out, &t, &ctl, &err);
   fm_llm_sampler_free(s);
@@ -361,6 +340,7 @@ static SEXP rllm_generate(SEXP p, SEXP cp, SEXP prompt, SEXP n_new, SEXP tempera
   SET_VECTOR_ELT(res, 2, Rf_ScalarReal(t.decode_s));
   SET_VECTOR_ELT(res, 3, Rf_ScalarReal((double)t.n_prefill));
   SET_VECTOR_ELT(res, 4, Rf_ScalarReal((double)t.n_decode));
+  SET_VECTOR_ELT(res, 5, Rf_ScalarInteger(t.n_threads));
   UNPROTECT(nprot);
   return res;
 }
@@ -443,8 +423,6 @@ const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 3),
                                             CALLDEF(rllm_generate, 9),
                                             CALLDEF(rllm_embed, 3),
                                             CALLDEF(rllm_sample, 6),
-                                            CALLDEF(rllm_glue_init, 0),
-                                            CALLDEF(rllm_forked, 0),
                                             CALLDEF(rllm_model_threads, 1),
                                             CALLDEF(rllm_ptr_state, 1),
                                             CALLDEF(rllm_ggml_info, 0),

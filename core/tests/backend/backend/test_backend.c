@@ -16,6 +16,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 static uint64_t rng_state = 2024;
 static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
 static double rng_unif(void) { return fm_test_rng_unif(&rng_state); }
@@ -226,7 +230,7 @@ static int run_and_compare(test_mat *t, const fm_affine *aff, fm_op op, int64_t 
   fm_product p = {op, &t->x, aff, b, ldb, k, y, ldy};
   const char *used = NULL;
   int ok = 1;
-  fm_status st = fm_backend_run(&p, NULL, &used, &err);
+  fm_status st = fm_backend_run(&p, &test_ctl, &used, &err);
   if (st != FM_OK) {
     fprintf(stderr, "  fm_backend_run: %s: %s\n", fm_status_name(st), err.msg);
     ok = 0;
@@ -255,7 +259,7 @@ static void product_matrix(const char *expect_used) {
         fm_affine affs[3] = {{t.center, t.scale, t.fill}, {t.center, NULL, t.fill},
                              {NULL, NULL, NULL}};
         for (int b = 0; b < 4; b++) {
-          fm_panel_set_budget(budgets[b]);
+          test_ctl.panel_bytes = budgets[b];
           for (int a = 0; a < 3; a++)
             for (int op = FM_OP_XB; op <= FM_OP_COLSUMS; op++)
               for (int64_t k = 1; k <= 3; k += 2) {
@@ -275,7 +279,7 @@ static void product_matrix(const char *expect_used) {
       }
       free(t.store);
     }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
 }
 
 static void test_reference_all_codecs(void) {
@@ -291,11 +295,11 @@ static void test_nan_propagates(void) {
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, x, 3, 2, 24, &err), &err);
   double b[2] = {1, 1}, y[3];
   fm_product p = {FM_OP_XB, &m, NULL, b, 2, 1, y, 3};
-  CHECK_OK(fm_backend_run(&p, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &test_ctl, NULL, &err), &err);
   CHECK(y[0] == 5 && isnan(y[1]) && y[2] == 9);
   double bt[3] = {1, 1, 1}, yt[2];
   fm_product pt = {FM_OP_XTB, &m, NULL, bt, 3, 1, yt, 2};
-  CHECK_OK(fm_backend_run(&pt, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&pt, &test_ctl, NULL, &err), &err);
   CHECK(isnan(yt[0]) && yt[1] == 15);
 }
 
@@ -306,12 +310,12 @@ static void test_empty_shapes(void) {
   double y[8];
   for (int i = 0; i < 8; i++) y[i] = 7;
   fm_product p = {FM_OP_XB, &m, NULL, NULL, 1, 2, y, 4};
-  CHECK_OK(fm_backend_run(&p, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &test_ctl, NULL, &err), &err);
   for (int i = 0; i < 8; i++) CHECK(y[i] == 0.0); /* X (4 x 0) b (0 x 2) = 0 */
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, NULL, 0, 3, 0, &err), &err);
   double b[1] = {0};
   fm_product pt = {FM_OP_XB, &m, NULL, b, 3, 1, y, 1};
-  CHECK_OK(fm_backend_run(&pt, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&pt, &test_ctl, NULL, &err), &err);
 }
 
 static void test_bad_args(void) {
@@ -320,25 +324,25 @@ static void test_bad_args(void) {
   fm_mat m;
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, x, 3, 2, 24, &err), &err);
   fm_product p = {FM_OP_XB, &m, NULL, b, 1, 1, y, 3}; /* ldb < p = 2 */
-  CHECK(fm_backend_run(&p, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, NULL, &err) == FM_EARG);
   CHECK(strstr(err.msg, "ldb") != NULL);
   p.ldb = 2;
   p.ldy = 2; /* < n = 3 */
-  CHECK(fm_backend_run(&p, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, NULL, &err) == FM_EARG);
   p.ldy = 3;
   p.k = 0;
-  CHECK(fm_backend_run(&p, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, NULL, &err) == FM_EARG);
   p.k = 1;
   p.op = (fm_op)9;
-  CHECK(fm_backend_run(&p, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, NULL, &err) == FM_EARG);
   p.op = FM_OP_XB;
   p.k = (int64_t)1 << 32; /* BLAS integers are 32-bit */
-  CHECK(fm_backend_reference(&p, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_reference(&p, &test_ctl, &err) == FM_EARG);
   CHECK(strstr(err.msg, "BLAS") != NULL);
   p.k = 1;
-  CHECK(fm_backend_run(NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(NULL, &test_ctl, NULL, &err) == FM_EARG);
   p.y = NULL;
-  CHECK(fm_backend_run(&p, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, NULL, &err) == FM_EARG);
 }
 
 /* ---- registered backends ---- */
@@ -427,7 +431,7 @@ static void test_registry(void) {
   k1_calls = 0;
   const size_t budgets[] = {8 * 3 * 5, 0};
   for (int bi = 0; bi < 2; bi++) {
-    fm_panel_set_budget(budgets[bi]);
+    test_ctl.panel_bytes = budgets[bi];
     for (int c = 0; c < 4; c++) {
       test_mat t;
       make_mat(&t, all_codecs[c], 13, 6, 0);
@@ -439,7 +443,7 @@ static void test_registry(void) {
       free(t.store);
     }
   }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   CHECK(k1_calls == 16);
   CHECK(decline_calls == 32);
 
@@ -454,19 +458,19 @@ static void test_registry(void) {
   double b[5] = {1, 2, 3, 4, 5}, y[5];
   fm_product p = {FM_OP_XTB, &t.x, NULL, b, 5, 1, y, 3};
   const char *used = NULL;
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EIO);
+  CHECK(fm_backend_run(&p, &test_ctl, &used, &err) == FM_EIO);
   CHECK(used && strcmp(used, "failing") == 0);
   CHECK(strcmp(err.msg, "device lost") == 0);
   CHECK(fm_backend_unregister("failing") == 1);
   CHECK_OK(fm_backend_register("silent", failing_silent, NULL, &err), &err);
   fm_err_clear(&err);
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EINTERNAL);
+  CHECK(fm_backend_run(&p, &test_ctl, &used, &err) == FM_EINTERNAL);
   CHECK(err.code == FM_EINTERNAL && strstr(err.msg, "'silent'") != NULL);
   CHECK(fm_backend_unregister("silent") == 1);
   /* the reference path alone ignores registered backends */
-  CHECK_OK(fm_backend_reference(&p, NULL, &err), &err);
+  CHECK_OK(fm_backend_reference(&p, &test_ctl, &err), &err);
   CHECK(decline_calls == 34);
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &test_ctl, &used, &err), &err);
   CHECK(decline_calls == 35 && strcmp(used, "reference") == 0);
   free(t.store);
 
@@ -537,7 +541,7 @@ static void test_named_and_forced(void) {
   CHECK_OK(fm_backend_run_named("reference", &p, NULL, &err), &err);
   memcpy(yref, y, sizeof y);
   memset(y, 0, sizeof y);
-  CHECK_OK(fm_backend_reference(&p, NULL, &err), &err);
+  CHECK_OK(fm_backend_reference(&p, &test_ctl, &err), &err);
   CHECK(memcmp(y, yref, sizeof y) == 0 && decline_calls == 1);
 
   /* unknown or empty names; invalid products are refused before any backend */
@@ -558,14 +562,15 @@ static void test_named_and_forced(void) {
   CHECK(strcmp(err.msg, "no backend named 'nope' is registered (registered: decline, k1, "
                         "reference)") == 0);
   CHECK(fm_backend_check("", &err) == FM_EARG && fm_backend_check(NULL, &err) == FM_EARG);
-  fm_ctl forced = {NULL, NULL, NULL, "k1"};
+  fm_ctl forced = {
+      .backend = "k1", .threads = test_ctl.threads, .panel_bytes = test_ctl.panel_bytes};
   p.k = 1;
   CHECK_OK(fm_backend_run(&p, &forced, &used, &err), &err);
   CHECK(used && strcmp(used, "k1") == 0 && matches_naive(&p));
   p.k = 3;
   CHECK(fm_backend_run(&p, &forced, &used, &err) == FM_EUNSUPPORTED);
   CHECK(used && strcmp(used, "k1") == 0 && strstr(err.msg, "backend 'k1'") != NULL);
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err); /* falls back as usual */
+  CHECK_OK(fm_backend_run(&p, &test_ctl, &used, &err), &err); /* falls back as usual */
   CHECK(strcmp(used, "reference") == 0 && memcmp(y, yref, sizeof y) == 0 && decline_calls == 2);
   forced.backend = "reference";
   CHECK_OK(fm_backend_run(&p, &forced, &used, &err), &err);
@@ -608,7 +613,7 @@ static void *used_in_thread(void *arg) {
   used_thread_args *a = arg;
   fm_err err;
   snprintf(a->seen_before, sizeof a->seen_before, "%s", fm_backend_used());
-  if (fm_backend_run(&a->p, NULL, NULL, &err) != FM_OK) a->seen_after[0] = '!';
+  if (fm_backend_run(&a->p, &test_ctl, NULL, &err) != FM_OK) a->seen_after[0] = '!';
   else snprintf(a->seen_after, sizeof a->seen_after, "%s", fm_backend_used());
   return NULL;
 }
@@ -628,11 +633,11 @@ static void test_used_record(void) {
   fm_product p3 = {FM_OP_XTB, &t.x, NULL, b, 7, 3, y, 7};
   fm_backend_used_clear();
   CHECK(strcmp(fm_backend_used(), "") == 0);
-  CHECK_OK(fm_backend_run(&p3, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p3, &test_ctl, NULL, &err), &err);
   CHECK(strcmp(fm_backend_used(), "reference") == 0);
-  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
-  CHECK_OK(fm_backend_run(&p3, NULL, NULL, &err), &err);
-  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p1, &test_ctl, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p3, &test_ctl, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p1, &test_ctl, NULL, &err), &err);
   CHECK(strcmp(fm_backend_used(), "reference+k1") == 0);
   fm_backend_used_clear();
   CHECK(strcmp(fm_backend_used(), "") == 0);
@@ -642,11 +647,11 @@ static void test_used_record(void) {
   /* an invalid product chooses nothing */
   fm_backend_used_clear();
   p1.ldy = 2;
-  CHECK(fm_backend_run(&p1, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p1, &test_ctl, NULL, &err) == FM_EARG);
   p1.ldy = 7;
   CHECK(strcmp(fm_backend_used(), "") == 0);
   /* another thread starts empty and records only its own products */
-  CHECK_OK(fm_backend_run(&p1, NULL, NULL, &err), &err);
+  CHECK_OK(fm_backend_run(&p1, &test_ctl, NULL, &err), &err);
   used_thread_args a = {p3, "x", ""};
   double y_thread[7 * 3];
   a.p.y = y_thread;
@@ -690,23 +695,34 @@ static void test_cancel_and_progress(void) {
   for (int i = 0; i < 202; i++) b[i] = rng_unif();
   fm_product p = {FM_OP_XTB, &t.x, NULL, b, 101, 2, y, 40};
 
-  fm_panel_set_budget(8 * 101 * 8); /* 8 columns per panel: 5 panels */
+  test_ctl.panel_bytes = 8 * 101 * 8; /* 8 columns per panel: 5 panels */
   ctl_state s = {0, 1000, 0, 0, 0, 1};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb,
+                .progress = progress_cb,
+                .ud = &s,
+                .threads = test_ctl.threads,
+                .panel_bytes = test_ctl.panel_bytes};
   CHECK_OK(fm_backend_run(&p, &ctl, NULL, &err), &err);
   CHECK(s.polls == 5 && s.progress_calls == 5);
   CHECK(s.last_done == 5 && s.last_total == 5 && s.monotone);
 
   ctl_state s2 = {0, 2, 0, 0, 0, 1};
-  fm_ctl ctl2 = {cancel_cb, progress_cb, &s2, NULL};
+  fm_ctl ctl2 = {.cancel = cancel_cb,
+                 .progress = progress_cb,
+                 .ud = &s2,
+                 .threads = test_ctl.threads,
+                 .panel_bytes = test_ctl.panel_bytes};
   CHECK(fm_backend_run(&p, &ctl2, NULL, &err) == FM_ECANCELLED);
   CHECK(err.code == FM_ECANCELLED);
   CHECK(s2.polls == 3 && s2.progress_calls == 2);
 
   ctl_state s3 = {0, 0, 0, 0, 0, 1}; /* cancelled before the first panel */
-  fm_ctl ctl3 = {cancel_cb, NULL, &s3, NULL};
+  fm_ctl ctl3 = {.cancel = cancel_cb,
+                 .ud = &s3,
+                 .threads = test_ctl.threads,
+                 .panel_bytes = test_ctl.panel_bytes};
   CHECK(fm_backend_reference(&p, &ctl3, &err) == FM_ECANCELLED);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(t.store);
 }
 

@@ -37,6 +37,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 static uint64_t rng_state = 5005;
 static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
 static double rng_unif(void) { return fm_test_rng_unif(&rng_state); }
@@ -253,7 +257,7 @@ static void pcase_make(pcase *pc, const gmat *g, fm_op op, int64_t k) {
   pc->ref = malloc(sizeof(double) * (size_t)(pc->ldy * pc->k));
   fm_product p = {op, &x, &aff, pc->b, pc->ldb, pc->k, pc->ref, pc->ldy};
   fm_err err;
-  CHECK_OK(fm_backend_reference(&p, NULL, &err), &err);
+  CHECK_OK(fm_backend_reference(&p, &test_ctl, &err), &err);
   pc->mag = magnitudes(g, op, pc->b, pc->ldb, pc->k);
 }
 
@@ -271,7 +275,7 @@ static fm_status run_fused(const gmat *g, const pcase *pc, double *y) {
   fm_product p = {pc->op, &x, &aff, pc->b, pc->ldb, pc->k, y, pc->ldy};
   fm_err err;
   fm_err_clear(&err);
-  return fm_fused_backend(NULL, &p, NULL, &err);
+  return fm_fused_backend(NULL, &p, &test_ctl, &err);
 }
 
 /* Compare y with the reference; returns the number of bad elements. */
@@ -308,9 +312,9 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
     const char *isa = fm_cpu_isa_name(fm_cpu_isa());
     int have_first = 0;
     for (int bud = 0; bud < 2; bud++) {
-      fm_panel_set_budget(bud == 0 ? 8 : 0); /* one variant per block, default */
+      test_ctl.panel_bytes = bud == 0 ? 8 : 0; /* one variant per block, default */
       for (int t = 0; t < n_threads; t++) {
-        fm_set_threads(threads[t]);
+        test_ctl.threads = threads[t];
         for (size_t e = 0; e < ybytes / sizeof(double); e++) y[e] = -7.25;
         const fm_status st = run_fused(g, pc, y);
         if (st != FM_OK) {
@@ -334,8 +338,8 @@ static void check_case(const gmat *g, const pcase *pc, const int *threads, int n
     }
   }
   fm_cpu_cap(FM_ISA_AVX512);
-  fm_panel_set_budget(0);
-  fm_set_threads(0);
+  test_ctl.panel_bytes = 0;
+  test_ctl.threads = 0;
   free(first);
   free(y);
 }
@@ -448,7 +452,7 @@ static void expect_declined(const fm_product *p, const char *why) {
   for (size_t e = 0; e < ne; e++) p->y[e] = before[e] = 0.5 + (double)e;
   fm_err err;
   fm_err_clear(&err);
-  const fm_status st = fm_fused_backend(NULL, p, NULL, &err);
+  const fm_status st = fm_fused_backend(NULL, p, &test_ctl, &err);
   CHECK(st == FM_EUNSUPPORTED);
   CHECK(memcmp(before, p->y, sizeof(double) * ne) == 0);
   printf("unsupported (declined as it should): %s %s, %lld x %lld\n", op_name(p->op), why,
@@ -509,16 +513,16 @@ static void test_declines(void) {
   /* and then the reference path computes them: fm_backend_run says which */
   CHECK_OK(fm_backend_register(FM_FUSED_BACKEND_NAME, fm_fused_backend, NULL, &err), &err);
   const char *used = NULL;
-  CHECK_OK(fm_backend_run(&pf, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&pf, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, "reference") == 0);
   p.k = 65;
   p.op = FM_OP_XTB;
   p.ldb = n;
   p.ldy = q;
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, "reference") == 0);
   p.k = 64;
-  CHECK_OK(fm_backend_run(&p, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&p, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, FM_FUSED_BACKEND_NAME) == 0);
   CHECK(fm_backend_unregister(FM_FUSED_BACKEND_NAME));
   free(f64);
@@ -537,12 +541,12 @@ static void test_empty(void) {
   double b[8] = {0}, y[8];
   for (int t = 0; t < 8; t++) y[t] = 9.0;
   fm_product p = {FM_OP_XTB, &x, NULL, b, 1, 2, y, 3};
-  CHECK_OK(fm_fused_backend(NULL, &p, NULL, &err), &err);
+  CHECK_OK(fm_fused_backend(NULL, &p, &test_ctl, &err), &err);
   for (int t = 0; t < 6; t++) CHECK(y[t] == 0.0);
   CHECK_OK(fm_mat_init(&x, FM_CODEC_DOS8, &byte, 4, 0, 4, &err), &err);
   fm_product p2 = {FM_OP_XB, &x, NULL, b, 1, 2, y, 4};
   for (int t = 0; t < 8; t++) y[t] = 9.0;
-  CHECK_OK(fm_fused_backend(NULL, &p2, NULL, &err), &err);
+  CHECK_OK(fm_fused_backend(NULL, &p2, &test_ctl, &err), &err);
   for (int t = 0; t < 8; t++) CHECK(y[t] == 0.0);
 }
 
@@ -570,9 +574,8 @@ static void test_cancel_progress(void) {
   gmat_view(&g, &x, &aff);
   double *y = malloc(sizeof(double) * (size_t)(pc.ldy * pc.k));
   fm_product p = {pc.op, &x, &aff, pc.b, pc.ldb, pc.k, y, pc.ldy};
-  fm_ctl ctl = {cancel_cb, progress_cb, NULL, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb, .progress = progress_cb, .panel_bytes = 8}; /* 40 blocks */
   fm_err err;
-  fm_panel_set_budget(8); /* 40 blocks */
   cancel_after = 1000;
   progress_calls = 0;
   CHECK_OK(fm_fused_backend(NULL, &p, &ctl, &err), &err);
@@ -582,7 +585,6 @@ static void test_cancel_progress(void) {
   fm_err_clear(&err);
   CHECK(fm_fused_backend(NULL, &p, &ctl, &err) == FM_ECANCELLED);
   CHECK(err.code == FM_ECANCELLED && strstr(err.msg, "cancel") != NULL);
-  fm_panel_set_budget(0);
   free(y);
   pcase_free(&pc);
   gmat_free(&g);
@@ -619,9 +621,9 @@ static void test_evictable_mapping(void) {
       double *y = malloc(sizeof(double) * (size_t)(pc.ldy * pc.k));
       fm_product p = {pc.op, &x, &aff, pc.b, pc.ldb, pc.k, y, pc.ldy};
       fm_err err;
-      fm_panel_set_budget(16000 * 8); /* 8 variants a block */
-      CHECK_OK(fm_fused_backend(NULL, &p, NULL, &err), &err);
-      fm_panel_set_budget(0);
+      test_ctl.panel_bytes = 16000 * 8; /* 8 variants a block */
+      CHECK_OK(fm_fused_backend(NULL, &p, &test_ctl, &err), &err);
+      test_ctl.panel_bytes = 0;
       CHECK(compare(&g, &pc, y, "evictable mapping") == 0);
       free(y);
       pcase_free(&pc);

@@ -43,16 +43,18 @@ static void mul_ok_detects_overflow(void) {
   CHECK(fm_mul_ok(0, INT64_MAX, &r) && r == 0);
 }
 
-/* The default is the CPUs of the affinity mask (which taskset or a cpuset
- * narrows below the CPUs online); set counts are capped at FM_THREADS_MAX. */
+/* The default (ctl NULL, or threads 0) is the CPUs of the affinity mask
+ * (which taskset or a cpuset narrows below the CPUs online); a call's count
+ * is capped at FM_THREADS_MAX. */
 static void threads_follow_affinity_and_cap(void) {
-  fm_set_threads(0);
-  CHECK(fm_threads() >= 1 && fm_threads() <= FM_THREADS_MAX);
+  fm_ctl ctl = {0};
+  CHECK(fm_threads(NULL) >= 1 && fm_threads(NULL) <= FM_THREADS_MAX);
+  CHECK(fm_threads(&ctl) == fm_threads(NULL));
 #if defined(__linux__) && defined(CPU_COUNT)
   cpu_set_t set;
   CHECK(sched_getaffinity(0, sizeof set, &set) == 0);
   const int n_mask = CPU_COUNT(&set);
-  CHECK(fm_threads() == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
+  CHECK(fm_threads(NULL) == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
   /* narrowed to one CPU, the default follows */
   cpu_set_t one;
   CPU_ZERO(&one);
@@ -62,19 +64,33 @@ static void threads_follow_affinity_and_cap(void) {
       break;
     }
   CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
-  CHECK(fm_threads() == 1);
+  CHECK(fm_threads(NULL) == 1);
   CHECK(sched_setaffinity(0, sizeof set, &set) == 0);
-  CHECK(fm_threads() == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
+  CHECK(fm_threads(NULL) == (n_mask > FM_THREADS_MAX ? FM_THREADS_MAX : n_mask));
 #endif
-  fm_set_threads(3);
-  CHECK(fm_threads() == 3);
-  fm_set_threads(FM_THREADS_MAX);
-  CHECK(fm_threads() == FM_THREADS_MAX);
-  fm_set_threads(1000000000);
-  CHECK(fm_threads() == FM_THREADS_MAX);
-  fm_set_threads(-5);
-  CHECK(fm_threads() >= 1 && fm_threads() <= FM_THREADS_MAX);
-  fm_set_threads(0);
+  ctl.threads = 3;
+  CHECK(fm_threads(&ctl) == 3);
+  ctl.threads = FM_THREADS_MAX;
+  CHECK(fm_threads(&ctl) == FM_THREADS_MAX);
+  ctl.threads = 1000000000;
+  CHECK(fm_threads(&ctl) == FM_THREADS_MAX);
+  ctl.threads = -5;
+  CHECK(fm_threads(&ctl) == fm_threads(NULL));
+}
+
+/* A relayed control block keeps the caller's settings and takes its own
+ * callbacks. */
+static int relay_cancel(void *ud) { return *(int *)ud; }
+
+static void relay_keeps_settings(void) {
+  const fm_ctl outer = {.backend = "reference", .threads = 3, .panel_bytes = 4096, .forked = 1};
+  int stop = 1;
+  fm_ctl inner = fm_ctl_relay(&outer, relay_cancel, NULL, &stop);
+  CHECK(inner.threads == 3 && inner.panel_bytes == 4096 && inner.forked == 1);
+  CHECK(inner.backend == outer.backend && inner.progress == NULL && fm_ctl_cancelled(&inner));
+  inner = fm_ctl_relay(NULL, NULL, NULL, NULL);
+  CHECK(inner.threads == 0 && inner.panel_bytes == 0 && inner.backend == NULL);
+  CHECK(!fm_ctl_cancelled(&inner));
 }
 
 int main(void) {
@@ -83,5 +99,6 @@ int main(void) {
   FM_RUN(checksum_chains_and_detects_flips);
   FM_RUN(mul_ok_detects_overflow);
   FM_RUN(threads_follow_affinity_and_cap);
+  FM_RUN(relay_keeps_settings);
   FM_TEST_END();
 }

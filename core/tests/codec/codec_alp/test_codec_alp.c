@@ -16,6 +16,10 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 static uint64_t rng_state = 20230618;
 static uint64_t rng_next(void) { return fm_test_rng_next(&rng_state); }
 static double rng_unif(void) { return fm_test_rng_unif(&rng_state); }
@@ -278,16 +282,16 @@ static void test_colvar(void) {
   CHECK_OK(fm_mat_init(&d, FM_CODEC_F64, x, n, p, 8 * n, &err), &err);
   const size_t budgets[2] = {64, 0};
   for (int b = 0; b < 2; b++) {
-    fm_panel_set_budget(budgets[b]);
+    test_ctl.panel_bytes = budgets[b];
     double ma[4], va[4], md[4], vd[4];
     int64_t oa[4], od[4];
-    CHECK_OK(fm_stats_colvar(&a, ma, va, oa, NULL, &err), &err);
-    CHECK_OK(fm_stats_colvar(&d, md, vd, od, NULL, &err), &err);
+    CHECK_OK(fm_stats_colvar(&a, ma, va, oa, &test_ctl, &err), &err);
+    CHECK_OK(fm_stats_colvar(&d, md, vd, od, &test_ctl, &err), &err);
     for (int j = 0; j < p; j++) {
       CHECK(same_bits(ma[j], md[j]) && same_bits(va[j], vd[j]) && oa[j] == od[j]);
     }
   }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(blob);
   free(x);
 }
@@ -372,9 +376,9 @@ static void run_product_case(const prod_case *pc) {
   fm_product pr = {pc->op, &a, ap, b, ldb, pc->k, y2, ldy};
   /* Forced on: the backend through the registry; forced off: the reference. */
   const char *used = NULL;
-  CHECK_OK(fm_backend_run(&pa, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&pa, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, FM_BACKEND_ALP_NAME) == 0);
-  CHECK_OK(fm_backend_reference(&pr, NULL, &err), &err);
+  CHECK_OK(fm_backend_reference(&pr, &test_ctl, &err), &err);
   double worst = 0.0;
   int pad_ok = 1;
   for (int64_t c = 0; c < pc->k; c++) {
@@ -415,7 +419,7 @@ static void test_products(void) {
                                {3000, 5, 4}, {2100, 260, 2}};
   const size_t budgets[2] = {64, 0};
   for (int bi = 0; bi < 2; bi++) {
-    fm_panel_set_budget(budgets[bi]);
+    test_ctl.panel_bytes = budgets[bi];
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
       for (int op = 1; op <= 2; op++)
         for (int v = 0; v < 4; v++) {
@@ -425,7 +429,7 @@ static void test_products(void) {
           run_product_case(&pc);
         }
   }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   CHECK(fm_backend_unregister(FM_BACKEND_ALP_NAME));
 }
 
@@ -452,10 +456,10 @@ static void test_other_ops_reference(void) {
     fm_product pa = {ops[o], &a, NULL, b, n, k, ya, rows};
     fm_product pd = {ops[o], &d, NULL, b, n, k, yd, rows};
     const char *used = NULL;
-    CHECK(fm_backend_alp(NULL, &pa, NULL, &err) == FM_EUNSUPPORTED);
-    CHECK_OK(fm_backend_run(&pa, NULL, &used, &err), &err);
+    CHECK(fm_backend_alp(NULL, &pa, &test_ctl, &err) == FM_EUNSUPPORTED);
+    CHECK_OK(fm_backend_run(&pa, &test_ctl, &used, &err), &err);
     CHECK(used && strcmp(used, "reference") == 0);
-    CHECK_OK(fm_backend_reference(&pd, NULL, &err), &err);
+    CHECK_OK(fm_backend_reference(&pd, &test_ctl, &err), &err);
     CHECK(memcmp(ya, yd, sizeof(double) * (size_t)(rows * k)) == 0);
   }
   CHECK(fm_backend_unregister(FM_BACKEND_ALP_NAME));
@@ -476,7 +480,7 @@ static void test_backend_declines(void) {
   fm_mat d;
   CHECK_OK(fm_mat_init(&d, FM_CODEC_F64, x, 4, 3, 32, &err), &err);
   fm_product p = {FM_OP_XTB, &d, NULL, b, 4, 1, y, 4};
-  CHECK(fm_backend_alp(NULL, &p, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_backend_alp(NULL, &p, &test_ctl, &err) == FM_EUNSUPPORTED);
   CHECK(y[0] == -1 && y[3] == -1);
   uint8_t *blob = NULL;
   size_t size = 0;
@@ -485,12 +489,13 @@ static void test_backend_declines(void) {
   CHECK_OK(fm_mat_init_alp(&a, blob, size, &err), &err);
   p.x = &a;
   p.op = (fm_op)99; /* an op added to fm_op later */
-  CHECK(fm_backend_alp(NULL, &p, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_backend_alp(NULL, &p, &test_ctl, &err) == FM_EUNSUPPORTED);
   CHECK(y[0] == -1 && y[3] == -1);
   p.op = FM_OP_XTB;
-  const fm_ctl ctl = {cancel_now, NULL, NULL, NULL};
+  const fm_ctl ctl = {
+      .cancel = cancel_now, .threads = test_ctl.threads, .panel_bytes = test_ctl.panel_bytes};
   CHECK(fm_backend_alp(NULL, &p, &ctl, &err) == FM_ECANCELLED);
-  CHECK_OK(fm_backend_alp(NULL, &p, NULL, &err), &err);
+  CHECK_OK(fm_backend_alp(NULL, &p, &test_ctl, &err), &err);
   CHECK(y[0] == 10 && y[1] == 26 && y[2] == 42);
   /* NaN propagates through b = 0. */
   x[1] = NAN;
@@ -500,7 +505,7 @@ static void test_backend_declines(void) {
   const double b0[3] = {0, 1, 1};
   double y4[4];
   fm_product pb = {FM_OP_XB, &a, NULL, b0, 3, 1, y4, 4};
-  CHECK_OK(fm_backend_alp(NULL, &pb, NULL, &err), &err);
+  CHECK_OK(fm_backend_alp(NULL, &pb, &test_ctl, &err), &err);
   CHECK(isnan(y4[1]) && y4[0] == 14 && y4[2] == 18);
   free(blob);
 }
@@ -679,7 +684,7 @@ static void test_random_corruption(void) {
       CHECK_OK(fm_panel_decode(&m, NULL, 0, m.n_rows, 0, m.n_cols, out, m.n_rows, &err), &err);
       if (m.n_rows <= 130) {
         fm_product p = {FM_OP_XTB, &m, NULL, b, m.n_rows, 1, y, m.n_cols};
-        CHECK_OK(fm_backend_alp(NULL, &p, NULL, &err), &err);
+        CHECK_OK(fm_backend_alp(NULL, &p, &test_ctl, &err), &err);
       }
     }
   }
@@ -702,7 +707,8 @@ static void test_encode_errors(void) {
   CHECK(fm_codec_alp_encode(x, 4, 1, 4, 0, NULL, NULL, &size, &err) == FM_EARG);
   CHECK(fm_codec_alp_encode(x, INT64_MAX / 4, 4, INT64_MAX / 4, 0, NULL, &blob, &size, &err) ==
         FM_ENOMEM);
-  const fm_ctl ctl = {cancel_now, NULL, NULL, NULL};
+  const fm_ctl ctl = {
+      .cancel = cancel_now, .threads = test_ctl.threads, .panel_bytes = test_ctl.panel_bytes};
   CHECK(fm_codec_alp_encode(x, 4, 1, 4, 0, &ctl, &blob, &size, &err) == FM_ECANCELLED);
   CHECK(blob == NULL);
 }

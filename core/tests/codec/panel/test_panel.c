@@ -20,6 +20,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 static int same(double a, double b) { return (isnan(a) && isnan(b)) || a == b; }
 
 static void test_min_stride_and_init(void) {
@@ -202,15 +206,19 @@ static void test_plan(void) {
       }
 }
 
+/* A call's budget comes from its control block; 0 (or no block) is the
+ * default, and a plan for budget 0 is the default's. */
 static void test_budget(void) {
-  CHECK(fm_panel_budget() == FM_PANEL_DEFAULT_BUDGET);
-  fm_panel_set_budget(120);
-  CHECK(fm_panel_budget() == 120);
+  fm_ctl ctl = {0};
+  CHECK(fm_panel_budget(NULL) == FM_PANEL_DEFAULT_BUDGET);
+  CHECK(fm_panel_budget(&ctl) == FM_PANEL_DEFAULT_BUDGET);
+  ctl.panel_bytes = 120;
+  CHECK(fm_panel_budget(&ctl) == 120);
   fm_mat small = {FM_CODEC_F64, NULL, 7, 5, 56, NULL, NULL, 0, 0};
-  fm_panel_plan p = fm_panel_plan_for(&small, 0); /* 0 = the global budget */
+  fm_panel_plan p = fm_panel_plan_for(&small, fm_panel_budget(&ctl));
   CHECK(p.rows == 3 && p.cols == 5);
-  fm_panel_set_budget(0);
-  CHECK(fm_panel_budget() == FM_PANEL_DEFAULT_BUDGET);
+  p = fm_panel_plan_for(&small, 0);
+  CHECK(p.rows == 7 && p.cols == 5);
 }
 
 static uint64_t bits_of(double v) {
@@ -457,18 +465,18 @@ static void test_evict_streams(void) {
   uint64_t rs = 5;
   for (int64_t i = 0; i < n * k; i++) b[i] = fm_test_rng_unif(&rs) - 0.5;
   double *mean0 = malloc((size_t)p * sizeof *mean0), *mean1 = malloc((size_t)p * sizeof *mean1);
-  fm_panel_set_budget((size_t)n * 8 * 16); /* 16 columns per panel: 128 blocks */
+  test_ctl.panel_bytes = (size_t)n * 8 * 16; /* 16 columns per panel: 128 blocks */
   const fm_op ops[2] = {FM_OP_XTB, FM_OP_XXTB};
   for (int t = 0; t < 2; t++) {
     double *y = t == 0 ? y0 : z0, *yy = t == 0 ? y1 : z1;
     const int64_t ly = t == 0 ? p : n;
     fm_product pr0 = {ops[t], &e.x, NULL, b, n, k, y, ly};
     e.x.flags = 0;
-    CHECK_OK(fm_backend_reference(&pr0, NULL, &err), &err);
+    CHECK_OK(fm_backend_reference(&pr0, &test_ctl, &err), &err);
     e.x.flags = FM_MAT_EVICTABLE;
     fm_mat_evict_cols(&e.x, 0, p);
     fm_product pr1 = {ops[t], &e.x, NULL, b, n, k, yy, ly};
-    CHECK_OK(fm_backend_reference(&pr1, NULL, &err), &err);
+    CHECK_OK(fm_backend_reference(&pr1, &test_ctl, &err), &err);
     CHECK(memcmp(y, yy, (size_t)(ly * k) * sizeof *y) == 0);
     if (evict_seen(&e)) {
       printf("  reference %s over 16 MB: %ld pages resident after the pass\n",
@@ -477,12 +485,12 @@ static void test_evict_streams(void) {
     }
   }
   e.x.flags = 0;
-  CHECK_OK(fm_stats_colvar(&e.x, mean0, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&e.x, mean0, NULL, NULL, &test_ctl, &err), &err);
   e.x.flags = FM_MAT_EVICTABLE;
-  CHECK_OK(fm_stats_colvar(&e.x, mean1, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&e.x, mean1, NULL, NULL, &test_ctl, &err), &err);
   CHECK(memcmp(mean0, mean1, (size_t)p * sizeof *mean0) == 0);
   if (evict_seen(&e)) CHECK(count_present(e.pr, 0, e.n_pages) <= 1);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(b);
   free(y0);
   free(y1);

@@ -12,6 +12,10 @@
 
 #include <string.h>
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 typedef struct toy {
   const int8_t *q;     /* (n_rows, n_cols) row-major */
   const float *scale;  /* n_rows */
@@ -197,11 +201,11 @@ static void test_codec_error(void) {
   for (int i = 0; i < NC; i++) b[i] = 1;
   fm_product p = {FM_OP_XB, &x, NULL, b, NC, 1, y, NR};
   const char *used = NULL;
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EFORMAT);
+  CHECK(fm_backend_run(&p, &test_ctl, &used, &err) == FM_EFORMAT);
   CHECK(used && strcmp(used, "reference") == 0);
   /* a matrix claiming the external codec without one is refused */
   x.ext = NULL;
-  CHECK(fm_backend_run(&p, NULL, &used, &err) == FM_EARG);
+  CHECK(fm_backend_run(&p, &test_ctl, &used, &err) == FM_EARG);
   CHECK(fm_panel_decode(&x, NULL, 0, 1, 0, 1, out, 1, &err) == FM_EARG);
 }
 
@@ -246,7 +250,7 @@ static void test_products(void) {
   double b[NC * 3], y[NC * 3], want[NC * 3];
   for (int i = 0; i < NC * 3; i++) b[i] = fm_test_rng_unif(&rng) - 0.5;
   for (size_t bi = 0; bi < sizeof budgets / sizeof budgets[0]; bi++) {
-    fm_panel_set_budget(budgets[bi]);
+    test_ctl.panel_bytes = budgets[bi];
     for (int use_idx = 0; use_idx < 2; use_idx++) {
       for (int use_aff = 0; use_aff < 2; use_aff++) {
         for (int op = FM_OP_XB; op <= FM_OP_XTB; op++) {
@@ -261,7 +265,7 @@ static void test_products(void) {
           const int64_t b_rows = op == FM_OP_XB ? p_ : n, y_rows = op == FM_OP_XB ? n : p_;
           fm_product pr = {(fm_op)op, &x, use_aff ? &aff : NULL, b, b_rows, k, y, y_rows};
           const char *used = NULL;
-          CHECK_OK(fm_backend_run(&pr, NULL, &used, &err), &err);
+          CHECK_OK(fm_backend_run(&pr, &test_ctl, &used, &err), &err);
           CHECK(used && strcmp(used, "reference") == 0);
           for (int64_t c = 0; c < k; c++)
             for (int64_t r = 0; r < y_rows; r++) {
@@ -280,7 +284,7 @@ static void test_products(void) {
       }
     }
   }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
 
   /* a backend that recognises its codec takes plain X b and declines the rest */
   CHECK_OK(fm_backend_register("toy", toy_backend, &codec, &err), &err);
@@ -288,17 +292,17 @@ static void test_products(void) {
   CHECK_OK(fm_mat_init_ext(&x, &codec, q, NR, NC, NC, &err), &err);
   fm_product pr = {FM_OP_XB, &x, NULL, b, NC, k, y, NR};
   const char *used = NULL;
-  CHECK_OK(fm_backend_run(&pr, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&pr, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, "toy") == 0);
   double ref[NR * 3];
   fm_product pr_ref = pr;
   pr_ref.y = ref;
-  CHECK_OK(fm_backend_reference(&pr_ref, NULL, &err), &err);
+  CHECK_OK(fm_backend_reference(&pr_ref, &test_ctl, &err), &err);
   for (int i = 0; i < NR * 3; i++) CHECK_CLOSE(y[i], ref[i], 1e-12);
   x.col_index = idx;
   x.n_cols = 7;
   fm_product pr_idx = {FM_OP_XB, &x, NULL, b, 7, k, y, NR};
-  CHECK_OK(fm_backend_run(&pr_idx, NULL, &used, &err), &err);
+  CHECK_OK(fm_backend_run(&pr_idx, &test_ctl, &used, &err), &err);
   CHECK(used && strcmp(used, "reference") == 0);
   CHECK(fm_backend_unregister("toy") == 1);
 }

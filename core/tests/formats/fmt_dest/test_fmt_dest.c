@@ -420,7 +420,7 @@ static void test_cancel_progress(void) {
   fm_err err;
   uint8_t buf[64];
   cancel_state c = {0, 3, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &c, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb, .progress = progress_cb, .ud = &c};
   fm_reader *r = mock_open(0, 0, 3);
   fm_dest d = {FM_DEST_HARDCALL, buf, NS, NV, NULL, 0};
   CHECK(fm_fmt_stream(r, &d, NULL, 2, NULL, NULL, &ctl, &err) == FM_ECANCELLED);
@@ -428,7 +428,7 @@ static void test_cancel_progress(void) {
   CHECK(((mock *)r->impl)->n_next_calls == 4); /* polled at 0, 2, 4 */
   fm_reader_close(r);
   cancel_state c2 = {0, 1000, 0, 0};
-  fm_ctl ctl2 = {cancel_cb, progress_cb, &c2, NULL};
+  fm_ctl ctl2 = {.cancel = cancel_cb, .progress = progress_cb, .ud = &c2};
   r = mock_open(0, 0, 3);
   CHECK_OK(fm_fmt_stream(r, &d, NULL, 4, NULL, NULL, &ctl2, &err), &err);
   CHECK(c2.polls == 3 && c2.last_done == NV && c2.last_total == NV);

@@ -128,7 +128,7 @@ static void test_cancel(void) {
   fm_llm_cache *c = NULL;
   CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
   float lg[512];
-  fm_ctl ctl = {cancel_cb, NULL, NULL, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb};
   cancel_after_calls = 0; /* the poll before starting stops it */
   CHECK(fm_llm_eval(m_story, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, lg, &ctl, &err) == FM_ECANCELLED);
   CHECK(fm_llm_cache_n_past(c) == 0);
@@ -171,6 +171,7 @@ static void test_generate(void) {
   CHECK(n1 == 32);
   CHECK(fm_llm_cache_n_past(c) == N_PROMPT + 31);
   CHECK(tm.n_decode == 31);
+  CHECK(tm.n_threads == 2); /* the model's own count */
   /* Greedy equals the argmax chain of uncached evaluations. */
   int32_t seq[64];
   memcpy(seq, prompt, sizeof prompt);
@@ -208,6 +209,36 @@ static void test_generate(void) {
         FM_ENOSPC);
   fm_llm_sampler_free(s);
   fm_llm_cache_free(c);
+}
+
+/* Threads of an evaluation: the model's own count when set, else the
+ * call's (fm_threads(ctl)), and one in a forked child. */
+static void test_threads(void) {
+  if (!open_story()) return;
+  fm_err err;
+  const fm_ctl three = {.threads = 3}, forked = {.threads = 3, .forked = 1};
+  CHECK(fm_llm_model_threads(m_story) == 2);
+  CHECK(fm_llm_threads_for(m_story, &three) == 2);
+  CHECK(fm_llm_threads_for(m_story, &forked) == 1);
+  CHECK_OK(fm_llm_model_set_threads(m_story, 0, &err), &err);
+  CHECK(fm_llm_threads_for(m_story, &three) == 3);
+  CHECK(fm_llm_threads_for(m_story, NULL) == fm_threads(NULL));
+  CHECK(fm_llm_threads_for(m_story, &forked) == 1);
+  CHECK(fm_llm_model_set_threads(m_story, -1, &err) == FM_EARG);
+  fm_llm_cache *c = NULL;
+  CHECK_OK(fm_llm_cache_new(m_story, 64, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
+  fm_llm_sampling greedy = {0, 40, 0.95, 1};
+  fm_llm_sampler *s = NULL;
+  CHECK_OK(fm_llm_sampler_new(&greedy, 512, &s, &err), &err);
+  int32_t out[4];
+  int64_t n = 0;
+  fm_llm_timings tm;
+  CHECK_OK(fm_llm_generate(m_story, c, prompt, N_PROMPT, 4, s, NULL, 0, out, &n, &tm, &three, &err),
+           &err);
+  CHECK(n == 4 && tm.n_threads == 3);
+  fm_llm_sampler_free(s);
+  fm_llm_cache_free(c);
+  CHECK_OK(fm_llm_model_set_threads(m_story, 2, &err), &err);
 }
 
 static void test_embed(void) {
@@ -360,6 +391,7 @@ int main(void) {
   FM_RUN(test_logits_and_cache);
   FM_RUN(test_generate);
   FM_RUN(test_cancel);
+  FM_RUN(test_threads);
   FM_RUN(test_embed);
   FM_RUN(test_argmax_sampler);
   FM_RUN(test_errors);

@@ -190,7 +190,7 @@ static void zoo_backend(void) {
     for (int64_t l = 0; l < p; l++) b[l + c * p] = xr[c + l * k];
   double *w = malloc((size_t)(n * p) * sizeof(double));
   double y[ZOO_ROWS * X_ROWS], y2[ZOO_ROWS * X_ROWS], yref[ZOO_ROWS * X_ROWS];
-  fm_llm_tensor_backend_opts opts1 = {1}, opts2 = {2};
+  const fm_ctl one = {.threads = 1}, two = {.threads = 2}, forked = {.threads = 2, .forked = 1};
   double worst = 0;
   for (int t_ = 0; t_ < N_ZOO; t_++) {
     char name[32];
@@ -203,10 +203,12 @@ static void zoo_backend(void) {
     if (!vdt) continue;
     CHECK_OK(fm_llm_tensor_dequantize(g, t, w, n * p, &err), &err);
     fm_product pr = {FM_OP_XB, &x, NULL, b, p, k, y, n};
-    CHECK_OK(fm_llm_tensor_backend(&opts1, &pr, NULL, &err), &err);
+    CHECK_OK(fm_llm_tensor_backend(NULL, &pr, &one, &err), &err);
     pr.y = y2;
-    CHECK_OK(fm_llm_tensor_backend(&opts2, &pr, NULL, &err), &err);
+    CHECK_OK(fm_llm_tensor_backend(NULL, &pr, &two, &err), &err);
     CHECK(same_bits(y, y2, (size_t)(n * k))); /* thread count invariance */
+    CHECK_OK(fm_llm_tensor_backend(NULL, &pr, &forked, &err), &err); /* one thread */
+    CHECK(same_bits(y, y2, (size_t)(n * k)));
     pr.y = yref;
     CHECK_OK(fm_backend_reference(&pr, NULL, &err), &err);
     act_error(b, p, k, vdt, e);
@@ -264,13 +266,12 @@ static void zoo_declines(void) {
   const int64_t n = ZOO_ROWS, p = ZOO_COLS;
   double *b = calloc((size_t)p * 2, sizeof(double)), *y = malloc((size_t)p * 2 * sizeof(double));
   for (int64_t l = 0; l < 2 * p; l++) b[l] = sin((double)l);
-  fm_llm_tensor_backend_opts opts = {1};
   fm_product pr = {FM_OP_XB, &x, NULL, b, p, 2, y, n};
   y[0] = 12345;
   pr.op = FM_OP_XTB;
   pr.ldb = n;
   pr.ldy = p;
-  CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   pr.op = FM_OP_XB;
   pr.ldb = p;
   pr.ldy = n;
@@ -279,17 +280,17 @@ static void zoo_declines(void) {
   fm_mat sub = x;
   sub.col_index = idx;
   pr.x = &sub;
-  CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   pr.x = &x;
   double ctr[ZOO_COLS] = {0};
   fm_affine aff = {ctr, NULL, NULL};
   pr.aff = &aff;
-  CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   pr.aff = NULL;
   const double bad[] = {NAN, INFINITY, -INFINITY, 1e39};
   for (int v = 0; v < 4; v++) {
     b[17] = bad[v];
-    CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EUNSUPPORTED);
+    CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   }
   b[17] = 0.5;
   CHECK(y[0] == 12345); /* declines write nothing */
@@ -298,12 +299,12 @@ static void zoo_declines(void) {
   fm_mat d;
   CHECK_OK(fm_mat_init(&d, FM_CODEC_F64, dense, 2, 2, 16, &err), &err);
   fm_product pd = {FM_OP_XB, &d, NULL, dense, 2, 1, y, 2};
-  CHECK(fm_llm_tensor_backend(&opts, &pd, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_tensor_backend(NULL, &pd, NULL, &err) == FM_EUNSUPPORTED);
   /* cancellation is not a decline */
-  fm_ctl ctl = {cancel_always, NULL, NULL, NULL};
-  CHECK(fm_llm_tensor_backend(&opts, &pr, &ctl, &err) == FM_ECANCELLED);
+  fm_ctl ctl = {.cancel = cancel_always};
+  CHECK(fm_llm_tensor_backend(NULL, &pr, &ctl, &err) == FM_ECANCELLED);
   /* registered: fm_backend_run picks it for X B, the reference for X' B */
-  CHECK_OK(fm_backend_register("ggml", fm_llm_tensor_backend, &opts, &err), &err);
+  CHECK_OK(fm_backend_register("ggml", fm_llm_tensor_backend, NULL, &err), &err);
   const char *used = NULL;
   CHECK_OK(fm_backend_run(&pr, NULL, &used, &err), &err);
   CHECK(used && strcmp(used, "ggml") == 0);
@@ -439,9 +440,8 @@ static void stacked_f32(void) {
       for (int j = 0; j < 4; j++) CHECK(arr[i + 2 * j + 8 * s] == 100 * s + 10 * i + j);
   /* a product through the backend on the stacked rows */
   double bv[4] = {1, -1, 0.5, 2}, y[6], yref[6];
-  fm_llm_tensor_backend_opts opts = {1};
   fm_product pr = {FM_OP_XB, &x, NULL, bv, 4, 1, y, 6};
-  CHECK_OK(fm_llm_tensor_backend(&opts, &pr, NULL, &err), &err);
+  CHECK_OK(fm_llm_tensor_backend(NULL, &pr, NULL, &err), &err);
   pr.y = yref;
   CHECK_OK(fm_backend_reference(&pr, NULL, &err), &err);
   for (int r = 0; r < 6; r++) CHECK(y[r] == yref[r]); /* small integers: exact in f32 */
@@ -483,14 +483,13 @@ static void truncated_file(void) {
     CHECK_OK(fm_panel_decode(&x, NULL, 0, 64, 0, 32, out, 64, &err), &err);
     CHECK(out[0] == -25 && out[63 + 64 * 31] == (63 + 31) % 50 - 25);
     for (int j = 0; j < 32; j++) bv[j] = 1;
-    fm_llm_tensor_backend_opts opts = {1};
-    fm_product pr = {FM_OP_XB, &x, NULL, bv, 32, 1, y, 64};
-    CHECK_OK(fm_llm_tensor_backend(&opts, &pr, NULL, &err), &err);
+      fm_product pr = {FM_OP_XB, &x, NULL, bv, 32, 1, y, 64};
+    CHECK_OK(fm_llm_tensor_backend(NULL, &pr, NULL, &err), &err);
     CHECK(truncate(path, 100) == 0);
     y[0] = 12345;
     CHECK(fm_panel_decode(&x, NULL, 63, 1, 0, 32, out, 1, &err) == FM_EFORMAT &&
           strstr(err.msg, "shrank from") && strstr(err.msg, "to 100 bytes"));
-    CHECK(fm_llm_tensor_backend(&opts, &pr, NULL, &err) == FM_EFORMAT && strstr(err.msg, "shrank"));
+    CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EFORMAT && strstr(err.msg, "shrank"));
     CHECK(y[0] == 12345); /* nothing computed */
     CHECK(fm_llm_tensor_view(g, t, &x, &err) == FM_EFORMAT && strstr(err.msg, "shrank"));
     CHECK(fm_llm_tensor_dequantize(g, t, out, 64 * 32, &err) == FM_EFORMAT &&

@@ -14,6 +14,10 @@
 #include "fm_test.h"
 #include "fm/fm_rng.h"
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 static double r_na_real(void) {
   /* R's NA_real_: a NaN with low word 1954 */
   uint64_t bits = UINT64_C(0x7FF00000000007A2);
@@ -90,11 +94,11 @@ static void check_against(const fm_mat *x, const double *dense, double rtol) {
   double *m2 = malloc((size_t)(p + 1) * sizeof *m2), *v2 = malloc((size_t)(p + 1) * sizeof *v2);
   int64_t *o1 = malloc((size_t)(p + 1) * sizeof *o1), *o2 = malloc((size_t)(p + 1) * sizeof *o2);
   fm_err err = {0};
-  fm_panel_set_budget(0);
-  CHECK_OK(fm_stats_colvar(x, m1, v1, o1, NULL, &err), &err);
-  fm_panel_set_budget(8); /* one column per block */
-  CHECK_OK(fm_stats_colvar(x, m2, v2, o2, NULL, &err), &err);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
+  CHECK_OK(fm_stats_colvar(x, m1, v1, o1, &test_ctl, &err), &err);
+  test_ctl.panel_bytes = 8; /* one column per block */
+  CHECK_OK(fm_stats_colvar(x, m2, v2, o2, &test_ctl, &err), &err);
+  test_ctl.panel_bytes = 0;
   for (int64_t j = 0; j < p; j++) {
     double mean, var;
     int64_t nobs;
@@ -134,7 +138,7 @@ static void test_f64_random_with_nan(void) {
 
   double mean[37], var[37];
   int64_t nobs[37];
-  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, &test_ctl, &err), &err);
   CHECK(nobs[3] == 0 && isnan(mean[3]) && isnan(var[3]));
   CHECK(nobs[4] == 1 && mean[4] == x[4 * n] && isnan(var[4]));
   CHECK(mean[5] == 0.1 && var[5] == 0.0);
@@ -269,24 +273,24 @@ static void test_na_1_2_all_codecs(void) {
 
   double f[3] = {r_na_real(), 1.0, 2.0};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, f, 3, 1, 24, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, &test_ctl, &err), &err);
   CHECK(mean == 1.5 && var == 0.5 && nobs == 2);
 
   int32_t g[3] = {INT32_MIN, 1, 2};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_I32, g, 3, 1, 12, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, &test_ctl, &err), &err);
   CHECK(mean == 1.5 && var == 0.5 && nobs == 2);
 
   uint8_t b[1];
   CHECK_OK(fm_codec_bed2_encode(g, 3, 1, 3, b, &err), &err);
   CHECK_OK(fm_mat_init(&m, FM_CODEC_BED2, b, 3, 1, 1, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, &test_ctl, &err), &err);
   CHECK(mean == 1.5 && var == 0.5 && nobs == 2);
 
   uint8_t q[3];
   CHECK_OK(fm_codec_dos8_encode(f, 3, 1, 3, q, 3, &err), &err);
   CHECK_OK(fm_mat_init(&m, FM_CODEC_DOS8, q, 3, 1, 3, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, &mean, &var, &nobs, &test_ctl, &err), &err);
   CHECK(mean == 1.5 && var == 0.5 && nobs == 2);
 }
 
@@ -298,18 +302,18 @@ static void test_empty_shapes(void) {
   /* 0 rows: every column is all-missing */
   static const double none[1] = {0};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, none, 0, 2, 0, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, &test_ctl, &err), &err);
   CHECK(isnan(mean[0]) && isnan(var[1]) && nobs[0] == 0 && nobs[1] == 0);
   CHECK_OK(fm_mat_init(&m, FM_CODEC_BED2, none, 0, 2, 0, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, mean, var, nobs, &test_ctl, &err), &err);
   CHECK(isnan(mean[1]) && nobs[1] == 0);
   /* 0 columns */
   CHECK_OK(fm_mat_init(&m, FM_CODEC_I32, NULL, 5, 0, 20, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, NULL, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, NULL, NULL, NULL, &test_ctl, &err), &err);
   /* var_out and n_obs_out may be NULL */
   double f[4] = {1, 2, 3, 4};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, f, 4, 1, 32, &err), &err);
-  CHECK_OK(fm_stats_colvar(&m, mean, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&m, mean, NULL, NULL, &test_ctl, &err), &err);
   CHECK(mean[0] == 2.5);
 }
 
@@ -317,19 +321,19 @@ static void test_errors(void) {
   fm_err err = {0};
   double mean[2], f[4] = {1, 2, 3, 4};
   fm_mat m;
-  CHECK(fm_stats_colvar(NULL, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(NULL, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
   CHECK(err.code == FM_EARG && err.msg[0] != '\0');
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, f, 2, 2, 16, &err), &err);
-  CHECK(fm_stats_colvar(&m, NULL, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&m, NULL, NULL, NULL, &test_ctl, &err) == FM_EARG);
   int64_t bad[2] = {0, -1};
   m.col_index = bad;
-  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
   m.col_index = NULL;
   m.codec = (fm_codec_id)99;
-  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
   m.codec = FM_CODEC_F64;
   m.col_stride = 8; /* too small for 2 rows */
-  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&m, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
 }
 
 typedef struct ctl_state {
@@ -357,9 +361,13 @@ static void test_cancel_and_progress(void) {
   fm_mat m;
   fm_err err = {0};
   CHECK_OK(fm_mat_init(&m, FM_CODEC_F64, x, n, p, n * 8, &err), &err);
-  fm_panel_set_budget(8 * 100); /* two columns per block: 20 blocks */
+  test_ctl.panel_bytes = 8 * 100; /* two columns per block: 20 blocks */
   ctl_state s = {0, 1000000, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb,
+                .progress = progress_cb,
+                .ud = &s,
+                .threads = test_ctl.threads,
+                .panel_bytes = test_ctl.panel_bytes};
   CHECK_OK(fm_stats_colvar(&m, mean, NULL, NULL, &ctl, &err), &err);
   CHECK(s.polls >= 2); /* polled per block, not once */
   CHECK(s.last_done == 40 && s.last_total == 40 && s.progress_calls >= 2);
@@ -367,7 +375,7 @@ static void test_cancel_and_progress(void) {
   CHECK(fm_stats_colvar(&m, mean, NULL, NULL, &ctl, &err) == FM_ECANCELLED);
   CHECK(err.code == FM_ECANCELLED);
   CHECK(s.last_done < 40);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(x);
 }
 
@@ -423,17 +431,17 @@ static void test_ext_f64_bit_identical(void) {
   wrapped(&f, &w, &codec, &e);
   double mf[37], vf[37], me[37], ve[37];
   int64_t of[37], oe[37];
-  CHECK_OK(fm_stats_colvar(&f, mf, vf, of, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&f, mf, vf, of, &test_ctl, &err), &err);
   const size_t budgets[] = {0, 8 * 7 * 8, 8};
   for (size_t b = 0; b < 3; b++) {
-    fm_panel_set_budget(budgets[b]);
+    test_ctl.panel_bytes = budgets[b];
     memset(me, 0, sizeof me);
-    CHECK_OK(fm_stats_colvar(&e, me, ve, oe, NULL, &err), &err);
+    CHECK_OK(fm_stats_colvar(&e, me, ve, oe, &test_ctl, &err), &err);
     CHECK(memcmp(mf, me, sizeof mf) == 0);
     CHECK(memcmp(vf, ve, sizeof vf) == 0);
     CHECK(memcmp(of, oe, sizeof of) == 0);
   }
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   CHECK(oe[3] == 0 && isnan(me[3]) && isnan(ve[3]));
   CHECK(oe[4] == 1 && me[4] == x[4 * n] && isnan(ve[4]));
   CHECK(isinf(me[6]) && isnan(ve[6]));
@@ -500,35 +508,39 @@ static void test_ext_errors_cancel_empty(void) {
   wrapped(&f, &w, &codec, &e);
   /* the codec's own error comes back */
   w.fail_at = 33;
-  fm_panel_set_budget(8 * 10); /* 10 x 1 panels: the failing one comes later */
-  CHECK(fm_stats_colvar(&e, mean, var, nobs, NULL, &err) == FM_EFORMAT);
+  test_ctl.panel_bytes = 8 * 10; /* 10 x 1 panels: the failing one comes later */
+  CHECK(fm_stats_colvar(&e, mean, var, nobs, &test_ctl, &err) == FM_EFORMAT);
   CHECK(strstr(err.msg, "row 33") != NULL);
   w.fail_at = -1;
   /* cancellation polled per panel; progress per column block */
   ctl_state s = {0, 1000000, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb,
+                .progress = progress_cb,
+                .ud = &s,
+                .threads = test_ctl.threads,
+                .panel_bytes = test_ctl.panel_bytes};
   CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, &ctl, &err), &err);
   CHECK(s.polls >= 2 * 5 * 40); /* 5 row tiles, two passes, 40 columns */
   CHECK(s.last_done == 40 && s.last_total == 40);
   CHECK(mean[0] == 0 && var[0] == 0 && nobs[0] == n);
   s = (ctl_state){0, 3, 0, 0, 0};
   CHECK(fm_stats_colvar(&e, mean, NULL, NULL, &ctl, &err) == FM_ECANCELLED);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   /* a column index beyond the stored columns, no decoder */
   int64_t idx[1] = {40};
   e.col_index = idx;
   e.n_cols = 1;
-  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
   e.col_index = NULL;
   e.n_cols = p;
   fm_ext_codec none = {"none", NULL, NULL};
   e.ext = &none;
-  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_colvar(&e, mean, NULL, NULL, &test_ctl, &err) == FM_EARG);
   /* 0 rows */
   e.ext = &codec;
   e.n_rows = 0;
   for (int j = 0; j < 40; j++) nobs[j] = 9;
-  CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&e, mean, var, nobs, &test_ctl, &err), &err);
   CHECK(isnan(mean[0]) && isnan(var[39]) && nobs[0] == 0 && nobs[39] == 0);
   free(x);
 }

@@ -27,6 +27,10 @@
 #include "fm_test.h"
 #include "fm/fm_rng.h"
 
+/* The control block of the core calls below: the panel budget and thread
+ * count the tests set (0: the defaults). */
+static fm_ctl test_ctl;
+
 /* ---------------------------------------------------------------- RNG ---- */
 
 static void test_rng_reference_vectors(void) {
@@ -220,7 +224,7 @@ static void test_planted_300x80(void) {
   fm_rpca_opts o = {k, 10, 300, 1e-13, 2024, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   CHECK(res.converged);
   printf("  300x80 planted rank 4, k 6, oversample 10, tol 1e-13: %d iterations\n", res.iterations);
   compare(&res, &ref, k, 1e-8, 1e-8);
@@ -228,7 +232,7 @@ static void test_planted_300x80(void) {
   /* the four planted components converge fast; a loose tol is enough for them */
   fm_rpca_result r2;
   fm_rpca_opts o2 = {4, 10, 50, 1e-10, 5, 0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o2, &r2, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o2, &r2, &test_ctl, &err), &err);
   CHECK(r2.converged);
   printf("  300x80 planted rank 4, k 4, tol 1e-10: %d iterations\n", r2.iterations);
   compare(&r2, &ref, 4, 1e-10, 1e-8);
@@ -252,12 +256,12 @@ static void test_tiny_scale(void) {
   fm_rpca_result ref, res;
   fm_err err = {0};
   fm_mat x = dense_mat(a, n, p);
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &ref, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &ref, &test_ctl, &err), &err);
   const double scales[4] = {1e-80, 1e-90, 1e-100, 1e-120};
   for (int t = 0; t < 4; t++) {
     for (int64_t i = 0; i < n * p; i++) b[i] = a[i] * scales[t];
     fm_mat xs = dense_mat(b, n, p);
-    CHECK_OK(fm_stats_rpca(&xs, NULL, &o, &res, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&xs, NULL, &o, &res, &test_ctl, &err), &err);
     for (int64_t j = 0; j < k && res.d; j++)
       CHECK(fabs(res.d[j] / scales[t] - ref.d[j]) <= 1e-12 * ref.d[j]);
     fm_rpca_result_clear(&res);
@@ -277,7 +281,7 @@ static void test_affine_equals_explicit(void) {
   fm_mat x = dense_mat(a, n, p);
   double mean[80], var[80], scale[80];
   fm_err err = {0};
-  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, &test_ctl, &err), &err);
   for (int64_t j = 0; j < p; j++) scale[j] = 1.0 / sqrt(var[j]);
   double *e = malloc((size_t)(n * p) * sizeof *e);
   for (int mode = 0; mode < 3; mode++) {
@@ -289,7 +293,7 @@ static void test_affine_equals_explicit(void) {
     svd_ref ref = dense_svd(e, n, p);
     fm_rpca_opts o = {k, 10, 300, 1e-13, 99, 0};
     fm_rpca_result res;
-    CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
     CHECK(res.converged);
     printf("  affine mode %d (centre %d, scale %d): %d iterations\n", mode, use_c, use_s,
            res.iterations);
@@ -332,7 +336,7 @@ static void test_bed2_mean_imputed(void) {
   fm_mat x;
   CHECK_OK(fm_mat_init(&x, FM_CODEC_BED2, bytes, n, p, cb, &err), &err);
   double mean[90], var[90], scale[90], fill[90];
-  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, &test_ctl, &err), &err);
   for (int64_t j = 0; j < p; j++) {
     scale[j] = var[j] > 0 ? 1.0 / sqrt(var[j]) : 1.0;
     fill[j] = 0.0;
@@ -348,7 +352,7 @@ static void test_bed2_mean_imputed(void) {
   fm_affine aff = {mean, scale, fill};
   fm_rpca_opts o = {k, 15, 300, 1e-13, 7, 0};
   fm_rpca_result res;
-  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
   CHECK(res.converged);
   printf("  bed2 %lldx%lld mean-imputed, k %lld: %d iterations\n", (long long)n, (long long)p,
          (long long)k, res.iterations);
@@ -357,7 +361,7 @@ static void test_bed2_mean_imputed(void) {
   fm_rpca_result_clear(&res);
   /* leaving missing values missing is refused */
   fm_affine nofill = {mean, scale, NULL};
-  CHECK(fm_stats_rpca(&x, &nofill, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, &nofill, &o, &res, &test_ctl, &err) == FM_EARG);
   CHECK(res.d == NULL && res.u == NULL && res.v == NULL);
   svd_ref_free(&ref);
   free(e);
@@ -390,7 +394,7 @@ static void test_dos8_col_index(void) {
   x.col_index = idx;
   x.n_cols = p;
   double mean[50];
-  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, &test_ctl, &err), &err);
   double *e = malloc((size_t)(n * p) * sizeof *e);
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < n; i++) e[i + j * n] = fm_codec_dos8_value(q[i + idx[j] * n]) - mean[j];
@@ -398,7 +402,7 @@ static void test_dos8_col_index(void) {
   fm_affine aff = {mean, NULL, NULL};
   fm_rpca_opts o = {k, 20, 300, 1e-13, 3, 0};
   fm_rpca_result res;
-  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
   CHECK(res.converged);
   compare(&res, &ref, k, 1e-8, 1e-8);
   fm_rpca_result_clear(&res);
@@ -415,20 +419,20 @@ static void test_seed_and_budget(void) {
   fm_rpca_opts o = {k, 10, 300, 1e-13, 123, 0};
   fm_rpca_result r1, r2, r3, r4;
   fm_err err = {0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r1, NULL, &err), &err);
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r2, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r1, &test_ctl, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r2, &test_ctl, &err), &err);
   /* same seed: identical bits */
   CHECK(r1.iterations == r2.iterations);
   CHECK(memcmp(r1.d, r2.d, (size_t)k * sizeof(double)) == 0);
   CHECK(memcmp(r1.u, r2.u, (size_t)(n * k) * sizeof(double)) == 0);
   CHECK(memcmp(r1.v, r2.v, (size_t)(p * k) * sizeof(double)) == 0);
   /* tiny panel budget: many small panels, same answer within 1e-10 */
-  fm_panel_set_budget(8 * 64);
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r3, NULL, &err), &err);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 8 * 64;
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r3, &test_ctl, &err), &err);
+  test_ctl.panel_bytes = 0;
   /* different seed: same converged answer (signs are canonical) */
   o.seed = 124;
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r4, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &r4, &test_ctl, &err), &err);
   double dd = 0, du = 0, dv = 0, sd = 0, su = 0, sv = 0;
   for (int64_t j = 0; j < k; j++) {
     dd = fmax(dd, fabs(r1.d[j] - r3.d[j]) / r1.d[j]);
@@ -464,14 +468,14 @@ static void test_full_rank_k(void) {
     fm_rpca_opts o = {m, 10, 5, 1e-10, 1, 0};
     fm_rpca_result res;
     fm_err err = {0};
-    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
     CHECK(res.converged && res.iterations <= 2);
     compare(&res, &ref, m, 1e-11, 1e-10);
     check_structure(&res);
     fm_rpca_result_clear(&res);
     /* max_iter 0: Algorithm 4.1 plus Rayleigh-Ritz, still exact at l = min(n, p) */
     o.max_iter = 0;
-    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
     CHECK(res.iterations == 0 && !res.converged);
     compare(&res, &ref, m, 1e-11, 1e-10);
     fm_rpca_result_clear(&res);
@@ -484,7 +488,7 @@ static void test_full_rank_k(void) {
   fm_rpca_opts o = {1, 10, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   CHECK(fabs(res.d[0] - 3.0) < 1e-15 && res.u[0] == 1.0 && res.v[0] == -1.0);
   fm_rpca_result_clear(&res);
 }
@@ -495,29 +499,29 @@ static void test_arguments(void) {
   fm_rpca_result res;
   fm_err err = {0};
   fm_rpca_opts o = {0, 5, 10, 1e-10, 1, 0};
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
   CHECK(err.code == FM_EARG && res.d == NULL);
   o.k = 4;
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
   o.k = 3;
   o.oversample = -1;
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
   o.oversample = 0;
   o.max_iter = -1;
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
   o.max_iter = 3;
   o.tol = NAN;
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
   o.tol = 0; /* tol 0: runs to max_iter unless values stop changing */
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   fm_rpca_result_clear(&res);
-  CHECK(fm_stats_rpca(NULL, NULL, &o, &res, NULL, &err) == FM_EARG);
-  CHECK(fm_stats_rpca(&x, NULL, NULL, &res, NULL, &err) == FM_EARG);
-  CHECK(fm_stats_rpca(&x, NULL, &o, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(NULL, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, NULL, &res, &test_ctl, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&x, NULL, &o, NULL, &test_ctl, &err) == FM_EARG);
   /* empty matrix: no k is in range */
   fm_mat e = dense_mat(a, 0, 3);
   o.k = 1;
-  CHECK(fm_stats_rpca(&e, NULL, &o, &res, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca(&e, NULL, &o, &res, &test_ctl, &err) == FM_EARG);
 }
 
 static void test_degenerate(void) {
@@ -527,19 +531,19 @@ static void test_degenerate(void) {
   fm_rpca_opts o = {2, 5, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EDEGENERATE);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EDEGENERATE);
   CHECK(res.d == NULL);
   /* constant columns centred at their (rounded) means: zero up to rounding */
   double mean[12];
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < n; i++) a[i + j * n] = 0.1 * (double)(j + 1);
-  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, &test_ctl, &err), &err);
   fm_affine aff = {mean, NULL, NULL};
-  CHECK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err) == FM_EDEGENERATE);
+  CHECK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err) == FM_EDEGENERATE);
   /* rank one is fine, even with k above the rank */
   for (int64_t i = 0; i < n; i++) a[i] = (double)i - 14.5;
   o.k = 3;
-  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
   CHECK(res.d[1] < 1e-12 * res.d[0] && res.converged);
   check_structure(&res);
   fm_rpca_result_clear(&res);
@@ -584,7 +588,7 @@ static void test_spectrum_decay(void) {
   fm_rpca_opts o = {k, 10, 50, 1e-12, 11, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   CHECK(res.converged);
   check_structure(&res);
   printf("  singular values 10^(-0.6 j): %d iterations; per component d_j / d_0: relative "
@@ -618,20 +622,20 @@ static void test_into(void) {
   fm_rpca_opts o = {k, 10, 100, 1e-12, 5, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
   int it = -1, conv = -1;
-  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, &it, &conv, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, &it, &conv, &test_ctl, &err), &err);
   CHECK(it == res.iterations && conv == res.converged && conv);
   CHECK(memcmp(d, res.d, sizeof d) == 0);
   CHECK(memcmp(u, res.u, (size_t)(n * k) * sizeof *u) == 0);
   CHECK(memcmp(v, res.v, (size_t)(p * k) * sizeof *v) == 0);
-  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, NULL, &err), &err);
-  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, NULL, &it, &conv, NULL, &err) == FM_EARG);
+  CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, &test_ctl, &err), &err);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, NULL, &it, &conv, &test_ctl, &err) == FM_EARG);
   CHECK(it == 0 && conv == 0);
-  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, NULL, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, NULL, u, v, NULL, NULL, &test_ctl, &err) == FM_EARG);
   o.k = 0;
-  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, NULL, NULL, &o, d, u, v, NULL, NULL, &test_ctl, &err) == FM_EARG);
   fm_rpca_result_clear(&res);
   free(u);
   free(v);
@@ -662,7 +666,7 @@ static void test_col_div(void) {
   fm_mat x;
   CHECK_OK(fm_mat_init(&x, FM_CODEC_BED2, bytes, n, p, cb, &err), &err);
   double mean[90], var[90], div[90], mult[90], zero[90], fill_scaled[90];
-  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, &test_ctl, &err), &err);
   for (int64_t j = 0; j < p; j++) {
     div[j] = sqrt(var[j]);
     mult[j] = 1.0 / div[j];
@@ -675,9 +679,10 @@ static void test_col_div(void) {
   double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
   for (int t = 0; t < 2; t++) {
     fm_rpca_result ref;
-    CHECK_OK(fm_stats_rpca(&x, &scaled[t], &o, &ref, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&x, &scaled[t], &o, &ref, &test_ctl, &err), &err);
     int it = 0, conv = 0;
-    CHECK_OK(fm_stats_rpca_into(&x, &unscaled[t], div, &o, d, u, v, &it, &conv, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca_into(&x, &unscaled[t], div, &o, d, u, v, &it, &conv, &test_ctl, &err),
+             &err);
     CHECK(conv && ref.converged);
     double dd = 0, du = 0, dv = 0;
     for (int64_t j = 0; j < k; j++) dd = fmax(dd, fabs(d[j] - ref.d[j]) / ref.d[j]);
@@ -688,9 +693,11 @@ static void test_col_div(void) {
     CHECK(dd <= 1e-12 && du <= 1e-9 && dv <= 1e-9);
     fm_rpca_result_clear(&ref);
   }
-  CHECK(fm_stats_rpca_into(&x, &scaled[0], div, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, &scaled[0], div, &o, d, u, v, NULL, NULL, &test_ctl, &err) ==
+        FM_EARG);
   div[7] = 0.0;
-  CHECK(fm_stats_rpca_into(&x, &unscaled[0], div, &o, d, u, v, NULL, NULL, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_rpca_into(&x, &unscaled[0], div, &o, d, u, v, NULL, NULL, &test_ctl, &err) ==
+        FM_EARG);
   CHECK(strstr(err.msg, "col_div[7]") != NULL);
   free(u);
   free(v);
@@ -733,7 +740,7 @@ static void test_passes(void) {
     lg.n_ops = 0;
     fm_rpca_opts o = {k, 7, max_iters[t], 1e-10, 3, 0};
     fm_rpca_result res;
-    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+    CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
     printf("  max_iter %d: %d iterations, %d passes\n", max_iters[t], res.iterations, lg.n_ops);
     CHECK(lg.n_ops == res.iterations + 2);
     for (int i = 0; i < lg.n_ops && i < 256; i++) {
@@ -758,10 +765,10 @@ static void test_underflow(void) {
   fm_rpca_opts o = {2, 3, 10, 1e-10, 1, 0};
   fm_rpca_result res;
   fm_err err = {0};
-  CHECK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err) == FM_EDEGENERATE);
+  CHECK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err) == FM_EDEGENERATE);
   /* 1e-140 is fine: the values scale exactly */
   for (int64_t i = 0; i < n * p; i++) a[i] *= 1e30;
-  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &test_ctl, &err), &err);
   svd_ref ref = dense_svd(a, n, p);
   compare(&res, &ref, 2, 1e-10, 1e-8);
   fm_rpca_result_clear(&res);
@@ -796,18 +803,18 @@ static void test_cancel(void) {
   fm_rpca_result res;
   /* count polls of a full run, then cancel at every poll in turn */
   cstate s = {0, 1 << 30, 0, 0, 0};
-  fm_ctl ctl = {cancel_cb, progress_cb, &s, NULL};
+  fm_ctl ctl = {.cancel = cancel_cb, .progress = progress_cb, .ud = &s};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &ctl, &err), &err);
   CHECK(s.done == s.total && s.total == 2 + 20 && s.backwards == 0);
   fm_rpca_result_clear(&res);
   /* many panels per pass: progress still monotone, in passes, ending at the total */
-  fm_panel_set_budget(8 * 200);
+  ctl.panel_bytes = 8 * 200;
   s = (cstate){0, 1 << 30, 0, 0, 0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &ctl, &err), &err);
   CHECK(s.done == s.total && s.total == 2 + 20 && s.backwards == 0);
   CHECK(s.polls > 10 * (2 + 20));
   fm_rpca_result_clear(&res);
-  fm_panel_set_budget(0);
+  ctl.panel_bytes = 0;
   s = (cstate){0, 1 << 30, 0, 0, 0};
   CHECK_OK(fm_stats_rpca(&x, NULL, &o, &res, &ctl, &err), &err);
   const int passes = res.iterations + 2;
@@ -838,7 +845,7 @@ static void noise_bulk_case(int64_t n, int64_t p, uint64_t seed) {
   fm_mat x = dense_mat(a, n, p);
   double *mean = malloc((size_t)p * sizeof *mean);
   fm_err err = {0};
-  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, &test_ctl, &err), &err);
   double *e = malloc((size_t)(n * p) * sizeof *e), *g = malloc((size_t)(p * p) * sizeof *g);
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < n; i++) e[i + j * n] = a[i + j * n] - mean[j];
@@ -862,7 +869,7 @@ static void noise_bulk_case(int64_t n, int64_t p, uint64_t seed) {
   o.seed = 42;
   fm_rpca_result res;
   const clock_t c0 = clock();
-  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
   const double secs = (double)(clock() - c0) / CLOCKS_PER_SEC;
   double worst = 0;
   for (int64_t j = 0; j < k && res.d; j++) worst = fmax(worst, fabs(res.d[j] - g[j]) / g[j]);
@@ -945,10 +952,10 @@ static void release_case(const char *what, const fm_mat *x, const fm_affine *aff
   double *v1 = map_v(p, k, &bytes);
   fm_err err = {0};
   o.v_release = 0;
-  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d0, u0, v0, NULL, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d0, u0, v0, NULL, NULL, &test_ctl, &err), &err);
   o.v_release = 1;
   int it = 0, conv = 0;
-  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d1, u1, v1, &it, &conv, NULL, &err), &err);
+  CHECK_OK(fm_stats_rpca_into(x, aff, col_div, &o, d1, u1, v1, &it, &conv, &test_ctl, &err), &err);
   const long present = present_pages(v1, bytes);
   double dd = 0, du = 0, dv = 0;
   for (int64_t j = 0; j < k; j++) dd = fmax(dd, fabs(d1[j] - d0[j]) / (vs_d0 ? d0[0] : d0[j]));
@@ -976,9 +983,9 @@ static void test_v_release(void) {
   double *a = planted(n, p, 4, W4, 1.0, 31);
   fm_mat x = dense_mat(a, n, p);
   fm_rpca_opts o = {4, 10, 100, 1e-12, 5, 0};
-  fm_panel_set_budget(16 * 8 * 4 * 37); /* chunks of 37 rows */
+  test_ctl.panel_bytes = 16 * 8 * 4 * 37; /* chunks of 37 rows */
   release_case("planted, chunks of 37", &x, NULL, NULL, o, 0, 1e-10);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   release_case("planted, one chunk", &x, NULL, NULL, o, 0, 1e-10);
 
   /* wide spread and fallback: a = U diag(s) V' with orthonormal U, V */
@@ -998,13 +1005,13 @@ static void test_v_release(void) {
         for (int64_t i = 0; i < n; i++)
           a[i + c * n] += uo[i + j * n] * pow(10.0, steps[t] * (double)j) * vo[c + j * p];
     fm_rpca_opts ok = {k, 10, 50, 1e-12, 11, 0};
-    fm_panel_set_budget(16 * 8 * 10 * 100);
+    test_ctl.panel_bytes = 16 * 8 * 10 * 100;
     /* the fallback is the in-place path on the same Z (the dense reference
      * product gives each column the same bits in any chunk), so it agrees
      * bit for bit, which CholeskyQR2 would not */
     release_case(t == 0 ? "spread to 4e-6 d[0] (CholeskyQR2)" : "spread to 1e-9 d[0] (fallback)", &x,
                  NULL, NULL, ok, t == 1, t == 0 ? 1e-10 : 0.0);
-    fm_panel_set_budget(0);
+    test_ctl.panel_bytes = 0;
   }
   free(uo);
   free(vo);
@@ -1013,9 +1020,9 @@ static void test_v_release(void) {
   double *a2 = planted(n, p, 2, w2, 0.0, 32);
   fm_mat x2 = dense_mat(a2, n, p);
   fm_rpca_opts o2 = {4, 6, 20, 1e-12, 3, 0};
-  fm_panel_set_budget(16 * 8 * 4 * 100);
+  test_ctl.panel_bytes = 16 * 8 * 4 * 100;
   release_case("rank 2, k = 4 (fallback)", &x2, NULL, NULL, o2, 1, 0.0);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(a2);
 
   /* progress stays monotone through the chunks and ends at the total; a
@@ -1025,9 +1032,13 @@ static void test_v_release(void) {
     double *vm = map_v(p, 4, &vb), dd[4];
     double *uu = malloc((size_t)(n * 4) * sizeof *uu);
     fm_rpca_opts oc = {4, 6, 20, 0.0, 1, 1};
-    fm_panel_set_budget(16 * 8 * 4 * 200);
+    test_ctl.panel_bytes = 16 * 8 * 4 * 200;
     cstate cs = {0, 1 << 30, 0, 0, 0};
-    fm_ctl ctl = {cancel_cb, progress_cb, &cs, NULL};
+    fm_ctl ctl = {.cancel = cancel_cb,
+                  .progress = progress_cb,
+                  .ud = &cs,
+                  .threads = test_ctl.threads,
+                  .panel_bytes = test_ctl.panel_bytes};
     fm_err e2 = {0};
     CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &ctl, &e2), &e2);
     CHECK(cs.done == cs.total && cs.total == 2 + 20 && cs.backwards == 0);
@@ -1043,14 +1054,15 @@ static void test_v_release(void) {
     op_log lg;
     memset(&lg, 0, sizeof lg);
     CHECK_OK(fm_backend_register("test_logger", logging_backend, &lg, &e2), &e2);
-    fm_ctl forced = {NULL, NULL, NULL, "reference"};
+    fm_ctl forced = {
+        .backend = "reference", .threads = test_ctl.threads, .panel_bytes = test_ctl.panel_bytes};
     CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, NULL, NULL, &forced, &e2), &e2);
     CHECK(lg.n_ops == 0);
     int it = 0;
-    CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, &it, NULL, NULL, &e2), &e2);
+    CHECK_OK(fm_stats_rpca_into(&x, NULL, NULL, &oc, dd, uu, vm, &it, NULL, &test_ctl, &e2), &e2);
     CHECK(lg.n_ops == it + 1 + (p + 199) / 200); /* iterations + 1 XXTB, then the chunks */
     CHECK(fm_backend_unregister("test_logger"));
-    fm_panel_set_budget(0);
+    test_ctl.panel_bytes = 0;
     free(uu);
     if (vm) munmap(vm, vb);
   }
@@ -1072,13 +1084,13 @@ static void test_v_release(void) {
   xb.n_cols = pc;
   double *mean = malloc((size_t)pc * sizeof *mean), *var = malloc((size_t)pc * sizeof *var);
   double *div = malloc((size_t)pc * sizeof *div);
-  CHECK_OK(fm_stats_colvar(&xb, mean, var, NULL, NULL, &err), &err);
+  CHECK_OK(fm_stats_colvar(&xb, mean, var, NULL, &test_ctl, &err), &err);
   for (int64_t j = 0; j < pc; j++) div[j] = sqrt(var[j]);
   const fm_affine imp = {NULL, NULL, mean};
   fm_rpca_opts ob = {4, 15, 300, 1e-13, 7, 0};
-  fm_panel_set_budget(16 * 8 * 4 * 29);
+  test_ctl.panel_bytes = 16 * 8 * 4 * 29;
   release_case("bed2, col_div, fill, col_index", &xb, &imp, div, ob, 0, 1e-9);
-  fm_panel_set_budget(0);
+  test_ctl.panel_bytes = 0;
   free(idx);
   free(mean);
   free(var);

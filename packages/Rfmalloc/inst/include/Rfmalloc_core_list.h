@@ -15,6 +15,7 @@ FM_CORE_FN(fm_status, fm_err_setv, (fm_err *err, fm_status code, const char *fmt
            (err, code, fmt, ap))
 FM_CORE_FN(int, fm_mul_ok, (int64_t a, int64_t b, int64_t *out), (a, b, out))
 FM_CORE_FN(const char *, fm_status_name, (fm_status code), (code))
+FM_CORE_FN(int, fm_threads, (const fm_ctl *ctl), (ctl))
 /* fm_rng.h: the documented generator */
 FM_CORE_VOID(fm_rng_seed, (fm_rng *r, uint64_t seed), (r, seed))
 FM_CORE_FN(double, fm_rng_unif, (fm_rng *r), (r))

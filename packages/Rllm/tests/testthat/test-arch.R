@@ -1,5 +1,5 @@
 # Architectures beyond llama (qwen2, qwen3, qwen3moe, gemma-embedding, lfm2)
-# on small random-weight GGUFs that helper-arch.R writes with GGML's GGUF
+# on small random-weight GGUFs that the package's inst/arch/arch_gguf.R writes with GGML's GGUF
 # writer (GENERATED data under tempdir(), not trained models). Our runtime
 # must load each and give finite outputs; with the llama.cpp oracle, its
 # logits at every position of a 12-token sequence must match llama.cpp's
