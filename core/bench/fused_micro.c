@@ -105,7 +105,7 @@ int main(int argc, char **argv) {
   fm_mat x;
   fm_err err;
   if (fm_mat_init(&x, FM_CODEC_BED2, bed, n, q, cb, &err) != FM_OK) return 1;
-  fm_affine aff = {center, scale, fill};
+  fm_affine aff = {.center = center, .scale = scale, .fill = fill};
   const int64_t kmax = 40;
   double *b = malloc(sizeof(double) * (size_t)((n > q ? n : q) * kmax));
   for (int64_t t = 0; t < (n > q ? n : q) * kmax; t++) b[t] = unif() - 0.5;

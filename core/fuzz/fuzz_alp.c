@@ -81,7 +81,7 @@ static void check_affine(const fm_mat *m, const double *all) {
     s[j] = 2.0 - (double)j / 8.0;
     f[j] = -(double)(j + 1);
   }
-  const fm_affine aff = {c, s, f};
+  const fm_affine aff = {.center = c, .scale = s, .fill = f};
   fm_err err;
   FUZZ_ASSERT(fm_panel_decode(m, &aff, 0, n, 0, p, out, n > 0 ? n : 1, &err) == FM_OK);
   for (int64_t j = 0; j < p; j++)

@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int64_t j = 0; j < m; j++) col_index[j] = m - 1 - j;
     x.col_index = col_index;
   }
-  aff_buf ab = {NULL, NULL, NULL, {NULL, NULL, NULL}};
+  aff_buf ab = {0};
   const fm_affine *aff = NULL;
   if (flags & 16u) {
     ab.c = malloc((size_t)m * sizeof(double));

@@ -98,7 +98,7 @@ static void op_dos8(const uint8_t *d, size_t size) {
 
   int64_t *ci = NULL;
   double *c = NULL, *s = NULL, *f = NULL, *out = NULL;
-  fm_affine aff = {NULL, NULL, NULL};
+  fm_affine aff = {0};
   int bad_index = 0;
   if ((fl & 2u) && p > 0) {
     if (!(ci = malloc((size_t)p * sizeof *ci))) goto done;

@@ -14,9 +14,12 @@
  *   FM_OP_XXTB     y (n x k) = X (X' b)    with b n x k: the Gram product of
  *                  a subspace iteration in one pass over X (each column
  *                  block C is read once for z = X_C' b and y += X_C z)
- *   FM_OP_COLSUMS  y (p x 2): y[j] = sum_i X[i, j], y[j + ldy] = sum_i
- *                  X[i, j]^2; k must be 2, b and ldb are ignored (b may be
- *                  NULL)
+ *   FM_OP_COLSUMS  y (p x k): y[j] = sum_i X[i, j], y[j + ldy] = sum_i
+ *                  X[i, j]^2 and, when k is 3, y[j + 2 ldy] = the number
+ *                  of entries of column j that are missing as stored
+ *                  (before the transform's fill replaces them: the count
+ *                  behind an na.rm mean in the same pass); k must be 2 or
+ *                  3, b and ldb are ignored (b may be NULL)
  * Missing values that the affine transform leaves as NaN propagate as NaN.
  * A backend must decline every op it does not know: ops may be added.
  *

@@ -30,13 +30,20 @@
 
 #include "fm_base.h"
 
+#include <string.h>
+
 /* Bit pattern of the value a missing entry decodes to without a fill: a NaN
  * whose low word is 1954, which R reads as NA (any NaN counts as missing in
  * the core; this one keeps R's distinction between NA and NaN). */
 #define FM_NA_BITS UINT64_C(0x7FF00000000007A2)
 
 /* The double with bit pattern FM_NA_BITS. */
-double fm_na_value(void);
+static inline double fm_na_value(void) {
+  const uint64_t bits = FM_NA_BITS;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
 
 typedef enum fm_codec_id {
   FM_CODEC_F64 = 1,  /* double, column-major; NA/NaN are missing */
@@ -117,11 +124,37 @@ typedef struct fm_mat {
  * it never changes a value). Safe to call concurrently. */
 void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols);
 
+/* The per-column transform fused into decoding: value = (stored - center)
+ * * scale; a missing value becomes the column's fill (after the transform:
+ * the fill is in output units), or NaN without one. One fill for every
+ * column can be given as a scalar (fill_all_set, fill_all), so a p-column
+ * imputation needs no p-length vector. */
 typedef struct fm_affine {
   const double *center; /* length n_cols of the matrix, or NULL */
   const double *scale;  /* length n_cols, multiplier, or NULL */
-  const double *fill;   /* length n_cols, value for missing, or NULL (NaN) */
+  const double *fill;   /* length n_cols, value for missing, or NULL */
+  int fill_all_set;     /* with fill NULL: nonzero when every column's
+                           missing value becomes fill_all */
+  double fill_all;
 } fm_affine;
+
+/* Whether aff changes nothing (NULL, or no part set). */
+static inline int fm_affine_is_identity(const fm_affine *aff) {
+  return !aff || (!aff->center && !aff->scale && !aff->fill && !aff->fill_all_set);
+}
+
+/* Whether aff gives missing values a fill. */
+static inline int fm_affine_has_fill(const fm_affine *aff) {
+  return aff && (aff->fill || aff->fill_all_set);
+}
+
+/* Centre, scale and fill of logical column j (0, 1 and NaN when unset). */
+static inline void fm_affine_at(const fm_affine *aff, int64_t j, double *center, double *scale,
+                                double *fill) {
+  *center = aff && aff->center ? aff->center[j] : 0.0;
+  *scale = aff && aff->scale ? aff->scale[j] : 1.0;
+  *fill = aff && aff->fill ? aff->fill[j] : aff && aff->fill_all_set ? aff->fill_all : fm_na_value();
+}
 
 /* Initialise a view over stored data (col_index NULL). Validates the codec
  * (FM_CODEC_ALP is refused: use fm_mat_init_alp, which checks the blob),
@@ -163,6 +196,30 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
 FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
                                        int64_t n_rows, int64_t c0, int64_t n_cols, double *out,
                                        int64_t ld, fm_err *err);
+
+/* Gather rows x columns of the logical matrix (after aff): out[i + j * ld]
+ * = X[rows[i], cols[j]], 0-based, in any order with repeats; rows NULL
+ * means all n_rows rows (n_rows must then be x->n_rows), cols NULL all
+ * columns likewise. Decodes the span of rows between the first and last
+ * asked for, in panels of at most fm_panel_budget(ctl) bytes of doubles (at
+ * least one column each): the decoding behind R's x[i, j].
+ * Errors: FM_EARG (an index outside the matrix, naming it; ld < n_rows; a
+ *         count that does not match a NULL index); FM_ENOMEM;
+ *         FM_ECANCELLED (ctl->cancel, polled before each panel); those of
+ *         fm_panel_decode. out is unspecified after an error.
+ * Owns:   borrows everything; writes only out. Source: codec/panel_gather.c. */
+FM_NODISCARD fm_status fm_panel_gather(const fm_mat *x, const fm_affine *aff,
+                                       const int64_t *rows, int64_t n_rows, const int64_t *cols,
+                                       int64_t n_cols, double *out, int64_t ld, const fm_ctl *ctl,
+                                       fm_err *err);
+
+/* Gather n cells: out[k] = X[rows[k], cols[k]] (0-based), for R's x[i] with
+ * linear or matrix indices. The distinct columns asked for are decoded
+ * whole, in panels within fm_panel_budget(ctl), each column once.
+ * Errors and ownership as fm_panel_gather. */
+FM_NODISCARD fm_status fm_panel_gather_cells(const fm_mat *x, const fm_affine *aff,
+                                             const int64_t *rows, const int64_t *cols, int64_t n,
+                                             double *out, const fm_ctl *ctl, fm_err *err);
 
 /* Panel geometry under a byte budget for the double panel: the number of
  * rows per panel (all rows when they fit at least min_cols columns) and

@@ -99,8 +99,8 @@ static fm_status validate(const fm_product *p, fm_err *err) {
     return fm_err_set(err, FM_EARG, "product: x->data must not be NULL");
   if (p->k < 1)
     return fm_err_set(err, FM_EARG, "product: k (%lld) must be >= 1", (long long)p->k);
-  if (p->op == FM_OP_COLSUMS && p->k != 2)
-    return fm_err_set(err, FM_EARG, "product: k (%lld) must be 2 for column sums",
+  if (p->op == FM_OP_COLSUMS && p->k != 2 && p->k != 3)
+    return fm_err_set(err, FM_EARG, "product: k (%lld) must be 2 or 3 for column sums",
                       (long long)p->k);
   int64_t b_rows, y_rows;
   product_dims(p, &b_rows, &y_rows);
@@ -120,17 +120,28 @@ static fm_status validate(const fm_product *p, fm_err *err) {
   return FM_OK;
 }
 
-/* COLSUMS of one panel: per column, add its values and squares in row order. */
-static void colsums_panel(const double *panel, int64_t nr, int64_t nc, double *sum, double *sumsq) {
+/* COLSUMS of one panel of columns c0.. : per column, add its values and
+ * squares in row order; with n_miss (k = 3) the panel was decoded without
+ * the fill, so each NaN is counted and then takes the column's fill (or
+ * stays NaN), which is the value decoding with the fill gives. */
+static void colsums_panel(const double *panel, int64_t nr, int64_t nc, const fm_affine *aff,
+                          int64_t c0, double *sum, double *sumsq, double *n_miss) {
   for (int64_t c = 0; c < nc; c++) {
     const double *col = panel + c * nr;
-    double s = sum[c], ss = sumsq[c];
+    double s = sum[c], ss = sumsq[c], m = 0, ctr, scl, fill = 0;
+    if (n_miss) fm_affine_at(aff, c0 + c, &ctr, &scl, &fill);
     for (int64_t i = 0; i < nr; i++) {
-      s += col[i];
-      ss += col[i] * col[i];
+      double v = col[i];
+      if (n_miss && v != v) {
+        m += 1;
+        if (fm_affine_has_fill(aff)) v = fill;
+      }
+      s += v;
+      ss += v * v;
     }
     sum[c] = s;
     sumsq[c] = ss;
+    if (n_miss) n_miss[c] += m;
   }
 }
 
@@ -164,6 +175,11 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
     goto fail;
   }
 
+  /* column sums that count missing entries decode without the fill */
+  const int counts_missing = p->op == FM_OP_COLSUMS && p->k == 3;
+  fm_affine no_fill = p->aff ? *p->aff : (fm_affine){0};
+  no_fill.fill = NULL;
+  no_fill.fill_all_set = 0;
   const int64_t row_tiles = (n + plan.rows - 1) / plan.rows;
   const int64_t col_tiles = (q + plan.cols - 1) / plan.cols;
   /* XXTB decodes every panel twice unless a column fits in one panel. */
@@ -185,7 +201,8 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
                           total);
           goto fail;
         }
-        st = fm_panel_decode(x, p->aff, r0, nr, c0, nc, panel, nr, err);
+        st = fm_panel_decode(x, counts_missing ? &no_fill : p->aff, r0, nr, c0, nc, panel, nr,
+                             err);
         if (st != FM_OK) goto fail;
         switch (p->op) {
         case FM_OP_XB: /* y[r0:r0+nr, :] += P (nr x nc) * b[c0:c0+nc, :] */
@@ -206,7 +223,10 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
             dgemm_("N", "N", &m_, &kk, &n_, &one, panel, &m_, z, &n_, &one, p->y + r0, &ldy,
                    FM_FCONE, FM_FCONE);
           break;
-        default: colsums_panel(panel, nr, nc, p->y + c0, p->y + p->ldy + c0); break;
+        default:
+          colsums_panel(panel, nr, nc, p->aff, c0, p->y + c0, p->y + p->ldy + c0,
+                        p->k == 3 ? p->y + 2 * p->ldy + c0 : NULL);
+          break;
         }
         done += 1.0;
         fm_ctl_progress(ctl, done, total);

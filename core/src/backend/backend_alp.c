@@ -15,11 +15,9 @@
 /* The transform of logical column j, as fm_panel_decode applies it. */
 static alp_affine affine_of(const fm_affine *aff, int64_t j) {
   alp_affine a;
-  a.identity = !aff || (!aff->center && !aff->scale && !aff->fill);
-  a.has_fill = aff && aff->fill;
-  a.center = aff && aff->center ? aff->center[j] : 0.0;
-  a.scale = aff && aff->scale ? aff->scale[j] : 1.0;
-  a.fill = aff && aff->fill ? aff->fill[j] : fm_na_value();
+  a.identity = fm_affine_is_identity(aff);
+  a.has_fill = fm_affine_has_fill(aff);
+  fm_affine_at(aff, j, &a.center, &a.scale, &a.fill);
   return a;
 }
 

@@ -100,12 +100,6 @@ static void tables_init(fused_tables *tab) {
   }
 }
 
-static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
-  *c = aff && aff->center ? aff->center[j] : 0.0;
-  *s = aff && aff->scale ? aff->scale[j] : 1.0;
-  *f = aff && aff->fill ? aff->fill[j] : fm_na_value();
-}
-
 /* The most frequent code whose value is not NaN (the lowest code on ties). */
 static unsigned pick_base(const double *lut, const int64_t *count, unsigned n_codes) {
   unsigned base = n_codes;
@@ -116,7 +110,8 @@ static unsigned pick_base(const double *lut, const int64_t *count, unsigned n_co
 
 /* Sums of values and squares from per-code counts, codes in order. */
 static void colsums_from_counts(const double *lut, const int64_t *count, unsigned n_codes,
-                                double *sum, double *sumsq) {
+                                unsigned missing_code, double *sum, double *sumsq, double *n_miss) {
+  if (n_miss) *n_miss = (double)count[missing_code];
   double s = 0.0, ss = 0.0;
   for (unsigned c = 0; c < n_codes; c++) {
     if (count[c] == 0) continue; /* 0 * NaN would be NaN */
@@ -146,7 +141,7 @@ static void prepare_variant(fused_job *job, int64_t jl) {
   const int64_t n = job->n, kp = job->kp, j = job->c0 + jl;
   const uint8_t *col = column(job, j);
   double c, sc, f;
-  affine_at(p->aff, j, &c, &sc, &f);
+  fm_affine_at(p->aff, j, &c, &sc, &f);
   double lut[256];
   int64_t count[256];
   if (job->n_codes == 4) {
@@ -157,7 +152,8 @@ static void prepare_variant(fused_job *job, int64_t jl) {
     job->kern->dos8_hist(col, n, count);
   }
   if (p->op == FM_OP_COLSUMS) {
-    colsums_from_counts(lut, count, job->n_codes, p->y + j, p->y + p->ldy + j);
+    colsums_from_counts(lut, count, job->n_codes, job->n_codes == 4 ? 1u : FM_DOS8_MISSING,
+                        p->y + j, p->y + p->ldy + j, p->k == 3 ? p->y + 2 * p->ldy + j : NULL);
     return;
   }
   const unsigned base = pick_base(lut, count, job->n_codes);
@@ -268,8 +264,8 @@ static fm_status accepted(const fm_product *p, fm_err *err) {
     return fm_err_set(err, FM_EUNSUPPORTED, "it computes X b, X' b, X X' b and column sums only");
   if (x->codec != FM_CODEC_BED2 && x->codec != FM_CODEC_DOS8)
     return fm_err_set(err, FM_EUNSUPPORTED, "it takes bed2 and dos8 matrices only");
-  if (p->op == FM_OP_COLSUMS && p->k != 2)
-    return fm_err_set(err, FM_EUNSUPPORTED, "column sums need k = 2 output columns, not %lld",
+  if (p->op == FM_OP_COLSUMS && p->k != 2 && p->k != 3)
+    return fm_err_set(err, FM_EUNSUPPORTED, "column sums need k = 2 or 3 output columns, not %lld",
                       (long long)p->k);
   if (p->k < 1 || p->k > FUSED_K_MAX)
     return fm_err_set(err, FM_EUNSUPPORTED, "B has %lld columns, outside the 1 to %d it takes",
@@ -299,14 +295,14 @@ static fm_status accepted(const fm_product *p, fm_err *err) {
   double lmax = 0.0; /* bound on |lut| over all columns */
   for (int64_t j = 0; j < q; j++) {
     double c, s, f;
-    affine_at(p->aff, j, &c, &s, &f);
+    fm_affine_at(p->aff, j, &c, &s, &f);
     if (!isfinite(c) || !isfinite(s))
       return fm_err_set(err, FM_EUNSUPPORTED,
                         "the centre or scale of column %lld is not finite (%g, %g)",
                         (long long)j + 1, c, s);
     const double l = (fabs(c) + 2.0) * fabs(s);
     if (l > lmax) lmax = l;
-    if (p->aff && p->aff->fill) {
+    if (fm_affine_has_fill(p->aff)) {
       if (!isfinite(f))
         return fm_err_set(err, FM_EUNSUPPORTED, "the fill of column %lld is not finite (%g)",
                           (long long)j + 1, f);

@@ -139,24 +139,7 @@ fm_panel_plan fm_panel_plan_for(const fm_mat *x, size_t budget_bytes) {
   return plan;
 }
 
-double fm_na_value(void) {
-  const uint64_t bits = FM_NA_BITS;
-  double v;
-  memcpy(&v, &bits, sizeof v);
-  return v;
-}
-
 /* The affine parameters of logical column j. */
-static void affine_at(const fm_affine *aff, int64_t j, double *c, double *s, double *f) {
-  *c = aff && aff->center ? aff->center[j] : 0.0;
-  *s = aff && aff->scale ? aff->scale[j] : 1.0;
-  *f = aff && aff->fill ? aff->fill[j] : fm_na_value();
-}
-
-static int aff_is_identity(const fm_affine *aff) {
-  return !aff || (!aff->center && !aff->scale && !aff->fill);
-}
-
 static void decode_f64(const double *src, int64_t n, int identity, double c, double s, double f,
                        int has_fill, double *out) {
   if (identity) {
@@ -207,11 +190,11 @@ static fm_status decode_ext(const fm_mat *x, const fm_affine *aff, int64_t r0, i
     if (st != FM_OK) return st;
     jj += run;
   }
-  if (aff_is_identity(aff)) return FM_OK;
-  const int has_fill = aff->fill != NULL;
+  if (fm_affine_is_identity(aff)) return FM_OK;
+  const int has_fill = fm_affine_has_fill(aff);
   for (jj = 0; jj < n_cols; jj++) {
     double cj, sj, fj;
-    affine_at(aff, c0 + jj, &cj, &sj, &fj);
+    fm_affine_at(aff, c0 + jj, &cj, &sj, &fj);
     double *o = out + jj * ld;
     for (int64_t i = 0; i < n_rows; i++) {
       const double v = o[i];
@@ -266,8 +249,8 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
                           (long long)alp.n_cols);
     }
   }
-  const int identity = aff_is_identity(aff);
-  const int has_fill = aff && aff->fill;
+  const int identity = fm_affine_is_identity(aff);
+  const int has_fill = fm_affine_has_fill(aff);
   const uint8_t *base = (const uint8_t *)x->data;
   double lut[256];
   for (int64_t jj = 0; jj < n_cols; jj++) {
@@ -276,7 +259,7 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
     const uint8_t *col = base + s * x->col_stride;
     double *o = out + jj * ld;
     double cj, sj, fj;
-    affine_at(aff, j, &cj, &sj, &fj);
+    fm_affine_at(aff, j, &cj, &sj, &fj);
     switch (codec) {
     case FM_CODEC_F64:
       decode_f64((const double *)(const void *)col + r0, n_rows, identity, cj, sj, fj, has_fill,

@@ -231,10 +231,6 @@ fm_status fm_llm_tensor_dequantize(const fm_gguf *g, const fm_gguf_tensor *t, do
 
 /* ---- the GGML backend -------------------------------------------------------- */
 
-static int aff_identity(const fm_affine *aff) {
-  return !aff || (!aff->center && !aff->scale && !aff->fill);
-}
-
 /* GGML's compute-abort hook: runs on the thread that called
  * ggml_graph_compute (GGML's thread 0), between graph nodes. */
 static bool abort_hook(void *data) { return fm_ctl_cancelled((const fm_ctl *)data) != 0; }
@@ -249,7 +245,7 @@ fm_status fm_llm_tensor_backend(void *ud, const fm_product *p, const fm_ctl *ctl
     return fm_err_set(err, FM_EUNSUPPORTED, "ggml: only X %%*%% B (not t(X) %%*%% B)");
   if (x->col_index)
     return fm_err_set(err, FM_EUNSUPPORTED, "ggml: a column subset of a tensor");
-  if (!aff_identity(p->aff))
+  if (!fm_affine_is_identity(p->aff))
     return fm_err_set(err, FM_EUNSUPPORTED, "ggml: a transformed tensor");
   ensure_init();
   const enum ggml_type gtype = (enum ggml_type)type;

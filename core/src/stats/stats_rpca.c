@@ -249,7 +249,7 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const double
   /* With col_div: the iterations run with aff_it = (center, 1/div, fill/div)
    * in arrays freed before the final pass, which runs on aff_fin = (center,
    * none, fill) and divides the rows of v (fm_stats_rpca.h). */
-  fm_affine aff_it = {NULL, NULL, NULL}, aff_fin = {NULL, NULL, NULL};
+  fm_affine aff_it = {0}, aff_fin = {0};
   if (aff) aff_it = aff_fin = *aff;
   double *mult = NULL, *fill_it = NULL;
   krylov ks;
@@ -258,7 +258,11 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const double
   if (col_div) {
     mult = rpca_col_array_new(p);
     int fill_zero = 1;
-    for (int64_t j = 0; aff && aff->fill && j < p && fill_zero; j++) fill_zero = aff->fill[j] == 0;
+    for (int64_t j = 0; fm_affine_has_fill(aff) && j < p && fill_zero; j++) {
+      double c, sc, f;
+      fm_affine_at(aff, j, &c, &sc, &f);
+      fill_zero = f == 0;
+    }
     if (!fill_zero) fill_it = rpca_col_array_new(p);
     if (!mult || (!fill_zero && !fill_it)) {
       st = fm_err_set(err, FM_ENOMEM, "fm_stats_rpca: cannot allocate %lld column multipliers",
@@ -266,8 +270,11 @@ fm_status fm_stats_rpca_into(const fm_mat *x, const fm_affine *aff, const double
       goto done;
     }
     for (int64_t j = 0; j < p; j++) mult[j] = 1.0 / col_div[j];
-    if (fill_it)
-      for (int64_t j = 0; j < p; j++) fill_it[j] = aff->fill[j] * mult[j];
+    for (int64_t j = 0; fill_it && j < p; j++) {
+      double c, sc, f;
+      fm_affine_at(aff, j, &c, &sc, &f);
+      fill_it[j] = f * mult[j];
+    }
     aff_it.scale = mult;
     if (fill_it) aff_it.fill = fill_it;
   }

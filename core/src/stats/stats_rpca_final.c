@@ -184,9 +184,10 @@ static void sub_view(const fm_mat *x, const fm_affine *aff, int64_t c0, int64_t 
   } else if (x->data) {
     xs->data = (const unsigned char *)x->data + c0 * x->col_stride;
   }
-  as->center = aff && aff->center ? aff->center + c0 : NULL;
-  as->scale = aff && aff->scale ? aff->scale + c0 : NULL;
-  as->fill = aff && aff->fill ? aff->fill + c0 : NULL;
+  *as = aff ? *aff : (fm_affine){0};
+  if (as->center) as->center += c0;
+  if (as->scale) as->scale += c0;
+  if (as->fill) as->fill += c0;
 }
 
 /* Upper Cholesky factor of g (k x k, upper part read) in place, the lower

@@ -102,7 +102,7 @@ fmalloc_alp_info <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix") || .codec_name(x) != "alp") {
     fm_abort("earg", "x must be an alp codec matrix (from fmalloc_alp()), not ", fm_describe(x))
   }
-  .Call(fmr_alp_info, .storage(x), x@spec)
+  .Call(fmr_alp_info, .view(x))
 }
 
 # Turn the "alp" product backend off (FALSE) or on again (TRUE), so that tests

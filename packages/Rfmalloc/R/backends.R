@@ -186,7 +186,10 @@ fmalloc_backend_info <- function() {
 #' codec-matrix product (`%*%`, `crossprod`, `tcrossprod`, `colSums`,
 #' `colMeans`), streamed statistic or PCA in this session: a backend's name
 #' (one of [fmalloc_backends()]), `"reference"` for the decode-and-BLAS
-#' path, `"none"` when the result was empty or zero by shape; `"colvar"`
+#' path, `"none"` when the result was empty or zero by shape; `"gram"`
+#' after `crossprod(X)` and `tcrossprod(X)` (one pass of the core's
+#' `fm_gram`: decoded panels and BLAS `dsyrk`, no product backend);
+#' `"colvar"`
 #' after [fmalloc_colVars()] and [fmalloc_colMeans()] (also when
 #' [fmalloc_standardize()] or [fmalloc_pca()] compute their column
 #' statistics), which stream through the core's statistics

@@ -2,8 +2,8 @@
 # vector, or a read-only mapping of a foreign file) whose products, subsets
 # and statistics all work on bounded panels.
 
-# Codec ids shared with the C core (fm_codec_id in fm_panel.h).
-.codec_ids <- c(double = 1, integer = 2, bed2 = 3, dos8 = 4, ext = 5, alp = 6)
+# Codec ids of the C core (fm_codec_id in fm_panel.h), named, from C.
+.codec_ids <- function() .Call(fmr_codec_ids)
 
 #' Matrices stored through a codec
 #'
@@ -26,13 +26,15 @@
 #'   `na.rm = FALSE` a column with a missing value gives `NA`; with `na.rm =
 #'   TRUE` missing values are dropped (the pass maps them to 0, exactly), a
 #'   column with none observed has sum 0 and mean `NaN`, and `colMeans()`
-#'   counts the observed values in a second pass. Named by the column names;
+#'   divides by the observed values the same pass counts. Named by the
+#'   column names;
 #'   `dims` must be 1;
 #' * `X[i, j]` decodes only the requested block (base R index rules; `NA`
 #'   indices are refused); `X[i]` with linear indices, a logical matrix or a
 #'   two-column (row, column) matrix returns those cells; `as.matrix(X)`
 #'   decodes all; `t(X)` is refused (it would decode everything);
-#' * `print()` shows the shape, codec, storage size and the top-left corner.
+#' * `print()` shows the shape, codec, the stored payload's size
+#'   ([fmalloc_storage_bytes()]) and the top-left corner.
 #'
 #' Values are allele counts (0, 1, 2; `"bed2"`) or dosages in \[0, 2\]
 #' (`"dos8"`); missing calls decode to `NA` (not `NaN`) unless a transform set by
@@ -72,8 +74,11 @@
 #'   contract of `core/include/fm/fm_backend.h` (`FM_OP_XB`, `FM_OP_XTB`,
 #'   `FM_OP_XXTB`, `FM_OP_COLSUMS`); the reference path decodes bounded
 #'   panels (`core/include/fm/fm_panel.h`) and calls BLAS `dgemm`; column
-#'   sums with `na.rm = TRUE` use the fused fill of 0, and `colMeans()` counts
-#'   observed values with a second pass (scale 0, fill 1).
+#'   sums with `na.rm = TRUE` use a fill of 0 for every column, and the same
+#'   pass counts each column's missing entries (`FM_OP_COLSUMS` with k = 3).
+#'   `crossprod(X)` and `tcrossprod(X)` stream X once
+#'   (`core/include/fm/fm_gram.h`, BLAS `dsyrk`); `X[i, j]` and `X[i]`
+#'   gather in bounded panels (`fm_panel_gather`).
 #'
 #' @slot storage raw vector (fmalloc ALTREP) or external pointer to a file view.
 #' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`
@@ -84,23 +89,55 @@
 #' @slot variants data frame of variant metadata (or `NULL`).
 #' @slot samples data frame of sample metadata (or `NULL`).
 #' @slot source character: where the bytes live.
+#' @slot view environment caching the matrix's view: an external pointer to
+#'   the validated C description (codec, bytes, shape, column index,
+#'   transform), made where the object is made and again after
+#'   `readRDS()`.
 #' @name fmalloc_codec_matrix-class
 #' @exportClass fmalloc_codec_matrix
 setClass("fmalloc_codec_matrix", slots = c(
   storage = "ANY", spec = "numeric", cols = "ANY", dimnames = "list",
-  transform = "ANY", variants = "ANY", samples = "ANY", source = "character"
+  transform = "ANY", variants = "ANY", samples = "ANY", source = "character",
+  view = "environment"
 ))
 
 .new_codec_matrix <- function(storage, codec, n_rows, n_cols, offset, col_stride,
                               dimnames = NULL, variants = NULL, samples = NULL,
                               source = "fmalloc") {
-  methods::new("fmalloc_codec_matrix",
+  .remade(methods::new("fmalloc_codec_matrix",
     storage = storage,
-    spec = c(.codec_ids[[codec]], n_rows, n_cols, offset, col_stride),
+    spec = c(.codec_ids()[[codec]], n_rows, n_cols, offset, col_stride),
     cols = NULL,
     dimnames = if (is.null(dimnames)) list(NULL, NULL) else dimnames,
     transform = NULL, variants = variants, samples = samples, source = source
-  )
+  ))
+}
+
+# x with a view of its own, made (and so validated) now: every function that
+# makes a codec matrix or changes its storage, spec, cols or transform ends
+# with it (copies of an object share their view environment).
+.remade <- function(x) {
+  x@view <- new.env(parent = emptyenv())
+  x@view$ptr <- .view_new(x)
+  x
+}
+
+.view_new <- function(x) .Call(fmr_view_new, .storage(x), x@spec, x@cols, x@transform)
+
+# The handle the C entry points take: the cached one while it is alive and
+# was made from these very slots (pointer comparisons in C). After
+# readRDS() (external pointers do not survive serialization; the view's
+# references to the slots are weak, so a saved object holds its storage
+# once) it is made again and cached. An object whose slots were assigned by
+# hand, or one saved by a version without views, gets a view for the call.
+.view <- function(x) {
+  if (!methods::.hasSlot(x, "view")) return(.view_new(x))
+  v <- x@view
+  s <- .storage(x)
+  if (.Call(fmr_view_of_slots, v$ptr, s, x@spec, x@cols, x@transform)) return(v$ptr)
+  h <- .view_new(x)
+  if (!.Call(fmr_view_alive, v$ptr)) v$ptr <- h
+  h
 }
 
 #' Build a codec matrix over existing storage
@@ -195,15 +232,20 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
   .new_codec_matrix(storage, "ext", n_rows, n_cols, 0, 0, dimnames = dimnames, source = source)
 }
 
-.codec_name <- function(x) names(.codec_ids)[match(x@spec[1], .codec_ids)]
+.codec_name <- function(x) {
+  ids <- .codec_ids()
+  names(ids)[match(x@spec[1], ids)]
+}
 .n_rows <- function(x) x@spec[2]
 .n_cols <- function(x) if (is.null(x@cols)) x@spec[3] else length(x@cols)
 
-# The (storage, spec, cols) triple the C entry points take, for codec
-# matrices and for dense R matrices (plain or fmalloc ALTREP) alike.
-.mat_desc <- function(x) {
+# The view the C entry points take, for codec matrices (their own, without
+# the columns not in `cols`) and for dense R matrices (plain or fmalloc
+# ALTREP; made now) alike. cols: NULL, or the 1-based columns to keep.
+.view_of <- function(x, cols = NULL) {
   if (methods::is(x, "fmalloc_codec_matrix")) {
-    return(list(storage = .storage(x), spec = x@spec, cols = x@cols))
+    if (!is.null(cols)) x <- fmalloc_select(x, cols)
+    return(.view(x))
   }
   if (!is.matrix(x)) x <- as.matrix(x)
   if (is.logical(x)) storage.mode(x) <- "integer"
@@ -212,8 +254,8 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
   }
   codec <- if (is.double(x)) "double" else "integer"
   size <- if (is.double(x)) 8 else 4
-  list(storage = x, spec = c(.codec_ids[[codec]], nrow(x), ncol(x), 0, nrow(x) * size),
-       cols = NULL)
+  .Call(fmr_view_new, x, c(.codec_ids()[[codec]], nrow(x), ncol(x), 0, nrow(x) * size),
+        if (is.null(cols)) NULL else as.numeric(cols), NULL)
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -242,13 +284,9 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   dn
 })
 
+# Rows r0 + 1 .. r0 + nr by columns c0 + 1 .. c0 + nc, decoded.
 .decode <- function(x, r0, nr, c0, nc) {
-  .Call(fmr_panel_decode, .storage(x), x@spec, x@cols, x@transform, r0, nr, c0, nc)
-}
-
-# Columns per bounded panel when every row is decoded.
-.cols_per_panel <- function(x) {
-  max(1, floor(fmalloc_panel_budget() / (8 * max(1, .n_rows(x)))))
+  .Call(fmr_gather, .view(x), r0 + seq_len(nr), c0 + seq_len(nc))
 }
 
 # 1-based positions selected by an index vector, with base R's rules for
@@ -288,7 +326,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 
 # x[i] with one index: linear positions (column-major), a logical matrix, or a
 # two-column (row, column) matrix, as for base matrices. Only the columns
-# holding requested cells are decoded, a bounded block at a time.
+# holding requested cells are decoded, a bounded block at a time (in C).
 .cells <- function(x, i) {
   d <- dim(x)
   if (is.matrix(i) && is.numeric(i) && ncol(i) == 2) {
@@ -304,17 +342,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   if (anyNA(rc) || any(rc < 1) || any(rc[, 1] > d[1]) || any(rc[, 2] > d[2])) {
     fm_abort("earg", "element indices are out of bounds")
   }
-  out <- numeric(nrow(rc))
-  cols <- unique(rc[, 2])
-  step <- .cols_per_panel(x)
-  for (c0 in seq(0, max(0, length(cols) - 1), by = step)) {
-    if (!length(cols)) break
-    chunk <- cols[c0 + seq_len(min(step, length(cols) - c0))]
-    block <- .decode(fmalloc_select(x, chunk), 0, d[1], 0, length(chunk))
-    hit <- which(rc[, 2] %in% chunk)
-    out[hit] <- block[cbind(rc[hit, 1], match(rc[hit, 2], chunk))]
-  }
-  out
+  .Call(fmr_gather_cells, .view(x), as.numeric(rc[, 1]), as.numeric(rc[, 2]))
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -330,18 +358,7 @@ setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
   dn <- dimnames(x)
   ii <- if (missing(i)) seq_len(.n_rows(x)) else .index(i, .n_rows(x), dn[[1]], "row")
   jj <- if (missing(j)) seq_len(.n_cols(x)) else .index(j, .n_cols(x), dn[[2]], "column")
-  sub <- fmalloc_select(x, jj)
-  out <- matrix(0, length(ii), length(jj))
-  if (length(ii) && length(jj)) {
-    lo <- min(ii)
-    hi <- max(ii)
-    step <- .cols_per_panel(x)
-    for (c0 in seq(0, length(jj) - 1, by = step)) {
-      nc <- min(step, length(jj) - c0)
-      block <- .decode(sub, lo - 1, hi - lo + 1, c0, nc)
-      out[, c0 + seq_len(nc)] <- block[ii - lo + 1, , drop = FALSE]
-    }
-  }
+  out <- .Call(fmr_gather, .view(x), as.numeric(ii), as.numeric(jj))
   if (!is.null(dn[[1]]) || !is.null(dn[[2]])) dimnames(out) <- list(dn[[1]][ii], dn[[2]][jj])
   if (drop) drop(out) else out
 })
@@ -362,7 +379,43 @@ fmalloc_select <- function(x, j) {
   y <- x
   y@cols <- as.numeric(stored)
   if (!is.null(x@transform)) y@transform <- lapply(x@transform, function(v) if (is.null(v)) v else v[jj])
-  y
+  .remade(y)
+}
+
+#' Bytes of a codec matrix's stored payload
+#'
+#' The size of what the codec stores: `ceiling(nrow / 4)` bytes per stored
+#' column for PLINK 2-bit hardcalls (`"bed2"`; for [fmalloc_bed_open()] the
+#' `.bed` file without its 3-byte header), `nrow` bytes per column for
+#' one-byte dosages, the compressed blob for `"alp"`, the external codec's
+#' own count for `"ext"`. A column selection ([fmalloc_select()]) reports
+#' the storage it shares. This is the figure `print()` shows. It answers
+#' "how many bits per genotype?": `8 * fmalloc_storage_bytes(X) / length(X)`
+#' is 2 for hardcalls of a sample count divisible by 4. (`unclass()` of a
+#' codec matrix gives its S4 object, not its payload: `length(unclass(X))`
+#' is 1.)
+#' @param x an `fmalloc_codec_matrix`.
+#' @return The payload's size in bytes, a double.
+#' @section Errors: `fm_error_earg` when `x` is not an `fmalloc_codec_matrix`;
+#'   `fm_error_eclosed` for an external-codec matrix whose codec was
+#'   released.
+#' @section Source: the layouts of `docs/formats/bed.md`, `dos8.md`,
+#'   `alp.md`.
+#' @examples
+#' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+#' g <- matrix(sample(0:2, 400 * 10, replace = TRUE), 400, 10)
+#' X <- fmalloc_bed(g, rt)
+#' 8 * fmalloc_storage_bytes(X) / length(g) # bits per genotype: 2
+#' cleanup_fmalloc(rt)
+#' @export
+fmalloc_storage_bytes <- function(x) {
+  if (!methods::is(x, "fmalloc_codec_matrix")) {
+    fm_abort("earg", "x must be an fmalloc codec matrix, not ", fm_describe(x))
+  }
+  switch(.codec_name(x),
+         alp = x@spec[5], # the blob's size
+         ext = .Call(fmr_ext_info, .storage(x))$bytes,
+         x@spec[5] * x@spec[3])
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -376,17 +429,14 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   d <- dim(object)
   codec <- .codec_name(object)
   unit <- switch(codec, bed2 = "2-bit hardcalls", dos8 = "1-byte dosages", codec)
-  bytes <- object@spec[5] * object@spec[3]
+  bytes <- fmalloc_storage_bytes(object)
   if (codec == "alp") {
-    bytes <- object@spec[5] # the blob's size
     stored <- object@spec[2] * object@spec[3]
     unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (stored > 0) 8 * bytes / stored else 0)
   }
   if (codec == "ext") {
-    info <- .Call(fmr_ext_info, .storage(object))
-    codec <- info$name
+    codec <- .Call(fmr_ext_info, .storage(object))$name
     unit <- paste("external codec from", object@source)
-    bytes <- info$bytes
   }
   cat(sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>\n", codec, format(d[1], big.mark = ","),
               format(d[2], big.mark = ","), unit, format(structure(bytes, class = "object_size"),
@@ -414,9 +464,7 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 }
 
 # The C glue notes the backend that ran for fmalloc_last_backend().
-.product <- function(x, b, op) {
-  .Call(fmr_product, .storage(x), x@spec, x@cols, x@transform, as.integer(op), b)
-}
+.product <- function(x, b, op) .Call(fmr_product, .view(x), as.integer(op), b, NULL)
 
 .with_dimnames <- function(y, rn, cn) {
   if (!is.null(rn) || !is.null(cn)) dimnames(y) <- list(rn, cn)
@@ -433,17 +481,6 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 .xtb <- function(x, b) {
   b <- .as_operand(b)
   .with_dimnames(.product(x, b, 2L), dimnames(x)[[2]], colnames(b))
-}
-
-# Bounded column blocks of X, decoded one at a time (for X'X and XX').
-.for_col_blocks <- function(x, f) {
-  p <- .n_cols(x)
-  step <- .cols_per_panel(x)
-  for (c0 in seq(0, max(0, p - 1), by = step)) {
-    if (p == 0) break
-    nc <- min(step, p - c0)
-    f(c0, nc, .decode(x, 0, .n_rows(x), c0, nc))
-  }
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -505,40 +542,20 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
   t(.xb(y, t(x)))
 })
 
-# Column sums (p x 2: sums, sums of squares) of x decoded with `transform`
-# instead of its own, through the backend registry.
-.colsums_pass <- function(x, transform) {
-  .Call(fmr_product, .storage(x), x@spec, x@cols, transform, 4L, NULL)
-}
-
-# colSums / colMeans of a codec matrix as it decodes (see the class docs).
+# colSums / colMeans of a codec matrix as it decodes (see the class docs):
+# one pass through the backend registry gives the sums and each column's
+# missing entries (FM_OP_COLSUMS with the count).
 .col_sums <- function(x, na.rm, dims, mean) {
   if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE")
   if (!identical(as.numeric(dims), 1)) {
     fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
   }
-  p <- .n_cols(x)
-  n <- .n_rows(x)
-  tr <- x@transform
-  imputed <- !is.null(tr) && !is.null(tr$fill) # the view has no missing values
-  if (na.rm && !imputed) tr <- list(center = tr$center, scale = tr$scale, fill = rep(0, p))
-  s <- .colsums_pass(x, tr)[, 1]
+  imputed <- !is.null(x@transform) && !is.null(x@transform$fill) # the view has no missing values
+  cs <- .Call(fmr_product, .view(x), 4L, NULL, if (na.rm && !imputed) 0 else NULL)
+  s <- cs[, 1]
   # genotype codecs hold finite values only: a NaN sum is a missing value
   if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
-  if (mean) {
-    n_obs <- rep(n, p)
-    if (na.rm && !imputed && p > 0) {
-      # observed values map to 0 and missing ones to 1: the sums count the missing
-      n_miss <- .colsums_pass(x, list(center = NULL, scale = rep(0, p), fill = rep(1, p)))[, 1]
-      if (!all(is.finite(n_miss))) { # infinite values (external codecs): count them apart
-        y <- x
-        y@transform <- NULL
-        n_miss <- n - .colvar(y)$n_obs
-      }
-      n_obs <- n - n_miss
-    }
-    s <- s / n_obs
-  }
+  if (mean) s <- s / (.n_rows(x) - if (na.rm && !imputed) cs[, 3] else 0)
   names(s) <- dimnames(x)[[2]]
   s
 }
@@ -557,19 +574,10 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
   .col_sums(x, na.rm, dims, mean = TRUE)
 })
 
-# X'X (p x p) or XX' (n x n), streaming column blocks of X.
+# X'X (p x p) or XX' (n x n) in one streamed pass (fm_gram.h).
 .gram <- function(x, kind) {
-  dn <- dimnames(x)
-  if (kind == "cross") {
-    out <- .with_dimnames(matrix(0, .n_cols(x), .n_cols(x)), dn[[2]], dn[[2]])
-    .for_col_blocks(x, function(c0, nc, block) {
-      out[, c0 + seq_len(nc)] <<- .product(x, block, 2L)
-    })
-  } else {
-    out <- .with_dimnames(matrix(0, .n_rows(x), .n_rows(x)), dn[[1]], dn[[1]])
-    .for_col_blocks(x, function(c0, nc, block) out <<- out + tcrossprod(block))
-  }
-  out
+  dn <- dimnames(x)[[if (kind == "cross") 2 else 1]]
+  .with_dimnames(.Call(fmr_gram, .view(x), kind), dn, dn)
 }
 
 #' Panel byte budget

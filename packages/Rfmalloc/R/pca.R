@@ -167,9 +167,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   if (k > min(n, p)) {
     fm_abort("earg", sprintf("fmalloc_pca: k = %d must be between 1 and min(n, p) = %d", as.integer(k), min(n, p)))
   }
-  d <- .mat_desc(x)
-  cols <- if (length(st$keep) == .n_cols_desc(d)) d$cols else
-    (if (is.null(d$cols)) st$keep else d$cols[st$keep])
+  view <- .view_of(x, if (length(st$keep) < ncol(x)) st$keep)
   opts <- c(k, oversample, max_iter, tol, seed)
   progress <- NULL
   if (isTRUE(getOption("fmalloc.progress", TRUE))) {
@@ -188,8 +186,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   # loadings are written; a zero fill (centring at the mean) is passed as 0.
   fill <- if (isTRUE(center)) 0 else if (is.null(st$center)) kept(st$mean) else kept(st$mean - st$center)
   v_out <- .pca_rotation_storage(p, k, runtime, list(cn, pcs))
-  r <- .Call(fmr_rpca, d$storage, d$spec, if (is.null(cols)) NULL else as.numeric(cols),
-             kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
+  r <- .Call(fmr_rpca, view, kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
              list(rownames(x), cn, pcs), v_out)
   rm(v_out)
   if (!is.null(progress)) cli::cli_progress_done(id = bar)
@@ -215,8 +212,6 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
     kept = st$keep
   ), class = c("fmalloc_pca", "prcomp"))
 }
-
-.n_cols_desc <- function(d) if (is.null(d$cols)) d$spec[3] else length(d$cols)
 
 # NULL (rotation on the heap) or a fresh p x k fmalloc matrix with dimnames
 # dn for the core to write in place (fmalloc_pca, Memory of the rotation):

@@ -60,9 +60,9 @@ SEXP fmr_alp_store(SEXP ptr, SEXP storage) {
 }
 
 /* What the blob of a codec matrix holds (it is checked on the way). */
-SEXP fmr_alp_info(SEXP storage, SEXP spec) {
+SEXP fmr_alp_info(SEXP h) {
   fm_mat x;
-  fmr_mat_from(storage, spec, R_NilValue, &x);
+  fmr_view_get(h, &x, NULL);
   if (x.codec != FM_CODEC_ALP) fmr_stop(FM_EARG, "not an alp matrix");
   fm_alp_info info;
   fm_err err;

@@ -101,9 +101,9 @@ SEXP fmr_bed2_check(SEXP ptr, SEXP s_n, SEXP s_m, SEXP what) {
 
 /* Genotype counts per logical column: a 4 x p double matrix with rows
  * (hom A2, het, hom A1, missing). */
-SEXP fmr_bed2_counts(SEXP storage, SEXP spec, SEXP cols) {
+SEXP fmr_bed2_counts(SEXP h) {
   fm_mat x;
-  fmr_mat_from(storage, spec, cols, &x);
+  fmr_view_get(h, &x, NULL);
   if (x.codec != FM_CODEC_BED2) fmr_stop(FM_EARG, "genotype counts need a bed (2-bit) matrix");
   int64_t *counts = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1) * 4, sizeof(int64_t));
   int64_t *idx = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));

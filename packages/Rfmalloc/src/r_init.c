@@ -42,12 +42,19 @@ SEXP fmr_fileview_alive(SEXP ptr);
 SEXP fmr_fileview_size(SEXP ptr);
 SEXP fmr_fileview_close(SEXP ptr);
 SEXP fmr_bed2_check(SEXP ptr, SEXP n, SEXP m, SEXP what);
-SEXP fmr_bed2_counts(SEXP storage, SEXP spec, SEXP cols);
+SEXP fmr_bed2_counts(SEXP h);
 
-/* r_panel.c: panel decode, products through the backend registry */
-SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP r0, SEXP nr, SEXP c0,
-                      SEXP nc);
-SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff, SEXP op, SEXP b);
+/* r_mat.c: matrix views (handles) */
+SEXP fmr_view_new(SEXP storage, SEXP spec, SEXP cols, SEXP transform);
+SEXP fmr_view_alive(SEXP h);
+SEXP fmr_view_of_slots(SEXP h, SEXP storage, SEXP spec, SEXP cols, SEXP transform);
+SEXP fmr_codec_ids(void);
+
+/* r_panel.c: products through the backend registry, Gram matrices, gathers */
+SEXP fmr_product(SEXP h, SEXP op, SEXP b, SEXP na_fill);
+SEXP fmr_gram(SEXP h, SEXP kind);
+SEXP fmr_gather(SEXP h, SEXP rows, SEXP cols);
+SEXP fmr_gather_cells(SEXP h, SEXP rows, SEXP cols);
 
 /* r_backend.c: built-in backends, forcing, test backends and hooks */
 SEXP fmr_backends(void);
@@ -66,16 +73,16 @@ SEXP fmr_test_ext_release(void);
 /* r_alp.c: ALP-compressed double matrices */
 SEXP fmr_alp_encode(SEXP x);
 SEXP fmr_alp_store(SEXP ptr, SEXP storage);
-SEXP fmr_alp_info(SEXP storage, SEXP spec);
+SEXP fmr_alp_info(SEXP h);
 SEXP fmr_alp_backend(SEXP on);
 
 /* r_init.c: the package's clean-up before its namespace goes */
 static SEXP fmr_unload(void);
 
 /* r_stats.c: streamed statistics and PCA */
-SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols);
-SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
-              SEXP progress, SEXP dimnames, SEXP v_out);
+SEXP fmr_colvar(SEXP h);
+SEXP fmr_rpca(SEXP h, SEXP center, SEXP div, SEXP fill, SEXP opts, SEXP progress, SEXP dimnames,
+              SEXP v_out);
 
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
@@ -127,11 +134,19 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_fileview_size, 1),
     CALLDEF(fmr_fileview_close, 1),
     CALLDEF(fmr_bed2_check, 4),
-    CALLDEF(fmr_bed2_counts, 3),
+    CALLDEF(fmr_bed2_counts, 1),
 
-    /* r_panel.c: panel decode, products through the backend registry */
-    CALLDEF(fmr_panel_decode, 8),
-    CALLDEF(fmr_product, 6),
+    /* r_mat.c: matrix views */
+    CALLDEF(fmr_view_new, 4),
+    CALLDEF(fmr_view_alive, 1),
+    CALLDEF(fmr_view_of_slots, 5),
+    CALLDEF(fmr_codec_ids, 0),
+
+    /* r_panel.c: products, Gram matrices, gathers */
+    CALLDEF(fmr_product, 4),
+    CALLDEF(fmr_gram, 2),
+    CALLDEF(fmr_gather, 3),
+    CALLDEF(fmr_gather_cells, 3),
 
     /* r_settings.c */
     CALLDEF(fmr_settings, 1),
@@ -152,15 +167,15 @@ static const R_CallMethodDef call_methods[] = {
     /* r_alp.c: ALP-compressed double matrices */
     CALLDEF(fmr_alp_encode, 1),
     CALLDEF(fmr_alp_store, 2),
-    CALLDEF(fmr_alp_info, 2),
+    CALLDEF(fmr_alp_info, 1),
     CALLDEF(fmr_alp_backend, 1),
 
     /* r_init.c: the package's clean-up before its namespace goes */
     CALLDEF(fmr_unload, 0),
 
     /* r_stats.c: streamed statistics and PCA */
-    CALLDEF(fmr_colvar, 3),
-    CALLDEF(fmr_rpca, 10),
+    CALLDEF(fmr_colvar, 1),
+    CALLDEF(fmr_rpca, 8),
 
     {NULL, NULL, 0}};
 

@@ -1,4 +1,5 @@
-/* r_mat.c: R descriptions of typed-storage matrices -> fm_mat / fm_affine. */
+/* r_mat.c: R descriptions of typed-storage matrices -> fm_mat / fm_affine,
+ * and views: a matrix validated once, held by an external pointer. */
 #include "r_mat.h"
 
 #include "r_ext.h"
@@ -6,6 +7,7 @@
 #include "fm/fm_codec_alp.h"
 #include "fm/fm_fileview.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
@@ -169,10 +171,133 @@ static const double *affine_part(SEXP lst, const char *name, int64_t n_cols) {
 }
 
 void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff) {
-  aff->center = aff->scale = aff->fill = NULL;
+  *aff = (fm_affine){0};
   if (Rf_isNull(aff_list)) return;
   if (TYPEOF(aff_list) != VECSXP) fmr_stop(FM_EARG, "transform must be a list");
   aff->center = affine_part(aff_list, "center", n_cols);
   aff->scale = affine_part(aff_list, "scale", n_cols);
   aff->fill = affine_part(aff_list, "fill", n_cols);
+}
+
+/* ---- views ---- */
+
+typedef struct fmr_view {
+  fm_mat x;           /* x.data is fetched again at each use (view_base) */
+  fm_affine aff;      /* points into the transform's vectors (kept reachable) */
+  int64_t *col_index; /* owned copy, or NULL */
+  ptrdiff_t offset;   /* x.data - the storage's first byte */
+} fmr_view;
+
+static SEXP view_tag(void) { return Rf_install("fmalloc_view"); }
+
+static void view_finalize(SEXP h) {
+  fmr_view *v = R_ExternalPtrAddr(h);
+  if (!v) return;
+  free(v->col_index);
+  free(v);
+  R_ClearExternalPtr(h);
+}
+
+SEXP fmr_view_new(SEXP storage, SEXP spec, SEXP cols, SEXP transform) {
+  fm_mat x;
+  fm_affine aff;
+  fmr_mat_from(storage, spec, cols, &x);
+  fmr_affine_from(transform, x.n_cols, &aff);
+  int nprot = 0;
+  /* What the view reads and was made from, reachable while the handle is: a
+   * weak reference keyed on the handle (serialize() writes weak references
+   * empty, so a saved object holds its storage once, in its slot). */
+  SEXP keep = PROTECT(Rf_allocVector(VECSXP, 4)); nprot++;
+  SET_VECTOR_ELT(keep, 0, storage);
+  SET_VECTOR_ELT(keep, 1, spec);
+  SET_VECTOR_ELT(keep, 2, cols);
+  SET_VECTOR_ELT(keep, 3, transform);
+  fmr_view *v = calloc(1, sizeof *v);
+  if (!v) fmr_stop(FM_ENOMEM, "cannot allocate a matrix view");
+  SEXP h = PROTECT(R_MakeExternalPtr(v, view_tag(), R_NilValue)); nprot++;
+  R_RegisterCFinalizerEx(h, view_finalize, TRUE);
+  R_SetExternalPtrProtected(h, R_MakeWeakRef(h, keep, R_NilValue, FALSE));
+  if (x.col_index) {
+    v->col_index = malloc((size_t)(x.n_cols > 0 ? x.n_cols : 1) * sizeof(int64_t));
+    if (!v->col_index) fmr_stop(FM_ENOMEM, "cannot copy a column index of %lld entries",
+                                (long long)x.n_cols);
+    memcpy(v->col_index, x.col_index, (size_t)x.n_cols * sizeof(int64_t));
+  }
+  v->x = x;
+  v->x.col_index = v->col_index;
+  v->aff = aff;
+  if (!fmr_ext_store_of(storage)) {
+    uint64_t n_bytes;
+    int evictable;
+    v->offset = (const uint8_t *)x.data - storage_bytes(storage, &n_bytes, &evictable);
+  }
+  UNPROTECT(nprot);
+  return h;
+}
+
+/* The list(storage, spec, cols, transform) a live handle was made from, or
+ * NULL. */
+static SEXP view_made_from(SEXP h) {
+  if (TYPEOF(h) != EXTPTRSXP || R_ExternalPtrTag(h) != view_tag() || !R_ExternalPtrAddr(h))
+    return R_NilValue;
+  SEXP w = R_ExternalPtrProtected(h);
+  return TYPEOF(w) == WEAKREFSXP ? R_WeakRefValue(w) : R_NilValue;
+}
+
+SEXP fmr_view_alive(SEXP h) { return Rf_ScalarLogical(!Rf_isNull(view_made_from(h))); }
+
+SEXP fmr_view_of_slots(SEXP h, SEXP storage, SEXP spec, SEXP cols, SEXP transform) {
+  SEXP from = view_made_from(h);
+  return Rf_ScalarLogical(!Rf_isNull(from) && VECTOR_ELT(from, 0) == storage &&
+                          VECTOR_ELT(from, 1) == spec && VECTOR_ELT(from, 2) == cols &&
+                          VECTOR_ELT(from, 3) == transform);
+}
+
+void fmr_view_get(SEXP h, fm_mat *x, fm_affine *aff) {
+  if (TYPEOF(h) != EXTPTRSXP || R_ExternalPtrTag(h) != view_tag())
+    fmr_stop(FM_EARG, "not a matrix view (an fmalloc codec matrix's handle)");
+  const fmr_view *v = R_ExternalPtrAddr(h);
+  SEXP from = view_made_from(h);
+  if (!v || Rf_isNull(from))
+    fmr_stop(FM_ECLOSED, "this matrix view was not restored (it does not survive saveRDS())");
+  SEXP storage = VECTOR_ELT(from, 0);
+  *x = v->x;
+  if (!fmr_ext_store_of(storage)) { /* an external codec raises when released */
+    /* the runtime is open and its file whole, or the file view alive and
+     * its file not shrunk: then the bytes are where they were */
+    uint64_t n_bytes;
+    int evictable;
+    const uint8_t *base = storage_bytes(storage, &n_bytes, &evictable);
+    x->data = base + v->offset;
+    if (x->codec == FM_CODEC_ALP) {
+      /* an ALP blob's structure is checked again at each use (the directory
+       * only, not the values): a blob rewritten since is an error, not a
+       * crash */
+      fm_err err;
+      if (fm_mat_init_alp(x, x->data, (size_t)v->x.col_stride, &err) != FM_OK) fmr_raise(&err);
+      x->n_cols = v->x.n_cols;
+      x->col_index = v->col_index;
+    }
+  }
+  if (aff) *aff = v->aff;
+}
+
+/* .Call(fmr_codec_ids): the core's codec ids (fm_codec_id), named as the R
+ * code names them, so no number is written twice. */
+SEXP fmr_codec_ids(void) {
+  static const struct {
+    const char *name;
+    fm_codec_id id;
+  } ids[] = {{"double", FM_CODEC_F64}, {"integer", FM_CODEC_I32}, {"bed2", FM_CODEC_BED2},
+             {"dos8", FM_CODEC_DOS8},  {"ext", FM_CODEC_EXT},     {"alp", FM_CODEC_ALP}};
+  const int n = (int)(sizeof ids / sizeof ids[0]);
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, n));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+  for (int i = 0; i < n; i++) {
+    REAL(out)[i] = (double)ids[i].id;
+    SET_STRING_ELT(nm, i, Rf_mkChar(ids[i].name));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
 }

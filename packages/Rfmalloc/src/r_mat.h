@@ -23,4 +23,36 @@ void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x);
  * vector of length n_cols; R_NilValue gives the identity (NULL pointers). */
 void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff);
 
+/* ---- views: a matrix as a handle ------------------------------------------
+ * A codec matrix holds an external pointer (class "fmalloc_view") to a view
+ * validated once, where the R object is made (fmr_view_new: the storage's
+ * bounds, the codec, the column index, an ALP blob's structure, the
+ * transform's lengths); every .Call that computes on the matrix takes the
+ * handle. The view keeps what it was made from (storage, spec, cols,
+ * transform) reachable, through a weak reference keyed on itself, and owns a
+ * 0-based copy of the column index. External pointers do not
+ * survive saveRDS(): the R side makes the view again from the object's
+ * slots when the handle is dead (.view() in R/codec_matrix.R). */
+
+/* .Call(fmr_view_new, storage, spec, cols, transform): a new handle, or
+ * fm_error_earg / fm_error_emismatch / the storage's errors as
+ * fmr_mat_from and fmr_affine_from raise them. */
+SEXP fmr_view_new(SEXP storage, SEXP spec, SEXP cols, SEXP transform);
+
+/* .Call(fmr_view_alive, h): TRUE while h is a live handle. */
+SEXP fmr_view_alive(SEXP h);
+
+/* .Call(fmr_view_of_slots, h, storage, spec, cols, transform): TRUE when h
+ * is live and was made from these very objects (pointer comparisons: an
+ * object whose slots were assigned by hand is not taken for its source). */
+SEXP fmr_view_of_slots(SEXP h, SEXP storage, SEXP spec, SEXP cols, SEXP transform);
+
+/* The matrix behind handle h for one call, after the checks that must run
+ * at each use (the runtime holding the storage is open and its file not
+ * truncated, a mapped file not shrunk, an external codec not released; all
+ * O(1)): *x, and *aff (may be NULL) with the view's transform. Raises
+ * fm_error_earg for anything that is not a handle, fm_error_eclosed for a
+ * dead one or closed storage. Valid until the .Call returns. */
+void fmr_view_get(SEXP h, fm_mat *x, fm_affine *aff);
+
 #endif

@@ -1,41 +1,35 @@
-/* r_panel.c: .Call entry points for bounded panel decode, panel products
- * through the backend registry (r_backend.c: which backends, forcing), and
- * the panel budget. */
+/* r_panel.c: .Call entry points over a matrix view (r_mat.h): products
+ * through the backend registry (r_backend.c: which backends, forcing),
+ * Gram matrices, and the gathers behind x[i, j] and x[i]; every loop over
+ * panels runs in the core. */
 #include "r_backend.h"
 #include "r_mat.h"
 
+#include "fm/fm_gram.h"
+
 #include <string.h>
 
-/* Rows [r0, r0+n_rows) x logical columns [c0, c0+n_cols) (0-based) as doubles. */
-SEXP fmr_panel_decode(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_r0, SEXP s_nr,
-                      SEXP s_c0, SEXP s_nc) {
-  fm_mat x;
-  fm_affine aff;
-  fmr_mat_from(storage, spec, cols, &x);
-  fmr_affine_from(aff_list, x.n_cols, &aff);
-  int64_t r0 = (int64_t)Rf_asReal(s_r0), nr = (int64_t)Rf_asReal(s_nr);
-  int64_t c0 = (int64_t)Rf_asReal(s_c0), nc = (int64_t)Rf_asReal(s_nc);
-  if (nr > INT_MAX || nc > INT_MAX) fmr_stop(FM_EARG, "a decoded block must have < 2^31 rows and columns");
-  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nr, (int)nc));
-  fm_err err;
-  fm_status st = fm_panel_decode(&x, &aff, r0, nr, c0, nc, REAL(out), nr > 0 ? nr : 1, &err);
-  UNPROTECT(1);
-  if (st != FM_OK) fmr_raise(&err);
-  return out;
-}
-
-/* op (fm_op): 1 X %*% b (n x k), 2 t(X) %*% b (p x k), 3 X %*% (t(X) %*% b)
- * (n x k), 4 column sums and sums of squares (p x 2; b NULL). The backend,
- * threads and panel budget come from the settings (fmr_ctl). Returns y, and notes
- * the backend that computed it (fmr_backend_note): "none" when y is empty or
- * all zeros by shape (an empty inner dimension). */
-SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, SEXP b) {
+/* op (fm_op) on the matrix of view h: 1 X %*% b (n x k), 2 t(X) %*% b
+ * (p x k), 3 X %*% (t(X) %*% b) (n x k), 4 column sums, sums of squares and
+ * missing counts (p x 3; b NULL). na_fill: NULL, or one number that
+ * replaces the view's fill for every column in this call (colSums(na.rm =
+ * TRUE) sums with 0). The backend, threads and panel budget come from the
+ * settings (fmr_ctl). Returns y, and notes the backend that computed it
+ * (fmr_backend_note): "none" when y is empty or all zeros by shape (an
+ * empty inner dimension). */
+SEXP fmr_product(SEXP h, SEXP s_op, SEXP b, SEXP na_fill) {
   int nprot = 0;
   fm_ctl ctl = fmr_ctl(); /* first: a bad option raises before anything is allocated */
   fm_mat x;
   fm_affine aff;
-  fmr_mat_from(storage, spec, cols, &x);
-  fmr_affine_from(aff_list, x.n_cols, &aff);
+  fmr_view_get(h, &x, &aff);
+  if (!Rf_isNull(na_fill)) {
+    if (TYPEOF(na_fill) != REALSXP || XLENGTH(na_fill) != 1)
+      fmr_stop(FM_EARG, "na_fill must be NULL or one number");
+    aff.fill = NULL;
+    aff.fill_all_set = 1;
+    aff.fill_all = REAL_RO(na_fill)[0];
+  }
   int op = Rf_asInteger(s_op);
   if (op < FM_OP_XB || op > FM_OP_COLSUMS) fmr_stop(FM_EARG, "unknown product op %d", op);
   const int uses_b = op != FM_OP_COLSUMS;
@@ -48,7 +42,7 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
     fmr_stop(FM_EMISMATCH, "non-conformable: the matrix has %lld %s but the operand has %d rows",
              (long long)inner, op == FM_OP_XB ? "columns" : "rows", Rf_nrows(b));
   if (outer > INT_MAX) fmr_stop(FM_EARG, "the product would have 2^31 rows or more");
-  int k = uses_b ? Rf_ncols(b) : 2;
+  int k = uses_b ? Rf_ncols(b) : 3;
   /* whether y has any term to sum (else it is zero by shape) */
   const int has_terms = op == FM_OP_XB    ? x.n_cols > 0
                         : op == FM_OP_XTB ? x.n_rows > 0
@@ -68,4 +62,70 @@ SEXP fmr_product(SEXP storage, SEXP spec, SEXP cols, SEXP aff_list, SEXP s_op, S
   }
   UNPROTECT(nprot);
   return y;
+}
+
+/* .Call(fmr_gram, h, kind): X'X (kind "cross", p x p) or XX' ("tcross",
+ * n x n) in one streamed pass (fm_gram.h). */
+SEXP fmr_gram(SEXP h, SEXP s_kind) {
+  fm_ctl ctl = fmr_ctl();
+  fm_mat x;
+  fm_affine aff;
+  fmr_view_get(h, &x, &aff);
+  const int cross = strcmp(CHAR(STRING_ELT(s_kind, 0)), "cross") == 0;
+  const int64_t m = cross ? x.n_cols : x.n_rows;
+  if (m > INT_MAX) fmr_stop(FM_EARG, "a Gram matrix of %lld x %lld is too large for R", (long long)m,
+                            (long long)m);
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)m, (int)m));
+  fm_err err;
+  fm_status st = fm_gram(&x, &aff, cross ? FM_GRAM_CROSS : FM_GRAM_TCROSS, REAL(out),
+                         m > 0 ? m : 1, &ctl, &err);
+  fmr_finish(st, &err);
+  fmr_backend_note("gram");
+  UNPROTECT(1);
+  return out;
+}
+
+/* 1-based R indices (double) -> 0-based (R_alloc); NULL stays NULL. */
+static const int64_t *index0(SEXP v, int64_t *n) {
+  if (Rf_isNull(v)) return NULL;
+  if (TYPEOF(v) != REALSXP) fmr_stop(FM_EARG, "indices must be a double vector");
+  *n = (int64_t)XLENGTH(v);
+  int64_t *out = (int64_t *)R_alloc((size_t)(*n > 0 ? *n : 1), sizeof(int64_t));
+  for (int64_t i = 0; i < *n; i++) out[i] = (int64_t)REAL_RO(v)[i] - 1;
+  return out;
+}
+
+/* .Call(fmr_gather, h, rows, cols): X[rows, cols] as a matrix; rows, cols
+ * NULL (all) or 1-based doubles (checked by the core). */
+SEXP fmr_gather(SEXP h, SEXP rows, SEXP cols) {
+  fm_ctl ctl = fmr_ctl();
+  fm_mat x;
+  fm_affine aff;
+  fmr_view_get(h, &x, &aff);
+  int64_t nr = x.n_rows, nc = x.n_cols;
+  const int64_t *r = index0(rows, &nr), *c = index0(cols, &nc);
+  if (nr > INT_MAX || nc > INT_MAX) fmr_stop(FM_EARG, "a block must have < 2^31 rows and columns");
+  SEXP out = PROTECT(Rf_allocMatrix(REALSXP, (int)nr, (int)nc));
+  fm_err err;
+  fmr_finish(fm_panel_gather(&x, &aff, r, nr, c, nc, REAL(out), nr > 0 ? nr : 1, &ctl, &err),
+             &err);
+  UNPROTECT(1);
+  return out;
+}
+
+/* .Call(fmr_gather_cells, h, rows, cols): X[rows[k], cols[k]] for each k
+ * (1-based doubles of one length). */
+SEXP fmr_gather_cells(SEXP h, SEXP rows, SEXP cols) {
+  fm_ctl ctl = fmr_ctl();
+  fm_mat x;
+  fm_affine aff;
+  fmr_view_get(h, &x, &aff);
+  int64_t nr = 0, nc = 0;
+  const int64_t *r = index0(rows, &nr), *c = index0(cols, &nc);
+  if (!r || !c || nr != nc) fmr_stop(FM_EARG, "cell rows and columns must have one length");
+  SEXP out = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)nr));
+  fm_err err;
+  fmr_finish(fm_panel_gather_cells(&x, &aff, r, c, nr, REAL(out), &ctl, &err), &err);
+  UNPROTECT(1);
+  return out;
 }

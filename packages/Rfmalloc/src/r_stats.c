@@ -9,18 +9,13 @@
 
 SEXP Rfmalloc_vec_runtime(SEXP x); /* r_api.c */
 
-#include <stdlib.h>
-#include <sys/mman.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 /* list(mean, var, n_obs), each of length n_cols. */
-SEXP fmr_colvar(SEXP storage, SEXP spec, SEXP cols) {
+SEXP fmr_colvar(SEXP h) {
   int nprot = 0;
   fm_ctl ctl = fmr_ctl(); /* first: a bad option raises before anything is allocated */
   fm_mat x;
-  fmr_mat_from(storage, spec, cols, &x);
+  fmr_view_get(h, &x, NULL);
   SEXP mean = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   SEXP var = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
   SEXP nobs = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)x.n_cols)); nprot++;
@@ -45,45 +40,14 @@ static const double *col_vector(SEXP v, const char *what, int64_t n) {
   return REAL_RO(v);
 }
 
-/* Before the p x k output is allocated (or written, in a mapping), collect
- * R's garbage (the column statistics behind center and div) and hand freed
- * heap pages back to the system: glibc keeps large freed blocks in its heap
- * once its mmap threshold has risen, and at p = 2e6 those are tens of MB of
- * the peak (2024-05 design note: measured 44 MB at 5,000 x 2e6). Only for
- * outputs of 32 MB or more. */
-static void release_garbage(double out_bytes) {
-  if (out_bytes < 32.0 * 1048576.0) return;
-  R_gc();
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
-}
-
-/* n_cols copies of f: anonymous pages, so that a zero fill stays the
- * kernel's shared zero page and costs no resident memory (calloc may hand
- * out heap memory it must clear: 16 MB at p = 2e6). NULL when out of memory;
- * free with fill_free. */
-static double *fill_new(double f, int64_t n_cols) {
-  const size_t bytes = (size_t)(n_cols > 0 ? n_cols : 1) * sizeof(double);
-  void *a = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (a == MAP_FAILED) return NULL;
-  double *fill = a;
-  if (f != 0)
-    for (int64_t j = 0; j < n_cols; j++) fill[j] = f;
-  return fill;
-}
-
-static void fill_free(double *fill, int64_t n_cols) {
-  if (fill) munmap(fill, (size_t)(n_cols > 0 ? n_cols : 1) * sizeof(double));
-}
-
 /* list(d, u, v, iterations, converged); notes the backends of its passes
  * (fmr_backend_note).
- * center: NULL or the n_cols column centres; div: NULL or n_cols positive
- * divisors (the core's col_div: no multiplier vector is made); fill: NULL,
- * a double vector of length n_cols (in units before division), or one number
- * for every column (expanded here by fill_new: a zero fill costs no resident
- * memory). opts = c(k, oversample,
+ * h: the view of the matrix (its transform is not used: the PCA's own
+ * comes in center, div and fill); center: NULL or the n_cols column
+ * centres; div: NULL or n_cols positive divisors (the core's col_div: no
+ * multiplier vector is made); fill: NULL, a double vector of length n_cols
+ * (in units before division), or one number for every column (the core's
+ * scalar fill: no vector is made). opts = c(k, oversample,
  * max_iter, tol, seed); progress: NULL or function(done, total) in passes
  * over the matrix; dimnames: NULL or list(row names or NULL, column names or
  * NULL, component names), set on u (rows, components) and v (columns,
@@ -93,19 +57,23 @@ static void fill_free(double *fill, int64_t n_cols) {
  * matrix of n_cols x k that nothing else refers to (fmalloc_pca creates it),
  * written in place with the core's v_release: runtimes map their file
  * MAP_SHARED, so the core drops v's pages from memory as it writes them. */
-SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fill, SEXP opts,
-              SEXP progress, SEXP dimnames, SEXP v_out) {
+SEXP fmr_rpca(SEXP h, SEXP center, SEXP div, SEXP fill, SEXP opts, SEXP progress, SEXP dimnames,
+              SEXP v_out) {
   int nprot = 0;
   fmr_progress prog;
   fm_ctl ctl = fmr_progress_ctl(&prog, progress); /* first: a bad option raises */
   fm_mat x;
-  fmr_mat_from(storage, spec, cols, &x);
-  fm_affine aff = {col_vector(center, "center", x.n_cols), NULL, NULL};
+  fmr_view_get(h, &x, NULL);
+  fm_affine aff = {.center = col_vector(center, "center", x.n_cols)};
   const double *col_div = col_vector(div, "div", x.n_cols);
-  if (!Rf_isNull(fill) && XLENGTH(fill) != 1) aff.fill = col_vector(fill, "fill", x.n_cols);
   if (!Rf_isNull(fill) && (TYPEOF(fill) != REALSXP || XLENGTH(fill) == 0))
     fmr_stop(FM_EARG, "fill must be NULL, one number or a double vector of length %lld",
              (long long)x.n_cols);
+  if (!Rf_isNull(fill) && XLENGTH(fill) != 1) aff.fill = col_vector(fill, "fill", x.n_cols);
+  if (!Rf_isNull(fill) && XLENGTH(fill) == 1) {
+    aff.fill_all_set = 1;
+    aff.fill_all = REAL_RO(fill)[0];
+  }
   if (TYPEOF(opts) != REALSXP || XLENGTH(opts) != 5) fmr_stop(FM_EARG, "opts must be 5 doubles");
   if (!Rf_isNull(dimnames) && (TYPEOF(dimnames) != VECSXP || XLENGTH(dimnames) != 3))
     fmr_stop(FM_EARG, "dimnames must be NULL or a list of 3");
@@ -125,8 +93,6 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
                (long long)x.n_cols, (long long)ro.k);
     ro.v_release = 1;
   }
-  /* also with v_out: the garbage would stay resident through the whole run */
-  release_garbage((double)x.n_cols * (double)ro.k * sizeof(double));
   SEXP d = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)ro.k)); nprot++;
   SEXP u = PROTECT(Rf_allocMatrix(REALSXP, (int)x.n_rows, (int)ro.k)); nprot++;
   SEXP v = v_out;
@@ -140,26 +106,11 @@ SEXP fmr_rpca(SEXP storage, SEXP spec, SEXP cols, SEXP center, SEXP div, SEXP fi
     dn_u = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
     dn_v = PROTECT(Rf_allocVector(VECSXP, 2)); nprot++;
   }
-  /* From here to the core's return nothing may raise: fill_owned is ours. */
-  double *fill_owned = NULL;
-  int fill_failed = 0;
-  if (!Rf_isNull(fill) && XLENGTH(fill) == 1) {
-    fill_owned = fill_new(REAL_RO(fill)[0], x.n_cols);
-    fill_failed = !fill_owned;
-    aff.fill = fill_owned;
-  }
   int iterations = 0, converged = 0;
   fm_err err;
-  fm_status st = FM_OK;
-  if (fill_failed)
-    st = fm_err_set(&err, FM_ENOMEM, "cannot allocate the fill of %lld columns",
-                    (long long)x.n_cols);
-  else {
-    fm_backend_used_clear();
-    st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), v_data, &iterations,
-                            &converged, &ctl, &err);
-  }
-  fill_free(fill_owned, x.n_cols);
+  fm_backend_used_clear();
+  fm_status st = fm_stats_rpca_into(&x, &aff, col_div, &ro, REAL(d), REAL(u), v_data, &iterations,
+                                    &converged, &ctl, &err);
   /* also raises what the progress function raised, even at its last report,
    * after which the core returns FM_OK */
   fmr_finish(st, &err);

@@ -53,7 +53,7 @@ static double element(const fm_mat *x, const fm_affine *aff, int64_t i, int64_t 
   case FM_CODEC_ALP: break; /* compressed doubles: tests/codec_alp */
   }
   if (!aff) return v;
-  if (isnan(v)) return aff->fill ? aff->fill[j] : NAN;
+  if (isnan(v)) return aff->fill ? aff->fill[j] : aff->fill_all_set ? aff->fill_all : NAN;
   return (v - (aff->center ? aff->center[j] : 0.0)) * (aff->scale ? aff->scale[j] : 1.0);
 }
 
@@ -87,19 +87,24 @@ static void naive_product(const fm_product *p, double *y, double *mag) {
     naive_xtb(p, y, mag);
     return;
   }
-  if (p->op == FM_OP_COLSUMS) {
+  if (p->op == FM_OP_COLSUMS) { /* k = 3: the missing entries as stored */
     for (int64_t r = 0; r < q; r++) {
-      double s = 0.0, ss = 0.0, m = 0.0;
+      double s = 0.0, ss = 0.0, m = 0.0, miss = 0.0;
       for (int64_t l = 0; l < n; l++) {
         double a = element(x, p->aff, l, r);
         s += a;
         ss += a * a;
         m += fabs(a);
+        miss += isnan(element(x, NULL, l, r));
       }
       y[r] = s;
       mag[r] = m;
       y[r + q] = ss;
       mag[r + q] = ss;
+      if (p->k == 3) {
+        y[r + 2 * q] = miss;
+        mag[r + 2 * q] = 0;
+      }
     }
     return;
   }
@@ -256,15 +261,17 @@ static void product_matrix(const char *expect_used) {
       t.x.n_cols = q;
       for (int use_idx = 0; use_idx < 2; use_idx++) {
         t.x.col_index = use_idx ? t.idx : NULL;
-        fm_affine affs[3] = {{t.center, t.scale, t.fill}, {t.center, NULL, t.fill},
-                             {NULL, NULL, NULL}};
+        fm_affine affs[4] = {{.center = t.center, .scale = t.scale, .fill = t.fill},
+                             {.center = t.center, .fill = t.fill},
+                             {0},
+                             {.center = t.center, .fill_all_set = 1, .fill_all = 0.25}};
         for (int b = 0; b < 4; b++) {
           test_ctl.panel_bytes = budgets[b];
-          for (int a = 0; a < 3; a++)
+          for (int a = 0; a < 4; a++)
             for (int op = FM_OP_XB; op <= FM_OP_COLSUMS; op++)
               for (int64_t k = 1; k <= 3; k += 2) {
-                if (op == FM_OP_COLSUMS && k == 3) continue;
-                const int64_t kk = op == FM_OP_COLSUMS ? 2 : k; /* COLSUMS: sum, sumsq */
+                /* COLSUMS: sum, sumsq, and with k = 3 the missing count */
+                const int64_t kk = op == FM_OP_COLSUMS ? (k == 1 ? 2 : 3) : k;
                 const fm_affine *aff = a == 2 ? NULL : &affs[a];
                 if (!run_and_compare(&t, aff, (fm_op)op, kk, expect_used)) {
                   fprintf(stderr,
@@ -435,7 +442,7 @@ static void test_registry(void) {
     for (int c = 0; c < 4; c++) {
       test_mat t;
       make_mat(&t, all_codecs[c], 13, 6, 0);
-      fm_affine aff = {t.center, t.scale, t.fill};
+      fm_affine aff = {.center = t.center, .scale = t.scale, .fill = t.fill};
       for (int op = FM_OP_XB; op <= FM_OP_XTB; op++) {
         CHECK(run_and_compare(&t, &aff, (fm_op)op, 1, "k1"));
         CHECK(run_and_compare(&t, &aff, (fm_op)op, 3, "reference"));
@@ -510,7 +517,7 @@ static void test_named_and_forced(void) {
   CHECK_OK(fm_backend_register("k1", only_k1, &k1_calls, &err), &err);
   test_mat t;
   make_mat(&t, FM_CODEC_BED2, 13, 6, 0);
-  fm_affine aff = {t.center, t.scale, t.fill};
+  fm_affine aff = {.center = t.center, .scale = t.scale, .fill = t.fill};
   double b[13 * 3], y[13 * 3], yref[13 * 3];
   for (int i = 0; i < 13 * 3; i++) b[i] = rng_unif() - 0.5;
 

@@ -160,9 +160,7 @@ static void gmat_view(const gmat *g, fm_mat *x, fm_affine *aff) {
   CHECK_OK(fm_mat_init(x, g->codec, g->bytes, g->n, g->ps, g->stride, &err), &err);
   x->n_cols = g->q;
   x->col_index = g->index;
-  aff->center = g->center;
-  aff->scale = g->scale;
-  aff->fill = g->fill;
+  *aff = (fm_affine){.center = g->center, .scale = g->scale, .fill = g->fill};
 }
 
 /* X[i, j] after the transform, from the stored bits (not the codec). */
@@ -241,7 +239,7 @@ typedef struct pcase {
 static void pcase_make(pcase *pc, const gmat *g, fm_op op, int64_t k) {
   memset(pc, 0, sizeof *pc);
   pc->op = op;
-  pc->k = op == FM_OP_COLSUMS ? 2 : k;
+  pc->k = op == FM_OP_COLSUMS ? 3 : k; /* sums, sums of squares, missing counts */
   const int64_t br = b_rows_of(op, g->n, g->q), yr = y_rows_of(op, g->n, g->q);
   pc->ldb = br + 2;
   pc->ldy = yr + 1;
@@ -354,7 +352,7 @@ static void test_grid(void) {
       for (int aff = 0; aff < N_AFF; aff++)
         for (int ix = 0; ix < N_IX; ix++)
           for (int ki = 0; ki < LEN(k_list); ki++) {
-            if (ops[oi] == FM_OP_COLSUMS && ki > 0) continue; /* k is 2 */
+            if (ops[oi] == FM_OP_COLSUMS && ki > 0) continue; /* k is 3 */
             const int64_t n = n_list[cycle % LEN(n_list)];
             const int th = threads_list[cycle % LEN(threads_list)];
             cycle++;

@@ -227,8 +227,8 @@ static void test_panel_windows(void) {
   const double center[5] = {1.5, -2.0, 0.0, 10.0, 0.25};
   const double scale[5] = {2.0, 0.5, 1.0, -1.0, 3.0};
   const double fill[5] = {0.0, -7.0, 1.0, 2.0, 3.0};
-  const fm_affine aff = {center, scale, fill};
-  const fm_affine aff_nofill = {center, scale, NULL};
+  const fm_affine aff = {.center = center, .scale = scale, .fill = fill};
+  const fm_affine aff_nofill = {.center = center, .scale = scale};
   double out[5 * 200], want;
   for (int variant = 0; variant < 4; variant++) {
     fm_mat v = m;
@@ -363,7 +363,7 @@ static void run_product_case(const prod_case *pc) {
     scale[j] = 0.5 + rng_unif();
     fill[j] = 0.0;
   }
-  const fm_affine aff = {center, scale, fill};
+  const fm_affine aff = {.center = center, .scale = scale, .fill = fill};
   const fm_affine *ap = pc->use_affine ? &aff : NULL;
   const int64_t b_rows = pc->op == FM_OP_XB ? q : n, y_rows = pc->op == FM_OP_XB ? n : q;
   const int64_t ldb = b_rows + 2, ldy = y_rows + 1;

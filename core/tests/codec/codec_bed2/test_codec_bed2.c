@@ -316,8 +316,9 @@ static void test_affine_fusion(void) {
     CHECK_OK(fm_panel_decode(&x, NULL, 0, n, 0, m, plain, n, &err), &err);
     /* all eight combinations of NULL / present parts */
     for (int mask = 0; mask < 8; mask++) {
-      fm_affine aff = {(mask & 1) ? center : NULL, (mask & 2) ? scale : NULL,
-                       (mask & 4) ? fill : NULL};
+      fm_affine aff = {.center = (mask & 1) ? center : NULL,
+                       .scale = (mask & 2) ? scale : NULL,
+                       .fill = (mask & 4) ? fill : NULL};
       int64_t r0 = n > 2 ? 1 + rng_int(n - 2) : 0, nr = n - r0;
       CHECK_OK(fm_panel_decode(&x, &aff, r0, nr, 0, m, fused, nr, &err), &err);
       int bad = 0;

@@ -79,8 +79,9 @@ static void test_affine_fusion(void) {
   x.col_index = idx;
   double *out = malloc(sizeof(double) * (size_t)(n * m));
   for (int mask = 0; mask < 8; mask++) {
-    fm_affine aff = {(mask & 1) ? center : NULL, (mask & 2) ? scale : NULL,
-                     (mask & 4) ? fill : NULL};
+    fm_affine aff = {.center = (mask & 1) ? center : NULL,
+                     .scale = (mask & 2) ? scale : NULL,
+                     .fill = (mask & 4) ? fill : NULL};
     const int64_t spans[][2] = {{0, 300}, {7, 13}, {100, 64}, {299, 1}, {3, 200}};
     for (int s = 0; s < 5; s++) {
       int64_t r0 = spans[s][0], nr = spans[s][1];
@@ -131,7 +132,7 @@ static void test_all_missing(void) {
   fm_mat m;
   CHECK_OK(fm_mat_init(&m, FM_CODEC_DOS8, q, 70, 1, 70, &err), &err);
   double fill = 0.0, center = 1.0;
-  fm_affine aff = {&center, NULL, &fill};
+  fm_affine aff = {.center = &center, .fill = &fill};
   double out[70];
   CHECK_OK(fm_panel_decode(&m, &aff, 0, 70, 0, 1, out, 70, &err), &err);
   for (int i = 0; i < 70; i++) CHECK(out[i] == 0.0);

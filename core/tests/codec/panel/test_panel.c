@@ -70,7 +70,7 @@ static void test_f64(void) {
   CHECK(bits == UINT64_C(0x7FF00000000007A2)); /* NA payload kept */
   {
     double c2[3] = {1, 1, 1};
-    fm_affine center_only = {c2, NULL, NULL};
+    fm_affine center_only = {.center = c2};
     CHECK_OK(fm_panel_decode(&x, &center_only, 0, 5, 1, 1, out, 5, &err), &err);
     memcpy(&bits, &out[1], sizeof bits);
     CHECK(bits == UINT64_C(0x7FF00000000007A2)); /* still NA after centring */
@@ -81,8 +81,10 @@ static void test_f64(void) {
   int64_t idx[4] = {2, 0, 1, 0};
   x.col_index = idx;
   x.n_cols = 4;
-  fm_affine affs[4] = {{center, scale, fill}, {center, NULL, NULL}, {NULL, NULL, fill},
-                       {NULL, scale, NULL}};
+  fm_affine affs[4] = {{.center = center, .scale = scale, .fill = fill},
+                       {.center = center},
+                       {.fill = fill},
+                       {.scale = scale}};
   for (int a = 0; a < 4; a++) {
     for (int i = 0; i < 20; i++) out[i] = -123;
     CHECK_OK(fm_panel_decode(&x, &affs[a], 1, 3, 1, 3, out, 4, &err), &err);
@@ -109,7 +111,7 @@ static void test_i32(void) {
   for (int i = 0; i < 8; i++)
     CHECK(g[i] == INT32_MIN ? isnan(out[i]) : out[i] == (double)g[i]);
   double center[2] = {0.5, 1}, fill[2] = {0, 42};
-  fm_affine aff = {center, NULL, fill};
+  fm_affine aff = {.center = center, .fill = fill};
   CHECK_OK(fm_panel_decode(&x, &aff, 0, 4, 0, 2, out, 4, &err), &err);
   double want[8] = {0.5, 0, 2.5, -4.5, 42, 42, 6, (double)INT32_MAX - 1};
   for (int i = 0; i < 8; i++) CHECK(out[i] == want[i]);

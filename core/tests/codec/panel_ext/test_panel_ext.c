@@ -161,7 +161,7 @@ static void test_col_index_and_affine(void) {
     scale[j] = 1.0 + j;
     fill[j] = -7.0 - j;
   }
-  fm_affine aff = {center, scale, fill};
+  fm_affine aff = {.center = center, .scale = scale, .fill = fill};
   CHECK_OK(fm_panel_decode(&x, &aff, 1, 12, 2, 6, out, 12, &err), &err);
   for (int j = 0; j < 6; j++) {
     for (int i = 0; i < 12; i++) {
@@ -171,7 +171,7 @@ static void test_col_index_and_affine(void) {
     }
   }
   /* without fill a missing value stays NaN after centring */
-  fm_affine center_only = {center, NULL, NULL};
+  fm_affine center_only = {.center = center};
   x.col_index = NULL;
   x.n_cols = NC;
   CHECK_OK(fm_panel_decode(&x, &center_only, 5, 1, 7, 1, out, 1, &err), &err);
@@ -260,7 +260,7 @@ static void test_products(void) {
             x.col_index = idx;
             x.n_cols = 7;
           }
-          fm_affine aff = {center, scale, NULL};
+          fm_affine aff = {.center = center, .scale = scale};
           const int64_t p_ = x.n_cols, n = x.n_rows;
           const int64_t b_rows = op == FM_OP_XB ? p_ : n, y_rows = op == FM_OP_XB ? n : p_;
           fm_product pr = {(fm_op)op, &x, use_aff ? &aff : NULL, b, b_rows, k, y, y_rows};

@@ -283,7 +283,7 @@ static void zoo_declines(void) {
   CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   pr.x = &x;
   double ctr[ZOO_COLS] = {0};
-  fm_affine aff = {ctr, NULL, NULL};
+  fm_affine aff = {.center = ctr};
   pr.aff = &aff;
   CHECK(fm_llm_tensor_backend(NULL, &pr, NULL, &err) == FM_EUNSUPPORTED);
   pr.aff = NULL;

@@ -289,7 +289,7 @@ static void test_affine_equals_explicit(void) {
     for (int64_t j = 0; j < p; j++)
       for (int64_t i = 0; i < n; i++)
         e[i + j * n] = (a[i + j * n] - (use_c ? mean[j] : 0.0)) * (use_s ? scale[j] : 1.0);
-    fm_affine aff = {use_c ? mean : NULL, use_s ? scale : NULL, NULL};
+    fm_affine aff = {.center = use_c ? mean : NULL, .scale = use_s ? scale : NULL};
     svd_ref ref = dense_svd(e, n, p);
     fm_rpca_opts o = {k, 10, 300, 1e-13, 99, 0};
     fm_rpca_result res;
@@ -349,7 +349,7 @@ static void test_bed2_mean_imputed(void) {
       e[i + j * n] = (imputed - mean[j]) * scale[j];
     }
   svd_ref ref = dense_svd(e, n, p);
-  fm_affine aff = {mean, scale, fill};
+  fm_affine aff = {.center = mean, .scale = scale, .fill = fill};
   fm_rpca_opts o = {k, 15, 300, 1e-13, 7, 0};
   fm_rpca_result res;
   CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
@@ -360,7 +360,7 @@ static void test_bed2_mean_imputed(void) {
   check_structure(&res);
   fm_rpca_result_clear(&res);
   /* leaving missing values missing is refused */
-  fm_affine nofill = {mean, scale, NULL};
+  fm_affine nofill = {.center = mean, .scale = scale};
   CHECK(fm_stats_rpca(&x, &nofill, &o, &res, &test_ctl, &err) == FM_EARG);
   CHECK(res.d == NULL && res.u == NULL && res.v == NULL);
   svd_ref_free(&ref);
@@ -399,7 +399,7 @@ static void test_dos8_col_index(void) {
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < n; i++) e[i + j * n] = fm_codec_dos8_value(q[i + idx[j] * n]) - mean[j];
   svd_ref ref = dense_svd(e, n, p);
-  fm_affine aff = {mean, NULL, NULL};
+  fm_affine aff = {.center = mean};
   fm_rpca_opts o = {k, 20, 300, 1e-13, 3, 0};
   fm_rpca_result res;
   CHECK_OK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err), &err);
@@ -538,7 +538,7 @@ static void test_degenerate(void) {
   for (int64_t j = 0; j < p; j++)
     for (int64_t i = 0; i < n; i++) a[i + j * n] = 0.1 * (double)(j + 1);
   CHECK_OK(fm_stats_colvar(&x, mean, NULL, NULL, &test_ctl, &err), &err);
-  fm_affine aff = {mean, NULL, NULL};
+  fm_affine aff = {.center = mean};
   CHECK(fm_stats_rpca(&x, &aff, &o, &res, &test_ctl, &err) == FM_EDEGENERATE);
   /* rank one is fine, even with k above the rank */
   for (int64_t i = 0; i < n; i++) a[i] = (double)i - 14.5;
@@ -673,8 +673,9 @@ static void test_col_div(void) {
     zero[j] = 0.0;
     fill_scaled[j] = mean[j] * mult[j];
   }
-  const fm_affine scaled[2] = {{mean, mult, zero}, {NULL, mult, fill_scaled}};
-  const fm_affine unscaled[2] = {{mean, NULL, zero}, {NULL, NULL, mean}};
+  const fm_affine scaled[2] = {{.center = mean, .scale = mult, .fill = zero},
+                               {.scale = mult, .fill = fill_scaled}};
+  const fm_affine unscaled[2] = {{.center = mean, .fill = zero}, {.fill = mean}};
   fm_rpca_opts o = {k, 15, 300, 1e-13, 7, 0};
   double d[4], *u = malloc((size_t)(n * k) * sizeof *u), *v = malloc((size_t)(p * k) * sizeof *v);
   for (int t = 0; t < 2; t++) {
@@ -864,7 +865,7 @@ static void noise_bulk_case(int64_t n, int64_t p, uint64_t seed) {
     free(work);
     free(ev);
   }
-  fm_affine aff = {mean, NULL, NULL};
+  fm_affine aff = {.center = mean};
   fm_rpca_opts o = fm_rpca_opts_default(k); /* oversample 30, max_iter 100, tol 1e-10 */
   o.seed = 42;
   fm_rpca_result res;
@@ -1086,7 +1087,7 @@ static void test_v_release(void) {
   double *div = malloc((size_t)pc * sizeof *div);
   CHECK_OK(fm_stats_colvar(&xb, mean, var, NULL, &test_ctl, &err), &err);
   for (int64_t j = 0; j < pc; j++) div[j] = sqrt(var[j]);
-  const fm_affine imp = {NULL, NULL, mean};
+  const fm_affine imp = {.fill = mean};
   fm_rpca_opts ob = {4, 15, 300, 1e-13, 7, 0};
   test_ctl.panel_bytes = 16 * 8 * 4 * 29;
   release_case("bed2, col_div, fill, col_index", &xb, &imp, div, ob, 0, 1e-9);
