@@ -136,3 +136,4 @@ FM_CORE_FN(fm_status, fm_tok_tokenize,
            (const fm_tok *t, const char *text, size_t n_bytes, unsigned flags, fm_tok_ids *out,
             fm_err *err),
            (t, text, n_bytes, flags, out, err))
+FM_CORE_FN(int, fm_tok_eog_ids, (const fm_tok *t, const int32_t **ids), (t, ids))
