@@ -110,7 +110,7 @@ typedef struct fm_gguf_wtensor {
  *     a scalar with n != 1, a bool byte other than 0/1, a NULL string or
  *     values; a tensor name empty, longer than FM_GGUF_WRITE_MAX_NAME or
  *     given twice; an unknown GGML type; n_dims outside 1..4, an extent
- *     < 1, ne[0] not a multiple of the block, more than 2^60 bytes; a data
+ *     < 1, ne[0] not a multiple of the block, more than 2^60 elements; a data
  *     size other than the shape's (n elements, or n bytes for BYTES); for
  *     integer types, a value that is not a whole number in range;
  *   FM_EUNSUPPORTED: numbers for a type they cannot be encoded to (the

@@ -355,15 +355,13 @@ fm_status fm_gguf_write(const char *path, const fm_gguf_wkv *kv, int64_t n_kv,
     const fm_gguf_wtensor *w = &tensors[i];
     st = check_tensor(w, i, &n_bytes[i], err);
     names[i] = (named){w->name, i};
-    if (st || w->src == FM_GGUF_WSRC_BYTES) continue;
-    const int64_t n_rows = w->n / w->ne[0];
-    const size_t floats = (size_t)(chunk_rows(w, n_rows) * w->ne[0]);
-    if (floats > max_chunk) max_chunk = floats;
+    if (st) break;
     wr.total += (double)n_bytes[i];
+    if (w->src == FM_GGUF_WSRC_BYTES) continue;
+    const size_t floats = (size_t)(chunk_rows(w, w->n / w->ne[0]) * w->ne[0]);
+    if (floats > max_chunk) max_chunk = floats;
   }
   if (st || (st = check_unique(names, n_tensors, "tensor", err))) goto done;
-  for (int64_t i = 0; i < n_tensors; i++)
-    if (tensors[i].src == FM_GGUF_WSRC_BYTES) wr.total += (double)n_bytes[i];
 
   /* No GGML call below can assert: everything it checks was checked. */
   wr.f32 = malloc(max_chunk > 0 ? max_chunk * sizeof(float) : 1);
