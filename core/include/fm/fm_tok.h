@@ -209,8 +209,32 @@ float fm_tok_token_score(const fm_tok *t, int32_t id);
 const char *fm_tok_token_text(const fm_tok *t, int32_t id, size_t *n_bytes);
 /* Id of the token whose stored text is exactly these bytes, or FM_TOK_NONE. */
 int32_t fm_tok_find(const fm_tok *t, const char *text, size_t n_bytes);
-/* Nonzero when id ends generation: eos, eot, eom, or a CONTROL token named
- * like an end-of-turn token (the eot list of fm_tok_new). */
+/* End of generation: the one rule of which tokens end generation, for a
+ * tokenizer and so for a model (a model's are its tokenizer's: Rllm's
+ * model$info$eog and rllm_generate()'s stop list are these ids).
+ * The ids, without repeats:
+ *   - eos, eot and eom as fm_tok_specials gives them: the metadata's
+ *     tokenizer.ggml.eos_token_id, eot_token_id and eom_token_id when in
+ *     [0, n_vocab), else fm_tok_new's defaults (SentencePiece eos 2; an
+ *     eot not given is the first of the tokens below, <|eom_id|> aside);
+ *   - every CONTROL token whose text is an end-of-turn name: <|eot_id|>,
+ *     <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <EOT>,
+ *     <｜end▁of▁sentence｜>, <|eom_id|>, <|end_of_text|>.
+ * Source: llama.cpp's vocabulary loading (llama_vocab's special_eog_ids and
+ * llama_vocab_is_eog; read, not copied). llama.cpp also counts a token of
+ * those names that the vocabulary does not mark CONTROL (and makes it
+ * one), and its later versions the fill-in-the-middle pad, repo and
+ * separator tokens; neither is done here. */
+
+/* The most end-of-generation ids a tokenizer has. */
+#define FM_TOK_MAX_EOG 16
+
+/* The end-of-generation ids of t (the rule above), ascending: *ids points
+ * into t (valid while t lives) and the count is returned; t NULL gives 0
+ * and *ids NULL. */
+int fm_tok_eog_ids(const fm_tok *t, const int32_t **ids);
+
+/* Nonzero when id is one of fm_tok_eog_ids(t). */
 int fm_tok_is_eog(const fm_tok *t, int32_t id);
 
 #endif

@@ -138,11 +138,16 @@ static const char *const eot_texts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>",
     ("<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>"), "<|eom_id|>", "<|end_of_text|>"};
 
+/* Insert id into the ascending end-of-generation list (fm_tok.h's rule
+ * adds at most 12 ids, below FM_TOK_MAX_EOG). */
 static void add_eog(fm_tok *t, int32_t id) {
-  if (id < 0) return;
-  for (int i = 0; i < t->n_eog; i++)
-    if (t->eog[i] == id) return;
-  if (t->n_eog < (int)(sizeof t->eog / sizeof t->eog[0])) t->eog[t->n_eog++] = id;
+  if (id < 0 || t->n_eog == FM_TOK_MAX_EOG) return;
+  int i = t->n_eog;
+  while (i > 0 && t->eog[i - 1] > id) i--;
+  if (i > 0 && t->eog[i - 1] == id) return;
+  memmove(t->eog + i + 1, t->eog + i, (size_t)(t->n_eog - i) * sizeof t->eog[0]);
+  t->eog[i] = id;
+  t->n_eog++;
 }
 
 fm_status fm_tok_new(const fm_tok_def *d, fm_tok **out, fm_err *err) {
@@ -805,6 +810,11 @@ int32_t fm_tok_find(const fm_tok *t, const char *text, size_t n_bytes) {
   const tok_map *m = t->model == FM_TOK_MODEL_BPE ? &t->stored : &t->vocab;
   int32_t id = tok_map_get(m, (const uint8_t *)(text ? text : ""), n_bytes, 0);
   return id >= 0 ? id : FM_TOK_NONE;
+}
+
+int fm_tok_eog_ids(const fm_tok *t, const int32_t **ids) {
+  if (ids) *ids = t ? t->eog : NULL;
+  return t ? t->n_eog : 0;
 }
 
 int fm_tok_is_eog(const fm_tok *t, int32_t id) {

@@ -183,7 +183,7 @@ struct fm_tok {
   int32_t byte_id[256];   /* token of one byte (SPM: <0xNN>), or -1 */
   int32_t *special;       /* CONTROL/USER_DEFINED/UNKNOWN ids, longest text first */
   int32_t n_special;
-  int32_t eog[16];
+  int32_t eog[FM_TOK_MAX_EOG]; /* fm_tok_eog_ids, ascending */
   int n_eog;
   size_t max_token_len;   /* bytes (WordPiece) */
   fm_tok_special sp;

@@ -1,4 +1,5 @@
-# Writing GGUF files through GGML's own GGUF writer (src/r_write.c).
+# Writing GGUF files through GGML's own GGUF writer (core: fm_gguf_write.h;
+# glue: src/r_write.c).
 
 .gguf_describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
@@ -228,11 +229,12 @@ print.gguf_tensor_data <- function(x, ...) {
 #' Write a GGUF file with GGML's own GGUF writer
 #'
 #' A thin layer over GGML's GGUF writer (`gguf_init_empty`, `gguf_set_val_*`,
-#' `gguf_set_arr_*`, `gguf_add_tensor`, `gguf_write_to_file` from the GGML
-#' that ggmlR ships): writes GGUF version 3 with the metadata in the order
-#' given and the tensors in the order given, each at an offset aligned to
-#' `alignment`. Every argument is checked before GGML sees it, so a bad
-#' argument is an R error, never a GGML assertion.
+#' `gguf_set_arr_*`, `gguf_add_tensor`, `gguf_write_to_file_ptr` from the
+#' GGML that ggmlR ships): writes GGUF version 3 with the metadata in the
+#' order given and the tensors in the order given, each at an offset aligned
+#' to `alignment`, the same bytes as GGML's `gguf_write_to_file`. Tensors are
+#' encoded a bounded chunk of rows at a time. Every argument is checked before
+#' GGML sees it, so a bad argument is an R error, never a GGML assertion.
 #'
 #' @param path file to write (overwritten if it exists).
 #' @param metadata named list of metadata values, one per key. Give exact
@@ -255,7 +257,9 @@ print.gguf_tensor_data <- function(x, ...) {
 #' @section Errors: `fm_error_earg` for a malformed argument (naming the key
 #'   or tensor and what was expected), `fm_error_eunsupported` for a type
 #'   that cannot be encoded from numbers, `fm_error_eio` when the file cannot
-#'   be written.
+#'   be written (with the system's reason). A user interrupt raises
+#'   `fm_error_ecancelled`; a write that fails or is interrupted removes the
+#'   partial file.
 #' @section Source: the GGUF specification in GGML's `docs/gguf.md`; the
 #'   writer is GGML's own.
 #' @seealso [gguf_open()] to read it back.
@@ -307,11 +311,10 @@ gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32
                          .gguf_describe(x), call = NULL)
     gguf_tensor_data(x, "F32")
   })
-  res <- .Call(C_fmr_gguf_write, path.expand(path),
-               as.character(keys), vapply(kv, `[[`, 0L, "type"),
-               vapply(kv, `[[`, NA, "array"), unname(lapply(kv, `[[`, "value")),
-               as.character(tn), vapply(td, function(t) as.integer(t$type), 0L),
-               lapply(td, `[[`, "dim"), lapply(td, `[[`, "data"), as.integer(alignment))
-  if (!is.null(res)) Rfmalloc::fm_abort(res[[1L]], res[[2L]])
+  .Call(C_fmr_gguf_write, path.expand(path),
+        as.character(keys), vapply(kv, `[[`, 0L, "type"),
+        vapply(kv, `[[`, NA, "array"), unname(lapply(kv, `[[`, "value")),
+        as.character(tn), vapply(td, function(t) as.integer(t$type), 0L),
+        lapply(td, `[[`, "dim"), lapply(td, `[[`, "data"), as.integer(alignment))
   invisible(path)
 }

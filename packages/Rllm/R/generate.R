@@ -27,8 +27,8 @@
 #' @param add_special,parse_special passed to [rllm_tokenize()] for a text
 #'   prompt.
 #' @param stop_at_eog stop after a token listed in `model$info$eog` (the
-#'   tokenizer's end-of-sequence/turn ids) or reported as end of generation
-#'   by the tokenizer. Default `TRUE`.
+#'   tokenizer's end-of-generation ids, see [rllm_tokenizer()]). Default
+#'   `TRUE`.
 #' @return A list: `raw`, the bytes of the generated tokens
 #'   ([rllm_detokenize()] with `strip_space = FALSE`, so the bytes continue
 #'   the prompt's: a leading space stays; special tokens render as nothing; use
@@ -104,7 +104,7 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   if (!is.logical(stop_at_eog) || length(stop_at_eog) != 1L || is.na(stop_at_eog)) {
     Rfmalloc::fm_abort("earg", "stop_at_eog must be TRUE or FALSE")
   }
-  stop <- if (stop_at_eog) .rllm_eog_ids(model) else integer()
+  stop <- if (stop_at_eog) model$info$eog else integer()
   r <- .Call(C_rllm_generate, model$ptr, cache$ptr, ids, n_new, s$temperature, s$top_k,
              s$top_p, s$seed, stop)
   toks <- r[[1L]]
@@ -118,14 +118,4 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   tm$prefill_tps <- if (tm$prefill_s > 0) tm$n_prefill / tm$prefill_s else NA_real_
   tm$decode_tps <- if (tm$decode_s > 0 && tm$n_decode > 0) tm$n_decode / tm$decode_s else NA_real_
   list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm)
-}
-
-# End-of-generation ids: the metadata's eos/eot/eom, plus the tokenizer's
-# eos/eot/eom and its eog list when it has one.
-.rllm_eog_ids <- function(model) {
-  ids <- model$info$eog
-  tok <- model$tokenizer
-  if (!is.null(tok) && is.list(tok)) ids <- c(ids, tok$eog, tok$eos, tok$eot, tok$eom)
-  ids <- unique(as.integer(ids))
-  ids[!is.na(ids) & ids >= 0L & ids < model$info$n_vocab]
 }

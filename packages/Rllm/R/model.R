@@ -134,8 +134,8 @@ rllm_threads <- function() {
 #'   `n_embd_head_k`, `n_embd_head_v`, `n_ff`, `n_rot`, `n_ctx_train`,
 #'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
 #'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
-#'   `n_params`, `weight_bytes`, `threads`, `eog`: end-of-generation ids
-#'   from the tokenizer metadata), `tokenizer` (an `rllm_tokenizer` built
+#'   `n_params`, `weight_bytes`, `threads`, `eog`: the end-of-generation
+#'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
 #'   `fm_error_eclosed`; load it again.
@@ -191,7 +191,14 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
   tok_fun <- get0("rllm_tokenizer", envir = asNamespace("Rllm"), mode = "function",
                   inherits = FALSE)
   if (!is.null(tok_fun)) model$tokenizer <- tok_fun(g)
+  model$info$eog <- .rllm_eog_ids(model)
   model
+}
+
+# End-of-generation ids: the tokenizer's, by the core's one rule
+# (fm_tok_eog_ids); none without a tokenizer.
+.rllm_eog_ids <- function(model) {
+  if (is.null(model$tokenizer)) integer() else model$tokenizer$eog
 }
 
 #' @export

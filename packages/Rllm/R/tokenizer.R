@@ -94,7 +94,10 @@
 #'   ids `bos`, `eos`, `eot`, `eom`, `unk`, `sep`, `pad`, `mask` (`NA` when the
 #'   vocabulary has none; for WordPiece `bos` is `[CLS]`), the logical flags
 #'   `add_bos`, `add_eos`, `add_sep`, `add_space_prefix` that decide what
-#'   `add_special = TRUE` adds, and `path`.
+#'   `add_special = TRUE` adds, `eog` (the 0-based ids that end generation,
+#'   ascending: `eos`, `eot`, `eom` and every control token named like an
+#'   end of turn, such as `<|im_end|>`, `<|eot_id|>` or `<end_of_turn>`; the
+#'   rule of llama.cpp's vocabulary, see the core's `fm_tok.h`), and `path`.
 #' @section Errors: `fm_error_eio` when the file cannot be read,
 #'   `fm_error_eformat` for a malformed file or tokenizer metadata of the
 #'   wrong type or length (the message names the key),

@@ -130,36 +130,15 @@ static SEXP mk_int_or_na(int64_t v) {
   return Rf_ScalarReal((double)v);
 }
 
-/* Eos/eot/eom ids from the tokenizer metadata (integer, may be empty). */
-static SEXP eog_ids(const fm_gguf *g) {
-  const char *keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
-                        "tokenizer.ggml.eom_token_id"};
-  int ids[3], n = 0;
-  for (int k = 0; k < 3; k++) {
-    int64_t i = fm_gguf_find_kv(g, keys[k]);
-    int64_t v;
-    if (i >= 0 && fm_gguf_get_i64(fm_gguf_kv_at(g, i), 0, &v) == 0 && v >= 0 && v < INT32_MAX) {
-      int dup = 0;
-      for (int j = 0; j < n; j++) dup |= ids[j] == (int)v;
-      if (!dup) ids[n++] = (int)v;
-    }
-  }
-  SEXP r = PROTECT(Rf_allocVector(INTSXP, n));
-  for (int j = 0; j < n; j++) INTEGER(r)[j] = ids[j];
-  UNPROTECT(1);
-  return r;
-}
-
 static SEXP rllm_model_info(SEXP p) {
   int nprot = 0;
   fm_llm_model *m = get_model(p);
   const fm_llm_info *in = fm_llm_model_info(m);
-  SEXP file = R_ExternalPtrProtected(p);
   const char *names[] = {"arch", "name", "n_vocab", "n_embd", "n_embd_out", "n_layer", "n_head",
                          "n_head_kv", "n_embd_head_k", "n_embd_head_v", "n_ff", "n_rot",
                          "n_ctx_train", "n_expert", "n_expert_used", "rope_freq_base", "norm_eps",
                          "rope_neox", "causal", "pooling", "tied_output", "n_params",
-                         "weight_bytes", "threads", "eog"};
+                         "weight_bytes", "threads"};
   int n = (int)(sizeof names / sizeof names[0]);
   SEXP r = PROTECT(Rf_allocVector(VECSXP, n));
   nprot++;
@@ -191,7 +170,6 @@ static SEXP rllm_model_info(SEXP p) {
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_params));
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)in->n_weight_bytes));
   SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(effective_threads(m)));
-  SET_VECTOR_ELT(r, i++, eog_ids(Rgguf_file(file)));
   Rf_setAttrib(r, R_NamesSymbol, nm);
   UNPROTECT(nprot);
   return r;

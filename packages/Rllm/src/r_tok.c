@@ -99,14 +99,14 @@ static SEXP released(void) {
 }
 
 /* fmr_tok_info(p): list(model, pre, n_vocab, bos, eos, eot, eom, unk, sep,
- * pad, mask, add_bos, add_eos, add_sep, add_space_prefix); ids 0-based,
- * NA when absent. */
+ * pad, mask, add_bos, add_eos, add_sep, add_space_prefix, eog); ids
+ * 0-based, NA when absent; eog the end-of-generation ids (fm_tok_eog_ids). */
 static SEXP fmr_tok_info(SEXP p) {
   const fm_tok *t = get_tok(p);
   if (!t) return released();
   const fm_tok_special *sp = fm_tok_specials(t);
   const char *names[] = {"model", "pre", "n_vocab", "bos", "eos", "eot", "eom", "unk", "sep",
-                         "pad", "mask", "add_bos", "add_eos", "add_sep", "add_space_prefix"};
+                         "pad", "mask", "add_bos", "add_eos", "add_sep", "add_space_prefix", "eog"};
   int n = (int)(sizeof names / sizeof names[0]), nprot = 0;
   SEXP out = PROTECT(Rf_allocVector(VECSXP, n));
   nprot++;
@@ -120,6 +120,11 @@ static SEXP fmr_tok_info(SEXP p) {
   for (int i = 0; i < 8; i++) SET_VECTOR_ELT(out, 3 + i, Rf_ScalarInteger(ids[i] >= 0 ? ids[i] : NA_INTEGER));
   int flags[] = {sp->add_bos, sp->add_eos, sp->add_sep, sp->add_space_prefix};
   for (int i = 0; i < 4; i++) SET_VECTOR_ELT(out, 11 + i, Rf_ScalarLogical(flags[i] != 0));
+  const int32_t *eog;
+  const int n_eog = fm_tok_eog_ids(t, &eog);
+  SEXP s_eog = Rf_allocVector(INTSXP, n_eog);
+  SET_VECTOR_ELT(out, 15, s_eog);
+  for (int i = 0; i < n_eog; i++) INTEGER(s_eog)[i] = eog[i];
   Rf_setAttrib(out, R_NamesSymbol, nm);
   UNPROTECT(nprot);
   return out;
@@ -269,17 +274,6 @@ static SEXP fmr_tok_vocab(SEXP p) {
   return out;
 }
 
-/* fmr_tok_is_eog(p, ids): logical, whether each id ends generation. */
-static SEXP fmr_tok_is_eog(SEXP p, SEXP ids) {
-  const fm_tok *t = get_tok(p);
-  if (!t) return released();
-  if (TYPEOF(ids) != INTSXP) return earg("tokens must be an integer vector");
-  R_xlen_t n = XLENGTH(ids);
-  SEXP out = Rf_allocVector(LGLSXP, n);
-  for (R_xlen_t i = 0; i < n; i++) LOGICAL(out)[i] = fm_tok_is_eog(t, INTEGER(ids)[i]);
-  return out;
-}
-
 /* fmr_tok_text(p, ids): the stored texts of ids (character; UTF-8 where
  * valid, else bytes; NA for ids outside the vocabulary). */
 static SEXP fmr_tok_text(SEXP p, SEXP ids) {
@@ -310,7 +304,6 @@ const R_CallMethodDef rllm_tok_calls[] = {
     {"fmr_tok_detokenize", (DL_FUNC)&fmr_tok_detokenize, 4},
     {"fmr_tok_pieces", (DL_FUNC)&fmr_tok_pieces, 3},
     {"fmr_tok_vocab", (DL_FUNC)&fmr_tok_vocab, 1},
-    {"fmr_tok_is_eog", (DL_FUNC)&fmr_tok_is_eog, 2},
     {"fmr_tok_text", (DL_FUNC)&fmr_tok_text, 2},
     {"fmr_tok_is_live", (DL_FUNC)&fmr_tok_is_live, 1},
     {NULL, NULL, 0}};

@@ -157,6 +157,8 @@ static void test_vocab_specials(void) {
     CHECK(fm_tok_n_vocab(t) == 32000);
     CHECK(sp->bos == 1 && sp->eos == 2 && sp->unk == 0 && sp->add_bos == 1 && sp->add_eos == 0);
     CHECK(fm_tok_is_eog(t, 2) && !fm_tok_is_eog(t, 1));
+    const int32_t *eog;
+    CHECK(fm_tok_eog_ids(t, &eog) == 1 && eog[0] == 2); /* </s> */
     /* "Hello world" with BOS: 1 15043 3186 (the test vector plus BOS) */
     CHECK_OK(fm_tok_tokenize(t, "Hello world", 11, FM_TOK_ADD_SPECIAL, &v, &err), &err);
     int32_t w1[] = {1, 15043, 3186};
@@ -220,6 +222,8 @@ static void test_vocab_specials(void) {
     CHECK(fm_tok_model_type(t) == FM_TOK_MODEL_BPE && strcmp(fm_tok_pre_name(t), "gpt-2") == 0);
     CHECK(sp->bos == 50256 && sp->eos == 50256 && sp->add_bos == 0);
     CHECK(fm_tok_find(t, "<|endoftext|>", 13) == 50256);
+    const int32_t *eog;
+    CHECK(fm_tok_eog_ids(t, &eog) == 1 && eog[0] == 50256); /* eos, and named like an end of turn */
     CHECK(fm_tok_find(t, "\xC4\xA0the", 5) == 262); /* stored text "Ġthe" */
     const char *txt = "a<|endoftext|>b";
     v.n = 0;
@@ -675,6 +679,60 @@ static fm_status from_bytes(const uint8_t *buf, size_t n, fm_tok **t, fm_err *er
   return st;
 }
 
+/* The end-of-generation rule (fm_tok.h): eos, eot and eom, and the
+ * CONTROL tokens named like an end of turn; ascending, without repeats. */
+static void test_eog_rule(void) {
+  const char *toks[] = {"a", "<|im_end|>", "<|endoftext|>", "<|eom_id|>", "<|end_of_text|>",
+                        "<|eot_id|>", "</s>", "<end_of_turn>"};
+  /* <|end_of_text|> is NORMAL and <|eot_id|> USER_DEFINED: their names do
+   * not count; the others are CONTROL */
+  int32_t ty[] = {1, 3, 3, 3, 1, 4, 3, 3};
+  fm_tok_def d;
+  fm_tok_def_init(&d);
+  d.eos = 6;
+  fm_tok *t = make("gpt2", "gpt-2", toks, 8, NULL, ty, NULL, 0, &d);
+  const int32_t *ids = NULL;
+  if (t) {
+    int32_t want[] = {1, 2, 3, 6, 7};
+    CHECK(fm_tok_eog_ids(t, &ids) == 5 && memcmp(ids, want, sizeof want) == 0);
+    CHECK(fm_tok_specials(t)->eot == 1); /* the first named, <|eot_id|> not being CONTROL */
+    for (int32_t id = -1; id < 9; id++) {
+      int in = 0;
+      for (int k = 0; k < 5; k++) in |= want[k] == id;
+      CHECK(!fm_tok_is_eog(t, id) == !in);
+    }
+    fm_tok_free(t);
+  }
+  /* eot and eom given: counted once each, whatever their type; an eos
+   * outside the vocabulary is none */
+  fm_tok_def_init(&d);
+  d.eos = 100;
+  d.eot = 4;
+  d.eom = 4;
+  t = make("gpt2", "gpt-2", toks, 8, NULL, ty, NULL, 0, &d);
+  if (t) {
+    int32_t want[] = {1, 2, 3, 4, 7}; /* </s> (6) was only the eos */
+    CHECK(fm_tok_eog_ids(t, &ids) == 5 && memcmp(ids, want, sizeof want) == 0);
+    CHECK(fm_tok_specials(t)->eos == FM_TOK_NONE);
+    fm_tok_free(t);
+  }
+  /* SentencePiece without ids: eos defaults to 2 */
+  const char *spm[] = {"<unk>", "<s>", "</s>", "\xE2\x96\x81" "h"};
+  t = make("llama", NULL, spm, 4, NULL, NULL, NULL, 0, NULL);
+  if (t) {
+    CHECK(fm_tok_eog_ids(t, &ids) == 1 && ids[0] == 2);
+    fm_tok_free(t);
+  }
+  /* WordPiece has no eos by default: nothing ends generation */
+  const char *wpm[] = {"[PAD]", "a"};
+  t = make("bert", NULL, wpm, 2, NULL, NULL, NULL, 0, NULL);
+  if (t) {
+    CHECK(fm_tok_eog_ids(t, &ids) == 0 && !fm_tok_is_eog(t, 0) && !fm_tok_is_eog(t, 1));
+    fm_tok_free(t);
+  }
+  CHECK(fm_tok_eog_ids(NULL, &ids) == 0 && ids == NULL && !fm_tok_is_eog(NULL, 0));
+}
+
 static void test_gguf_keys(void) {
   static uint8_t buf[4096];
   const char *toks[] = {"<unk>", "<s>", "</s>", ("\xE2\x96\x81" "h")};
@@ -735,6 +793,7 @@ int main(void) {
   FM_RUN(test_pretokenizers);
   FM_RUN(test_wpm_small);
   FM_RUN(test_errors);
+  FM_RUN(test_eog_rule);
   FM_RUN(test_gguf_keys);
   FM_TEST_END();
 }

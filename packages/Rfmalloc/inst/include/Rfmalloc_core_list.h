@@ -109,6 +109,7 @@ FM_CORE_FN(const char *, fm_gguf_type_name, (uint32_t type), (type))
 FM_CORE_FN(int64_t, fm_gguf_type_size, (uint32_t type), (type))
 FM_CORE_FN(uint32_t, fm_gguf_version, (const fm_gguf *g), (g))
 FM_CORE_FN(const char *, fm_gguf_vtype_name, (fm_gguf_vtype t), (t))
+FM_CORE_FN(size_t, fm_gguf_vtype_size, (fm_gguf_vtype t), (t))
 /* fm_tok.h: tokenizers */
 FM_CORE_FN(fm_status, fm_tok_detokenize,
            (const fm_tok *t, const int32_t *ids, int64_t n, unsigned flags, uint8_t *buf,
@@ -135,3 +136,4 @@ FM_CORE_FN(fm_status, fm_tok_tokenize,
            (const fm_tok *t, const char *text, size_t n_bytes, unsigned flags, fm_tok_ids *out,
             fm_err *err),
            (t, text, n_bytes, flags, out, err))
+FM_CORE_FN(int, fm_tok_eog_ids, (const fm_tok *t, const int32_t **ids), (t, ids))
