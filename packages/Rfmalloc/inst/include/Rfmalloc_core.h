@@ -25,10 +25,12 @@
 #include <stdarg.h>
 
 #include "fm/fm_base.h"
+#include "fm/fm_codec_hap1.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_fmt_bgen.h"
 #include "fm/fm_fmt_pgen.h"
 #include "fm/fm_fmt_plink.h"
+#include "fm/fm_fmt_registry.h"
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
 #include "fm/fm_gguf.h"
@@ -36,7 +38,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 2
+#define RFMALLOC_CORE_VERSION 3
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */
