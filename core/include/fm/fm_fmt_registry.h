@@ -17,7 +17,8 @@
  *
  * Formats are listed in a fixed order (fm_fmt_at); where two rules could
  * match, the earlier format wins (a .bed magic 0x6c 0x1b 0x01 before the
- * PGEN magic 0x6c 0x1b). Names, extensions and aliases compare in ASCII case.
+ * PGEN magic 0x6c 0x1b). Names, aliases and extensions match whatever the
+ * case of their ASCII letters.
  * Thread safety: the table is constant; every function is reentrant. */
 #ifndef FM_FMT_REGISTRY_H
 #define FM_FMT_REGISTRY_H

@@ -246,8 +246,7 @@ fm_status fm_fmt_detect(const char *path, const char *name, const fm_fmt_format 
   }
   if ((*out = fm_fmt_by_path(path))) return FM_OK;
   int is_dir = 0;
-  const int found = exists(path, &is_dir);
-  if (!found) {
+  if (!exists(path, &is_dir)) {
     char beside[FM_FMT_PATH_MAX]; /* too long a name is no file */
     for (int i = 0; i < N_FORMATS; i++) {
       if (formats[i].is_prefix_named &&
