@@ -240,6 +240,15 @@ typedef struct fm_dest {
                                   heap memory, whose dropped pages would read as zeros. */
 } fm_dest;
 
+/* The kind named name: "hardcall", "dosage", "haplotype" or "dense".
+ * Errors: FM_EARG (another name, listing these; out NULL). */
+FM_NODISCARD fm_status fm_dest_kind_by_name(const char *name, fm_dest_kind *out, fm_err *err);
+
+/* The dtype of a kind's storage (fm_base.h): FM_DTYPE_BED2, FM_DTYPE_DOS8,
+ * FM_DTYPE_HAP1 (allele rows, then the missing plane) or FM_DTYPE_F64;
+ * FM_DTYPE_NONE for another value. */
+fm_dtype fm_dest_dtype(fm_dest_kind kind);
+
 /* Bytes the destination needs for n_out_samples x n_out_variants. */
 FM_NODISCARD fm_status fm_dest_bytes(fm_dest_kind kind, int64_t n_out_samples,
                                      int64_t n_out_variants, uint64_t *n_bytes_out, fm_err *err);

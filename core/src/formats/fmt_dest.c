@@ -16,14 +16,31 @@
 
 typedef long long ll;
 
-static const char *kind_name(fm_dest_kind k) {
-  switch (k) {
-    case FM_DEST_HARDCALL: return "hardcall";
-    case FM_DEST_DOSAGE: return "dosage";
-    case FM_DEST_HAPLOTYPE: return "haplotype";
-    case FM_DEST_DENSE: return "dense";
-  }
-  return "unknown";
+/* Each destination kind's name (Rpgen's `destination`) and stored dtype. */
+static const struct {
+  const char *name;
+  fm_dtype dtype;
+} kinds[] = {[FM_DEST_HARDCALL] = {"hardcall", FM_DTYPE_BED2},
+             [FM_DEST_DOSAGE] = {"dosage", FM_DTYPE_DOS8},
+             [FM_DEST_HAPLOTYPE] = {"haplotype", FM_DTYPE_HAP1},
+             [FM_DEST_DENSE] = {"dense", FM_DTYPE_F64}};
+
+static int is_kind(fm_dest_kind k) { return k >= FM_DEST_HARDCALL && k <= FM_DEST_DENSE; }
+
+fm_status fm_dest_kind_by_name(const char *name, fm_dest_kind *out, fm_err *err) {
+  if (!out) return fm_err_set(err, FM_EARG, "fm_dest_kind_by_name: out must not be NULL");
+  for (int k = FM_DEST_HARDCALL; k <= FM_DEST_DENSE; k++)
+    if (name && !strcmp(name, kinds[k].name)) {
+      *out = (fm_dest_kind)k;
+      return FM_OK;
+    }
+  return fm_err_set(err, FM_EARG,
+                    "destination '%s' is not one of hardcall, dosage, haplotype, dense",
+                    name ? name : "(null)");
+}
+
+fm_dtype fm_dest_dtype(fm_dest_kind kind) {
+  return is_kind(kind) ? kinds[kind].dtype : FM_DTYPE_NONE;
 }
 
 /* Bytes of one output column (or, for haplotypes, one row). */
@@ -46,7 +63,7 @@ fm_status fm_dest_bytes(fm_dest_kind kind, int64_t n_out_samples, int64_t n_out_
                         uint64_t *n_bytes_out, fm_err *err) {
   if (n_bytes_out) *n_bytes_out = 0;
   if (!n_bytes_out) return fm_err_set(err, FM_EARG, "fm_dest_bytes: n_bytes_out must not be NULL");
-  if (kind < FM_DEST_HARDCALL || kind > FM_DEST_DENSE)
+  if (!is_kind(kind))
     return fm_err_set(err, FM_EARG, "fm_dest_bytes: unknown destination kind %d", (int)kind);
   if (n_out_samples < 0 || n_out_variants < 0)
     return fm_err_set(err, FM_EARG,
@@ -58,14 +75,14 @@ fm_status fm_dest_bytes(fm_dest_kind kind, int64_t n_out_samples, int64_t n_out_
     return fm_err_set(err, FM_EARG,
                       "fm_dest_bytes: a %s destination of %lld samples x %lld variants overflows "
                       "a 64-bit byte count",
-                      kind_name(kind), (ll)n_out_samples, (ll)n_out_variants);
+                      kinds[kind].name, (ll)n_out_samples, (ll)n_out_variants);
   *n_bytes_out = (uint64_t)total;
   return FM_OK;
 }
 
 static fm_status check_dest(const fm_dest *d, fm_err *err) {
   if (!d) return fm_err_set(err, FM_EARG, "destination must not be NULL");
-  if (d->kind < FM_DEST_HARDCALL || d->kind > FM_DEST_DENSE)
+  if (!is_kind(d->kind))
     return fm_err_set(err, FM_EARG, "unknown destination kind %d", (int)d->kind);
   if (d->n_out_samples < 0 || d->n_out_variants < 0)
     return fm_err_set(err, FM_EARG,

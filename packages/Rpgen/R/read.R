@@ -1,82 +1,8 @@
-# Format detection, companion files, and the two user-facing functions.
-
-.rpg_formats <- c("bed", "pgen", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat", "dosage")
-
-# path split into prefix and its format extension `ext` (matched in any case,
-# optionally followed by .gz; given: the extension as written, "" when path
-# does not end in it).
-.split_ext <- function(path, ext, gz = FALSE) {
-  m <- regmatches(path, regexec(paste0("\\.(", ext, ")", if (gz) "(\\.gz)?", "$"), path,
-                                ignore.case = TRUE))[[1]]
-  if (!length(m)) return(list(prefix = path, given = ""))
-  list(prefix = substr(path, 1L, nchar(path) - nchar(m[1])), given = m[2])
-}
-
-# The main file of a PLINK fileset: path itself when it is a file or names
-# the extension (so UP.BED and g.bed.bak open as given), else a bare prefix.
-.main_file <- function(path, sp, ext) {
-  if (nzchar(sp$given) || (file.exists(path) && !dir.exists(path))) path else paste0(path, ext)
-}
-
-.magic <- function(path) {
-  if (!file.exists(path) || dir.exists(path)) return(raw())
-  con <- file(path, "rb", raw = TRUE)
-  on.exit(close(con))
-  readBin(con, "raw", 16L)
-}
-
-# The format of path: the `format` argument, else the extension, else the
-# first bytes. A bare prefix with a .bed beside it is a PLINK 1 fileset.
-.rpg_detect <- function(path, format) {
-  if (!is.character(path))
-    fm_abort("earg", "path must be a single string (one file name), not ", typeof(path))
-  if (length(path) != 1L)
-    fm_abort("earg", "path must be a single string (one file name), got length ", length(path))
-  if (is.na(path) || !nzchar(path))
-    fm_abort("earg", "path must be one file name, not an empty or NA string")
-  if (!is.null(format)) {
-    if (!is.character(format) || length(format) != 1L) fm_abort("earg", "format must be NULL or a string")
-    f <- tolower(format)
-    if (f %in% c("bcf", "vcf.gz")) f <- "vcf"
-    if (f %in% c("geno", "ancestrymap", "packedancestrymap")) f <- "eigenstrat"
-    if (!f %in% .rpg_formats)
-      fm_abort("earg", "format '", format, "' is not one of ", paste(.rpg_formats, collapse = ", "))
-    return(f)
-  }
-  p <- tolower(path)
-  rules <- list(bed = "\\.bed$", pgen = "\\.pgen$", bgen = "\\.bgen$", vcf = "\\.(vcf|vcf\\.gz|vcf\\.bgz|bcf)$",
-                ped = "\\.ped$", tped = "\\.tped$", gen = "\\.gen(\\.gz)?$",
-                haps = "\\.haps(\\.gz)?$", eigenstrat = "\\.geno$")
-  for (f in names(rules)) if (grepl(rules[[f]], p)) return(f)
-  if (!file.exists(path) && file.exists(paste0(path, ".bed"))) return("bed")
-  if (!file.exists(path) && file.exists(paste0(path, ".pgen"))) return("pgen")
-  m <- .magic(path)
-  if (length(m) >= 3 && m[1] == as.raw(0x6c) && m[2] == as.raw(0x1b)) {
-    return(if (m[3] == as.raw(0x01)) "bed" else "pgen")
-  }
-  if (length(m) >= 8 && identical(rawToChar(m[5:8]), "bgen")) return("bgen")
-  if (length(m) >= 3 && identical(rawToChar(m[1:3]), "BCF")) return("vcf")
-  if (length(m) >= 2 && m[1] == as.raw(0x1f) && m[2] == as.raw(0x8b)) return("vcf")
-  if (length(m) >= 6 && identical(rawToChar(m[1:6]), "##file")) return("vcf")
-  if (length(m) >= 4 && identical(rawToChar(m[1:4]), "GENO")) return("eigenstrat")
-  if (!file.exists(path)) fm_abort("eio", "genotype file '", path, "' does not exist")
-  fm_abort("eformat", "cannot tell the format of '", path, "' from its name or first bytes; give format = ")
-}
+# Opening a genotype file, and the two user-facing functions. Which format
+# a file has and where its companion files are is the core's format table
+# (core/include/fm/fm_fmt_registry.h), reached through rpg_plan().
 
 .opt <- function(dots, name, default = NULL) if (!is.null(dots[[name]])) dots[[name]] else default
-
-# Companion `name` given in dots, else prefix + ext: first in the case of the
-# main file's extension when that is upper case (UP.BIM for UP.BED), then in
-# lower case. A required one that is absent keeps its first name, which the
-# reader's error then names; an optional one is NA.
-.companion <- function(dots, name, sp, ext, required = TRUE) {
-  p <- dots[[name]]
-  if (!is.null(p)) return(path.expand(p))
-  upper <- sp$given == toupper(sp$given) && sp$given != tolower(sp$given)
-  cand <- paste0(sp$prefix, c(if (upper) toupper(ext), ext))
-  hit <- cand[file.exists(cand)]
-  if (length(hit)) hit[1] else if (required) cand[1] else NA_character_
-}
 
 # Evaluate a reader call; an fm_error whose message names none of files (the
 # destination's "variant 'rs1' is unphased ...", say) gets the main file's
@@ -93,72 +19,28 @@
   })
 }
 
-# Open a core reader for path; returns list(xp, format, paths, sample_file).
+# Open a core reader for path: rpg_plan()'s list (format, files, paths,
+# sample_file), the reader's options, and the reader xp.
 .rpg_open <- function(path, format, dots) {
-  f <- .rpg_detect(path, format)
-  path <- path.expand(path)
-  region <- NULL
+  if (!is.character(path))
+    fm_abort("earg", "path must be a single string (one file name), not ", typeof(path))
+  if (length(path) != 1L)
+    fm_abort("earg", "path must be a single string (one file name), got length ", length(path))
+  if (is.na(path) || !nzchar(path))
+    fm_abort("earg", "path must be one file name, not an empty or NA string")
+  if (!is.null(format) && (!is.character(format) || length(format) != 1L))
+    fm_abort("earg", "format must be NULL or a string")
+  h <- .Call(rpg_plan, path.expand(path), format, dots)
+  str1 <- function(x) if (!is.null(x)) as.character(x)[1]
   counted <- .opt(dots, "counted_alleles")
-  if (!is.null(counted)) counted <- as.character(counted)
-  opt <- 0L
-  sample_file <- NA_character_
-  switch(f,
-    bed = {
-      sp <- .split_ext(path, "bed")
-      paths <- c(.main_file(path, sp, ".bed"), .companion(dots, "bim", sp, ".bim"),
-                 .companion(dots, "fam", sp, ".fam"))
-    },
-    pgen = {
-      sp <- .split_ext(path, "pgen")
-      paths <- c(.main_file(path, sp, ".pgen"), .companion(dots, "pvar", sp, ".pvar"),
-                 .companion(dots, "psam", sp, ".psam"))
-    },
-    ped = {
-      paths <- c(path, .companion(dots, "map", .split_ext(path, "ped"), ".map"))
-    },
-    tped = {
-      paths <- c(path, .companion(dots, "tfam", .split_ext(path, "tped"), ".tfam"))
-    },
-    bgen = {
-      paths <- path
-      sample_file <- .companion(dots, "sample", .split_ext(path, "bgen"), ".sample", required = FALSE)
-    },
-    vcf = {
-      paths <- path
-      region <- .opt(dots, "region")
-    },
-    gen = {
-      paths <- c(path, .companion(dots, "sample", .split_ext(path, "gen", gz = TRUE), ".sample"))
-    },
-    haps = {
-      sp <- .split_ext(path, "haps", gz = TRUE)
-      legend <- .companion(dots, "legend", sp, ".legend", required = FALSE)
-      if (!is.na(legend)) {
-        f <- "haps_legend"
-        region <- .opt(dots, "chrom")
-        paths <- c(path, legend, .companion(dots, "sample", sp, ".sample"))
-      } else {
-        paths <- c(path, .companion(dots, "sample", sp, ".sample"))
-      }
-    },
-    eigenstrat = {
-      sp <- .split_ext(path, "geno")
-      paths <- c(path, .companion(dots, "snp", sp, ".snp"), .companion(dots, "ind", sp, ".ind"))
-    },
-    dosage = {
-      paths <- c(path, .opt(dots, "fam", NA_character_), .opt(dots, "map", NA_character_))
-      opt <- as.integer(.opt(dots, "dosage_format", 0L))
-    }
-  )
-  if (!is.null(region)) region <- as.character(region)[1]
-  xp <- .rpg_naming(.Call(rpg_open, f, as.character(paths), region, counted, opt), c(paths, sample_file))
-  list(xp = xp, format = f, paths = paths, region = region, counted = counted, opt = opt,
-       sample_file = sample_file)
+  h$options <- list(region = str1(dots[["region"]]), chrom = str1(dots[["chrom"]]),
+                    counted_alleles = if (!is.null(counted)) as.character(counted),
+                    dosage_format = as.integer(.opt(dots, "dosage_format", 0L)))
+  h$xp <- .rpg_naming(.Call(rpg_open, h$format, h$files, h$options), c(h$paths, h$sample_file))
+  h
 }
 
-.rpg_reopen <- function(h) {
-  .Call(rpg_open, h$format, as.character(h$paths), h$region, h$counted, h$opt)
-}
+.rpg_reopen <- function(h) .Call(rpg_open, h$format, h$files, h$options)
 
 # Sample IDs: the file's, else its .sample companion's, else NULL for the
 # default IDs "sample1".."sampleN", which are made only for the rows a read
@@ -316,13 +198,11 @@ rpgen_info <- function(path, format = NULL, ...) {
 # from their companions at open; a BGEN's comes from its .sample here; the
 # `sex` option replaces both.
 .rpg_apply_sex <- function(h, dots, n) {
-  if (h$format == "bgen" && !is.na(h$sample_file) && file.exists(h$sample_file))
+  if (!is.na(h$sample_file) && file.exists(h$sample_file))
     .Call(rpg_sample_sex, h$xp, h$sample_file)
   if (!is.null(dots[["sex"]])) .Call(rpg_set_sex, h$xp, .rpg_sex_codes(dots[["sex"]], n))
   invisible(NULL)
 }
-
-.dest_kinds <- c(hardcall = 1L, dosage = 2L, haplotype = 3L, dense = 4L)
 
 #' Read a genotype file into an Rfmalloc destination
 #'
@@ -499,13 +379,11 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
   n_out_s <- if (is.null(si)) n_s else length(si)
   n_out_v <- if (is.null(vi)) n_in else length(vi)
-  kind <- .dest_kinds[[destination]]
-  bytes <- .Call(rpg_dest_bytes, kind, n_out_s, n_out_v)
-  if (destination == "dense") {
-    storage <- Rfmalloc::create_fmalloc_matrix("double", n_out_s, n_out_v, runtime)
+  dest <- .Call(rpg_dest, destination, n_out_s, n_out_v) # kind, dtype, codec, bytes, row_bytes
+  storage <- if (destination == "dense") {
+    Rfmalloc::create_fmalloc_matrix("double", n_out_s, n_out_v, runtime)
   } else {
-    dtype <- c(hardcall = 5L, dosage = 6L, haplotype = 7L)[[destination]]
-    storage <- .Call(rpg_alloc, runtime, dtype, max(1, bytes))
+    .Call(rpg_alloc, runtime, dest$dtype, max(1, dest$bytes))
   }
   # auto_terminate = FALSE: the bar lives until cli_progress_done(), so an
   # update at current == total does not end it and make the next update an
@@ -517,7 +395,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     cli::cli_progress_update(id = pb, set = done, total = max(1, total))
   }
   # metadata vectors reach only the last selected record (n_in is a header's word)
-  meta <- .rpg_naming(.Call(rpg_stream, h$xp, kind, storage, n_out_s, n_out_v,
+  meta <- .rpg_naming(.Call(rpg_stream, h$xp, dest$kind, storage, n_out_s, n_out_v,
                             if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
                             if (is.null(vi)) n_in else max(0, vi), as.double(block_records), progress),
                       c(h$paths, h$sample_file))
@@ -531,7 +409,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   src <- normalizePath(path, mustWork = FALSE)
   switch(destination,
     hardcall = , dosage = Rfmalloc::fmalloc_codec_matrix(
-      storage, if (destination == "hardcall") "bed2" else "dos8", n_out_s, n_out_v,
+      storage, dest$codec, n_out_s, n_out_v,
       dimnames = list(s_ids, vars$id), variants = vars, samples = smp),
     dense = {
       dimnames(storage) <- list(s_ids, vars$id)
@@ -541,7 +419,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     },
     haplotype = {
       n_haps <- 2 * n_out_s
-      row_bytes <- ceiling(n_haps / 512) * 64
+      row_bytes <- dest$row_bytes
       plane <- row_bytes * n_out_v
       miss <- Rfmalloc::create_fmalloc_vector("raw", max(1, plane), runtime)
       .Call(rpg_copy_plane, miss, storage, plane, plane)

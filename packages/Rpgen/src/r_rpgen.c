@@ -1,5 +1,10 @@
 /* r_rpgen.c: .Call glue between R and the core genotype readers (fm_fmt*.h).
  *
+ * A file's format, its companion files and the open function of its reader
+ * come from the core's format table (fm_fmt_registry.h: rpg_plan, rpg_open);
+ * a destination's kind, dtype and layout from fm_fmt.h (rpg_dest). Neither
+ * this file nor the R code repeats them.
+ *
  * A reader lives in an external pointer whose finalizer closes it, so an R
  * error (which longjmps) never leaks it. Destination storage comes from
  * Rfmalloc's C API (Rfmalloc_vec_alloc / Rfmalloc_vec_ptr): Rpgen compiles no
@@ -25,10 +30,10 @@
 #include <string.h>
 
 #include "fm/fm_base.h"
+#include "fm/fm_codec_hap1.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_fmt_bgen.h"
-#include "fm/fm_fmt_pgen.h"
-#include "fm/fm_fmt_plink.h"
+#include "fm/fm_fmt_registry.h"
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
 
@@ -50,63 +55,104 @@ static fm_reader *get_reader(SEXP xp) {
   return r;
 }
 
-static const char *opt_str(SEXP paths, int i) {
-  if (Rf_xlength(paths) <= i) return NULL;
-  SEXP s = STRING_ELT(paths, i);
-  return s == NA_STRING ? NULL : CHAR(s);
+/* The element of list x named name (the first), or R_NilValue. */
+static SEXP list_elt(SEXP x, const char *name) {
+  SEXP nm = Rf_getAttrib(x, R_NamesSymbol);
+  for (R_xlen_t i = 0; !Rf_isNull(nm) && i < Rf_xlength(x); i++)
+    if (!strcmp(CHAR(STRING_ELT(nm, i)), name)) return VECTOR_ELT(x, i);
+  return R_NilValue;
 }
 
-/* Open a reader. format: "bed", "ped", "tped", "bgen", "vcf", "gen", "haps",
- * "haps_legend", "eigenstrat", "dosage". paths: the main file then the
- * companions in the order of the core open function (NA = default).
- * counted: NULL or character vector of counted alleles (ped/tped). opt: an
- * integer option (dosage format). */
-SEXP rpg_open(SEXP s_format, SEXP paths, SEXP s_region, SEXP counted, SEXP s_opt) {
-  const char *f = CHAR(STRING_ELT(s_format, 0));
-  const char *region = Rf_isNull(s_region) ? NULL : CHAR(STRING_ELT(s_region, 0));
-  fm_reader *r = NULL;
+/* A companion file given in `...` under its name, tilde-expanded (in
+ * memory R frees after the .Call), or NULL when not given. */
+static const char *given_file(SEXP dots, const char *name) {
+  SEXP x = list_elt(dots, name);
+  if (Rf_isNull(x)) return NULL;
+  if (!Rf_isString(x) || Rf_xlength(x) != 1 || STRING_ELT(x, 0) == NA_STRING)
+    Rfmalloc_stopf(FM_EARG, "%s must be one file name (a string)", name);
+  const char *p = R_ExpandFileName(CHAR(STRING_ELT(x, 0)));
+  return strcpy(R_alloc(strlen(p) + 1, 1), p); /* R_ExpandFileName's buffer is reused */
+}
+
+/* Where a read of path finds its files, from the core's format table
+ * (fm_fmt_registry.h): the format (s_format, NULL to detect it) and the
+ * main file and companions (named in dots, or found beside path). path is
+ * tilde-expanded. Returns list(format = <name>, files = <the main file,
+ * then each companion, NA when absent, named by the format and the
+ * companions>, paths = <the files the reader reads, main first>,
+ * sample_file = <the companion the reader does not read (a BGEN's
+ * .sample), or NA>). */
+SEXP rpg_plan(SEXP s_path, SEXP s_format, SEXP dots) {
+  const char *path = CHAR(STRING_ELT(s_path, 0));
+  const char *name = Rf_isNull(s_format) ? NULL : CHAR(STRING_ELT(s_format, 0));
   fm_err err;
   fm_err_clear(&err);
-  fm_status st;
+  const fm_fmt_format *f = NULL;
+  if (fm_fmt_detect(path, name, &f, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  const char *given[FM_FMT_MAX_COMPANIONS] = {NULL};
+  for (int i = 0; i < f->n_companions; i++) given[i] = given_file(dots, f->companion[i].name);
+  fm_fmt_fileset fs;
+  if (fm_fmt_resolve(f, path, given, &fs, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  const int n = 1 + f->n_companions;
+  int n_paths = 0;
+  for (int i = 0; i < n; i++) n_paths += fs.path[i][0] && (!i || f->companion[i - 1].is_read_at_open);
+  const char *nm[] = {"format", "files", "paths", "sample_file", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
+  SEXP files = PROTECT(Rf_allocVector(STRSXP, n)), fnames = PROTECT(Rf_allocVector(STRSXP, n));
+  SEXP paths = PROTECT(Rf_allocVector(STRSXP, n_paths));
+  SEXP sample_file = PROTECT(Rf_ScalarString(NA_STRING));
+  for (int i = 0, k = 0; i < n; i++) {
+    SEXP p = fs.path[i][0] ? Rf_mkChar(fs.path[i]) : NA_STRING;
+    SET_STRING_ELT(files, i, p);
+    SET_STRING_ELT(fnames, i, Rf_mkChar(i ? f->companion[i - 1].name : f->name));
+    if (p == NA_STRING) continue;
+    if (!i || f->companion[i - 1].is_read_at_open) SET_STRING_ELT(paths, k++, p);
+    else SET_STRING_ELT(sample_file, 0, p);
+  }
+  Rf_setAttrib(files, R_NamesSymbol, fnames);
+  SET_VECTOR_ELT(out, 0, Rf_mkString(f->name));
+  SET_VECTOR_ELT(out, 1, files);
+  SET_VECTOR_ELT(out, 2, paths);
+  SET_VECTOR_ELT(out, 3, sample_file);
+  UNPROTECT(5);
+  return out;
+}
+
+/* Open a reader of rpg_plan's format and files (NA: absent) with options,
+ * list(region, chrom, counted_alleles, dosage_format) (fm_fmt_options: each
+ * NULL for the default, a format ignores those it has no use for). */
+SEXP rpg_open(SEXP s_format, SEXP files, SEXP options) {
+  fm_fmt_fileset fs;
+  memset(&fs, 0, sizeof fs);
+  fs.format = fm_fmt_by_name(CHAR(STRING_ELT(s_format, 0)));
+  if (!fs.format || Rf_xlength(files) != 1 + fs.format->n_companions)
+    Rf_error("rpg_open: files must be those of rpg_plan()");
+  for (R_xlen_t i = 0; i < Rf_xlength(files); i++) {
+    SEXP p = STRING_ELT(files, i);
+    if (p == NA_STRING) continue;
+    if (strlen(CHAR(p)) >= sizeof fs.path[i]) Rf_error("rpg_open: a file name is too long");
+    strcpy(fs.path[i], CHAR(p));
+  }
+  fm_fmt_options opt;
+  memset(&opt, 0, sizeof opt);
+  SEXP region = list_elt(options, "region"), chrom = list_elt(options, "chrom");
+  SEXP counted = list_elt(options, "counted_alleles"), dfmt = list_elt(options, "dosage_format");
+  if (!Rf_isNull(region)) opt.region = CHAR(STRING_ELT(region, 0));
+  if (!Rf_isNull(chrom)) opt.chrom = CHAR(STRING_ELT(chrom, 0));
+  if (!Rf_isNull(counted)) {
+    opt.n_counted = Rf_xlength(counted);
+    const char **cnt = (const char **)R_alloc((size_t)(opt.n_counted ? opt.n_counted : 1), sizeof *cnt);
+    for (int64_t i = 0; i < opt.n_counted; i++) cnt[i] = CHAR(STRING_ELT(counted, i));
+    opt.counted_alleles = cnt;
+  }
+  if (!Rf_isNull(dfmt)) opt.dosage_format = Rf_asInteger(dfmt);
   /* the reader handle is created first so that nothing leaks if R fails later */
   SEXP xp = PROTECT(R_MakeExternalPtr(NULL, R_NilValue, R_NilValue));
   R_RegisterCFinalizerEx(xp, reader_fin, TRUE);
-  const char **cnt = NULL;
-  int64_t n_cnt = 0;
-  if (!Rf_isNull(counted)) {
-    n_cnt = Rf_xlength(counted);
-    cnt = (const char **)R_alloc((size_t)(n_cnt ? n_cnt : 1), sizeof *cnt);
-    for (int64_t i = 0; i < n_cnt; i++) cnt[i] = CHAR(STRING_ELT(counted, i));
-  }
-  if (!strcmp(f, "bed")) {
-    st = fm_fmt_bed_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2), &r, &err);
-  } else if (!strcmp(f, "ped")) {
-    st = fm_fmt_ped_open(opt_str(paths, 0), opt_str(paths, 1), cnt, n_cnt, &r, &err);
-  } else if (!strcmp(f, "tped")) {
-    st = fm_fmt_tped_open(opt_str(paths, 0), opt_str(paths, 1), cnt, n_cnt, &r, &err);
-  } else if (!strcmp(f, "pgen")) {
-    st = fm_fmt_pgen_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2), &r, &err);
-  } else if (!strcmp(f, "bgen")) {
-    st = fm_fmt_bgen_open(opt_str(paths, 0), &r, &err);
-  } else if (!strcmp(f, "vcf")) {
-    st = fm_fmt_vcf_open(opt_str(paths, 0), region, &r, &err);
-  } else if (!strcmp(f, "gen")) {
-    st = fm_fmt_gen_open(opt_str(paths, 0), opt_str(paths, 1), &r, &err);
-  } else if (!strcmp(f, "haps")) {
-    st = fm_fmt_haps_open(opt_str(paths, 0), opt_str(paths, 1), &r, &err);
-  } else if (!strcmp(f, "haps_legend")) {
-    st = fm_fmt_haps_legend_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2),
-                                 region, &r, &err);
-  } else if (!strcmp(f, "eigenstrat")) {
-    st = fm_fmt_eigenstrat_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2), &r, &err);
-  } else if (!strcmp(f, "dosage")) {
-    st = fm_fmt_dosage_open(opt_str(paths, 0), opt_str(paths, 1), opt_str(paths, 2),
-                            Rf_asInteger(s_opt), &r, &err);
-  } else {
-    fm_err_set(&err, FM_EARG, "unknown format '%s'", f);
-    st = FM_EARG;
-  }
-  if (st != FM_OK) {
+  fm_reader *r = NULL;
+  fm_err err;
+  fm_err_clear(&err);
+  if (fm_fmt_open(&fs, &opt, &r, &err) != FM_OK) {
     fm_reader_close(r);
     Rfmalloc_raise_err(&err, NULL);
   }
@@ -296,15 +342,32 @@ static void on_variant(void *ud, int64_t in_index, const fm_gt_record *rec) {
   SET_STRING_ELT(m->alt, i, allele_char(m, rec->alt ? rec->alt : "."));
 }
 
-/* Bytes a destination needs. */
-SEXP rpg_dest_bytes(SEXP s_kind, SEXP s_ns, SEXP s_nv) {
-  uint64_t n = 0;
+/* A destination of Rpgen's `destination` name for n_out_samples x
+ * n_out_variants, in the core's terms: list(kind = <fm_dest_kind>, dtype =
+ * <its storage's fm_dtype>, codec = <that dtype's name: "bed2", "dos8">,
+ * bytes = <fm_dest_bytes>, row_bytes = <bytes of a haplotype row, NA for
+ * the other kinds>). */
+SEXP rpg_dest(SEXP s_dest, SEXP s_ns, SEXP s_nv) {
   fm_err err;
   fm_err_clear(&err);
-  if (fm_dest_bytes((fm_dest_kind)Rf_asInteger(s_kind), (int64_t)Rf_asReal(s_ns),
-                    (int64_t)Rf_asReal(s_nv), &n, &err) != FM_OK)
+  fm_dest_kind kind = FM_DEST_DENSE;
+  const int64_t n_s = (int64_t)Rf_asReal(s_ns);
+  uint64_t n = 0;
+  if (fm_dest_kind_by_name(CHAR(STRING_ELT(s_dest, 0)), &kind, &err) != FM_OK ||
+      fm_dest_bytes(kind, n_s, (int64_t)Rf_asReal(s_nv), &n, &err) != FM_OK)
     Rfmalloc_raise_err(&err, NULL);
-  return Rf_ScalarReal((double)n);
+  const fm_dtype dtype = fm_dest_dtype(kind);
+  const char *nm[] = {"kind", "dtype", "codec", "bytes", "row_bytes", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarInteger((int)kind));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarInteger((int)dtype));
+  SET_VECTOR_ELT(out, 2, Rf_mkString(fm_dtype_name(dtype)));
+  SET_VECTOR_ELT(out, 3, Rf_ScalarReal((double)n));
+  SET_VECTOR_ELT(out, 4, Rf_ScalarReal(kind == FM_DEST_HAPLOTYPE
+                                           ? (double)fm_codec_hap1_row_bytes(2 * n_s)
+                                           : NA_REAL));
+  UNPROTECT(1);
+  return out;
 }
 
 /* A zero-filled mapped vector from Rfmalloc's runtime (the one owner). */
@@ -396,14 +459,15 @@ SEXP rpg_copy_plane(SEXP dst, SEXP src, SEXP s_from, SEXP s_n) {
 }
 
 static const R_CallMethodDef call_methods[] = {
-    {"rpg_open", (DL_FUNC)&rpg_open, 5},
+    {"rpg_plan", (DL_FUNC)&rpg_plan, 3},
+    {"rpg_open", (DL_FUNC)&rpg_open, 3},
     {"rpg_close", (DL_FUNC)&rpg_close, 1},
     {"rpg_info", (DL_FUNC)&rpg_info, 1},
     {"rpg_samples", (DL_FUNC)&rpg_samples, 1},
     {"rpg_set_sex", (DL_FUNC)&rpg_set_sex, 2},
     {"rpg_sample_sex", (DL_FUNC)&rpg_sample_sex, 2},
     {"rpg_scan", (DL_FUNC)&rpg_scan, 4},
-    {"rpg_dest_bytes", (DL_FUNC)&rpg_dest_bytes, 3},
+    {"rpg_dest", (DL_FUNC)&rpg_dest, 3},
     {"rpg_alloc", (DL_FUNC)&rpg_alloc, 3},
     {"rpg_stream", (DL_FUNC)&rpg_stream, 10},
     {"rpg_copy_plane", (DL_FUNC)&rpg_copy_plane, 4},

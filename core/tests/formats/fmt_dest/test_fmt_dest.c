@@ -162,6 +162,28 @@ static void test_bytes(void) {
   CHECK(fm_dest_bytes((fm_dest_kind)9, 1, 3, &nb, &err) == FM_EARG);
 }
 
+/* Destination names (Rpgen's `destination`) and the dtypes their storage holds. */
+static void test_kind_names(void) {
+  fm_err err;
+  const char *names[] = {"hardcall", "dosage", "haplotype", "dense"};
+  const fm_dest_kind kinds[] = {FM_DEST_HARDCALL, FM_DEST_DOSAGE, FM_DEST_HAPLOTYPE, FM_DEST_DENSE};
+  const fm_dtype dtypes[] = {FM_DTYPE_BED2, FM_DTYPE_DOS8, FM_DTYPE_HAP1, FM_DTYPE_F64};
+  for (int i = 0; i < 4; i++) {
+    fm_dest_kind k = (fm_dest_kind)0;
+    CHECK_OK(fm_dest_kind_by_name(names[i], &k, &err), &err);
+    CHECK(k == kinds[i]);
+    CHECK(fm_dest_dtype(k) == dtypes[i]);
+  }
+  fm_dest_kind k = FM_DEST_DENSE;
+  CHECK(fm_dest_kind_by_name("Hardcall", &k, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "'Hardcall' is not one of hardcall, dosage, haplotype, dense") != NULL);
+  CHECK(fm_dest_kind_by_name(NULL, &k, &err) == FM_EARG);
+  CHECK(fm_dest_kind_by_name("dense", NULL, &err) == FM_EARG);
+  CHECK(k == FM_DEST_DENSE);
+  CHECK(fm_dest_dtype((fm_dest_kind)0) == FM_DTYPE_NONE);
+  CHECK(fm_dest_dtype((fm_dest_kind)9) == FM_DTYPE_NONE);
+}
+
 typedef struct seen {
   int64_t n, idx[64];
 } seen;
@@ -437,6 +459,7 @@ static void test_cancel_progress(void) {
 
 int main(void) {
   FM_RUN(test_bytes);
+  FM_RUN(test_kind_names);
   FM_RUN(test_bed2_codes);
   FM_RUN(test_bed2_packed);
   FM_RUN(test_file_mapped_release);

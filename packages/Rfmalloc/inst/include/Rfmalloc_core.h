@@ -25,10 +25,12 @@
 #include <stdarg.h>
 
 #include "fm/fm_base.h"
+#include "fm/fm_codec_hap1.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_fmt_bgen.h"
 #include "fm/fm_fmt_pgen.h"
 #include "fm/fm_fmt_plink.h"
+#include "fm/fm_fmt_registry.h"
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
 #include "fm/fm_gguf.h"

@@ -16,6 +16,7 @@ FM_CORE_FN(fm_status, fm_err_setv, (fm_err *err, fm_status code, const char *fmt
 FM_CORE_FN(int, fm_mul_ok, (int64_t a, int64_t b, int64_t *out), (a, b, out))
 FM_CORE_FN(const char *, fm_status_name, (fm_status code), (code))
 FM_CORE_FN(int, fm_threads, (const fm_ctl *ctl), (ctl))
+FM_CORE_FN(const char *, fm_dtype_name, (fm_dtype t), (t))
 /* fm_rng.h: the documented generator */
 FM_CORE_VOID(fm_rng_seed, (fm_rng *r, uint64_t seed), (r, seed))
 FM_CORE_FN(double, fm_rng_unif, (fm_rng *r), (r))
@@ -80,6 +81,22 @@ FM_CORE_FN(fm_status, fm_reader_next, (fm_reader *r, fm_gt_record *rec, fm_err *
            (r, rec, err))
 FM_CORE_FN(fm_status, fm_reader_set_sex,
            (fm_reader *r, const uint8_t *sex, int64_t n, fm_err *err), (r, sex, n, err))
+FM_CORE_FN(fm_status, fm_dest_kind_by_name, (const char *name, fm_dest_kind *out, fm_err *err),
+           (name, out, err))
+FM_CORE_FN(fm_dtype, fm_dest_dtype, (fm_dest_kind kind), (kind))
+FM_CORE_FN(const fm_fmt_format *, fm_fmt_by_name, (const char *name), (name))
+FM_CORE_FN(fm_status, fm_fmt_detect,
+           (const char *path, const char *name, const fm_fmt_format **out, fm_err *err),
+           (path, name, out, err))
+FM_CORE_FN(fm_status, fm_fmt_resolve,
+           (const fm_fmt_format *f, const char *path, const char *const *given,
+            fm_fmt_fileset *out, fm_err *err),
+           (f, path, given, out, err))
+FM_CORE_FN(fm_status, fm_fmt_open,
+           (const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_reader **out, fm_err *err),
+           (fs, opt, out, err))
+/* fm_codec_hap1.h: one-bit haplotype rows */
+FM_CORE_FN(int64_t, fm_codec_hap1_row_bytes, (int64_t n_haps), (n_haps))
 /* fm_gguf.h: GGUF files */
 FM_CORE_FN(uint32_t, fm_gguf_alignment, (const fm_gguf *g), (g))
 FM_CORE_FN(const uint8_t *, fm_gguf_bytes, (const fm_gguf *g), (g))
