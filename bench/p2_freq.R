@@ -9,7 +9,7 @@
 #
 # Rows: fmalloc_allele_freq and fmalloc_colVars on an opened matrix (the
 # kernel this CPU selects: AVX2 where present), fmalloc_allele_freq with the
-# portable kernel forced (fmalloc_test_fused_isa("portable")),
+# portable kernel forced (Rfmalloc:::.test_fused_isa("portable")),
 # fmalloc_bed_open + fmalloc_allele_freq (reads the .bim/.fam too, like
 # plink2), and the whole plink2 --freq process. Median of BENCH_REPS (default 3) after a warm-up.
 # Checks: our frequencies equal plink2's ALT_FREQS to its printed precision
@@ -41,10 +41,10 @@ one_size <- function(m) {
   t_freq <- bench_time(function() af <<- fmalloc_allele_freq(X), reps)
   v <- NULL
   t_var <- bench_time(function() v <<- fmalloc_colVars(X), reps)
-  fmalloc_test_fused_isa("portable")
+  Rfmalloc:::.test_fused_isa("portable")
   af_port <- NULL
   t_port <- bench_time(function() af_port <<- fmalloc_allele_freq(X), reps)
-  fmalloc_test_fused_isa("auto")
+  Rfmalloc:::.test_fused_isa("auto")
   t_open <- bench_time(function() fmalloc_allele_freq(fmalloc_bed_open(prefix)), reps)
 
   out <- file.path(tempfile("p2_"), "plink")

@@ -198,35 +198,27 @@ fmalloc_backend_info <- function() {
 #' in the order of first use and joined by `"+"` (e.g. `"fused"`, or
 #' `"reference+alp"` on ALP storage, whose backend declines the passes
 #' `X %*% crossprod(X, B)`). `NULL` before the first.
-#' `fmalloc_test_backend()` registers or removes one of two test backends
-#' compiled into the package: `"decline_all"` declines every product and
-#' `"xb_k1"` computes only `X %*% b` with one column of `b`.
-#' `fmalloc_test_fused_isa()` caps the instruction set of every kernel
-#' chosen at run time (the fused products and the `.bed` genotype counts of
-#' [fmalloc_allele_freq()] and friends, through `fm_cpu_cap()` of
-#' `core/include/fm/fm_cpu.h`), so that they are tested against each other
-#' on one machine (`"avx2"` falls back to portable code on a CPU without
-#' AVX2, FMA, BMI1/2 and POPCNT, `"avx512"` to the best the CPU has;
-#' `"auto"` restores the default: AVX-512 F and BW where the CPU has them,
-#' else AVX2, else portable).
-#' @param name `"decline_all"` or `"xb_k1"`.
-#' @param on register (`TRUE`) or remove (`FALSE`).
-#' @param isa `"auto"`, `"portable"`, `"avx2"` or `"avx512"`.
-#' @return `fmalloc_last_backend()`: a string or `NULL`; `fmalloc_test_backend()`:
-#'   `NULL`, invisibly; `fmalloc_test_fused_isa()`: the instruction set then
-#'   in use, `"avx512"`, `"avx2"` or `"portable"`.
+#' @return A string or `NULL`.
 #' @keywords internal
 #' @export
 fmalloc_last_backend <- function() .Call(fmr_last_backend)
 
-#' @rdname fmalloc_last_backend
-#' @export
-fmalloc_test_backend <- function(name, on = TRUE) {
+# Test hooks of the suite, not exported (tests reach them in the namespace,
+# tools through Rfmalloc:::).
+# .test_backend(name, on) registers or removes one of two test backends
+# compiled into the package: "decline_all" declines every product, "xb_k1"
+# computes only X %*% b with one column of b. NULL, invisibly.
+.test_backend <- function(name, on = TRUE) {
   invisible(.Call(fmr_test_backend, name, on))
 }
 
-#' @rdname fmalloc_last_backend
-#' @export
-fmalloc_test_fused_isa <- function(isa = c("auto", "portable", "avx2", "avx512")) {
+# .test_fused_isa(isa) caps the instruction set of every kernel chosen at
+# run time (the fused products and the .bed genotype counts of
+# fmalloc_allele_freq() and friends, through fm_cpu_cap() of
+# core/include/fm/fm_cpu.h), so that they are tested against each other on
+# one machine ("avx2" falls back to portable code on a CPU without AVX2,
+# FMA, BMI1/2 and POPCNT, "avx512" to the best the CPU has; "auto" restores
+# the default). Returns the instruction set then in use.
+.test_fused_isa <- function(isa = c("auto", "portable", "avx2", "avx512")) {
   .Call(fmr_test_cpu_cap, match.arg(isa))
 }

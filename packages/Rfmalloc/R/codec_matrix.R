@@ -601,30 +601,21 @@ fmalloc_panel_budget <- function(bytes = NULL) {
   invisible(.Call(fmr_settings, FALSE)$panel_bytes)
 }
 
-#' External-codec test matrices
-#'
-#' `fmalloc_test_ext_matrix(m)` wraps the numeric matrix `m`, stored row by
-#' row, as a codec matrix over an external codec compiled into the package
-#' for tests ("test rowmajor f64"), made through the same C callable
-#' (`Rfmalloc_ext_matrix()`) that other packages use.
-#' `fmalloc_test_ext_backend(TRUE)` registers, through
-#' `Rfmalloc_backend_register()`, a backend named `"ext_rowmajor"` that
-#' computes plain `X %*% b` for that codec (no column subset, no transform)
-#' and declines everything else; `FALSE` removes it.
-#' @param m a numeric matrix.
-#' @param on register (`TRUE`) or remove (`FALSE`).
-#' @return An `fmalloc_codec_matrix` of codec `"ext"`; `NULL`, invisibly.
-#' @keywords internal
-#' @export
-fmalloc_test_ext_matrix <- function(m) {
+# Test hooks of the suite, not exported. .test_ext_matrix(m) wraps the
+# numeric matrix m, stored row by row, as a codec matrix over an external
+# codec compiled into the package for tests ("test rowmajor f64"), made
+# through the same C callable (Rfmalloc_ext_matrix()) that other packages
+# use. .test_ext_backend(TRUE) registers, through
+# Rfmalloc_backend_register(), a backend "ext_rowmajor" that computes plain
+# X %*% b for that codec (no column subset, no transform) and declines
+# everything else; FALSE removes it.
+.test_ext_matrix <- function(m) {
   m <- as.matrix(m)
   storage.mode(m) <- "double"
   .Call(fmr_test_ext_matrix, as.vector(t(m)), nrow(m), ncol(m))
 }
 
-#' @rdname fmalloc_test_ext_matrix
-#' @export
-fmalloc_test_ext_backend <- function(on = TRUE) invisible(.Call(fmr_test_ext_backend, on))
+.test_ext_backend <- function(on = TRUE) invisible(.Call(fmr_test_ext_backend, on))
 
 #' @import methods
 NULL

@@ -101,7 +101,7 @@ SEXP fmr_test_cpu_cap(SEXP s_isa) {
   return Rf_mkString(fm_cpu_isa_name(fm_cpu_isa()));
 }
 
-/* Test backends, registered only by the test suite (fmalloc_test_backend):
+/* Test backends, registered only by the test suite (.test_backend):
  * "decline_all" declines every product; "xb_k1" computes only X %*% b with
  * one column, element by element, and declines everything else. */
 static fm_status decline_all(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {

@@ -2,7 +2,7 @@
  * and backend registration for other packages; the C callables behind
  * inst/include/Rfmalloc.h (Rfmalloc_ext_matrix, Rfmalloc_backend_register,
  * Rfmalloc_backend_unregister), plus a row-major test codec and its backend
- * for the test suite (fmalloc_test_ext_matrix).
+ * for the test suite (.test_ext_matrix).
  *
  * The storage of an external-codec matrix is an external pointer tagged
  * `fm_ext_codec` whose address is an fmr_ext_store (malloc'ed, freed by the
@@ -169,7 +169,7 @@ static fm_status rowmajor_backend(void *ud, const fm_product *p, const fm_ctl *c
   return FM_OK;
 }
 
-/* fmalloc_test_ext_matrix(tm, nrow, ncol): tm is t(m) as a double vector. */
+/* .test_ext_matrix(tm, nrow, ncol): tm is t(m) as a double vector. */
 SEXP fmr_test_ext_matrix(SEXP tm, SEXP s_rows, SEXP s_cols) {
   if (TYPEOF(tm) != REALSXP) fmr_stop(FM_EARG, "the test codec stores doubles");
   double nr = Rf_asReal(s_rows), nc = Rf_asReal(s_cols);

@@ -5,25 +5,25 @@ test_that("the reference path is always listed last", {
 
 test_that("a backend that declines everything and one that accepts only some shapes match the reference", {
   on.exit({
-    fmalloc_test_backend("decline_all", FALSE)
-    fmalloc_test_backend("xb_k1", FALSE)
+    .test_backend("decline_all", FALSE)
+    .test_backend("xb_k1", FALSE)
   })
   set.seed(7)
   # an external-codec matrix, which no built-in backend serves
-  X <- fmalloc_test_ext_matrix(matrix(rnorm(61 * 19), 61, 19))
+  X <- .test_ext_matrix(matrix(rnorm(61 * 19), 61, 19))
   B1 <- matrix(rnorm(19), 19, 1)
   B3 <- matrix(rnorm(19 * 3), 19, 3)
   C <- matrix(rnorm(61 * 2), 61, 2)
   ref <- list(X %*% B1, X %*% B3, crossprod(X, C))
   expect_identical(fmalloc_last_backend(), "reference")
 
-  fmalloc_test_backend("decline_all", TRUE)
+  .test_backend("decline_all", TRUE)
   expect_true("decline_all" %in% fmalloc_backends())
   got <- list(X %*% B1, X %*% B3, crossprod(X, C))
   expect_identical(got, ref)
   expect_identical(fmalloc_last_backend(), "reference")
 
-  fmalloc_test_backend("xb_k1", TRUE)
+  .test_backend("xb_k1", TRUE)
   expect_equal(X %*% B1, ref[[1]], tolerance = 1e-12)
   expect_identical(fmalloc_last_backend(), "xb_k1")
   expect_identical(X %*% B3, ref[[2]])
@@ -46,16 +46,16 @@ test_that("FM_ISA (make test ISA=...) limits the kernels' instruction set", {
   expect_lte(match(used, levels), match(env, levels))
   if (env == "portable") expect_identical(used, "portable")
   # The test hook cannot raise the level above the limit.
-  on.exit(fmalloc_test_fused_isa("auto"))
-  expect_identical(fmalloc_test_fused_isa("avx512"), used)
+  on.exit(.test_fused_isa("auto"))
+  expect_identical(.test_fused_isa("avx512"), used)
 })
 
 test_that("option fmalloc.backend forces one backend, the reference path, or raises", {
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
   on.exit({
     options(fmalloc.backend = NULL)
-    fmalloc_test_backend("decline_all", FALSE)
-    fmalloc_test_backend("xb_k1", FALSE)
+    .test_backend("decline_all", FALSE)
+    .test_backend("xb_k1", FALSE)
     cleanup_fmalloc(rt)
   })
   set.seed(8)
@@ -67,8 +67,8 @@ test_that("option fmalloc.backend forces one backend, the reference path, or rai
   expect_identical(fmalloc_last_backend(), "reference")
   ref3 <- fmalloc_with_backend("reference", X %*% B3)
 
-  fmalloc_test_backend("xb_k1", TRUE)
-  fmalloc_test_backend("decline_all", TRUE)
+  .test_backend("xb_k1", TRUE)
+  .test_backend("decline_all", TRUE)
   # forced on: only that backend; a decline names backend, product, k and codec
   expect_equal(fmalloc_with_backend("xb_k1", X %*% B1), ref1, tolerance = 1e-12)
   expect_identical(fmalloc_last_backend(), "xb_k1")
@@ -106,7 +106,7 @@ test_that("option fmalloc.backend forces one backend, the reference path, or rai
   options(fmalloc.backend = NULL)
   # a forced backend that is removed: products fail until the option changes
   expect_error(fmalloc_with_backend("xb_k1", {
-    fmalloc_test_backend("xb_k1", FALSE)
+    .test_backend("xb_k1", FALSE)
     X %*% B1
   }), "xb_k1", class = "fm_error_earg")
   expect_equal(X %*% B3, ref3, tolerance = 1e-12)

@@ -6,7 +6,7 @@ test_that("an external-codec matrix decodes, subsets and multiplies like base R"
   set.seed(11)
   m <- matrix(rnorm(13 * 37), 13, 37)
   m[5, 7] <- NA
-  X <- fmalloc_test_ext_matrix(m)
+  X <- .test_ext_matrix(m)
   expect_s4_class(X, "fmalloc_codec_matrix")
   expect_identical(dim(X), c(13L, 37L))
   old <- fmalloc_panel_budget()
@@ -22,7 +22,7 @@ test_that("an external-codec matrix decodes, subsets and multiplies like base R"
   b <- matrix(rnorm(37 * 3), 37, 3)
   m2 <- m
   m2[5, 7] <- 0.5
-  X2 <- fmalloc_test_ext_matrix(m2)
+  X2 <- .test_ext_matrix(m2)
   expect_equal(X2 %*% b, m2 %*% b, tolerance = 1e-12)
   expect_identical(fmalloc_last_backend(), "reference")
   cc <- matrix(rnorm(13 * 2), 13, 2)
@@ -38,14 +38,14 @@ test_that("an external-codec matrix decodes, subsets and multiplies like base R"
 })
 
 test_that("a backend registered through the C callable takes what it supports and declines the rest", {
-  on.exit(fmalloc_test_ext_backend(FALSE), add = TRUE)
+  on.exit(.test_ext_backend(FALSE), add = TRUE)
   set.seed(12)
   m <- matrix(rnorm(9 * 20), 9, 20)
-  X <- fmalloc_test_ext_matrix(m)
+  X <- .test_ext_matrix(m)
   b <- matrix(rnorm(20 * 2), 20, 2)
   ref <- X %*% b
   expect_identical(fmalloc_last_backend(), "reference")
-  fmalloc_test_ext_backend(TRUE)
+  .test_ext_backend(TRUE)
   expect_true("ext_rowmajor" %in% fmalloc_backends())
   expect_equal(X %*% b, ref, tolerance = 1e-12)
   expect_identical(fmalloc_last_backend(), "ext_rowmajor")
@@ -56,14 +56,14 @@ test_that("a backend registered through the C callable takes what it supports an
   expect_equal(crossprod(X, cc), crossprod(m, cc), tolerance = 1e-12)
   expect_identical(fmalloc_last_backend(), "reference")
   # registering the same name twice is an error, not a second entry
-  expect_error(fmalloc_test_ext_backend(TRUE), NA)
+  expect_error(.test_ext_backend(TRUE), NA)
   expect_identical(sum(fmalloc_backends() == "ext_rowmajor"), 1L)
-  fmalloc_test_ext_backend(FALSE)
+  .test_ext_backend(FALSE)
   expect_false("ext_rowmajor" %in% fmalloc_backends())
 })
 
 test_that("an external-codec matrix after saveRDS() raises fm_error_eclosed", {
-  X <- fmalloc_test_ext_matrix(matrix(1:6, 2, 3))
+  X <- .test_ext_matrix(matrix(1:6, 2, 3))
   f <- tempfile(fileext = ".rds")
   on.exit(unlink(f))
   saveRDS(X, f)
@@ -74,13 +74,13 @@ test_that("an external-codec matrix after saveRDS() raises fm_error_eclosed", {
 })
 
 test_that("a released codec (its package unloaded) makes its matrices raise fm_error_eclosed", {
-  X <- fmalloc_test_ext_matrix(matrix(1:6, 2, 3))
-  Y <- fmalloc_test_ext_matrix(matrix(1:4, 2, 2))
+  X <- .test_ext_matrix(matrix(1:6, 2, 3))
+  Y <- .test_ext_matrix(matrix(1:4, 2, 2))
   expect_identical(as.matrix(X), matrix(as.double(1:6), 2, 3))
   expect_gte(.Call(Rfmalloc:::fmr_test_ext_release), 2L)
   expect_error(as.matrix(X), class = "fm_error_eclosed")
   expect_error(Y %*% 1:2, class = "fm_error_eclosed")
   # a new matrix over the same codec works again
-  Z <- fmalloc_test_ext_matrix(matrix(1:4, 2, 2))
+  Z <- .test_ext_matrix(matrix(1:4, 2, 2))
   expect_identical(as.matrix(Z), matrix(as.double(1:4), 2, 2))
 })

@@ -230,11 +230,11 @@ for (backend in names(backend_codecs)) {
 
 test_that("fused kernels: portable, AVX2 and AVX-512 agree with each other and with the reference", {
   if (!"fused" %in% fmalloc_backends()) skip("backend fused is not registered")
-  on.exit(fmalloc_test_fused_isa("auto"))
+  on.exit(.test_fused_isa("auto"))
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.05, mode = "scratch")
   on.exit(cleanup_fmalloc(rt), add = TRUE)
-  expect_identical(fmalloc_test_fused_isa("portable"), "portable")
-  avx2 <- fmalloc_test_fused_isa("avx2")
+  expect_identical(.test_fused_isa("portable"), "portable")
+  avx2 <- .test_fused_isa("avx2")
   expect_true(avx2 %in% c("avx2", "portable"))
   if (avx2 != "avx2") message("this CPU has no AVX2 + FMA: the portable kernels are compared with themselves")
   for (codec in c("bed2", "dos8")) {
@@ -244,7 +244,7 @@ test_that("fused kernels: portable, AVX2 and AVX-512 agree with each other and w
       tab <- product_table(case$D)
       for (nm in names(tab)) {
         res <- lapply(c("portable", "avx2", "avx512"), function(isa) {
-          fmalloc_test_fused_isa(isa)
+          .test_fused_isa(isa)
           under("fused", 0, 2, function() tab[[nm]]$f(case$X))
         })
         label <- sprintf("%s %s, %s", codec, cn, nm)

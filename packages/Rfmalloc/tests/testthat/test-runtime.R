@@ -218,7 +218,7 @@ test_that("the namespace unloads and reloads: maps closed by .onUnload, everythi
                 x[] <- c(2, 4, 9)
                 fmalloc_save(x, "x")
                 fmalloc_sync(rt)
-                E <- fmalloc_test_ext_matrix(matrix(c(1, 2, 3, 4, 5, 7), 2, 3))
+                E <- Rfmalloc:::.test_ext_matrix(matrix(c(1, 2, 3, 4, 5, 7), 2, 3))
                 n_backends <- length(fmalloc_backends())
                 out <- list()
                 for (cycle in 1:2) {

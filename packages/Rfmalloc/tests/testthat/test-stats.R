@@ -52,7 +52,7 @@ test_that("genotype column statistics match base R on bed and dosage storage", {
 test_that("genotype counts are exact under every kernel level (portable, AVX2)", {
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
   on.exit({
-    fmalloc_test_fused_isa("auto")
+    .test_fused_isa("auto")
     cleanup_fmalloc(rt)
   })
   set.seed(12)
@@ -62,7 +62,7 @@ test_that("genotype counts are exact under every kernel level (portable, AVX2)",
   want <- rbind(colSums(g == 0, na.rm = TRUE), colSums(g == 1, na.rm = TRUE),
                 colSums(g == 2, na.rm = TRUE), colSums(is.na(g)))
   for (isa in c("portable", "avx2", "auto")) {
-    used <- fmalloc_test_fused_isa(isa)
+    used <- .test_fused_isa(isa)
     af <- fmalloc_allele_freq(X)
     expect_equal(rbind(af$n_hom_a2, af$n_het, af$n_hom_a1, af$n_missing), want,
                  ignore_attr = TRUE, label = paste("counts with the", used, "kernels"))
@@ -123,7 +123,7 @@ test_that("column statistics of an external-codec matrix stream through panel de
   m[, 5] <- NA          # all missing
   m[-1, 6] <- NA        # one observed
   m[3, 7] <- Inf        # an infinite value: mean Inf, variance NaN, as base R
-  X <- fmalloc_test_ext_matrix(m)
+  X <- .test_ext_matrix(m)
   old <- fmalloc_panel_budget()
   on.exit(fmalloc_panel_budget(old), add = TRUE)
   v <- fmalloc_colVars(m)
