@@ -15,10 +15,10 @@
 # llama.cpp CPU variants (RLLM_ORACLE_DIR of make ISA=...).
 suppressPackageStartupMessages({
   library(Rllm)
-  library(testthat)
 })
 top <- normalizePath(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), ".."))
-sys.source(file.path(top, "packages/Rllm/tests/testthat/helper-oracle.R"), envir = environment())
+oracle_home <- file.path(top, "tools", "llama-oracle")
+source(file.path(oracle_home, "client.R"))
 out_csv <- commandArgs(TRUE)[1]
 
 # An all-F32 copy of a GGUF: every tensor through GGML's to_float, metadata
@@ -39,6 +39,9 @@ dequantized_copy <- function(path) {
   f
 }
 
+fixtures <- Sys.getenv("RFMALLOC_FIXTURES", file.path(top, "..", "shared", "fixtures"))
+why <- oracle_unavailable()
+if (!is.null(why)) stop("llm-f32-reference: the llama.cpp oracle is unavailable: ", why)
 ids <- c(1L, 403L, 407L, 261L, 378L) # test-model.R's prompt
 variants <- c("derived/stories260K-F16.gguf", "derived/stories260K-Q8_0.gguf",
               "derived/stories260K-Q4_0.gguf", "derived/stories260K-Q4_K_M.gguf")
@@ -48,7 +51,8 @@ sysinfo <- system2(oracle_node(), c(shQuote(file.path(oracle_dir(), "check.mjs")
 cat(sprintf("Rllm's GGML: %s build; llama.cpp: %s\n", ggml_isa, paste(sysinfo, collapse = " ")))
 rows <- list()
 for (v in variants) {
-  q <- gguf_fixture(v)
+  q <- file.path(fixtures, "gguf", v)
+  if (!file.exists(q)) stop("llm-f32-reference: fixture not found: ", q)
   f <- dequantized_copy(q)
   ref <- log_softmax(rllm_logits(rllm_gguf_model(f, threads = 1), ids, all = TRUE))
   ours <- log_softmax(rllm_logits(rllm_gguf_model(q, threads = 1), ids, all = TRUE))

@@ -264,7 +264,7 @@ fmalloc_haplotypes <- function(h, runtime) {
   storage.mode(h) <- "integer"
   n_loci <- nrow(h)
   n_haps <- ncol(h)
-  row_bytes <- ceiling(n_haps / 512) * 64
+  row_bytes <- .Call(fmr_hap1_row_bytes, n_haps)
   storage <- create_fmalloc_vector("raw", max(1, row_bytes * n_loci), runtime)
   .Call(fmr_hap1_encode, t(h), storage)
   structure(list(storage = storage, n_loci = n_loci, n_haps = n_haps, row_bytes = row_bytes,

@@ -3,6 +3,8 @@
  * R_RegisterCCallable in r_init.c. Contracts: those headers. */
 #include "r_runtime.h"
 
+#include "fm/fm_codec_hap1.h"
+
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
@@ -25,6 +27,12 @@ void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out) {
     *n_bytes_out = (double)v->length * (double)(s ? s : 1);
   }
   return p;
+}
+
+const unsigned long long *Rfmalloc_hap1_row(const void *data, double n_haps, double locus);
+const unsigned long long *Rfmalloc_hap1_row(const void *data, double n_haps, double locus) {
+  return (const unsigned long long *)fm_codec_hap1_row((const uint8_t *)data, (int64_t)n_haps,
+                                                       (int64_t)locus);
 }
 
 SEXP Rfmalloc_vec_runtime(SEXP x) {

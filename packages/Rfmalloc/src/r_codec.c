@@ -42,6 +42,12 @@ SEXP fmr_hap1_encode(SEXP h, SEXP out) {
 }
 
 /* Alleles of loci [l0, l0 + n) (0-based l0) as an n_haps x n integer matrix. */
+/* .Call(fmr_hap1_row_bytes, n_haps): bytes of one locus row (the core's
+ * layout, fm_codec_hap1.h), so R never writes the formula again. */
+SEXP fmr_hap1_row_bytes(SEXP s_n_haps) {
+  return Rf_ScalarReal((double)fm_codec_hap1_row_bytes((int64_t)Rf_asReal(s_n_haps)));
+}
+
 SEXP fmr_hap1_rows(SEXP storage, SEXP s_n_haps, SEXP s_n_loci, SEXP s_l0, SEXP s_n) {
   int64_t n_haps = (int64_t)Rf_asReal(s_n_haps), n_loci = (int64_t)Rf_asReal(s_n_loci);
   int64_t l0 = (int64_t)Rf_asReal(s_l0), n = (int64_t)Rf_asReal(s_n);

@@ -36,6 +36,7 @@ SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n);
 SEXP fmr_bed2_encode(SEXP g, SEXP out);
 SEXP fmr_dos8_encode(SEXP x, SEXP out);
 SEXP fmr_hap1_encode(SEXP h, SEXP out);
+SEXP fmr_hap1_row_bytes(SEXP n_haps);
 SEXP fmr_hap1_rows(SEXP storage, SEXP n_haps, SEXP n_loci, SEXP l0, SEXP n);
 SEXP fmr_fileview_open(SEXP path);
 SEXP fmr_fileview_alive(SEXP ptr);
@@ -88,6 +89,7 @@ SEXP fmr_rpca(SEXP h, SEXP center, SEXP div, SEXP fill, SEXP opts, SEXP progress
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
 void *Rfmalloc_vec_ptr(SEXP x, int *dtype_out, double *n_bytes_out);
 SEXP Rfmalloc_vec_runtime(SEXP x);
+const unsigned long long *Rfmalloc_hap1_row(const void *data, double n_haps, double locus);
 /* the core's function table (inst/include/Rfmalloc_core.h) */
 const struct Rfmalloc_core_api *Rfmalloc_core_api_get(void);
 
@@ -128,6 +130,7 @@ static const R_CallMethodDef call_methods[] = {
     CALLDEF(fmr_bed2_encode, 2),
     CALLDEF(fmr_dos8_encode, 2),
     CALLDEF(fmr_hap1_encode, 2),
+    CALLDEF(fmr_hap1_row_bytes, 1),
     CALLDEF(fmr_hap1_rows, 5),
     CALLDEF(fmr_fileview_open, 1),
     CALLDEF(fmr_fileview_alive, 1),
@@ -188,6 +191,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_runtime", (DL_FUNC)&Rfmalloc_vec_runtime);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_hap1_row", (DL_FUNC)&Rfmalloc_hap1_row);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_matrix", (DL_FUNC)&Rfmalloc_ext_matrix);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_register",
                       (DL_FUNC)&Rfmalloc_backend_register);

@@ -56,11 +56,15 @@ static inline SEXP Rfmalloc_vec_runtime(SEXP x) {
  * docs/formats/hap1.md): the 64-bit words of locus row `locus` (0-based) of
  * a haplotype store with n_haps haplotypes, given its storage's data pointer
  * (Rfmalloc_vec_ptr of the object's $storage). Haplotype h is bit h % 64 of
- * word h / 64. Rows are ceil(n_haps / 512) * 64 bytes, 64-byte aligned. */
+ * word h / 64. The row layout is the core's (fm_codec_hap1_row of
+ * fm_codec_hap1.h: rows of ceil(n_haps / 512) * 64 bytes, 64-byte aligned). */
 static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, double n_haps,
                                                          double locus) {
-  double row_bytes = 64.0 * (double)(((long long)n_haps + 511) / 512);
-  return (const unsigned long long *)((const char *)data + (size_t)(locus * row_bytes));
+  static const unsigned long long *(*fun)(const void *, double, double) = NULL;
+  if (!fun)
+    fun = (const unsigned long long *(*)(const void *, double, double))R_GetCCallable(
+        "Rfmalloc", "Rfmalloc_hap1_row");
+  return fun(data, n_haps, locus);
 }
 
 /* ---- errors ---------------------------------------------------------------
