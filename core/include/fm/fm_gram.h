@@ -6,13 +6,13 @@
  *   FM_GRAM_TCROSS  out (n x n) = X X': column panels C (all rows x
  *                   columns) are decoded in turn and out += C C'.
  * Either way every byte of x is decoded once, whatever the panel budget
- * (fm_panel_budget(ctl): a panel of doubles, and for TCROSS its transposed
- * copy, each within it; a row panel of X'X holds at least one row). Each
- * panel goes to BLAS dsyrk on the lower triangle, as A'A of a panel laid
- * out with the summed dimension first (so, as in base R's crossprod(), a
- * missing value that the transform leaves NaN makes every entry it takes
- * part in NaN, also against a zero); the upper triangle is mirrored at the
- * end, so out is exactly symmetric. Consumed columns of an evictable file
+ * (fm_panel_budget(ctl): a panel of doubles and its transposed copy, each
+ * within half of it; a panel holds at least one row or column). Each panel
+ * goes to BLAS dsyrk on the lower triangle: 'N' for a panel of finite
+ * values, 'T' (every product summed) for one with NaN or Inf, so that, as
+ * in base R's crossprod(), a missing value that the transform leaves NaN
+ * makes every entry it takes part in NaN, also against a zero; the upper
+ * triangle is mirrored at the end, so out is exactly symmetric. Consumed columns of an evictable file
  * mapping are dropped from the resident set (fm_mat_evict_cols) once a
  * pass no longer needs them.
  * Shape:  out is p x p (CROSS) or n x n (TCROSS), column-major with

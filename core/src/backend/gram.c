@@ -5,6 +5,7 @@
 #include "base/blas.h"
 
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,23 +15,39 @@ static void mirror_lower(double *out, int64_t m, int64_t ld) {
     for (int64_t i = j + 1; i < m; i++) out[j + i * ld] = out[i + j * ld];
 }
 
-/* One pass: the summed dimension (rows of X for X'X, columns for XX') in
- * blocks of `step`; each block as a k x m panel A (k the block, m the
- * result's order) and out += A' A. X'X decodes row panels, which are
- * already k x p; XX' decodes column panels (n x k) and transposes them. */
+/* Whether the m values at v are all finite. */
+static int all_finite(const double *v, size_t m) {
+  for (size_t i = 0; i < m; i++)
+    if (!isfinite(v[i])) return 0;
+  return 1;
+}
+
+/* b (cols x rows) = a' for a rows x cols, both column-major. */
+static void transpose(const double *a, int64_t rows, int64_t cols, double *b) {
+  for (int64_t j = 0; j < cols; j++)
+    for (int64_t i = 0; i < rows; i++) b[j + i * cols] = a[i + j * rows];
+}
+
+/* One pass over the summed dimension (rows of X for X'X, columns for XX')
+ * in blocks of k: out += B B' with B the block as an m x k matrix (m the
+ * result's order). X'X decodes row panels (k x p) and transposes them, XX'
+ * decodes column panels (n x k), which are B already. A block of finite
+ * values goes to dsyrk 'N' (reference BLAS's fast loop order; it skips
+ * zero multipliers, which only matters for NaN and Inf); a block with NaN
+ * or Inf goes to dsyrk 'T' on B', which sums every product, so they
+ * propagate as in base R (which takes its own loops then). */
 static fm_status gram_pass(const fm_mat *x, const fm_affine *aff, int cross, double *out,
                            int64_t ld, const fm_ctl *ctl, fm_err *err) {
   const int64_t n = x->n_rows, p = x->n_cols;
   const int64_t m = cross ? p : n, len = cross ? n : p;
-  /* XX' holds a panel and its transpose within the budget */
-  int64_t step = (int64_t)(fm_panel_budget(ctl) / (cross ? 1 : 2) / sizeof(double)) / m;
+  /* a block and its transpose, each within half the budget */
+  int64_t step = (int64_t)(fm_panel_budget(ctl) / 2 / sizeof(double)) / m;
   if (step < 1) step = 1;
   if (step > len) step = len;
   if (step > INT_MAX) step = INT_MAX; /* dsyrk's k is a BLAS integer */
   const size_t cells = (size_t)step * (size_t)m;
-  double *panel = malloc(cells * sizeof(double));
-  double *tr = cross ? NULL : malloc(cells * sizeof(double));
-  if (!panel || (!cross && !tr)) {
+  double *panel = malloc(cells * sizeof(double)), *tr = malloc(cells * sizeof(double));
+  if (!panel || !tr) {
     free(panel);
     free(tr);
     return fm_err_set(err, FM_ENOMEM, "gram: cannot allocate a %lld x %lld panel",
@@ -50,15 +67,23 @@ static fm_status gram_pass(const fm_mat *x, const fm_affine *aff, int cross, dou
     st = cross ? fm_panel_decode(x, aff, s0, k, 0, p, panel, k, err)
                : fm_panel_decode(x, aff, 0, n, s0, k, panel, n, err);
     if (st != FM_OK) break;
-    const double *a = panel;
-    if (!cross) {
-      for (int64_t j = 0; j < k; j++)
-        for (int64_t i = 0; i < n; i++) tr[j + i * k] = panel[i + j * n];
-      a = tr;
-      fm_mat_evict_cols(x, s0, k);
-    }
+    if (!cross) fm_mat_evict_cols(x, s0, k);
     const fm_blas_int kk = (fm_blas_int)k;
-    dsyrk_("L", "T", &mm, &kk, &one, a, &kk, &one, out, &ldo, FM_FCONE, FM_FCONE);
+    if (all_finite(panel, (size_t)k * (size_t)m)) {
+      const double *b = panel; /* m x k */
+      if (cross) {
+        transpose(panel, k, p, tr);
+        b = tr;
+      }
+      dsyrk_("L", "N", &mm, &kk, &one, b, &mm, &one, out, &ldo, FM_FCONE, FM_FCONE);
+    } else {
+      const double *a = panel; /* k x m */
+      if (!cross) {
+        transpose(panel, n, k, tr);
+        a = tr;
+      }
+      dsyrk_("L", "T", &mm, &kk, &one, a, &kk, &one, out, &ldo, FM_FCONE, FM_FCONE);
+    }
     fm_ctl_progress(ctl, ++done, total);
   }
   /* X'X consumes every column only at its last row panel */

@@ -50,7 +50,7 @@
 #' `edegenerate`, `earg`, `eunsupported`, `ecancelled`, `enospc`, `ebusy`,
 #' `eclosed`, `einternal`. See [fm_error].
 #'
-#' @useDynLib Rfmalloc, .registration = TRUE
+#' @useDynLib Rfmalloc, .registration = TRUE, .fixes = "C_"
 #' @keywords internal
 "_PACKAGE"
 
@@ -63,6 +63,6 @@
 # and unloading it would turn their next use (or the next GC) into a crash.
 # A later loadNamespace() finds it loaded and reuses it.
 .onUnload <- function(libpath) {
-  .Call(fmr_unload)
+  .Call(C_fmr_unload)
   invisible(NULL)
 }

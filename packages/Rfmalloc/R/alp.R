@@ -74,9 +74,9 @@ fmalloc_alp <- function(x, runtime, dimnames = base::dimnames(x)) {
   }
   storage.mode(x) <- "double"
   dimnames <- .check_dimnames(dimnames, dim(x))
-  enc <- .Call(fmr_alp_encode, x)
+  enc <- .Call(C_fmr_alp_encode, x)
   storage <- create_fmalloc_vector("raw", enc[[2]], runtime)
-  .Call(fmr_alp_store, enc[[1]], storage)
+  .Call(C_fmr_alp_store, enc[[1]], storage)
   .new_codec_matrix(storage, "alp", nrow(x), ncol(x), 0, enc[[2]], dimnames = dimnames)
 }
 
@@ -102,9 +102,9 @@ fmalloc_alp_info <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix") || .codec_name(x) != "alp") {
     fm_abort("earg", "x must be an alp codec matrix (from fmalloc_alp()), not ", fm_describe(x))
   }
-  .Call(fmr_alp_info, .view(x))
+  .Call(C_fmr_alp_info, .view(x))
 }
 
 # Turn the "alp" product backend off (FALSE) or on again (TRUE), so that tests
 # can compare it with the reference path.
-.alp_backend <- function(on) invisible(.Call(fmr_alp_backend, isTRUE(on)))
+.alp_backend <- function(on) invisible(.Call(C_fmr_alp_backend, isTRUE(on)))

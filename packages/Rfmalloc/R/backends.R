@@ -63,7 +63,7 @@
 #' all.equal(y1, y2)
 #' cleanup_fmalloc(rt)
 #' @export
-fmalloc_backends <- function() .Call(fmr_backends)
+fmalloc_backends <- function() .Call(C_fmr_backends)
 
 #' @rdname fmalloc_backends
 #' @export
@@ -128,7 +128,7 @@ fmalloc_with_backend <- function(name, expr) {
 #' fmalloc_threads(old)
 #' @export
 fmalloc_threads <- function(n = NULL) {
-  if (is.null(n)) return(.Call(fmr_settings, FALSE)$threads)
+  if (is.null(n)) return(.Call(C_fmr_settings, FALSE)$threads)
   if (length(n) != 1L || !(is.numeric(n) || is.logical(n))) {
     fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number from 0 to 256, not ",
              fm_describe(n))
@@ -139,7 +139,7 @@ fmalloc_threads <- function(n = NULL) {
                              format(n)))
   }
   options(fmalloc.threads = if (n == 0) NULL else as.integer(n))
-  invisible(.Call(fmr_settings, FALSE)$threads)
+  invisible(.Call(C_fmr_settings, FALSE)$threads)
 }
 
 #' What computes products
@@ -175,9 +175,9 @@ fmalloc_threads <- function(n = NULL) {
 #' @export
 fmalloc_backend_info <- function() {
   list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
-       threads = fmalloc_threads(), fused_isa = .Call(fmr_cpu_isa),
+       threads = fmalloc_threads(), fused_isa = .Call(C_fmr_cpu_isa),
        panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend(),
-       forked = .Call(fmr_settings, FALSE)$forked, last_call = .Call(fmr_settings, TRUE))
+       forked = .Call(C_fmr_settings, FALSE)$forked, last_call = .Call(C_fmr_settings, TRUE))
 }
 
 #' Backend introspection for tests
@@ -201,7 +201,7 @@ fmalloc_backend_info <- function() {
 #' @return A string or `NULL`.
 #' @keywords internal
 #' @export
-fmalloc_last_backend <- function() .Call(fmr_last_backend)
+fmalloc_last_backend <- function() .Call(C_fmr_last_backend)
 
 # Test hooks of the suite, not exported (tests reach them in the namespace,
 # tools through Rfmalloc:::).
@@ -209,7 +209,7 @@ fmalloc_last_backend <- function() .Call(fmr_last_backend)
 # compiled into the package: "decline_all" declines every product, "xb_k1"
 # computes only X %*% b with one column of b. NULL, invisibly.
 .test_backend <- function(name, on = TRUE) {
-  invisible(.Call(fmr_test_backend, name, on))
+  invisible(.Call(C_fmr_test_backend, name, on))
 }
 
 # .test_fused_isa(isa) caps the instruction set of every kernel chosen at
@@ -220,5 +220,5 @@ fmalloc_last_backend <- function() .Call(fmr_last_backend)
 # FMA, BMI1/2 and POPCNT, "avx512" to the best the CPU has; "auto" restores
 # the default). Returns the instruction set then in use.
 .test_fused_isa <- function(isa = c("auto", "portable", "avx2", "avx512")) {
-  .Call(fmr_test_cpu_cap, match.arg(isa))
+  .Call(C_fmr_test_cpu_cap, match.arg(isa))
 }

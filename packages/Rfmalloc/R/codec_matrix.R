@@ -3,7 +3,7 @@
 # and statistics all work on bounded panels.
 
 # Codec ids of the C core (fm_codec_id in fm_panel.h), named, from C.
-.codec_ids <- function() .Call(fmr_codec_ids)
+.codec_ids <- function() .Call(C_fmr_codec_ids)
 
 #' Matrices stored through a codec
 #'
@@ -122,7 +122,7 @@ setClass("fmalloc_codec_matrix", slots = c(
   x
 }
 
-.view_new <- function(x) .Call(fmr_view_new, .storage(x), x@spec, x@cols, x@transform)
+.view_new <- function(x) .Call(C_fmr_view_new, .storage(x), x@spec, x@cols, x@transform)
 
 # The handle the C entry points take: the cached one while it is alive and
 # was made from these very slots (pointer comparisons in C). After
@@ -134,9 +134,9 @@ setClass("fmalloc_codec_matrix", slots = c(
   if (!methods::.hasSlot(x, "view")) return(.view_new(x))
   v <- x@view
   s <- .storage(x)
-  if (.Call(fmr_view_of_slots, v$ptr, s, x@spec, x@cols, x@transform)) return(v$ptr)
+  if (.Call(C_fmr_view_of_slots, v$ptr, s, x@spec, x@cols, x@transform)) return(v$ptr)
   h <- .view_new(x)
-  if (!.Call(fmr_view_alive, v$ptr)) v$ptr <- h
+  if (!.Call(C_fmr_view_alive, v$ptr)) v$ptr <- h
   h
 }
 
@@ -212,7 +212,7 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
 .storage <- function(x) {
   s <- x@storage
   if (!is.environment(s)) return(s)
-  if (is.null(s$ptr) || !.Call(fmr_fileview_alive, s$ptr)) {
+  if (is.null(s$ptr) || !.Call(C_fmr_fileview_alive, s$ptr)) {
     s$ptr <- .open_bed_view(s$path, s$n, s$m)
   }
   s$ptr
@@ -221,8 +221,8 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
 # Map a .bed read-only and validate it for n samples and m variants.
 .open_bed_view <- function(path, n, m) {
   if (!file.exists(path)) fm_abort("eio", sprintf(".bed file '%s' does not exist", path))
-  ptr <- .Call(fmr_fileview_open, path)
-  .Call(fmr_bed2_check, ptr, n, m, path)
+  ptr <- .Call(C_fmr_fileview_open, path)
+  .Call(C_fmr_bed2_check, ptr, n, m, path)
   ptr
 }
 
@@ -254,7 +254,7 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
   }
   codec <- if (is.double(x)) "double" else "integer"
   size <- if (is.double(x)) 8 else 4
-  .Call(fmr_view_new, x, c(.codec_ids()[[codec]], nrow(x), ncol(x), 0, nrow(x) * size),
+  .Call(C_fmr_view_new, x, c(.codec_ids()[[codec]], nrow(x), ncol(x), 0, nrow(x) * size),
         if (is.null(cols)) NULL else as.numeric(cols), NULL)
 }
 
@@ -286,7 +286,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 
 # Rows r0 + 1 .. r0 + nr by columns c0 + 1 .. c0 + nc, decoded.
 .decode <- function(x, r0, nr, c0, nc) {
-  .Call(fmr_gather, .view(x), r0 + seq_len(nr), c0 + seq_len(nc))
+  .Call(C_fmr_gather, .view(x), r0 + seq_len(nr), c0 + seq_len(nc))
 }
 
 # 1-based positions selected by an index vector, with base R's rules for
@@ -342,7 +342,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   if (anyNA(rc) || any(rc < 1) || any(rc[, 1] > d[1]) || any(rc[, 2] > d[2])) {
     fm_abort("earg", "element indices are out of bounds")
   }
-  .Call(fmr_gather_cells, .view(x), as.numeric(rc[, 1]), as.numeric(rc[, 2]))
+  .Call(C_fmr_gather_cells, .view(x), as.numeric(rc[, 1]), as.numeric(rc[, 2]))
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -358,7 +358,7 @@ setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
   dn <- dimnames(x)
   ii <- if (missing(i)) seq_len(.n_rows(x)) else .index(i, .n_rows(x), dn[[1]], "row")
   jj <- if (missing(j)) seq_len(.n_cols(x)) else .index(j, .n_cols(x), dn[[2]], "column")
-  out <- .Call(fmr_gather, .view(x), as.numeric(ii), as.numeric(jj))
+  out <- .Call(C_fmr_gather, .view(x), as.numeric(ii), as.numeric(jj))
   if (!is.null(dn[[1]]) || !is.null(dn[[2]])) dimnames(out) <- list(dn[[1]][ii], dn[[2]][jj])
   if (drop) drop(out) else out
 })
@@ -414,7 +414,7 @@ fmalloc_storage_bytes <- function(x) {
   }
   switch(.codec_name(x),
          alp = x@spec[5], # the blob's size
-         ext = .Call(fmr_ext_info, .storage(x))$bytes,
+         ext = .Call(C_fmr_ext_info, .storage(x))$bytes,
          x@spec[5] * x@spec[3])
 }
 
@@ -435,7 +435,7 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
     unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (stored > 0) 8 * bytes / stored else 0)
   }
   if (codec == "ext") {
-    codec <- .Call(fmr_ext_info, .storage(object))$name
+    codec <- .Call(C_fmr_ext_info, .storage(object))$name
     unit <- paste("external codec from", object@source)
   }
   cat(sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>\n", codec, format(d[1], big.mark = ","),
@@ -464,7 +464,7 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 }
 
 # The C glue notes the backend that ran for fmalloc_last_backend().
-.product <- function(x, b, op) .Call(fmr_product, .view(x), as.integer(op), b, NULL)
+.product <- function(x, b, op) .Call(C_fmr_product, .view(x), as.integer(op), b, NULL)
 
 .with_dimnames <- function(y, rn, cn) {
   if (!is.null(rn) || !is.null(cn)) dimnames(y) <- list(rn, cn)
@@ -551,7 +551,7 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
     fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
   }
   imputed <- !is.null(x@transform) && !is.null(x@transform$fill) # the view has no missing values
-  cs <- .Call(fmr_product, .view(x), 4L, NULL, if (na.rm && !imputed) 0 else NULL)
+  cs <- .Call(C_fmr_product, .view(x), 4L, NULL, if (na.rm && !imputed) 0 else NULL)
   s <- cs[, 1]
   # genotype codecs hold finite values only: a NaN sum is a missing value
   if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
@@ -577,7 +577,7 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 # X'X (p x p) or XX' (n x n) in one streamed pass (fm_gram.h).
 .gram <- function(x, kind) {
   dn <- dimnames(x)[[if (kind == "cross") 2 else 1]]
-  .with_dimnames(.Call(fmr_gram, .view(x), kind), dn, dn)
+  .with_dimnames(.Call(C_fmr_gram, .view(x), kind), dn, dn)
 }
 
 #' Panel byte budget
@@ -592,13 +592,13 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 #' @return The budget in force, in bytes (invisibly when setting).
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
-  if (is.null(bytes)) return(.Call(fmr_settings, FALSE)$panel_bytes)
+  if (is.null(bytes)) return(.Call(C_fmr_settings, FALSE)$panel_bytes)
   if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0 || bytes > 2^53) {
     fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0 (at most 2^53), not %s",
                              paste(deparse(bytes), collapse = "")))
   }
   options(fmalloc.panel_bytes = if (bytes == 0) NULL else as.numeric(bytes))
-  invisible(.Call(fmr_settings, FALSE)$panel_bytes)
+  invisible(.Call(C_fmr_settings, FALSE)$panel_bytes)
 }
 
 # Test hooks of the suite, not exported. .test_ext_matrix(m) wraps the
@@ -612,10 +612,10 @@ fmalloc_panel_budget <- function(bytes = NULL) {
 .test_ext_matrix <- function(m) {
   m <- as.matrix(m)
   storage.mode(m) <- "double"
-  .Call(fmr_test_ext_matrix, as.vector(t(m)), nrow(m), ncol(m))
+  .Call(C_fmr_test_ext_matrix, as.vector(t(m)), nrow(m), ncol(m))
 }
 
-.test_ext_backend <- function(on = TRUE) invisible(.Call(fmr_test_ext_backend, on))
+.test_ext_backend <- function(on = TRUE) invisible(.Call(C_fmr_test_ext_backend, on))
 
 #' @import methods
 NULL
@@ -623,10 +623,10 @@ NULL
 .onLoad <- function(libname, pkgname) {
   fm_apply_option("fmalloc.panel_bytes", fmalloc_panel_budget, "the default panel budget")
   fm_apply_option("fmalloc.threads", fmalloc_threads, "the default thread count")
-  if (!.Call(fmr_cpu_env_valid))
+  if (!.Call(C_fmr_cpu_env_valid))
     warning(sprintf(paste("Rfmalloc: environment variable FM_ISA='%s' is ignored (one of auto,",
                           "portable, avx2, avx512); kernels use %s"), Sys.getenv("FM_ISA"),
-                    .Call(fmr_cpu_isa)), call. = FALSE)
+                    .Call(C_fmr_cpu_isa)), call. = FALSE)
 }
 
 # Check option `name` with setter(value) at load time. A value the setter

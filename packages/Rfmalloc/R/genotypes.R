@@ -64,7 +64,7 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
   n <- nrow(g)
   col_bytes <- ceiling(n / 4)
   storage <- create_fmalloc_vector("raw", max(1, col_bytes * ncol(g)), runtime)
-  .Call(fmr_bed2_encode, g, storage)
+  .Call(C_fmr_bed2_encode, g, storage)
   .new_codec_matrix(storage, "bed2", n, ncol(g), 0, col_bytes, dimnames = dimnames)
 }
 
@@ -228,7 +228,7 @@ fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
   storage.mode(x) <- "double"
   dimnames <- .check_dimnames(dimnames, dim(x))
   storage <- create_fmalloc_vector("raw", max(1, nrow(x) * ncol(x)), runtime)
-  .Call(fmr_dos8_encode, x, storage)
+  .Call(C_fmr_dos8_encode, x, storage)
   .new_codec_matrix(storage, "dos8", nrow(x), ncol(x), 0, nrow(x), dimnames = dimnames)
 }
 
@@ -264,9 +264,9 @@ fmalloc_haplotypes <- function(h, runtime) {
   storage.mode(h) <- "integer"
   n_loci <- nrow(h)
   n_haps <- ncol(h)
-  row_bytes <- .Call(fmr_hap1_row_bytes, n_haps)
+  row_bytes <- .Call(C_fmr_hap1_row_bytes, n_haps)
   storage <- create_fmalloc_vector("raw", max(1, row_bytes * n_loci), runtime)
-  .Call(fmr_hap1_encode, t(h), storage)
+  .Call(C_fmr_hap1_encode, t(h), storage)
   structure(list(storage = storage, n_loci = n_loci, n_haps = n_haps, row_bytes = row_bytes,
                  dimnames = dimnames(h)),
             class = "fmalloc_haplotypes")
@@ -286,7 +286,7 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
   runs <- if (length(loci)) split(loci, cumsum(c(1, diff(loci) != 1))) else list()
   pos <- 0
   for (r in runs) {
-    rows <- .Call(fmr_hap1_rows, x$storage, x$n_haps, x$n_loci, r[1] - 1, length(r))
+    rows <- .Call(C_fmr_hap1_rows, x$storage, x$n_haps, x$n_loci, r[1] - 1, length(r))
     out[pos + seq_along(r), ] <- t(rows)
     pos <- pos + length(r)
   }

@@ -113,15 +113,15 @@ fmalloc_save <- function(x, name, runtime = fmalloc_runtime_of(x), sync = TRUE) 
   attrs <- attributes(x)
   dim <- attrs$dim
   attrs$dim <- NULL
-  y <- .Call(fmr_altrep_save, x, name, runtime)
+  y <- .Call(C_fmr_altrep_save, x, name, runtime)
   comp <- fm_attr_name(name)
   if (length(attrs)) {
-    .Call(fmr_altrep_save, serialize(attrs, NULL, xdr = TRUE), comp, runtime)
+    .Call(C_fmr_altrep_save, serialize(attrs, NULL, xdr = TRUE), comp, runtime)
   } else {
-    .Call(fmr_runtime_delete, runtime, comp)
+    .Call(C_fmr_runtime_delete, runtime, comp)
   }
   if (is.null(attributes(y)) && (length(attrs) || !is.null(dim)))
-    .Call(fmr_altrep_set_attrs, y, c(list(dim = dim), attrs))
+    .Call(C_fmr_altrep_set_attrs, y, c(list(dim = dim), attrs))
   if (isTRUE(sync) && fmalloc_info(runtime)$mode == "persistent") fmalloc_sync(runtime)
   invisible(y)
 }
@@ -131,19 +131,19 @@ fmalloc_save <- function(x, name, runtime = fmalloc_runtime_of(x), sync = TRUE) 
 fmalloc_get <- function(runtime, name) {
   fm_check_runtime(runtime)
   fm_check_name(name)
-  comp <- tryCatch(.Call(fmr_altrep_get, runtime, fm_attr_name(name)),
+  comp <- tryCatch(.Call(C_fmr_altrep_get, runtime, fm_attr_name(name)),
                    fm_error_earg = function(e) NULL)
   attrs <- if (is.null(comp)) list() else unserialize(comp)
   # The view is marked not mutable in C (r_altrep.c), so R copies it before
   # any change; attributes are set on it in place.
-  .Call(fmr_altrep_set_attrs, .Call(fmr_altrep_get, runtime, name), attrs)
+  .Call(C_fmr_altrep_set_attrs, .Call(C_fmr_altrep_get, runtime, name), attrs)
 }
 
 #' @rdname fmalloc_save
 #' @export
 fmalloc_list <- function(runtime) {
   fm_check_runtime(runtime)
-  d <- .Call(fmr_runtime_dir, runtime)
+  d <- .Call(C_fmr_runtime_dir, runtime)
   keep <- !startsWith(d$name, ".fm/")
   data.frame(name = d$name[keep], type = d$dtype[keep],
              dims = vapply(d$dims[keep], function(v) paste(format(v, scientific = FALSE,
@@ -157,9 +157,9 @@ fmalloc_list <- function(runtime) {
 fmalloc_delete <- function(runtime, name, sync = TRUE) {
   fm_check_runtime(runtime)
   fm_check_name(name)
-  if (!.Call(fmr_runtime_delete, runtime, name))
+  if (!.Call(C_fmr_runtime_delete, runtime, name))
     fm_abort("earg", "no object named '", name, "' in '", fmalloc_info(runtime)$path, "'")
-  .Call(fmr_runtime_delete, runtime, fm_attr_name(name))
+  .Call(C_fmr_runtime_delete, runtime, fm_attr_name(name))
   if (isTRUE(sync) && fmalloc_info(runtime)$mode == "persistent") fmalloc_sync(runtime)
   invisible(TRUE)
 }

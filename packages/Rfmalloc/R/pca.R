@@ -186,7 +186,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   # loadings are written; a zero fill (centring at the mean) is passed as 0.
   fill <- if (isTRUE(center)) 0 else if (is.null(st$center)) kept(st$mean) else kept(st$mean - st$center)
   v_out <- .pca_rotation_storage(p, k, runtime, list(cn, pcs))
-  r <- .Call(fmr_rpca, view, kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
+  r <- .Call(C_fmr_rpca, view, kept(st$center), kept(st$div), fill, as.numeric(opts), progress,
              list(rownames(x), cn, pcs), v_out)
   rm(v_out)
   if (!is.null(progress)) cli::cli_progress_done(id = bar)

@@ -85,7 +85,7 @@ open_fmalloc <- function(path, size_gb = NULL, mode = c("persistent", "scratch")
   } else if (!read_only && (mode == "scratch" || !file.exists(path))) {
     fm_abort("earg", "size_gb is required to create '", path, "'")
   }
-  .Call(fmr_runtime_open, path, as.double(cap), mode, read_only)
+  .Call(C_fmr_runtime_open, path, as.double(cap), mode, read_only)
 }
 
 fm_abs_path <- function(path) {
@@ -110,7 +110,7 @@ fm_abs_path <- function(path) {
 #' @export
 cleanup_fmalloc <- function(runtime, sync = TRUE) {
   fm_check_runtime(runtime)
-  invisible(.Call(fmr_runtime_close, runtime, isTRUE(sync)))
+  invisible(.Call(C_fmr_runtime_close, runtime, isTRUE(sync)))
 }
 
 #' Commit a runtime durably
@@ -131,7 +131,7 @@ cleanup_fmalloc <- function(runtime, sync = TRUE) {
 #' @export
 fmalloc_sync <- function(runtime) {
   fm_check_runtime(runtime)
-  .Call(fmr_runtime_sync, runtime)
+  .Call(C_fmr_runtime_sync, runtime)
   invisible(runtime)
 }
 
@@ -146,7 +146,7 @@ fmalloc_sync <- function(runtime) {
 #' @export
 fmalloc_check <- function(runtime) {
   fm_check_runtime(runtime)
-  invisible(.Call(fmr_runtime_check, runtime))
+  invisible(.Call(C_fmr_runtime_check, runtime))
 }
 
 #' State of a runtime
@@ -165,7 +165,7 @@ fmalloc_check <- function(runtime) {
 #' @export
 fmalloc_info <- function(runtime) {
   fm_check_runtime(runtime)
-  .Call(fmr_runtime_info, runtime)
+  .Call(C_fmr_runtime_info, runtime)
 }
 
 #' Is a runtime open?
@@ -174,12 +174,12 @@ fmalloc_info <- function(runtime) {
 #' @export
 fmalloc_is_open <- function(runtime) {
   fm_check_runtime(runtime)
-  .Call(fmr_runtime_state, runtime)$is_open
+  .Call(C_fmr_runtime_state, runtime)$is_open
 }
 
 #' @export
 print.fmalloc_runtime <- function(x, ...) {
-  st <- .Call(fmr_runtime_state, x)
+  st <- .Call(C_fmr_runtime_state, x)
   if (!isTRUE(st$is_open)) {
     cat("<fmalloc_runtime> ", st$path, " (closed)\n", sep = "")
     return(invisible(x))
@@ -196,7 +196,7 @@ print.fmalloc_runtime <- function(x, ...) {
 
 #' @export
 format.fmalloc_runtime <- function(x, ...) {
-  st <- .Call(fmr_runtime_state, x)
+  st <- .Call(C_fmr_runtime_state, x)
   sprintf("<fmalloc_runtime %s%s>", st$path, if (isTRUE(st$is_open)) "" else " (closed)")
 }
 

@@ -1,7 +1,7 @@
 # Streamed column statistics, allele frequencies and standardization.
 
 .colvar <- function(x) {
-  res <- .Call(fmr_colvar, .view_of(x))
+  res <- .Call(C_fmr_colvar, .view_of(x))
   names(res) <- c("mean", "var", "n_obs")
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) res <- .transformed(res, x@transform, nrow(x))
   nm <- colnames(x)
@@ -96,7 +96,7 @@ fmalloc_allele_freq <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix") || .codec_name(x) != "bed2") {
     fm_abort("earg", "x must be a hardcall (bed2) matrix from fmalloc_bed() or fmalloc_bed_open()")
   }
-  counts <- .Call(fmr_bed2_counts, .view(x))
+  counts <- .Call(C_fmr_bed2_counts, .view(x))
   obs <- counts[1, ] + counts[2, ] + counts[3, ]
   a1 <- (counts[2, ] + 2 * counts[3, ]) / (2 * obs)
   out <- data.frame(

@@ -49,7 +49,7 @@
 create_fmalloc_vector <- function(type, length, runtime) {
   fm_check_runtime(runtime)
   fm_check_length(length, "length")
-  .Call(fmr_altrep_new, runtime, fm_type(type), as.double(length), NULL, NULL)
+  .Call(C_fmr_altrep_new, runtime, fm_type(type), as.double(length), NULL, NULL)
 }
 
 #' @rdname create_fmalloc_vector
@@ -73,7 +73,7 @@ create_fmalloc_matrix <- function(type, nrow, ncol, runtime, dimnames = NULL) {
       if (!is.null(dn)) dimnames[[k]] <- as.character(dn)
     }
   }
-  .Call(fmr_altrep_new, runtime, fm_type(type), as.double(nrow) * as.double(ncol),
+  .Call(C_fmr_altrep_new, runtime, fm_type(type), as.double(nrow) * as.double(ncol),
         c(as.integer(nrow), as.integer(ncol)), dimnames)
 }
 
@@ -102,19 +102,19 @@ fm_check_length <- function(n, what, max = 2^52) {
 #'   `uid`, `mode`, `path`, `is_open` and `read_only`.
 #' @export
 fmalloc_is_mapped <- function(x) {
-  .Call(fmr_altrep_is_mapped, x)
+  .Call(C_fmr_altrep_is_mapped, x)
 }
 
 #' @rdname fmalloc_is_mapped
 #' @export
 fmalloc_runtime_of <- function(x) {
-  .Call(fmr_altrep_runtime, x)
+  .Call(C_fmr_altrep_runtime, x)
 }
 
 #' @rdname fmalloc_is_mapped
 #' @export
 fmalloc_describe <- function(x) {
-  .Call(fmr_altrep_describe, x)
+  .Call(C_fmr_altrep_describe, x)
 }
 
 #' Write columns of a mapped matrix in place
@@ -147,11 +147,11 @@ fmalloc_write_cols <- function(x, j, values) {
     fm_abort("earg", "j must be whole column numbers")
   values <- switch(typeof(x), double = as.double(values), integer = as.integer(values),
                    logical = as.logical(values), raw = as.raw(values))
-  .Call(fmr_altrep_write_cols, x, as.integer(j), values)
+  .Call(C_fmr_altrep_write_cols, x, as.integer(j), values)
   invisible(x)
 }
 
 # Test hooks (internal): element and region reads exactly as C code does them
 # (REAL_ELT, INTEGER_GET_REGION, ...); i is 0-based.
-fm_elt <- function(x, i) .Call(fmr_altrep_elt, x, as.double(i))
-fm_region <- function(x, i, n) .Call(fmr_altrep_region, x, as.double(i), as.double(n))
+fm_elt <- function(x, i) .Call(C_fmr_altrep_elt, x, as.double(i))
+fm_region <- function(x, i, n) .Call(C_fmr_altrep_region, x, as.double(i), as.double(n))

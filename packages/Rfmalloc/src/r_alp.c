@@ -5,6 +5,7 @@
  * products and statistics go through the generic codec-matrix entry points
  * (r_mat.c builds the fm_mat with fm_mat_init_alp). */
 #include "r_mat.h"
+#include "r_calls.h"
 
 #include "fm/fm_backend_alp.h"
 #include "fm/fm_codec_alp.h"
@@ -94,3 +95,11 @@ SEXP fmr_alp_backend(SEXP on) {
   }
   return R_NilValue;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_alp_calls[] = {
+    FMR_CALLDEF(fmr_alp_encode, 1),
+    FMR_CALLDEF(fmr_alp_store, 2),
+    FMR_CALLDEF(fmr_alp_info, 1),
+    FMR_CALLDEF(fmr_alp_backend, 1),
+    {NULL, NULL, 0}};

@@ -31,6 +31,7 @@
  *   Inspect           dtype, length, offset, mode, name, open/closed.
  * The methods evaluate R code only to raise errors (fmr_stop). */
 #include "r_runtime.h"
+#include "r_calls.h"
 
 #include <R_ext/Altrep.h>
 
@@ -794,3 +795,17 @@ SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n) {
   UNPROTECT(1);
   return out;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_altrep_calls[] = {
+    FMR_CALLDEF(fmr_altrep_new, 5),
+    FMR_CALLDEF(fmr_altrep_save, 3),
+    FMR_CALLDEF(fmr_altrep_get, 2),
+    FMR_CALLDEF(fmr_altrep_set_attrs, 2),
+    FMR_CALLDEF(fmr_altrep_is_mapped, 1),
+    FMR_CALLDEF(fmr_altrep_runtime, 1),
+    FMR_CALLDEF(fmr_altrep_describe, 1),
+    FMR_CALLDEF(fmr_altrep_write_cols, 3),
+    FMR_CALLDEF(fmr_altrep_elt, 2),
+    FMR_CALLDEF(fmr_altrep_region, 3),
+    {NULL, NULL, 0}};

@@ -11,6 +11,7 @@
  * not to the process: no global to re-sync, nothing left behind by an
  * error, and a forked child or another thread cannot see a stale one. */
 #include "r_backend.h"
+#include "r_calls.h"
 
 #include "fm/fm_backend_alp.h"
 #include "fm/fm_cpu.h"
@@ -139,3 +140,13 @@ SEXP fmr_test_backend(SEXP s_name, SEXP s_on) {
   }
   return R_NilValue;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_backend_calls[] = {
+    FMR_CALLDEF(fmr_backends, 0),
+    FMR_CALLDEF(fmr_cpu_isa, 0),
+    FMR_CALLDEF(fmr_cpu_env_valid, 0),
+    FMR_CALLDEF(fmr_last_backend, 0),
+    FMR_CALLDEF(fmr_test_cpu_cap, 1),
+    FMR_CALLDEF(fmr_test_backend, 2),
+    {NULL, NULL, 0}};

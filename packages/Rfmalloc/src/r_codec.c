@@ -1,6 +1,7 @@
 /* r_codec.c: .Call entry points for the genotype codecs (encode into storage
  * that R allocated, typed haplotype rows) and for borrowed file views. */
 #include "r_mat.h"
+#include "r_calls.h"
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
@@ -120,3 +121,18 @@ SEXP fmr_bed2_counts(SEXP h) {
   UNPROTECT(1);
   return out;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_codec_calls[] = {
+    FMR_CALLDEF(fmr_bed2_encode, 2),
+    FMR_CALLDEF(fmr_dos8_encode, 2),
+    FMR_CALLDEF(fmr_hap1_encode, 2),
+    FMR_CALLDEF(fmr_hap1_row_bytes, 1),
+    FMR_CALLDEF(fmr_hap1_rows, 5),
+    FMR_CALLDEF(fmr_fileview_open, 1),
+    FMR_CALLDEF(fmr_fileview_alive, 1),
+    FMR_CALLDEF(fmr_fileview_size, 1),
+    FMR_CALLDEF(fmr_fileview_close, 1),
+    FMR_CALLDEF(fmr_bed2_check, 4),
+    FMR_CALLDEF(fmr_bed2_counts, 1),
+    {NULL, NULL, 0}};

@@ -9,6 +9,7 @@
  * finalizer) and whose protected value is the owner of the bytes (for
  * Rgguf: the gguf_file handle keeping the model's mapping alive). */
 #include "r_ext.h"
+#include "r_calls.h"
 
 #include "fm/fm_backend.h"
 
@@ -186,3 +187,11 @@ SEXP fmr_test_ext_backend(SEXP s_on) {
   if (Rf_asLogical(s_on)) Rfmalloc_backend_register("ext_rowmajor", rowmajor_backend, NULL);
   return R_NilValue;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_ext_calls[] = {
+    FMR_CALLDEF(fmr_ext_info, 1),
+    FMR_CALLDEF(fmr_test_ext_matrix, 3),
+    FMR_CALLDEF(fmr_test_ext_backend, 1),
+    FMR_CALLDEF(fmr_test_ext_release, 0),
+    {NULL, NULL, 0}};

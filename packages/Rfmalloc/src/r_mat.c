@@ -1,6 +1,7 @@
 /* r_mat.c: R descriptions of typed-storage matrices -> fm_mat / fm_affine,
  * and views: a matrix validated once, held by an external pointer. */
 #include "r_mat.h"
+#include "r_calls.h"
 
 #include "r_ext.h"
 
@@ -301,3 +302,11 @@ SEXP fmr_codec_ids(void) {
   UNPROTECT(2);
   return out;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_mat_calls[] = {
+    FMR_CALLDEF(fmr_view_new, 4),
+    FMR_CALLDEF(fmr_view_alive, 1),
+    FMR_CALLDEF(fmr_view_of_slots, 5),
+    FMR_CALLDEF(fmr_codec_ids, 0),
+    {NULL, NULL, 0}};

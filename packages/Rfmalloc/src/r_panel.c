@@ -3,6 +3,7 @@
  * Gram matrices, and the gathers behind x[i, j] and x[i]; every loop over
  * panels runs in the core. */
 #include "r_backend.h"
+#include "r_calls.h"
 #include "r_mat.h"
 
 #include "fm/fm_gram.h"
@@ -129,3 +130,11 @@ SEXP fmr_gather_cells(SEXP h, SEXP rows, SEXP cols) {
   UNPROTECT(1);
   return out;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_panel_calls[] = {
+    FMR_CALLDEF(fmr_product, 4),
+    FMR_CALLDEF(fmr_gram, 2),
+    FMR_CALLDEF(fmr_gather, 3),
+    FMR_CALLDEF(fmr_gather_cells, 3),
+    {NULL, NULL, 0}};

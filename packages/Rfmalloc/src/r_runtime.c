@@ -1,6 +1,7 @@
 /* r_runtime.c: runtime handles (open_fmalloc, cleanup_fmalloc, sync, info)
  * and the name directory (list, delete). Records and lifetimes: r_runtime.h. */
 #include "r_runtime.h"
+#include "r_calls.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -462,3 +463,15 @@ SEXP fmr_runtime_delete(SEXP rt, SEXP name) {
   if (fm_map_unname(r->map, nm, &err) != FM_OK) fmr_raise(&err);
   return Rf_ScalarLogical(TRUE);
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_runtime_calls[] = {
+    FMR_CALLDEF(fmr_runtime_open, 4),
+    FMR_CALLDEF(fmr_runtime_close, 2),
+    FMR_CALLDEF(fmr_runtime_sync, 1),
+    FMR_CALLDEF(fmr_runtime_check, 1),
+    FMR_CALLDEF(fmr_runtime_state, 1),
+    FMR_CALLDEF(fmr_runtime_info, 1),
+    FMR_CALLDEF(fmr_runtime_dir, 1),
+    FMR_CALLDEF(fmr_runtime_delete, 2),
+    {NULL, NULL, 0}};

@@ -6,6 +6,7 @@
  * packages' calls get the same ctl through the C callable Rfmalloc_ctl. The
  * last control block made is kept for fmalloc_backend_info(). */
 #include "r_backend.h"
+#include "r_calls.h"
 #include "r_glue.h"
 
 #include "fm/fm_panel.h"
@@ -79,3 +80,8 @@ SEXP fmr_settings(SEXP s_last) {
   UNPROTECT(1);
   return out;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_settings_calls[] = {
+    FMR_CALLDEF(fmr_settings, 1),
+    {NULL, NULL, 0}};

@@ -1,6 +1,7 @@
 /* r_stats.c: .Call entry points for streamed column statistics and
  * randomized PCA. */
 #include "r_backend.h"
+#include "r_calls.h"
 #include "r_mat.h"
 #include "r_progress.h"
 
@@ -131,3 +132,9 @@ SEXP fmr_rpca(SEXP h, SEXP center, SEXP div, SEXP fill, SEXP opts, SEXP progress
   UNPROTECT(nprot);
   return res;
 }
+
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef fmr_stats_calls[] = {
+    FMR_CALLDEF(fmr_colvar, 1),
+    FMR_CALLDEF(fmr_rpca, 8),
+    {NULL, NULL, 0}};

@@ -5,7 +5,7 @@
 #' destination owned by an Rfmalloc runtime.
 #'
 #' @keywords internal
-#' @useDynLib Rpgen, .registration = TRUE
+#' @useDynLib Rpgen, .registration = TRUE, .fixes = "C_"
 #' @import methods
 #' @importFrom Rfmalloc fmalloc_codec_matrix create_fmalloc_matrix create_fmalloc_vector fm_abort
 "_PACKAGE"

@@ -30,17 +30,17 @@
     fm_abort("earg", "path must be one file name, not an empty or NA string")
   if (!is.null(format) && (!is.character(format) || length(format) != 1L))
     fm_abort("earg", "format must be NULL or a string")
-  h <- .Call(rpg_plan, path.expand(path), format, dots)
+  h <- .Call(C_rpg_plan, path.expand(path), format, dots)
   str1 <- function(x) if (!is.null(x)) as.character(x)[1]
   counted <- .opt(dots, "counted_alleles")
   h$options <- list(region = str1(dots[["region"]]), chrom = str1(dots[["chrom"]]),
                     counted_alleles = if (!is.null(counted)) as.character(counted),
                     dosage_format = as.integer(.opt(dots, "dosage_format", 0L)))
-  h$xp <- .rpg_naming(.Call(rpg_open, h$format, h$files, h$options), c(h$paths, h$sample_file))
+  h$xp <- .rpg_naming(.Call(C_rpg_open, h$format, h$files, h$options), c(h$paths, h$sample_file))
   h
 }
 
-.rpg_reopen <- function(h) .Call(rpg_open, h$format, h$files, h$options)
+.rpg_reopen <- function(h) .Call(C_rpg_open, h$format, h$files, h$options)
 
 # Sample IDs: the file's, else its .sample companion's, else NULL for the
 # default IDs "sample1".."sampleN", which are made only for the rows a read
@@ -49,7 +49,7 @@
 # loosely (32768 x for zstd), and 2^31 - 1 IDs would take 16 GB before the
 # block's decoding refuses N.
 .rpg_sample_ids <- function(h, n) {
-  ids <- .Call(rpg_samples, h$xp)
+  ids <- .Call(C_rpg_samples, h$xp)
   if (!is.null(ids)) return(ids)
   if (!is.na(h$sample_file) && file.exists(h$sample_file)) {
     return(.rpg_read_sample_file(h$sample_file, n, h$paths[1]))
@@ -86,10 +86,10 @@
 # them. Interruptible, with a cli spinner on long passes.
 .rpg_scan <- function(h, want_ids, n_hint, label) {
   xp <- .rpg_reopen(h)
-  on.exit(.Call(rpg_close, xp))
+  on.exit(.Call(C_rpg_close, xp))
   pb <- cli::cli_progress_bar(sprintf("Scanning %s", label), total = NA, clear = TRUE)
   progress <- function(done, total) cli::cli_progress_update(id = pb, set = done)
-  res <- .rpg_naming(.Call(rpg_scan, xp, want_ids, as.double(n_hint), progress), h$paths)
+  res <- .rpg_naming(.Call(C_rpg_scan, xp, want_ids, as.double(n_hint), progress), h$paths)
   cli::cli_progress_done(id = pb)
   res
 }
@@ -168,8 +168,8 @@
 rpgen_info <- function(path, format = NULL, ...) {
   dots <- list(...)
   h <- .rpg_open(path, format, dots)
-  on.exit(.Call(rpg_close, h$xp))
-  info <- .Call(rpg_info, h$xp)
+  on.exit(.Call(C_rpg_close, h$xp))
+  info <- .Call(C_rpg_info, h$xp)
   if (is.na(info$n_variants) && isTRUE(dots[["count"]])) {
     info$n_variants <- .rpg_scan(h, FALSE, NA, basename(path))$n
   }
@@ -199,8 +199,8 @@ rpgen_info <- function(path, format = NULL, ...) {
 # `sex` option replaces both.
 .rpg_apply_sex <- function(h, dots, n) {
   if (!is.na(h$sample_file) && file.exists(h$sample_file))
-    .Call(rpg_sample_sex, h$xp, h$sample_file)
-  if (!is.null(dots[["sex"]])) .Call(rpg_set_sex, h$xp, .rpg_sex_codes(dots[["sex"]], n))
+    .Call(C_rpg_sample_sex, h$xp, h$sample_file)
+  if (!is.null(dots[["sex"]])) .Call(C_rpg_set_sex, h$xp, .rpg_sex_codes(dots[["sex"]], n))
   invisible(NULL)
 }
 
@@ -361,8 +361,8 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     samples <- NULL
   }
   h <- .rpg_open(path, format, dots)
-  on.exit(.Call(rpg_close, h$xp))
-  info <- .Call(rpg_info, h$xp)
+  on.exit(.Call(C_rpg_close, h$xp))
+  info <- .Call(C_rpg_info, h$xp)
   n_s <- info$n_samples
   n_in <- info$n_variants
   var_ids <- NULL
@@ -379,11 +379,11 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
   n_out_s <- if (is.null(si)) n_s else length(si)
   n_out_v <- if (is.null(vi)) n_in else length(vi)
-  dest <- .Call(rpg_dest, destination, n_out_s, n_out_v) # kind, dtype, codec, bytes, row_bytes
+  dest <- .Call(C_rpg_dest, destination, n_out_s, n_out_v) # kind, dtype, codec, bytes, row_bytes
   storage <- if (destination == "dense") {
     Rfmalloc::create_fmalloc_matrix("double", n_out_s, n_out_v, runtime)
   } else {
-    .Call(rpg_alloc, runtime, dest$dtype, max(1, dest$bytes))
+    .Call(C_rpg_alloc, runtime, dest$dtype, max(1, dest$bytes))
   }
   # auto_terminate = FALSE: the bar lives until cli_progress_done(), so an
   # update at current == total does not end it and make the next update an
@@ -395,7 +395,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     cli::cli_progress_update(id = pb, set = done, total = max(1, total))
   }
   # metadata vectors reach only the last selected record (n_in is a header's word)
-  meta <- .rpg_naming(.Call(rpg_stream, h$xp, dest$kind, storage, n_out_s, n_out_v,
+  meta <- .rpg_naming(.Call(C_rpg_stream, h$xp, dest$kind, storage, n_out_s, n_out_v,
                             if (is.null(si)) NULL else si - 1, if (is.null(vi)) NULL else vi - 1,
                             if (is.null(vi)) n_in else max(0, vi), as.double(block_records), progress),
                       c(h$paths, h$sample_file))
@@ -422,7 +422,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
       row_bytes <- dest$row_bytes
       plane <- row_bytes * n_out_v
       miss <- Rfmalloc::create_fmalloc_vector("raw", max(1, plane), runtime)
-      .Call(rpg_copy_plane, miss, storage, plane, plane)
+      .Call(C_rpg_copy_plane, miss, storage, plane, plane)
       hn <- paste0(rep(s_ids, each = 2), c("_1", "_2"))
       dn <- list(vars$id, hn)
       m <- structure(list(storage = miss, n_loci = n_out_v, n_haps = n_haps, row_bytes = row_bytes,

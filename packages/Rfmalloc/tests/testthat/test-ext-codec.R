@@ -77,7 +77,7 @@ test_that("a released codec (its package unloaded) makes its matrices raise fm_e
   X <- .test_ext_matrix(matrix(1:6, 2, 3))
   Y <- .test_ext_matrix(matrix(1:4, 2, 2))
   expect_identical(as.matrix(X), matrix(as.double(1:6), 2, 3))
-  expect_gte(.Call(Rfmalloc:::fmr_test_ext_release), 2L)
+  expect_gte(.Call(Rfmalloc:::C_fmr_test_ext_release), 2L)
   expect_error(as.matrix(X), class = "fm_error_eclosed")
   expect_error(Y %*% 1:2, class = "fm_error_eclosed")
   # a new matrix over the same codec works again

@@ -126,7 +126,7 @@ test_that("an error from PCA's progress function at its last report reaches the 
   X <- fmalloc_bed(matrix(rbinom(300 * 200, 2, 0.3), 300, 200), rt)
   h <- Rfmalloc:::.view_of(X)
   rpca <- function(progress) {
-    .Call(Rfmalloc:::fmr_rpca, h, NULL, NULL, NULL, c(3, 5, 4, 1e-300, 1), progress, NULL, NULL)
+    .Call(Rfmalloc:::C_fmr_rpca, h, NULL, NULL, NULL, c(3, 5, 4, 1e-300, 1), progress, NULL, NULL)
   }
   reports <- 0
   fails_last <- function(done, total) {

@@ -416,7 +416,7 @@ test_that("errors name the closed file and swapped arguments", {
   expect_error(create_fmalloc_vector("double", 3, list()), "not a list", class = "fm_error_earg")
   expect_error(fmalloc_save(1:3, "k", 1), "not a number", class = "fm_error_earg")
   # straight to C, too
-  err <- tryCatch(.Call(Rfmalloc:::fmr_runtime_info, "x"), error = function(e) e)
+  err <- tryCatch(.Call(Rfmalloc:::C_fmr_runtime_info, "x"), error = function(e) e)
   expect_s3_class(err, "fm_error_earg")
   expect_match(conditionMessage(err), "not a character string", fixed = TRUE)
 })

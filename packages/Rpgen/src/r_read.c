@@ -1,4 +1,4 @@
-/* r_rpgen.c: .Call glue between R and the core genotype readers (fm_fmt*.h).
+/* r_read.c: .Call glue between R and the core genotype readers (fm_fmt*.h).
  *
  * A file's format, its companion files and the open function of its reader
  * come from the core's format table (fm_fmt_registry.h: rpg_plan, rpg_open);
@@ -38,6 +38,8 @@
 #include "fm/fm_fmt_vcf.h"
 
 #include <Rfmalloc.h>
+
+#include "r_calls.h"
 #include <Rfmalloc_core.h>
 
 /* ---- readers ------------------------------------------------------------ */
@@ -458,24 +460,18 @@ SEXP rpg_copy_plane(SEXP dst, SEXP src, SEXP s_from, SEXP s_n) {
   return R_NilValue;
 }
 
-static const R_CallMethodDef call_methods[] = {
-    {"rpg_plan", (DL_FUNC)&rpg_plan, 3},
-    {"rpg_open", (DL_FUNC)&rpg_open, 3},
-    {"rpg_close", (DL_FUNC)&rpg_close, 1},
-    {"rpg_info", (DL_FUNC)&rpg_info, 1},
-    {"rpg_samples", (DL_FUNC)&rpg_samples, 1},
-    {"rpg_set_sex", (DL_FUNC)&rpg_set_sex, 2},
-    {"rpg_sample_sex", (DL_FUNC)&rpg_sample_sex, 2},
-    {"rpg_scan", (DL_FUNC)&rpg_scan, 4},
-    {"rpg_dest", (DL_FUNC)&rpg_dest, 3},
-    {"rpg_alloc", (DL_FUNC)&rpg_alloc, 3},
-    {"rpg_stream", (DL_FUNC)&rpg_stream, 10},
-    {"rpg_copy_plane", (DL_FUNC)&rpg_copy_plane, 4},
+/* This module's .Call entry points (r_calls.h; r_init.c registers them). */
+const R_CallMethodDef rpg_read_calls[] = {
+    RPG_CALLDEF(rpg_plan, 3),
+    RPG_CALLDEF(rpg_open, 3),
+    RPG_CALLDEF(rpg_close, 1),
+    RPG_CALLDEF(rpg_info, 1),
+    RPG_CALLDEF(rpg_samples, 1),
+    RPG_CALLDEF(rpg_set_sex, 2),
+    RPG_CALLDEF(rpg_sample_sex, 2),
+    RPG_CALLDEF(rpg_scan, 4),
+    RPG_CALLDEF(rpg_dest, 3),
+    RPG_CALLDEF(rpg_alloc, 3),
+    RPG_CALLDEF(rpg_stream, 10),
+    RPG_CALLDEF(rpg_copy_plane, 4),
     {NULL, NULL, 0}};
-
-void R_init_Rpgen(DllInfo *dll) {
-  Rfmalloc_core_init();
-  R_registerRoutines(dll, NULL, call_methods, NULL, NULL);
-  R_useDynamicSymbols(dll, FALSE);
-  R_forceSymbols(dll, TRUE);
-}
