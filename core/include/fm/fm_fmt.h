@@ -140,6 +140,10 @@ typedef struct fm_reader fm_reader;
 typedef struct fm_reader_ops {
   fm_status (*next)(fm_reader *r, fm_gt_record *rec, fm_err *err);
   void (*close)(fm_reader *r);
+  /* Optional: *n_out = the records left, counted without decoding
+   * genotypes (BGEN seeks over blocks, VCF/BCF reads sites' allele
+   * counts), the reader left at its end; NULL: fm_reader_count reads them. */
+  fm_status (*count)(fm_reader *r, int64_t *n_out, const fm_ctl *ctl, fm_err *err);
 } fm_reader_ops;
 
 /* Sex codes of fm_reader.sex. */
@@ -194,6 +198,15 @@ FM_NODISCARD fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *e
  * the record points at copies held in r->sex_state (valid until the next
  * call on the reader). */
 void fm_reader_close(fm_reader *r); /* safe on NULL */
+
+/* The records left in r, the cheapest way its format offers (ops->count),
+ * else by reading them (fm_reader_next; the male-X rule does not change a
+ * count), polling ctl and reporting fm_ctl_progress(ctl, records, NaN)
+ * every 4096 records; r is left at its end.
+ * Errors: FM_EARG (r or n_out NULL); FM_ECANCELLED; the reader's own,
+ *         naming the record. *n_out holds the records counted so far. */
+FM_NODISCARD fm_status fm_reader_count(fm_reader *r, int64_t *n_out, const fm_ctl *ctl,
+                                       fm_err *err);
 
 /* Replace the reader's sex codes with n FM_SEX_* codes (n must be
  * r->info.n_samples; sex NULL clears them), e.g. for a VCF/BCF, which stores

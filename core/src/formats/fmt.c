@@ -163,6 +163,27 @@ fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return st;
 }
 
+fm_status fm_reader_count(fm_reader *r, int64_t *n_out, const fm_ctl *ctl, fm_err *err) {
+  if (!r || !r->ops || !n_out)
+    return fm_err_set(err, FM_EARG, "fm_reader_count: reader and count must not be NULL");
+  *n_out = 0;
+  if (r->ops->count) return r->ops->count(r, n_out, ctl, err);
+  fm_gt_record rec;
+  memset(&rec, 0, sizeof rec);
+  for (;;) {
+    if ((*n_out & 4095) == 0) {
+      if (fm_ctl_cancelled(ctl))
+        return fm_err_set(err, FM_ECANCELLED, "scanning records was interrupted after %lld records",
+                          (long long)*n_out);
+      fm_ctl_progress(ctl, (double)*n_out, NAN);
+    }
+    fm_status st = r->ops->next(r, &rec, err);
+    if (st == FM_FMT_END) return FM_OK;
+    if (st != FM_OK) return st;
+    (*n_out)++;
+  }
+}
+
 fm_reader *fm_reader_new(const fm_reader_ops *ops, size_t impl_size) {
   fm_reader *r = calloc(1, sizeof *r);
   void *impl = calloc(1, impl_size ? impl_size : 1);

@@ -956,7 +956,14 @@ static void bgen_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops bgen_ops = {bgen_next, bgen_close};
+/* Every record left, seeking over the genotype blocks (fm_fmt_bgen_skip). */
+static fm_status bgen_count(fm_reader *r, int64_t *n_out, const fm_ctl *ctl, fm_err *err) {
+  (void)ctl;
+  fm_status st = fm_fmt_bgen_skip(r, INT64_MAX, n_out, err);
+  return st == FM_FMT_END ? FM_OK : st;
+}
+
+static const fm_reader_ops bgen_ops = {bgen_next, bgen_close, bgen_count};
 
 /* Most bytes c compressed bytes can yield: zlib inflates at most 1032:1, a
  * zstd block yields at most 128 KiB for at least 4 bytes (load_geno's

@@ -848,7 +848,7 @@ static void pgen_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops pgen_ops = {pgen_next, pgen_close};
+static const fm_reader_ops pgen_ops = {pgen_next, pgen_close, NULL};
 
 /* Read exactly nb bytes at the current position of the header. */
 static fm_status hdr_read(pgen_impl *p, void *dst, size_t nb, uint64_t off, const char *what,

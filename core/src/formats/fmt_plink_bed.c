@@ -347,7 +347,7 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return FM_OK;
 }
 
-static const fm_reader_ops bed_ops = {bed_next, bed_close};
+static const fm_reader_ops bed_ops = {bed_next, bed_close, NULL};
 
 /* path without its directory when it is the directory of ref (a companion
  * beside the .bed), so that a message naming both fits in fm_err. */

@@ -77,7 +77,7 @@ static fm_status ped_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return FM_OK;
 }
 
-static const fm_reader_ops ped_ops = {ped_next, ped_close};
+static const fm_reader_ops ped_ops = {ped_next, ped_close, NULL};
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;

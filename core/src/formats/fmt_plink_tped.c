@@ -98,7 +98,7 @@ static fm_status tped_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return FM_OK;
 }
 
-static const fm_reader_ops tped_ops = {tped_next, tped_close};
+static const fm_reader_ops tped_ops = {tped_next, tped_close, NULL};
 
 static char *dup_str(const char *s) {
   size_t n = strlen(s) + 1;

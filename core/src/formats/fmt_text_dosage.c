@@ -176,7 +176,7 @@ static void dos_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops dos_ops = {dos_next, dos_close};
+static const fm_reader_ops dos_ops = {dos_next, dos_close, NULL};
 
 /* Header "SNP A1 A2 FID1 IID1 ...": IIDs into the reader, or checked against the .fam. */
 static fm_status read_header(fm_reader *r, dos_impl *d, int have_fam, fm_err *err) {

@@ -140,7 +140,7 @@ static void eig_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops eig_ops = {eig_next, eig_close};
+static const fm_reader_ops eig_ops = {eig_next, eig_close, NULL};
 
 /* Non-blank lines of the .snp at path (the SNPs eig_next would read). */
 static fm_status count_snp_lines(const char *path, int64_t *n_out, fm_err *err) {

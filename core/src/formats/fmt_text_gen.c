@@ -95,7 +95,7 @@ static void gen_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops gen_ops = {gen_next, gen_close};
+static const fm_reader_ops gen_ops = {gen_next, gen_close, NULL};
 
 fm_status fm_fmt_gen_open(const char *gen_path, const char *sample_path, fm_reader **out,
                           fm_err *err) {

@@ -133,7 +133,7 @@ static void haps_close(fm_reader *r) {
   r->impl = NULL;
 }
 
-static const fm_reader_ops haps_ops = {haps_next, haps_close};
+static const fm_reader_ops haps_ops = {haps_next, haps_close, NULL};
 
 static fm_status open_common(const char *haps_path, const char *legend_path,
                              const char *sample_path, const char *chrom, fm_reader **out,

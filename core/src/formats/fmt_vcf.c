@@ -751,7 +751,11 @@ static fm_status vr_next(fm_reader *r, fm_gt_record *out, fm_err *err) {
   return FM_OK;
 }
 
-static const fm_reader_ops vr_ops = {vr_next, vr_close};
+static fm_status vr_count(fm_reader *r, int64_t *n_out, const fm_ctl *ctl, fm_err *err) {
+  return fm_fmt_vcf_count(r, n_out, ctl, err);
+}
+
+static const fm_reader_ops vr_ops = {vr_next, vr_close, vr_count};
 
 fm_status fm_fmt_vcf_count(fm_reader *r, int64_t *n_records_out, const fm_ctl *ctl, fm_err *err) {
   if (n_records_out) *n_records_out = 0;

@@ -232,8 +232,8 @@ SEXP rpg_samples(SEXP xp) {
  * has none), read with the reader's own parser so that they equal the IDs a
  * read reports. n_hint (NA when unknown) sizes the ID vector. Returns
  * list(n = <double>, ids = <character or NULL>). When no IDs are asked for,
- * BGEN counts by seeking over genotype blocks and VCF/BCF from the sites'
- * allele counts, without parsing genotypes. */
+ * the core counts the cheapest way the format offers (fm_reader_count: BGEN
+ * seeks over genotype blocks, VCF/BCF reads the sites' allele counts). */
 SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
   fm_reader *r = get_reader(xp);
   const int want_ids = Rf_asLogical(s_want_ids) == TRUE;
@@ -249,23 +249,14 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
   PROTECT_INDEX ids_ix;
   PROTECT_WITH_INDEX(ids, &ids_ix);
   nprot++;
-  if (!want_ids && r->info.format && !strcmp(r->info.format, "bgen")) {
+  if (!want_ids) { /* the format's cheapest count (fm_reader_count) */
     int64_t got = 0;
-    st = fm_fmt_bgen_skip(r, INT64_MAX, &got, &err);
-    n = (double)got;
-    if (st == FM_FMT_END) st = FM_OK;
-  } else if (!want_ids && r->info.format &&
-             (!strcmp(r->info.format, "vcf") || !strcmp(r->info.format, "bcf"))) {
-    int64_t got = 0; /* sites' allele counts only: no genotype parsing */
-    st = fm_fmt_vcf_count(r, &got, &ctl, &err);
+    st = fm_reader_count(r, &got, &ctl, &err);
     n = (double)got;
   } else {
-    R_xlen_t cap = 0;
-    if (want_ids) {
-      cap = (!ISNAN(hint) && hint >= 0 && hint < (double)R_XLEN_T_MAX) ? (R_xlen_t)hint : 1024;
-      if (cap < 1) cap = 1;
-      REPROTECT(ids = Rf_allocVector(STRSXP, cap), ids_ix);
-    }
+    R_xlen_t cap = (!ISNAN(hint) && hint >= 0 && hint < (double)R_XLEN_T_MAX) ? (R_xlen_t)hint : 1024;
+    if (cap < 1) cap = 1;
+    REPROTECT(ids = Rf_allocVector(STRSXP, cap), ids_ix);
     fm_gt_record rec;
     memset(&rec, 0, sizeof rec);
     for (;;) {
@@ -282,17 +273,15 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
         break;
       }
       if (st != FM_OK) break;
-      if (want_ids) {
-        if ((R_xlen_t)n >= cap) {
-          R_xlen_t ncap = cap < R_XLEN_T_MAX / 2 ? 2 * cap : R_XLEN_T_MAX;
-          SEXP grown = PROTECT(Rf_allocVector(STRSXP, ncap));
-          for (R_xlen_t i = 0; i < cap; i++) SET_STRING_ELT(grown, i, STRING_ELT(ids, i));
-          REPROTECT(ids = grown, ids_ix);
-          UNPROTECT(1);
-          cap = ncap;
-        }
-        SET_STRING_ELT(ids, (R_xlen_t)n, Rf_mkChar(rec.id && rec.id[0] ? rec.id : "."));
+      if ((R_xlen_t)n >= cap) {
+        R_xlen_t ncap = cap < R_XLEN_T_MAX / 2 ? 2 * cap : R_XLEN_T_MAX;
+        SEXP grown = PROTECT(Rf_allocVector(STRSXP, ncap));
+        for (R_xlen_t i = 0; i < cap; i++) SET_STRING_ELT(grown, i, STRING_ELT(ids, i));
+        REPROTECT(ids = grown, ids_ix);
+        UNPROTECT(1);
+        cap = ncap;
       }
+      SET_STRING_ELT(ids, (R_xlen_t)n, Rf_mkChar(rec.id && rec.id[0] ? rec.id : "."));
       n++;
     }
   }

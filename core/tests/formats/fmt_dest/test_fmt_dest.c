@@ -47,7 +47,7 @@ static fm_status mock_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
 }
 
 static void mock_close(fm_reader *r) { free(r->impl); }
-static const fm_reader_ops mock_ops = {mock_next, mock_close};
+static const fm_reader_ops mock_ops = {mock_next, mock_close, NULL};
 
 static fm_reader *mock_open(int phased, int with_dosage, uint64_t seed) {
   fm_reader *r = calloc(1, sizeof *r);
@@ -319,7 +319,46 @@ static fm_status vec_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
 }
 
 static void vec_close(fm_reader *r) { free(r->impl); }
-static const fm_reader_ops vec_ops = {vec_next, vec_close};
+static const fm_reader_ops vec_ops = {vec_next, vec_close, NULL};
+
+static int stop_now(void *ud) {
+  (void)ud;
+  return 1;
+}
+
+static int count_total_nan;
+static double count_last_done;
+static void count_progress(void *ud, double done, double total) {
+  (void)ud;
+  count_last_done = done;
+  count_total_nan += total != total;
+}
+
+/* fm_reader_count on a reader without a count of its own reads the records
+ * left; it polls ctl and reports progress with an unknown total. */
+static void test_reader_count(void) {
+  enum { N = 3, M = 9000 };
+  static int8_t hc[M * N];
+  fm_reader *r = fm_reader_new(&vec_ops, sizeof(vec_reader));
+  vec_reader *vr = r->impl;
+  vr->hc = hc;
+  vr->n = N;
+  vr->m = M;
+  vr->next = 5;
+  fm_err err;
+  int64_t n = -1;
+  const fm_ctl ctl = {.progress = count_progress};
+  CHECK_OK(fm_reader_count(r, &n, &ctl, &err), &err);
+  CHECK(n == M - 5 && vr->next == M);
+  CHECK(count_total_nan == 3 && count_last_done == 8192); /* at 0, 4096, 8192 */
+  CHECK_OK(fm_reader_count(r, &n, NULL, &err), &err);
+  CHECK(n == 0);
+  vr->next = 0;
+  const fm_ctl stop = {.cancel = stop_now};
+  CHECK(fm_reader_count(r, &n, &stop, &err) == FM_ECANCELLED && n == 0);
+  CHECK(fm_reader_count(NULL, &n, NULL, &err) == FM_EARG);
+  fm_reader_close(r);
+}
 
 /* A destination in a shared file mapping, released page by page as the
  * stream goes (tiny blocks, columns of 2 KiB so whole pages fall behind),
@@ -462,6 +501,7 @@ int main(void) {
   FM_RUN(test_kind_names);
   FM_RUN(test_bed2_codes);
   FM_RUN(test_bed2_packed);
+  FM_RUN(test_reader_count);
   FM_RUN(test_file_mapped_release);
   FM_RUN(test_hardcall);
   FM_RUN(test_dosage_from_hardcall);

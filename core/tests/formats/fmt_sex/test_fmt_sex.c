@@ -551,7 +551,7 @@ static fm_status mock_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   return FM_OK;
 }
 static void mock_close(fm_reader *r) { free(r->impl); }
-static const fm_reader_ops mock_ops = {mock_next, mock_close};
+static const fm_reader_ops mock_ops = {mock_next, mock_close, NULL};
 
 static fm_reader *mock_open(int n, const char *chrom) {
   fm_reader *r = calloc(1, sizeof *r);

@@ -31,9 +31,6 @@ FM_CORE_FN(fm_status, fm_fmt_bed_open,
            (bed_path, bim_path, fam_path, out, err))
 FM_CORE_FN(fm_status, fm_fmt_bgen_open, (const char *path, fm_reader **out, fm_err *err),
            (path, out, err))
-FM_CORE_FN(fm_status, fm_fmt_bgen_skip,
-           (fm_reader *r, int64_t n_records, int64_t *n_skipped_out, fm_err *err),
-           (r, n_records, n_skipped_out, err))
 FM_CORE_FN(fm_status, fm_fmt_dosage_open,
            (const char *dosage_path, const char *fam_path, const char *map_path, int format,
             fm_reader **out, fm_err *err),
@@ -70,13 +67,12 @@ FM_CORE_FN(fm_status, fm_fmt_tped_open,
            (const char *tped_path, const char *tfam_path, const char *const *counted_alleles,
             int64_t n_counted, fm_reader **out, fm_err *err),
            (tped_path, tfam_path, counted_alleles, n_counted, out, err))
-FM_CORE_FN(fm_status, fm_fmt_vcf_count,
-           (fm_reader *r, int64_t *n_records_out, const fm_ctl *ctl, fm_err *err),
-           (r, n_records_out, ctl, err))
 FM_CORE_FN(fm_status, fm_fmt_vcf_open,
            (const char *path, const char *region, fm_reader **out, fm_err *err),
            (path, region, out, err))
 FM_CORE_VOID(fm_reader_close, (fm_reader *r), (r))
+FM_CORE_FN(fm_status, fm_reader_count, (fm_reader *r, int64_t *n_out, const fm_ctl *ctl, fm_err *err),
+           (r, n_out, ctl, err))
 FM_CORE_FN(fm_status, fm_reader_next, (fm_reader *r, fm_gt_record *rec, fm_err *err),
            (r, rec, err))
 FM_CORE_FN(fm_status, fm_reader_set_sex,
