@@ -69,10 +69,12 @@ fuzz:
 
 # Each package installs from its folder as a user's R CMD INSTALL would: the
 # core is compiled once, into Rfmalloc (its GGML subsystem into Rgguf), and
-# the other packages reach it through their function tables.
+# the other packages reach it through their function tables. --preclean
+# rebuilds the glue each time (a few seconds), so that it follows a changed
+# core header; the core's objects follow theirs through configure's lists.
 install:
 	@mkdir -p $(RLIB)
-	@for p in $(PKGS); do $(RENV) R CMD INSTALL --no-test-load -l $(RLIB) $$p >$(BUILD)/install-$$(basename $$p).log 2>&1 \
+	@for p in $(PKGS); do $(RENV) R CMD INSTALL --preclean --no-test-load -l $(RLIB) $$p >$(BUILD)/install-$$(basename $$p).log 2>&1 \
 	  || { cat $(BUILD)/install-$$(basename $$p).log; exit 1; }; echo "installed $$p"; done
 
 # Each package's tests, then the cross-package ones (tests/testthat).
