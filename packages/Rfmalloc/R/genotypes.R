@@ -68,10 +68,12 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
   .new_codec_matrix(storage, "bed2", n, ncol(g), 0, col_bytes, dimnames = dimnames)
 }
 
+# The .bed and its .bim and .fam as the core's format registry finds them
+# (fm_fmt_resolve: also an upper-case .BED's .BIM and .FAM); a .bim or .fam
+# given names its fileset too.
 .bed_paths <- function(prefix_or_bed) {
-  p <- path.expand(prefix_or_bed)
-  prefix <- sub("\\.(bed|bim|fam)$", "", p)
-  list(bed = paste0(prefix, ".bed"), bim = paste0(prefix, ".bim"), fam = paste0(prefix, ".fam"))
+  p <- sub("\\.(bim|fam)$", "", path.expand(prefix_or_bed))
+  as.list(.Call(C_fmr_fmt_files, "bed", p))
 }
 
 .read_table_file <- function(path, col_names, col_classes, what) {

@@ -4,6 +4,7 @@
 #include "r_calls.h"
 
 #include "fm/fm_codec_bed2.h"
+#include "fm/fm_fmt_registry.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
 #include "fm/fm_fileview.h"
@@ -43,6 +44,29 @@ SEXP fmr_hap1_encode(SEXP h, SEXP out) {
 }
 
 /* Alleles of loci [l0, l0 + n) (0-based l0) as an n_haps x n integer matrix. */
+/* .Call(fmr_fmt_files, format, path): the main file and companions of a
+ * fileset as the core's format registry finds them (fm_fmt_resolve), named
+ * by role: c(bed = , bim = , fam = ) for "bed". */
+SEXP fmr_fmt_files(SEXP s_format, SEXP s_path) {
+  const fm_fmt_format *f = fm_fmt_by_name(CHAR(STRING_ELT(s_format, 0)));
+  if (!f) fmr_stop(FM_EARG, "'%s' is not a format of the registry", CHAR(STRING_ELT(s_format, 0)));
+  fm_fmt_fileset *fs = (fm_fmt_fileset *)R_alloc(1, sizeof *fs);
+  fm_err err;
+  if (fm_fmt_resolve(f, Rf_translateCharUTF8(STRING_ELT(s_path, 0)), NULL, fs, &err) != FM_OK)
+    fmr_raise(&err);
+  const int n = 1 + f->n_companions;
+  SEXP out = PROTECT(Rf_allocVector(STRSXP, n));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+  SET_STRING_ELT(nm, 0, Rf_mkChar(f->name));
+  for (int i = 0; i < n; i++) {
+    SET_STRING_ELT(out, i, Rf_mkCharCE(fs->path[i], CE_UTF8));
+    if (i > 0) SET_STRING_ELT(nm, i, Rf_mkChar(f->companion[i - 1].name));
+  }
+  Rf_setAttrib(out, R_NamesSymbol, nm);
+  UNPROTECT(2);
+  return out;
+}
+
 /* .Call(fmr_hap1_row_bytes, n_haps): bytes of one locus row (the core's
  * layout, fm_codec_hap1.h), so R never writes the formula again. */
 SEXP fmr_hap1_row_bytes(SEXP s_n_haps) {
@@ -127,6 +151,7 @@ const R_CallMethodDef fmr_codec_calls[] = {
     FMR_CALLDEF(fmr_bed2_encode, 2),
     FMR_CALLDEF(fmr_dos8_encode, 2),
     FMR_CALLDEF(fmr_hap1_encode, 2),
+    FMR_CALLDEF(fmr_fmt_files, 2),
     FMR_CALLDEF(fmr_hap1_row_bytes, 1),
     FMR_CALLDEF(fmr_hap1_rows, 5),
     FMR_CALLDEF(fmr_fileview_open, 1),
