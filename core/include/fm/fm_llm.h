@@ -122,10 +122,10 @@ int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each 
 
 /* GGML worker threads of an evaluation of m with control block ctl: 1 when
  * ctl->forked (GNU OpenMP's pool, behind GGML, does not survive fork()),
- * else the model's own count when set, else fm_threads(ctl). An upper
- * bound: a batch of under ~4 MFLOP (2 x parameters x tokens; the decode
- * step of a tiny model) runs on one thread, where synchronizing threads per
- * operator would cost more than it saves. Results do not depend on the
+ * else the model's own count when set (at most FM_THREADS_MAX), else
+ * fm_threads(ctl). An upper bound: a batch of under ~4 MFLOP (2 x
+ * parameters x tokens; the decode step of a tiny model) runs on one thread,
+ * where synchronizing threads per operator would cost more than it saves. Results do not depend on the
  * thread count. */
 int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl);
 

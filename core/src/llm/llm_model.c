@@ -626,5 +626,6 @@ int fm_llm_model_threads(const fm_llm_model *m) { return m ? m->n_threads : 0; }
 
 int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl) {
   if (ctl && ctl->forked) return 1;
-  return m && m->n_threads > 0 ? m->n_threads : fm_threads(ctl);
+  if (m && m->n_threads > 0) return m->n_threads > FM_THREADS_MAX ? FM_THREADS_MAX : m->n_threads;
+  return fm_threads(ctl);
 }

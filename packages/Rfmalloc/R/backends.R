@@ -129,7 +129,7 @@ fmalloc_with_backend <- function(name, expr) {
 #' @export
 fmalloc_threads <- function(n = NULL) {
   if (is.null(n)) return(.Call(C_fmr_settings, FALSE)$threads)
-  if (length(n) != 1L || !(is.numeric(n) || is.logical(n))) {
+  if (length(n) != 1L || !(is.numeric(n) || (is.logical(n) && is.na(n)))) {
     fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number from 0 to 256, not ",
              fm_describe(n))
   }

@@ -593,7 +593,10 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
   if (is.null(bytes)) return(.Call(C_fmr_settings, FALSE)$panel_bytes)
-  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0 || bytes > 2^53) {
+  # a value the per-call reader (r_settings.c) would refuse is refused here,
+  # before the option is set
+  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0 ||
+      bytes > 2^53 || bytes != floor(bytes)) {
     fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0 (at most 2^53), not %s",
                              paste(deparse(bytes), collapse = "")))
   }

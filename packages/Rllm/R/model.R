@@ -46,9 +46,10 @@
   .rllm_warn_context(model, past + n, "evaluating", call = call)
 }
 
-.rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L)) {
-  if (!is.numeric(x) || length(x) != 1L || is.na(x) || x != floor(x) || x < min || x > 2^31 - 1) {
-    Rfmalloc::fm_abort("earg", name, " must be a whole number >= ", min, ", not ",
+.rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L), max = 2^31 - 1) {
+  if (!is.numeric(x) || length(x) != 1L || is.na(x) || x != floor(x) || x < min || x > max) {
+    bound <- if (max < 2^31 - 1) paste("from", min, "to", max) else paste(">=", min)
+    Rfmalloc::fm_abort("earg", name, " must be a whole number ", bound, ", not ",
                        if (is.numeric(x) && length(x) == 1L) format(x) else .rllm_describe(x),
                        call = call)
   }
@@ -125,8 +126,8 @@ rllm_threads <- function() {
 #'   ([Rfmalloc::open_fmalloc()]) in which [rllm_cache()] and
 #'   [rllm_generate()] place this model's KV caches by default.
 #' @param threads `NULL` (the default): each evaluation uses the stack's
-#'   thread count, [Rfmalloc::fmalloc_threads()]; or a whole number >= 1,
-#'   this model's own count. In a forked child process evaluation is always
+#'   thread count, [Rfmalloc::fmalloc_threads()]; or a whole number from 1
+#'   to 256, this model's own count. In a forked child process evaluation is always
 #'   single-threaded (see [rllm_threads()]).
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
@@ -177,7 +178,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
     }
     g <- Rgguf::gguf_open(path)
   }
-  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1)
+  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
   if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
     Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
                        .rllm_describe(runtime))
@@ -269,7 +270,7 @@ rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
 #' `info$threads` reports 1; see [rllm_threads()] for why.
 #'
 #' @param model an `rllm_model`.
-#' @param threads whole number >= 1, or `NULL` to follow the stack's
+#' @param threads whole number from 1 to 256, or `NULL` to follow the stack's
 #'   [Rfmalloc::fmalloc_threads()] again.
 #' @return `model`, invisibly, with `info$threads` updated to the count in
 #'   effect (the change also applies to other copies of the same model
@@ -290,7 +291,7 @@ rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
 #' @export
 rllm_set_threads <- function(model, threads) {
   .rllm_check_model(model)
-  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1)
+  threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
   model$info$threads <- .Call(C_rllm_model_set_threads, model$ptr, threads)
   invisible(model)
 }
