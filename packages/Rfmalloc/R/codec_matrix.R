@@ -284,10 +284,6 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   dn
 })
 
-# Rows r0 + 1 .. r0 + nr by columns c0 + 1 .. c0 + nc, decoded.
-.decode <- function(x, r0, nr, c0, nc) {
-  .Call(C_fmr_gather, .view(x), r0 + seq_len(nr), c0 + seq_len(nc))
-}
 
 # 1-based positions selected by an index vector, with base R's rules for
 # positive, negative, zero, logical and character indices; NA is refused.

@@ -109,7 +109,7 @@ static void alp_mat_from(const uint8_t *base, uint64_t n_bytes, const double *s,
   }
 }
 
-void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
+static void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x) {
   if (TYPEOF(spec) != REALSXP || XLENGTH(spec) != 5)
     fmr_stop(FM_EARG, "matrix spec must be a double vector of length 5");
   const double *s = REAL_RO(spec);
@@ -171,7 +171,7 @@ static const double *affine_part(SEXP lst, const char *name, int64_t n_cols) {
   return NULL;
 }
 
-void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff) {
+static void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff) {
   *aff = (fm_affine){0};
   if (Rf_isNull(aff_list)) return;
   if (TYPEOF(aff_list) != VECSXP) fmr_stop(FM_EARG, "transform must be a list");

@@ -7,22 +7,6 @@
 #include "r_glue.h"
 #include "fm/fm_panel.h"
 
-/* Fill *x from
- *   storage: a raw, double, integer or logical vector (plain or fmalloc
- *            ALTREP), or an external pointer made by fmr_fileview_open;
- *   spec:    double c(codec, n_rows, n_cols, byte_offset, col_stride), codec as
- *            in fm_codec_id;
- *   cols:    NULL, or 1-based stored column numbers of each logical column.
- * Raises fm_error_earg when the view would read outside storage. Scratch
- * memory for the column index comes from R_alloc. x->flags has
- * FM_MAT_EVICTABLE when the bytes are a file mapping (a file view, or an
- * fmalloc vector), so streamed passes drop the pages they consumed. */
-void fmr_mat_from(SEXP storage, SEXP spec, SEXP cols, fm_mat *x);
-
-/* Fill *aff from list(center =, scale =, fill =), each NULL or a double
- * vector of length n_cols; R_NilValue gives the identity (NULL pointers). */
-void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff);
-
 /* ---- views: a matrix as a handle ------------------------------------------
  * A codec matrix holds an external pointer (class "fmalloc_view") to a view
  * validated once, where the R object is made (fmr_view_new: the storage's
@@ -35,8 +19,13 @@ void fmr_affine_from(SEXP aff_list, int64_t n_cols, fm_affine *aff);
  * slots when the handle is dead (.view() in R/codec_matrix.R). */
 
 /* .Call(fmr_view_new, storage, spec, cols, transform): a new handle, or
- * fm_error_earg / fm_error_emismatch / the storage's errors as
- * fmr_mat_from and fmr_affine_from raise them. */
+ * fm_error_earg (a view that would read outside storage, a transform part
+ * that is not a double vector of n_cols), fm_error_emismatch (an ALP blob
+ * of another shape), or the storage's errors. storage: a raw, double,
+ * integer or logical vector (plain or fmalloc ALTREP), or an external
+ * pointer of a file view or an external codec; spec: double c(codec,
+ * n_rows, n_cols, byte_offset, col_stride); cols: NULL or 1-based stored
+ * columns; transform: NULL or list(center, scale, fill). */
 SEXP fmr_view_new(SEXP storage, SEXP spec, SEXP cols, SEXP transform);
 
 /* .Call(fmr_view_alive, h): TRUE while h is a live handle. */

@@ -7,7 +7,8 @@ zoo_types <- c("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0",
 
 # Decode X panel by panel on a grid of row and column cuts that cross block
 # boundaries (blocks are 32 or 256 values along a row), through Rfmalloc's
-# panel decode (fm_panel_decode -> the GGUF codec's decoder).
+# panel decode (X[i, j]: fm_panel_gather -> fm_panel_decode -> the GGUF
+# codec's decoder).
 decode_tiled <- function(X, row_step, col_step) {
   d <- dim(X)
   out <- matrix(NA_real_, d[1], d[2])
@@ -15,7 +16,7 @@ decode_tiled <- function(X, row_step, col_step) {
     nr <- min(row_step, d[1] - r0)
     for (c0 in seq(0, d[2] - 1, by = col_step)) {
       nc <- min(col_step, d[2] - c0)
-      out[r0 + seq_len(nr), c0 + seq_len(nc)] <- Rfmalloc:::.decode(X, r0, nr, c0, nc)
+      out[r0 + seq_len(nr), c0 + seq_len(nc)] <- X[r0 + seq_len(nr), c0 + seq_len(nc), drop = FALSE]
     }
   }
   out
