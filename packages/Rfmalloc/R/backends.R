@@ -129,17 +129,21 @@ fmalloc_with_backend <- function(name, expr) {
 #' @export
 fmalloc_threads <- function(n = NULL) {
   if (is.null(n)) return(.Call(C_fmr_settings, FALSE)$threads)
-  if (length(n) != 1L || !(is.numeric(n) || (is.logical(n) && is.na(n)))) {
-    fm_abort("earg", "fmalloc_threads: n must be NULL, NA or one whole number from 0 to 256, not ",
-             fm_describe(n))
-  }
-  if (is.na(n)) n <- 0
-  if (!is.finite(n) || n < 0 || n > 256 || n != floor(n)) {
-    fm_abort("earg", sprintf("fmalloc_threads: n must be a whole number from 0 to 256, not %s",
-                             format(n)))
-  }
-  options(fmalloc.threads = if (n == 0) NULL else as.integer(n))
-  invisible(.Call(C_fmr_settings, FALSE)$threads)
+  invisible(.set_setting("fmalloc.threads", n, "threads"))
+}
+
+# Set option `name` to `value` and read the settings back through their one
+# reader (fmr_settings_into, r_settings.c), which holds each setting's
+# validity rule; a value it refuses leaves the option as it was. 0 and NA
+# (the default) are stored as an unset option.
+.set_setting <- function(name, value, field) {
+  old <- options(structure(list(value), names = name))
+  now <- tryCatch(.Call(C_fmr_settings, FALSE)[[field]], error = function(e) {
+    options(old)
+    stop(e)
+  })
+  if (is.na(value) || value == 0) options(structure(list(NULL), names = name))
+  now
 }
 
 #' What computes products
@@ -174,10 +178,11 @@ fmalloc_threads <- function(n = NULL) {
 #' str(fmalloc_backend_info())
 #' @export
 fmalloc_backend_info <- function() {
+  now <- .Call(C_fmr_settings, FALSE)
   list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
-       threads = fmalloc_threads(), fused_isa = .Call(C_fmr_cpu_isa),
-       panel_bytes = fmalloc_panel_budget(), last_backend = fmalloc_last_backend(),
-       forked = .Call(C_fmr_settings, FALSE)$forked, last_call = .Call(C_fmr_settings, TRUE))
+       threads = now$threads, fused_isa = .Call(C_fmr_cpu_isa),
+       panel_bytes = now$panel_bytes, last_backend = fmalloc_last_backend(),
+       forked = now$forked, last_call = .Call(C_fmr_settings, TRUE))
 }
 
 #' Backend introspection for tests

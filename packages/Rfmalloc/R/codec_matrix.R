@@ -589,15 +589,7 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
   if (is.null(bytes)) return(.Call(C_fmr_settings, FALSE)$panel_bytes)
-  # a value the per-call reader (r_settings.c) would refuse is refused here,
-  # before the option is set
-  if (!is.numeric(bytes) || length(bytes) != 1 || !is.finite(bytes) || bytes < 0 ||
-      bytes > 2^53 || bytes != floor(bytes)) {
-    fm_abort("earg", sprintf("the panel budget must be one finite number of bytes >= 0 (at most 2^53), not %s",
-                             paste(deparse(bytes), collapse = "")))
-  }
-  options(fmalloc.panel_bytes = if (bytes == 0) NULL else as.numeric(bytes))
-  invisible(.Call(C_fmr_settings, FALSE)$panel_bytes)
+  invisible(.set_setting("fmalloc.panel_bytes", bytes, "panel_bytes"))
 }
 
 # Test hooks of the suite, not exported. .test_ext_matrix(m) wraps the

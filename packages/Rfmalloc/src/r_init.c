@@ -23,6 +23,8 @@ const struct Rfmalloc_core_api *Rfmalloc_core_api_get(void);
 void Rfmalloc_raise(int status, const char *msg) __attribute__((noreturn));
 fm_ctl Rfmalloc_ctl(SEXP progress);
 void Rfmalloc_ctl_finish(int status, const fm_err *err, const char *what);
+/* r_settings.c */
+fm_ctl Rfmalloc_settings(void);
 
 static SEXP fmr_unload(void);
 
@@ -50,6 +52,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl", (DL_FUNC)&Rfmalloc_ctl);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl_finish", (DL_FUNC)&Rfmalloc_ctl_finish);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_settings", (DL_FUNC)&Rfmalloc_settings);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_core_api", (DL_FUNC)&Rfmalloc_core_api_get);
 }
 

@@ -26,25 +26,34 @@ void fmr_settings_init(void) {
   if (!done && pthread_atfork(NULL, NULL, on_fork_child) == 0) done = 1;
 }
 
-/* A whole number in [0, max] from option `name`; 0 when unset or NA. */
-static double option_count(const char *name, double max) {
+/* A whole number in [0, max] from option `name`; 0 when unset (or NA, where
+ * na_ok). The one validity rule of each setting: the R setters set the
+ * option, read it back through here and restore it when refused. */
+static double option_count(const char *name, double max, int na_ok) {
   SEXP v = Rf_GetOption1(Rf_install(name));
   if (Rf_isNull(v)) return 0;
-  if ((TYPEOF(v) != REALSXP && TYPEOF(v) != INTSXP && TYPEOF(v) != LGLSXP) || XLENGTH(v) != 1)
-    fmr_stop(FM_EARG, "option %s must be NULL, NA or one whole number from 0 to %.15g", name, max);
+  const char *what = na_ok ? "NULL, NA or one whole number" : "NULL or one whole number";
+  const int type_ok = TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP ||
+                      (TYPEOF(v) == LGLSXP && na_ok && XLENGTH(v) == 1 && LOGICAL(v)[0] == NA_LOGICAL);
+  if (!type_ok || XLENGTH(v) != 1)
+    fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %s of length %lld", name, what,
+             max, Rf_type2char(TYPEOF(v)), (long long)XLENGTH(v));
   const double x = Rf_asReal(v);
-  if (ISNA(x)) return 0;
+  if (ISNA(x) && na_ok) return 0;
   if (!(x >= 0 && x <= max && x == (double)(int64_t)x))
-    fmr_stop(FM_EARG, "option %s must be NULL, NA or one whole number from 0 to %.15g, not %.15g",
-             name, max, x);
+    fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %.15g", name, what, max, x);
   return x;
+}
+
+static size_t budget_setting(void) {
+  return (size_t)option_count("fmalloc.panel_bytes", 0x1p53, 0);
 }
 
 /* The thread count of option fmalloc.threads; when unset, 0 (the core's
  * default, the CPUs available), or at most 2 under R CMD check, which asks
  * packages to use no more through _R_CHECK_LIMIT_CORES_. */
 static int threads_setting(void) {
-  const int n = (int)option_count("fmalloc.threads", FM_THREADS_MAX);
+  const int n = (int)option_count("fmalloc.threads", FM_THREADS_MAX, 1);
   if (n > 0) return n;
   const char *lim = getenv("_R_CHECK_LIMIT_CORES_");
   if (lim && lim[0] && strcmp(lim, "false") != 0 && strcmp(lim, "FALSE") != 0)
@@ -54,24 +63,33 @@ static int threads_setting(void) {
 
 static fm_ctl last; /* the settings of the last control block made */
 
-void fmr_settings_into(fm_ctl *ctl) {
+static void read_settings(fm_ctl *ctl) {
   ctl->backend = fmr_backend_option();
   ctl->threads = threads_setting();
-  ctl->panel_bytes = (size_t)option_count("fmalloc.panel_bytes", 0x1p53);
+  ctl->panel_bytes = budget_setting();
   ctl->forked = forked_child != 0;
+}
+
+void fmr_settings_into(fm_ctl *ctl) {
+  read_settings(ctl);
   last = (fm_ctl){.threads = ctl->threads, .panel_bytes = ctl->panel_bytes, .forked = ctl->forked};
+}
+
+/* The C callable Rfmalloc_settings (Rfmalloc.h): the settings in effect now,
+ * in a control block without callbacks, for a package that reports them
+ * (no core call follows, so neither the interrupt state nor last_call
+ * changes). */
+fm_ctl Rfmalloc_settings(void) {
+  fm_ctl ctl = {0};
+  read_settings(&ctl);
+  return ctl;
 }
 
 /* list(threads, panel_bytes, forked) with the defaults resolved: the
  * settings in effect now (last FALSE), or those of the last control block
  * made, by any package's call (last TRUE; the defaults before the first). */
 SEXP fmr_settings(SEXP s_last) {
-  fm_ctl now = last;
-  if (Rf_asLogical(s_last) != TRUE) {
-    now.threads = threads_setting();
-    now.panel_bytes = (size_t)option_count("fmalloc.panel_bytes", 0x1p53);
-    now.forked = forked_child != 0;
-  }
+  fm_ctl now = Rf_asLogical(s_last) == TRUE ? last : Rfmalloc_settings();
   const char *nm[] = {"threads", "panel_bytes", "forked", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
   SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(fm_threads(&now)));

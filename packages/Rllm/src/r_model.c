@@ -19,7 +19,8 @@
  * control block (Rfmalloc_ctl: option fmalloc.threads, and a fork since
  * Rfmalloc loaded, where GGML runs one thread: GNU OpenMP's pool does not
  * survive fork()); a model's own count, when set, overrides the first
- * (fm_llm_threads_for). */
+ * (fm_llm_threads_for). Reports of the count read the same settings
+ * without a control block (Rfmalloc_settings). */
 #include <R.h>
 #include <Rinternals.h>
 #include <R_ext/Rdynload.h>
@@ -100,7 +101,7 @@ static fm_llm_model *eval_model(SEXP p) {
 
 /* The threads an evaluation of m would use now (the stack's settings). */
 static int effective_threads(const fm_llm_model *m) {
-  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  fm_ctl ctl = Rfmalloc_settings();
   return fm_llm_threads_for(m, &ctl);
 }
 

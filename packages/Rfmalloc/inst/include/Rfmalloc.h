@@ -151,6 +151,17 @@ static inline fm_ctl Rfmalloc_ctl(SEXP progress) {
   return fun(progress);
 }
 
+/* The stack's settings in effect now (threads, panel_bytes, backend,
+ * forked), in a control block without callbacks, for code that only
+ * reports them (for example the threads a model's next evaluation will
+ * use); raises fm_error_earg for an unusable option, naming it. Use
+ * Rfmalloc_ctl() for a core call. */
+static inline fm_ctl Rfmalloc_settings(void) {
+  static fm_ctl (*fun)(void) = NULL;
+  if (!fun) fun = (fm_ctl(*)(void))R_GetCCallable("Rfmalloc", "Rfmalloc_settings");
+  return fun();
+}
+
 /* After the core call made with the latest Rfmalloc_ctl(): continue a jump
  * that its callbacks caught, else raise a caught user interrupt as
  * fm_error_ecancelled, else raise err (as Rfmalloc_raise_err(err, what))
