@@ -128,17 +128,17 @@ fmalloc_with_backend <- function(name, expr) {
 #' fmalloc_threads(old)
 #' @export
 fmalloc_threads <- function(n = NULL) {
-  if (is.null(n)) return(.Call(C_fmr_settings, FALSE)$threads)
+  if (is.null(n)) return(.Call(C_fmr_setting, "threads"))
   invisible(.set_setting("fmalloc.threads", n, "threads"))
 }
 
-# Set option `name` to `value` and read the settings back through their one
-# reader (fmr_settings_into, r_settings.c), which holds each setting's
+# Set option `name` to `value` and read that setting back through its one
+# reader (r_settings.c, behind every call's fm_ctl), which holds its
 # validity rule; a value it refuses leaves the option as it was. 0 and NA
 # (the default) are stored as an unset option.
 .set_setting <- function(name, value, field) {
   old <- options(structure(list(value), names = name))
-  now <- tryCatch(.Call(C_fmr_settings, FALSE)[[field]], error = function(e) {
+  now <- tryCatch(.Call(C_fmr_setting, field), error = function(e) {
     options(old)
     stop(e)
   })
@@ -165,9 +165,12 @@ fmalloc_threads <- function(n = NULL) {
 #'   evaluation): a list of `threads`, `panel_bytes` and `forked` (whether
 #'   the process is a forked child, where GGML runs one thread), with the
 #'   defaults resolved.
-#' @section Errors: none: it only reads the state of the session. An invalid
-#'   option `fmalloc.backend` is returned as set (it raises `fm_error_earg`
-#'   at the next product), and a closed runtime does not matter here.
+#' @section Errors: `fm_error_earg` naming option `fmalloc.threads` or
+#'   `fmalloc.panel_bytes` when one is set to an unusable value (as every
+#'   call raises then); otherwise none: it only reads the state of the
+#'   session. An invalid option `fmalloc.backend` is returned as set (it
+#'   raises `fm_error_earg` at the next product), and a closed runtime does
+#'   not matter here.
 #' @section Source: the registry `core/include/fm/fm_backend.h`
 #'   (`fm_backend_count`, `fm_backend_name`); the kernels' instruction set
 #'   `fm_cpu_isa()` in `core/include/fm/fm_cpu.h` (CPUID at run time, probed
@@ -178,11 +181,10 @@ fmalloc_threads <- function(n = NULL) {
 #' str(fmalloc_backend_info())
 #' @export
 fmalloc_backend_info <- function() {
-  now <- .Call(C_fmr_settings, FALSE)
   list(backends = fmalloc_backends(), forced = getOption("fmalloc.backend"),
-       threads = now$threads, fused_isa = .Call(C_fmr_cpu_isa),
-       panel_bytes = now$panel_bytes, last_backend = fmalloc_last_backend(),
-       forked = now$forked, last_call = .Call(C_fmr_settings, TRUE))
+       threads = .Call(C_fmr_setting, "threads"), fused_isa = .Call(C_fmr_cpu_isa),
+       panel_bytes = .Call(C_fmr_setting, "panel_bytes"), last_backend = fmalloc_last_backend(),
+       forked = .Call(C_fmr_setting, "forked"), last_call = .Call(C_fmr_setting, "last_call"))
 }
 
 #' Backend introspection for tests

@@ -588,7 +588,7 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 #' @return The budget in force, in bytes (invisibly when setting).
 #' @export
 fmalloc_panel_budget <- function(bytes = NULL) {
-  if (is.null(bytes)) return(.Call(C_fmr_settings, FALSE)$panel_bytes)
+  if (is.null(bytes)) return(.Call(C_fmr_setting, "panel_bytes"))
   invisible(.set_setting("fmalloc.panel_bytes", bytes, "panel_bytes"))
 }
 

@@ -33,13 +33,17 @@ static double option_count(const char *name, double max, int na_ok) {
   SEXP v = Rf_GetOption1(Rf_install(name));
   if (Rf_isNull(v)) return 0;
   const char *what = na_ok ? "NULL, NA or one whole number" : "NULL or one whole number";
-  const int type_ok = TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP ||
-                      (TYPEOF(v) == LGLSXP && na_ok && XLENGTH(v) == 1 && LOGICAL(v)[0] == NA_LOGICAL);
+  /* a classed value (a factor's codes) is not a count */
+  const int type_ok = !OBJECT(v) && (TYPEOF(v) == REALSXP || TYPEOF(v) == INTSXP ||
+                                     (TYPEOF(v) == LGLSXP && na_ok && XLENGTH(v) == 1 &&
+                                      LOGICAL(v)[0] == NA_LOGICAL));
   if (!type_ok || XLENGTH(v) != 1)
-    fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %s of length %lld", name, what,
-             max, Rf_type2char(TYPEOF(v)), (long long)XLENGTH(v));
+    fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %s %s of length %lld", name, what,
+             max, OBJECT(v) ? "a classed" : "a", Rf_type2char(TYPEOF(v)), (long long)XLENGTH(v));
   const double x = Rf_asReal(v);
   if (ISNA(x) && na_ok) return 0;
+  if (ISNAN(x)) fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %s", name, what, max,
+                         ISNA(x) ? "NA" : "NaN");
   if (!(x >= 0 && x <= max && x == (double)(int64_t)x))
     fmr_stop(FM_EARG, "option %s must be %s from 0 to %.0f, not %.15g", name, what, max, x);
   return x;
@@ -63,43 +67,53 @@ static int threads_setting(void) {
 
 static fm_ctl last; /* the settings of the last control block made */
 
-static void read_settings(fm_ctl *ctl) {
+void fmr_settings_into(fm_ctl *ctl) {
   ctl->backend = fmr_backend_option();
   ctl->threads = threads_setting();
   ctl->panel_bytes = budget_setting();
   ctl->forked = forked_child != 0;
-}
-
-void fmr_settings_into(fm_ctl *ctl) {
-  read_settings(ctl);
   last = (fm_ctl){.threads = ctl->threads, .panel_bytes = ctl->panel_bytes, .forked = ctl->forked};
 }
 
-/* The C callable Rfmalloc_settings (Rfmalloc.h): the settings in effect now,
- * in a control block without callbacks, for a package that reports them
- * (no core call follows, so neither the interrupt state nor last_call
- * changes). */
+/* The C callable Rfmalloc_settings (Rfmalloc.h): the thread count, panel
+ * budget and fork state in effect now, in a control block without
+ * callbacks, for a package that reports them. No core call follows, so
+ * neither the interrupt state nor last_call changes, and the backend (a
+ * choice made at each product) is not read. */
 fm_ctl Rfmalloc_settings(void) {
-  fm_ctl ctl = {0};
-  read_settings(&ctl);
-  return ctl;
+  return (fm_ctl){.threads = threads_setting(), .panel_bytes = budget_setting(),
+                  .forked = forked_child != 0};
 }
 
-/* list(threads, panel_bytes, forked) with the defaults resolved: the
- * settings in effect now (last FALSE), or those of the last control block
- * made, by any package's call (last TRUE; the defaults before the first). */
-SEXP fmr_settings(SEXP s_last) {
-  fm_ctl now = Rf_asLogical(s_last) == TRUE ? last : Rfmalloc_settings();
+static SEXP settings_list(const fm_ctl *c) {
   const char *nm[] = {"threads", "panel_bytes", "forked", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
-  SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(fm_threads(&now)));
-  SET_VECTOR_ELT(out, 1, Rf_ScalarReal((double)fm_panel_budget(&now)));
-  SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(now.forked));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarInteger(fm_threads(c)));
+  SET_VECTOR_ELT(out, 1, Rf_ScalarReal((double)fm_panel_budget(c)));
+  SET_VECTOR_ELT(out, 2, Rf_ScalarLogical(c->forked));
   UNPROTECT(1);
   return out;
 }
 
+/* .Call(fmr_setting, name): one setting in effect now, the default
+ * resolved, reading (and validating) that option alone, so an unusable
+ * option raises only where it is asked for: "threads" (integer),
+ * "panel_bytes" (double, bytes), "forked" (logical); or "last_call",
+ * list(threads, panel_bytes, forked) of the last control block made by any
+ * package's call (the defaults before the first). */
+SEXP fmr_setting(SEXP s_name) {
+  if (TYPEOF(s_name) != STRSXP || XLENGTH(s_name) != 1) fmr_stop(FM_EARG, "a setting's name");
+  const char *name = CHAR(STRING_ELT(s_name, 0));
+  if (strcmp(name, "threads") == 0)
+    return Rf_ScalarInteger(fm_threads(&(fm_ctl){.threads = threads_setting()}));
+  if (strcmp(name, "panel_bytes") == 0)
+    return Rf_ScalarReal((double)fm_panel_budget(&(fm_ctl){.panel_bytes = budget_setting()}));
+  if (strcmp(name, "forked") == 0) return Rf_ScalarLogical(forked_child != 0);
+  if (strcmp(name, "last_call") == 0) return settings_list(&last);
+  fmr_stop(FM_EARG, "no setting named '%s'", name);
+}
+
 /* This module's .Call entry points (r_calls.h; r_init.c registers them). */
 const R_CallMethodDef fmr_settings_calls[] = {
-    FMR_CALLDEF(fmr_settings, 1),
+    FMR_CALLDEF(fmr_setting, 1),
     {NULL, NULL, 0}};

@@ -151,10 +151,10 @@ static inline fm_ctl Rfmalloc_ctl(SEXP progress) {
   return fun(progress);
 }
 
-/* The stack's settings in effect now (threads, panel_bytes, backend,
- * forked), in a control block without callbacks, for code that only
- * reports them (for example the threads a model's next evaluation will
- * use); raises fm_error_earg for an unusable option, naming it. Use
+/* The stack's thread count, panel budget and fork state in effect now
+ * (threads, panel_bytes, forked; no backend, no callbacks), for code that
+ * only reports them (for example the threads a model's next evaluation
+ * will use); raises fm_error_earg for an unusable option, naming it. Use
  * Rfmalloc_ctl() for a core call. */
 static inline fm_ctl Rfmalloc_settings(void) {
   static fm_ctl (*fun)(void) = NULL;

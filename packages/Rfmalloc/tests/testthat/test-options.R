@@ -69,6 +69,40 @@ test_that("a bad fmalloc.threads or fmalloc.panel_bytes option warns at load and
     "good options 3 4096"))
 })
 
+test_that("one bad setting neither drops nor blocks the others", {
+  # at load: only the bad option is ignored, with its own reason
+  out <- rscript_child(c(
+    "options(fmalloc.threads = -3, fmalloc.panel_bytes = 4096)",
+    "w <- character()",
+    "withCallingHandlers(library(Rfmalloc),",
+    "  warning = function(w_) { w <<- c(w, conditionMessage(w_)); invokeRestart('muffleWarning') })",
+    "cat('warnings', length(w), grepl('option fmalloc.threads is ignored .option fmalloc.threads', w), '\\n')",
+    "cat('budget kept', fmalloc_panel_budget(), '\\n')"))
+  expect_child_lines(out, c("warnings 1 TRUE", "budget kept 4096"))
+  # after load: a bad backend or budget does not stop the thread setter or queries
+  old_threads <- fmalloc_threads()
+  old <- options(fmalloc.backend = "no_such_backend")
+  on.exit({ options(old); fmalloc_threads(old_threads) }, add = TRUE)
+  expect_identical(fmalloc_threads(1), 1L)
+  expect_identical(fmalloc_threads(), 1L)
+  info <- fmalloc_backend_info()
+  expect_identical(info$forced, "no_such_backend")
+  expect_identical(info$threads, 1L)
+  options(fmalloc.backend = NULL, fmalloc.panel_bytes = "x")
+  expect_identical(fmalloc_threads(2), 2L)
+  expect_error(fmalloc_panel_budget(), "option fmalloc.panel_bytes", class = "fm_error_earg")
+  options(fmalloc.panel_bytes = NULL)
+})
+
+test_that("settings refuse classed values and name NA", {
+  old_threads <- fmalloc_threads()
+  on.exit(fmalloc_threads(old_threads), add = TRUE)
+  expect_error(fmalloc_threads(factor(8)), "classed", class = "fm_error_earg")
+  expect_identical(fmalloc_threads(), old_threads)
+  expect_error(fmalloc_panel_budget(NA_real_), "not NA$", class = "fm_error_earg")
+  expect_error(fmalloc_panel_budget(NaN), "not NaN$", class = "fm_error_earg")
+})
+
 test_that("a bad fmalloc.backend option is reported at the product, not at load", {
   rt <- fm_runtime(mode = "scratch")
   X <- fmalloc_bed(matrix(c(0L, 1L, 2L, 1L), 2, 2), rt)
