@@ -60,7 +60,7 @@ one_size <- function(m) {
   pf <- utils::read.delim(paste0(out, ".afreq"), comment.char = "", check.names = FALSE)
   stopifnot(nrow(pf) == m, identical(pf$ID, af$id), identical(af, af_port))
   half_unit <- ifelse(pf$ALT_FREQS == 0, 0, 0.5 * 10^(floor(log10(abs(pf$ALT_FREQS))) - 5))
-  freq_err <- max(abs(af$a1_freq - pf$ALT_FREQS) - half_unit)
+  freq_err <- max(abs(af$alt_freq - pf$ALT_FREQS) - half_unit)
   if (freq_err > 1e-12) stop(sprintf("bench p2: frequencies differ from plink2's beyond its printed precision (by %g)", freq_err))
   if (!all(pf$OBS_CT == 2 * (n - af$n_missing))) stop("bench p2: observation counts differ from plink2's")
   j <- seq_len(min(m, 500L))

@@ -29,6 +29,7 @@
 #define FM_FMT_MAX_EXTENSIONS 4
 #define FM_FMT_MAX_ALIASES 3
 #define FM_FMT_MAX_MAGIC 3
+#define FM_FMT_MAX_OPTIONS 2
 /* Bytes fm_fmt_detect reads from the start of a file for fm_fmt_by_magic. */
 #define FM_FMT_SNIFF_BYTES 20
 /* Bytes of a file name with its NUL, as Linux's PATH_MAX: a longer name
@@ -86,6 +87,9 @@ struct fm_fmt_format {
   int n_magic;
   fm_fmt_companion companion[FM_FMT_MAX_COMPANIONS];
   int n_companions;
+  /* the fields of fm_fmt_options its reader uses, by name ("region"),
+   * NULL-terminated: a caller refuses the others as arguments */
+  const char *option[FM_FMT_MAX_OPTIONS + 1];
   fm_fmt_open_fn open; /* fm_fmt_open calls it */
 };
 

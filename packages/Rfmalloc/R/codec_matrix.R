@@ -197,10 +197,8 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
       if (!is.null(dn)) dimnames[[k]] <- as.character(dn)
     }
   }
-  if (!is.null(variants) && (!is.data.frame(variants) || nrow(variants) != ncol))
-    fm_abort("earg", "variants must be NULL or a data frame of ", ncol, " rows")
-  if (!is.null(samples) && (!is.data.frame(samples) || nrow(samples) != nrow))
-    fm_abort("earg", "samples must be NULL or a data frame of ", nrow, " rows")
+  variants <- .check_metadata(variants, ncol, "variants")
+  samples <- .check_metadata(samples, nrow, "samples")
   .new_codec_matrix(storage, codec, nrow, ncol, 0, col_bytes, dimnames = dimnames,
                     variants = variants, samples = samples)
 }

@@ -115,9 +115,11 @@ fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
 #'   the `.bim` against 97 MiB without it.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] of N samples x
 #'   M variants with dimnames (IID, variant ID, or `NULL` column names with
-#'   `variants = FALSE`); `fmalloc_variants(x)` gives the `.bim` columns
-#'   (chr, id, cm, pos, a1, a2) and `fmalloc_samples(x)` the `.fam` columns
-#'   (fid, iid, father, mother, sex, phenotype).
+#'   `variants = FALSE`); `fmalloc_variants(x)` gives the `.bim` columns in
+#'   the stack's schema (`chr`, `pos`, `id`, `ref` = A2, `alt` = A1, then
+#'   `cm`; see [fmalloc_variants()]) and `fmalloc_samples(x)` the `.fam`
+#'   columns (`iid` first, then `fid`, `father`, `mother`, `sex`,
+#'   `phenotype`).
 #' `.fam` and `.bim` are read as whitespace-separated text without a header
 #' (`.fam`: FID, IID, father, mother, sex, phenotype; `.bim`: chromosome,
 #' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
@@ -155,11 +157,13 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   if (!file.exists(paths$bed)) fm_abort("eio", sprintf(".bed file '%s' does not exist", paths$bed))
   fam <- .read_table_file(paths$fam, c("fid", "iid", "father", "mother", "sex", "phenotype"),
                           c("character", "character", "character", "character", "integer", "character"),
-                          ".fam")
+                          ".fam")[, c("iid", "fid", "father", "mother", "sex", "phenotype")]
   bim <- if (variants) {
-    .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "a1", "a2"),
-                     c("character", "character", "numeric", "numeric", "character", "character"),
-                     ".bim")
+    # .bim: chromosome, ID, cM, bp, A1 (the counted allele), A2
+    b <- .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "alt", "ref"),
+                          c("character", "character", "numeric", "numeric", "character", "character"),
+                          ".bim")
+    b[, c(.variant_columns, "cm")]
   }
   bed <- normalizePath(paths$bed)
   n <- nrow(fam)
@@ -191,11 +195,72 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   length(nf)
 }
 
+# The metadata schema (documented at fmalloc_variants()): the variant
+# columns every producer gives, in order, and the type of each column the
+# schema names, checked where metadata is given by hand.
+.variant_columns <- c("chr", "pos", "id", "ref", "alt")
+.schema_types <- c(chr = "character", pos = "numeric", id = "character", ref = "character",
+                   alt = "character", cm = "numeric", iid = "character", fid = "character",
+                   father = "character", mother = "character", sex = "numeric",
+                   phenotype = "character")
+
+.check_metadata <- function(df, n, what) {
+  if (is.null(df)) return(NULL)
+  if (!is.data.frame(df) || nrow(df) != n)
+    fm_abort("earg", what, " must be NULL or a data frame of ", n, " rows")
+  for (col in intersect(names(df), names(.schema_types))) {
+    want <- .schema_types[[col]]
+    if (!(if (want == "numeric") is.numeric(df[[col]]) else is.character(df[[col]])))
+      fm_abort("earg", what, " column '", col, "' must be ", want, " (the schema of ?fmalloc_variants), not ",
+               fm_describe(df[[col]]))
+  }
+  df
+}
+
 #' Variant and sample metadata of a genotype matrix
 #'
+#' The one metadata schema of the stack: every producer of a genotype
+#' matrix ([fmalloc_bed_open()], `Rpgen::rpgen_read()` for every format)
+#' gives these columns, and every consumer ([fmalloc_allele_freq()], the
+#' statistics packages) reads them by these names.
+#'
+#' Variants (`fmalloc_variants()`), one row per column of `x`, in this order:
+#' * `chr` (character): the chromosome as the file names it (`"1"`, `"chr1"`,
+#'   `"X"`);
+#' * `pos` (double): the base-pair position, 1-based (0 when the file has
+#'   none);
+#' * `id` (character): the variant ID (also the column names);
+#' * `ref` (character): the other allele: REF in VCF, BGEN and PGEN, A2 in
+#'   a PLINK 1 `.bim`;
+#' * `alt` (character): the counted allele, whose copies a hardcall or
+#'   dosage counts (0, 1, 2): ALT in VCF, BGEN and PGEN, A1 in a `.bim`
+#'   (plink2 writes ALT as A1);
+#' * then any columns a format adds (`cm`, centimorgans, from a `.bim`).
+#'
+#' Samples (`fmalloc_samples()`), one row per row of `x`: `iid`
+#' (character, the sample ID and the row names) first, then the columns the
+#' file has (`fid`, `father`, `mother`, `sex` as 0/1/2, `phenotype` from a
+#' `.fam`).
+#'
+#' Metadata given by hand to [fmalloc_codec_matrix()] may hold any of these
+#' columns (and others); a column named as in the schema must have the
+#' schema's type.
 #' @param x an `fmalloc_codec_matrix`.
-#' @return A data frame (one row per column or row of `x`), or `NULL` when
-#'   the matrix was not read from files.
+#' @return A data frame (one row per column or row of `x`, following column
+#'   and row selections), or `NULL` when the matrix carries none (made from
+#'   an R matrix, or opened with `variants = FALSE`).
+#' @section Errors: none beyond R's own for an `x` that is not a codec
+#'   matrix.
+#' @section Source: PLINK 1.9 `.bim`/`.fam` and PLINK 2 `.pvar`/`.psam`
+#'   file formats; VCF 4.3 (REF, ALT); BGEN v1.2.
+#' @examples
+#' prefix <- file.path(tempdir(), "schema")
+#' writeBin(as.raw(c(0x6c, 0x1b, 0x01, 0xe4, 0x00)), paste0(prefix, ".bed"))
+#' writeLines(sprintf("f%d s%d 0 0 1 -9", 1:4, 1:4), paste0(prefix, ".fam"))
+#' writeLines(c("1 rs1 0 100 A G", "1 rs2 0 200 C T"), paste0(prefix, ".bim"))
+#' G <- fmalloc_bed_open(prefix)
+#' fmalloc_variants(G)
+#' fmalloc_samples(G)
 #' @export
 fmalloc_variants <- function(x) {
   v <- x@variants

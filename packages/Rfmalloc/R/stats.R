@@ -81,32 +81,47 @@ fmalloc_colVars <- function(x, na.rm = TRUE) {
 
 #' Allele frequencies of a hardcall matrix
 #'
-#' Per-variant genotype counts and the frequency of the counted allele (A1,
-#' ALT for plink2-written files), computed exactly from the 2-bit codes.
-#' Every call is treated as diploid, so on chrX male hemizygous calls (stored
-#' as homozygous in a `.bed`) count twice; `plink2 --freq` counts them once.
+#' Per-variant genotype counts and the frequency of the counted allele (ALT;
+#' A1 of a PLINK 1 `.bim`, see [fmalloc_variants()]), computed exactly from
+#' the 2-bit codes. Every call is treated as diploid, so on chrX male
+#' hemizygous calls (stored as homozygous in a `.bed`) count twice;
+#' `plink2 --freq` counts them once.
 #'
-#' @param x a `"bed2"` `fmalloc_codec_matrix`.
-#' @return A data frame, one row per variant: `id`, `n_hom_a2`, `n_het`,
-#'   `n_hom_a1`, `n_missing`, `a1_freq` (= (het + 2 hom A1) / (2 observed)),
-#'   `maf`, `missing_rate`; plus `chr`, `pos`, `a1`, `a2` when the matrix came
-#'   from files.
+#' @param x a hardcall (`"bed2"`) `fmalloc_codec_matrix`: from
+#'   [fmalloc_bed()], [fmalloc_bed_open()] or `Rpgen::rpgen_read()` (its
+#'   default `destination = "hardcall"`), or a column selection of one.
+#' @return A data frame, one row per variant: the variant columns of the
+#'   schema that the matrix carries (`chr`, `pos`, `id`, `ref`, `alt`; `id`
+#'   from the column names, or 1, 2, ... when it has none), then
+#'   `n_hom_ref`, `n_het`, `n_hom_alt`, `n_missing` (sample counts),
+#'   `alt_freq` (= (het + 2 hom ALT) / (2 observed); `NaN` when no call is
+#'   observed), `maf` (= min(alt_freq, 1 - alt_freq)) and `missing_rate`
+#'   (missing / samples).
+#' @section Errors: `fm_error_earg` when `x` is not a hardcall matrix.
+#' @section Source: allele counting as `plink2 --freq` (ALT_FREQS, OBS_CT =
+#'   2 x observed samples).
+#' @examples
+#' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+#' X <- fmalloc_bed(matrix(c(0, 1, 2, NA, 2, 2), 3, 2), rt)
+#' fmalloc_allele_freq(X)
+#' cleanup_fmalloc(rt)
 #' @export
 fmalloc_allele_freq <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix") || .codec_name(x) != "bed2") {
-    fm_abort("earg", "x must be a hardcall (bed2) matrix from fmalloc_bed() or fmalloc_bed_open()")
+    fm_abort("earg", "x must be a hardcall (bed2) matrix from fmalloc_bed(), fmalloc_bed_open() ",
+             "or Rpgen::rpgen_read()")
   }
   counts <- .Call(C_fmr_bed2_counts, .view(x))
   obs <- counts[1, ] + counts[2, ] + counts[3, ]
-  a1 <- (counts[2, ] + 2 * counts[3, ]) / (2 * obs)
-  out <- data.frame(
-    id = if (is.null(colnames(x))) seq_len(ncol(x)) else colnames(x),
-    n_hom_a2 = counts[1, ], n_het = counts[2, ], n_hom_a1 = counts[3, ], n_missing = counts[4, ],
-    a1_freq = a1, maf = pmin(a1, 1 - a1), missing_rate = counts[4, ] / nrow(x),
-    stringsAsFactors = FALSE
-  )
+  alt <- (counts[2, ] + 2 * counts[3, ]) / (2 * obs)
   v <- fmalloc_variants(x)
-  if (!is.null(v)) out <- cbind(v[, c("chr", "pos", "a1", "a2")], out)
+  meta <- if (is.null(v)) data.frame(row.names = seq_len(ncol(x))) else v[intersect(.variant_columns, names(v))]
+  if (is.null(meta$id)) meta$id <- if (is.null(colnames(x))) seq_len(ncol(x)) else colnames(x)
+  meta <- meta[intersect(.variant_columns, names(meta))]
+  out <- cbind(meta, data.frame(
+    n_hom_ref = counts[1, ], n_het = counts[2, ], n_hom_alt = counts[3, ], n_missing = counts[4, ],
+    alt_freq = alt, maf = pmin(alt, 1 - alt), missing_rate = counts[4, ] / nrow(x)
+  ))
   rownames(out) <- NULL
   out
 }

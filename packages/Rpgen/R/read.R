@@ -20,8 +20,10 @@
 }
 
 # Open a core reader for path: rpg_plan()'s list (format, files, paths,
-# sample_file), the reader's options, and the reader xp.
-.rpg_open <- function(path, format, dots) {
+# sample_file), the reader's options, and the reader xp. general: the
+# arguments of `...` every format takes in this call (besides each format's
+# companions and reader options); any other is refused.
+.rpg_open <- function(path, format, dots, general) {
   if (!is.character(path))
     fm_abort("earg", "path must be a single string (one file name), not ", typeof(path))
   if (length(path) != 1L)
@@ -30,7 +32,7 @@
     fm_abort("earg", "path must be one file name, not an empty or NA string")
   if (!is.null(format) && (!is.character(format) || length(format) != 1L))
     fm_abort("earg", "format must be NULL or a string")
-  h <- .Call(C_rpg_plan, path.expand(path), format, dots)
+  h <- .Call(C_rpg_plan, path.expand(path), format, dots, general)
   str1 <- function(x) if (!is.null(x)) as.character(x)[1]
   counted <- .opt(dots, "counted_alleles")
   h$options <- list(region = str1(dots[["region"]]), chrom = str1(dots[["chrom"]]),
@@ -153,7 +155,9 @@
 #'   `"gen"`, `"haps"`, `"eigenstrat"`, `"dosage"`.
 #' @param ... companion files and reader options, as for [rpgen_read()];
 #'   `count = TRUE` counts the records when the header does not tell
-#'   (one pass over the file).
+#'   (one pass over the file). An argument the format does not take (a
+#'   misspelt companion such as `bimm =`, `region =` for a `.bed`) is an
+#'   `fm_error_earg` naming it and listing those the format takes.
 #' @return A list: `format` (the reader's name, e.g. `"bed"`, `"bcf"`,
 #'   `"eigenstrat-packed"`), `n_samples`, `n_variants` (records after the
 #'   split of multi-allelic sites; `NA` when unknown without a pass and
@@ -161,13 +165,14 @@
 #'   for VCF it is known only after reading), `has_dosage`.
 #' @section Errors: `fm_error_eio` (file missing or unreadable),
 #'   `fm_error_eformat` (wrong magic, malformed header), `fm_error_emismatch`
-#'   (companion files disagree), each naming the file.
+#'   (companion files disagree), each naming the file; `fm_error_earg` for
+#'   an argument in `...` the format does not take, or one without a name.
 #' @section Source: the core readers `core/include/fm/fm_fmt_*.h`;
 #'   conventions in `docs/formats/conventions.md`.
 #' @export
 rpgen_info <- function(path, format = NULL, ...) {
   dots <- list(...)
-  h <- .rpg_open(path, format, dots)
+  h <- .rpg_open(path, format, dots, c("sex", "count"))
   on.exit(.Call(C_rpg_close, h$xp))
   info <- .Call(C_rpg_info, h$xp)
   if (is.na(info$n_variants) && isTRUE(dots[["count"]])) {
@@ -283,7 +288,10 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   the counting pass of formats whose header does not give the count).
 #' @param block_records records per block between interrupt polls and
 #'   progress updates (default 1024).
-#' @param ... companion files and reader options (see Details).
+#' @param ... companion files and reader options (see Details), by name;
+#'   `sex` for every format. An argument the format does not take (a
+#'   misspelt companion such as `bimm =`, `region =` for a `.bed`) is an
+#'   `fm_error_earg` naming it and listing those the format takes.
 #' @return For `"hardcall"` and `"dosage"`, an `fmalloc_codec_matrix`,
 #'   samples x variants, with dimnames (sample IDs, variant IDs), variant
 #'   metadata (`Rfmalloc::fmalloc_variants()`: data frame `chr`, `pos`, `id`,
@@ -360,7 +368,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     dots$sample <- samples
     samples <- NULL
   }
-  h <- .rpg_open(path, format, dots)
+  h <- .rpg_open(path, format, dots, "sex")
   on.exit(.Call(C_rpg_close, h$xp))
   info <- .Call(C_rpg_info, h$xp)
   n_s <- info$n_samples

@@ -76,6 +76,46 @@ static const char *given_file(SEXP dots, const char *name) {
   return strcpy(R_alloc(strlen(p) + 1, 1), p); /* R_ExpandFileName's buffer is reused */
 }
 
+/* Whether format f takes argument a: one of its companions, one of its
+ * reader's options, or one of general (what every format takes in this
+ * call). */
+static int takes(const fm_fmt_format *f, const char *a, SEXP general) {
+  for (int i = 0; i < f->n_companions; i++)
+    if (!strcmp(f->companion[i].name, a)) return 1;
+  for (int i = 0; f->option[i]; i++)
+    if (!strcmp(f->option[i], a)) return 1;
+  for (R_xlen_t i = 0; i < Rf_xlength(general); i++)
+    if (!strcmp(CHAR(STRING_ELT(general, i)), a)) return 1;
+  return 0;
+}
+
+/* Refuse an argument in dots that format f does not take (a misspelt
+ * companion is never ignored), naming it and listing what f takes; one
+ * given as NULL counts as not given. */
+static void check_args(const fm_fmt_format *f, SEXP dots, SEXP general) {
+  SEXP nm = Rf_getAttrib(dots, R_NamesSymbol);
+  for (R_xlen_t i = 0; i < Rf_xlength(dots); i++) {
+    const char *a = Rf_isNull(nm) ? "" : CHAR(STRING_ELT(nm, i));
+    if (Rf_isNull(VECTOR_ELT(dots, i)) || (a[0] && takes(f, a, general))) continue; /* NULL: not given */
+    char list[512] = "";
+    size_t k = 0;
+    for (int j = 0; j < f->n_companions; j++)
+      k += (size_t)snprintf(list + k, k < sizeof list ? sizeof list - k : 0, "%s%s", k ? ", " : "",
+                            f->companion[j].name);
+    for (int j = 0; f->option[j]; j++)
+      k += (size_t)snprintf(list + k, k < sizeof list ? sizeof list - k : 0, "%s%s", k ? ", " : "",
+                            f->option[j]);
+    for (R_xlen_t j = 0; j < Rf_xlength(general); j++)
+      k += (size_t)snprintf(list + k, k < sizeof list ? sizeof list - k : 0, "%s%s", k ? ", " : "",
+                            CHAR(STRING_ELT(general, j)));
+    if (!a[0])
+      Rfmalloc_stopf(FM_EARG, "argument %lld in ... has no name: a %s file takes, by name: %s",
+                     (long long)i + 1, f->name, list);
+    Rfmalloc_stopf(FM_EARG, "unknown argument '%s' for a %s file, which takes: %s", a, f->name,
+                   list);
+  }
+}
+
 /* Where a read of path finds its files, from the core's format table
  * (fm_fmt_registry.h): the format (s_format, NULL to detect it) and the
  * main file and companions (named in dots, or found beside path). path is
@@ -83,14 +123,16 @@ static const char *given_file(SEXP dots, const char *name) {
  * then each companion, NA when absent, named by the format and the
  * companions>, paths = <the files the reader reads, main first>,
  * sample_file = <the companion the reader does not read (a BGEN's
- * .sample), or NA>). */
-SEXP rpg_plan(SEXP s_path, SEXP s_format, SEXP dots) {
+ * .sample), or NA>). Every argument in dots must be one the format takes
+ * (check_args; general: the names every format takes in this call). */
+SEXP rpg_plan(SEXP s_path, SEXP s_format, SEXP dots, SEXP general) {
   const char *path = CHAR(STRING_ELT(s_path, 0));
   const char *name = Rf_isNull(s_format) ? NULL : CHAR(STRING_ELT(s_format, 0));
   fm_err err;
   fm_err_clear(&err);
   const fm_fmt_format *f = NULL;
   if (fm_fmt_detect(path, name, &f, &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+  check_args(f, dots, general);
   const char *given[FM_FMT_MAX_COMPANIONS] = {NULL};
   for (int i = 0; i < f->n_companions; i++) given[i] = given_file(dots, f->companion[i].name);
   fm_fmt_fileset fs;
@@ -451,7 +493,7 @@ SEXP rpg_copy_plane(SEXP dst, SEXP src, SEXP s_from, SEXP s_n) {
 
 /* This module's .Call entry points (r_calls.h; r_init.c registers them). */
 const R_CallMethodDef rpg_read_calls[] = {
-    RPG_CALLDEF(rpg_plan, 3),
+    RPG_CALLDEF(rpg_plan, 4),
     RPG_CALLDEF(rpg_open, 3),
     RPG_CALLDEF(rpg_close, 1),
     RPG_CALLDEF(rpg_info, 1),

@@ -45,6 +45,10 @@ static const char *name_of(const fm_fmt_format *f) { return f ? f->name : "(none
 static void test_table(void) {
   const char *order[] = {"bed", "pgen", "ped", "tped", "bgen", "vcf", "gen", "haps", "eigenstrat",
                          "dosage"};
+  /* the fm_fmt_options field each reader uses ("" none) */
+  const char *option[] = {"", "", "counted_alleles", "counted_alleles", "", "region", "", "chrom", "",
+                          "dosage_format"};
+  const char *fields[] = {"region", "chrom", "counted_alleles", "dosage_format"};
   int n = 0;
   for (const fm_fmt_format *f; (f = fm_fmt_at(n)); n++) {
     CHECK(n < 10 && !strcmp(f->name, order[n]));
@@ -55,6 +59,10 @@ static void test_table(void) {
     for (int j = 0; j < f->n_magic; j++)
       CHECK(f->magic[j].len > 0 && f->magic[j].offset + f->magic[j].len <= FM_FMT_SNIFF_BYTES);
     for (int j = 0; j < f->n_companions; j++) CHECK(f->companion[j].name != NULL);
+    CHECK(!strcmp(f->option[0] ? f->option[0] : "", option[n]) && (!f->option[0] || !f->option[1]));
+    int known = !f->option[0];
+    for (int j = 0; j < 4; j++) known |= f->option[0] && !strcmp(f->option[0], fields[j]);
+    CHECK(known);
     CHECK(fm_fmt_by_name(f->name) == f);
   }
   CHECK(n == 10);

@@ -160,7 +160,7 @@ test_that("the 1000 Genomes .bed decodes as plink2 --export A counts of A1", {
   bim <- fmalloc_variants(G)
   sel <- which(bim$chr == "22")[1:200]
   alleles <- tempfile()
-  writeLines(paste(bim$id, bim$a1), alleles)
+  writeLines(paste(bim$id, bim$alt), alleles)
   ids <- tempfile()
   writeLines(bim$id[sel], ids)
   out <- run_plink2(c("--bfile", prefix, "--extract", ids, "--export", "A",

@@ -43,7 +43,7 @@ test_that("genotype column statistics match base R on bed and dosage storage", {
   expect_equal(fmalloc_colMeans(X), colMeans(g, na.rm = TRUE), tolerance = 1e-12)
   expect_equal(fmalloc_colVars(X), apply(g, 2, var, na.rm = TRUE), tolerance = 1e-12)
   af <- fmalloc_allele_freq(X)
-  expect_equal(af$a1_freq, colMeans(g, na.rm = TRUE) / 2, tolerance = 1e-12)
+  expect_equal(af$alt_freq, colMeans(g, na.rm = TRUE) / 2, tolerance = 1e-12)
   expect_equal(af$n_missing, colSums(is.na(g)))
   D <- fmalloc_dosage(g * 1.0, rt)
   expect_equal(fmalloc_colVars(D), apply(g, 2, var, na.rm = TRUE), tolerance = 1e-12)
@@ -64,7 +64,7 @@ test_that("genotype counts are exact under every kernel level (portable, AVX2)",
   for (isa in c("portable", "avx2", "auto")) {
     used <- .test_fused_isa(isa)
     af <- fmalloc_allele_freq(X)
-    expect_equal(rbind(af$n_hom_a2, af$n_het, af$n_hom_a1, af$n_missing), want,
+    expect_equal(rbind(af$n_hom_ref, af$n_het, af$n_hom_alt, af$n_missing), want,
                  ignore_attr = TRUE, label = paste("counts with the", used, "kernels"))
     expect_equal(fmalloc_colVars(X), apply(g, 2, var, na.rm = TRUE), tolerance = 1e-12,
                  label = paste("colVars with the", used, "kernels"))
@@ -80,9 +80,9 @@ test_that("allele frequencies on the 1000 Genomes .bed match plink2 --freq", {
                           col.names = c("chr", "id", "ref", "alt", "alt_freq", "obs_ct"))
   af <- fmalloc_allele_freq(G)
   ours <- af[match(pf$id, af$id), ]
-  expect_identical(ours$a1, pf$alt)
-  expect_equal(ours$a1_freq, pf$alt_freq, tolerance = 1e-5)
-  expect_equal(2 * (ours$n_hom_a2 + ours$n_het + ours$n_hom_a1), pf$obs_ct)
+  expect_identical(ours$alt, pf$alt)
+  expect_equal(ours$alt_freq, pf$alt_freq, tolerance = 1e-5)
+  expect_equal(2 * (ours$n_hom_ref + ours$n_het + ours$n_hom_alt), pf$obs_ct)
 })
 
 test_that("the option fmalloc.panel_bytes sets the panel budget at load", {

@@ -529,3 +529,19 @@ test_that("default sample IDs; a BGEN header's sample count makes no vector befo
     for (dest in c("hardcall", "dense"))
       expect_bad(rpgen_read(b, runtime = rt, samples = s, destination = dest), "eformat", hdr_n)
 })
+
+test_that("an argument a format does not take is an error naming it (issue 14, defect 4)", {
+  rt <- new_runtime()
+  bed <- kg("1kg_bi.bed")
+  e <- expect_error(rpgen_read(bed, bimm = "x", runtime = rt), class = "fm_error_earg")
+  expect_match(conditionMessage(e), "unknown argument 'bimm' for a bed file, which takes: bim, fam, sex",
+               fixed = TRUE)
+  expect_error(rpgen_read(bed, region = "22", runtime = rt), "unknown argument 'region'",
+               class = "fm_error_earg")
+  expect_error(rpgen_info(bed, sample = "x.sample"), "unknown argument 'sample' for a bed file",
+               class = "fm_error_earg")
+  expect_error(rpgen_info(bed, "bed", "extra"), "has no name", class = "fm_error_earg")
+  # what a format takes is still taken
+  expect_identical(rpgen_info(bed, count = TRUE)$n_variants, 25161)
+  expect_gt(ncol(rpgen_read(kg("1kg.vcf.gz"), region = "22", runtime = rt)), 0)
+})
