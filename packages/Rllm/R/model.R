@@ -48,7 +48,13 @@
 
 .rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L), max = 2^31 - 1) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || x != floor(x) || x < min || x > max) {
-    bound <- if (max < 2^31 - 1) paste("from", min, "to", max) else paste(">=", min)
+    # Counts reach the C code as R integers, so the widest range ends at
+    # .Machine$integer.max.
+    bound <- if (max < 2^31 - 1) {
+      paste("from", min, "to", max)
+    } else {
+      paste("from", min, "to 2147483647 (the largest R integer, .Machine$integer.max)")
+    }
     Rfmalloc::fm_abort("earg", name, " must be a whole number ", bound, ", not ",
                        if (is.numeric(x) && length(x) == 1L) format(x) else .rllm_describe(x),
                        call = call)
@@ -317,7 +323,9 @@ rllm_set_threads <- function(model, threads) {
 #' @param n_ctx positions (default: the model's training context,
 #'   `model$info$n_ctx_train`, at most 4096). More than the training context
 #'   is allowed, as llama.cpp allows it, with a warning of class
-#'   `"rllm_warning_context"` naming both numbers.
+#'   `"rllm_warning_context"` naming both numbers; the most is 2147483647
+#'   (`.Machine$integer.max`: positions are R and C integers), memory
+#'   permitting.
 #' @param runtime `NULL` (default: `model$runtime`) for the heap, or an
 #'   Rfmalloc runtime: the cache is then one raw vector of that runtime's
 #'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object.
@@ -329,7 +337,8 @@ rllm_set_threads <- function(model, threads) {
 #'   restored copy prints as `(freed)`; one whose runtime was closed prints
 #'   as `(closed)`.
 #' @section Errors: `fm_error_earg` for bad arguments (`n_ctx` not a whole
-#'   number >= 1, `NA`); `fm_error_enospc` when the runtime is full;
+#'   number from 1 to 2147483647, or `NA`: the message gives the limit and
+#'   the value); `fm_error_enospc` when the runtime is full;
 #'   `fm_error_enomem`; `fm_error_eclosed` for a cache restored from a saved
 #'   session or whose runtime was closed (by [rllm_cache_clear()],
 #'   [rllm_cache_n_past()] and the evaluation functions).
