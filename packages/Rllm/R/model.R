@@ -508,28 +508,31 @@ rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
 #'
 #' The sampler [rllm_generate()] uses, on a logits vector of your own.
 #' `temperature = 0` is greedy: the largest logit, ties broken by the
-#' lowest token id (`NaN` never wins). Otherwise: logits divided by
+#' lowest token id. Otherwise: logits divided by
 #' `temperature`; the `top_k` largest kept (`top_k <= 0`: all; ties at the
 #' cut go to lower ids); of those, the smallest prefix in decreasing order
 #' whose softmax probability reaches `top_p`; one token drawn from the
 #' renormalized probabilities with a uniform from the core's xoshiro256**
 #' generator seeded by `seed` (the same seed gives the same tokens).
 #'
-#' @param logits numeric vector (one per token id; `NaN` and `-Inf` are
-#'   never drawn).
+#' @param logits numeric vector, one per token id: finite numbers or `-Inf`
+#'   (a token never drawn), at least one above `-Inf`. The sampler works in
+#'   float, so a finite value beyond a float's range (3.4e38) counts as
+#'   infinite.
 #' @param temperature number >= 0.
 #' @param top_k whole number (<= 0: no limit).
 #' @param top_p number in (0, 1].
 #' @param seed `NULL` (drawn from R's generator, so [set.seed()] applies)
 #'   or a number.
 #' @param n how many tokens to draw (one sampler, consecutive draws).
-#' @return Integer vector of `n` 0-based token ids (`NA` when every logit is
-#'   `NaN` or `-Inf`).
+#' @return Integer vector of `n` 0-based token ids.
 #' @section Errors: `fm_error_earg` for `logits` that are not a non-empty
-#'   numeric vector, a `temperature` that is negative or `NA`, a `top_k`
+#'   numeric vector, that contain `NA` or `NaN` (the message says which and
+#'   gives the first one's position) or `Inf`, or that have no finite value
+#'   (every one `-Inf`), a `temperature` that is negative or `NA`, a `top_k`
 #'   that is not a whole number, a `top_p` outside (0, 1], a `seed` that is
 #'   not `NULL` or a whole number of magnitude <= 2^53, or an `n` that is
-#'   not a whole number >= 0. `NA` logits count as `NaN`.
+#'   not a whole number >= 0.
 #' @source Top-k sampling (Fan et al. 2018, "Hierarchical Neural Story
 #'   Generation"); nucleus (top-p) sampling (Holtzman et al. 2020, "The
 #'   Curious Case of Neural Text Degeneration", ICLR); the order of the
