@@ -12,6 +12,10 @@
 .describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
   if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) == 1L && is.na(x)) {
+    return(if (is.character(x)) "NA_character_" else paste0("NA (", typeof(x), ")"))
+  }
+  if (is.atomic(x)) return(paste0("a ", typeof(x), " vector of length ", length(x)))
   paste0("an object of type ", typeof(x))
 }
 
@@ -63,7 +67,8 @@
 #'   for a file that shrank or was rewritten since it was opened (above);
 #'   `fm_error_eunsupported` for GGUF version 1, versions above 3,
 #'   big-endian files and arrays of arrays; `fm_error_earg` for a `path`
-#'   that is not one string.
+#'   that is not one non-`NA` string (`NA`, `character(0)`, several strings,
+#'   a number).
 #' @source The GGUF format as specified in GGML's `docs/gguf.md`; the
 #'   checks are listed in `docs/formats/gguf.md` of this repository.
 #' @seealso [gguf_metadata()], [gguf_tensors()], [gguf_tensor()].
@@ -78,7 +83,8 @@
 #' @export
 gguf_open <- function(path) {
   if (!is.character(path) || length(path) != 1L || is.na(path)) {
-    Rfmalloc::fm_abort("earg", "path must be a single string, not ", .describe(path))
+    Rfmalloc::fm_abort("earg", "path must be one non-NA string (the GGUF file's name), not ",
+                       .describe(path))
   }
   full <- normalizePath(path.expand(path), mustWork = FALSE)
   if (!file.exists(full)) {

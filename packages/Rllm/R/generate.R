@@ -56,7 +56,11 @@
 #'   opened. A user interrupt raises `fm_error_ecancelled` (an `interrupt`
 #'   condition); the error of a time limit ([setTimeLimit()]) is raised as R
 #'   raises it, and nothing is printed by the way. The cache then holds what
-#'   was evaluated before the stop.
+#'   was evaluated before the stop. `fm_error_edegenerate` when the model's
+#'   logits at a step have no value to draw (every one `NaN` or `-Inf`, as
+#'   from `NaN` weights; the message names the generated token); a `NaN`
+#'   logit among others is never drawn (unlike [rllm_sample()], which
+#'   refuses one: there the logits are the caller's).
 #' @source Greedy decoding, top-k sampling (Fan et al. 2018, "Hierarchical
 #'   Neural Story Generation") and nucleus (top-p) sampling (Holtzman et al.
 #'   2020, "The Curious Case of Neural Text Degeneration", ICLR), as

@@ -48,7 +48,13 @@
 
 .rllm_check_count <- function(x, name, min = 0, call = sys.call(-1L), max = 2^31 - 1) {
   if (!is.numeric(x) || length(x) != 1L || is.na(x) || x != floor(x) || x < min || x > max) {
-    bound <- if (max < 2^31 - 1) paste("from", min, "to", max) else paste(">=", min)
+    # Counts reach the C code as R integers, so the widest range ends at
+    # .Machine$integer.max.
+    bound <- if (max < 2^31 - 1) {
+      paste("from", min, "to", max)
+    } else {
+      paste("from", min, "to 2147483647 (the largest R integer, .Machine$integer.max)")
+    }
     Rfmalloc::fm_abort("earg", name, " must be a whole number ", bound, ", not ",
                        if (is.numeric(x) && length(x) == 1L) format(x) else .rllm_describe(x),
                        call = call)
@@ -317,7 +323,9 @@ rllm_set_threads <- function(model, threads) {
 #' @param n_ctx positions (default: the model's training context,
 #'   `model$info$n_ctx_train`, at most 4096). More than the training context
 #'   is allowed, as llama.cpp allows it, with a warning of class
-#'   `"rllm_warning_context"` naming both numbers.
+#'   `"rllm_warning_context"` naming both numbers; the most is 2147483647
+#'   (`.Machine$integer.max`: positions are R and C integers), memory
+#'   permitting.
 #' @param runtime `NULL` (default: `model$runtime`) for the heap, or an
 #'   Rfmalloc runtime: the cache is then one raw vector of that runtime's
 #'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object.
@@ -329,7 +337,8 @@ rllm_set_threads <- function(model, threads) {
 #'   restored copy prints as `(freed)`; one whose runtime was closed prints
 #'   as `(closed)`.
 #' @section Errors: `fm_error_earg` for bad arguments (`n_ctx` not a whole
-#'   number >= 1, `NA`); `fm_error_enospc` when the runtime is full;
+#'   number from 1 to 2147483647, or `NA`: the message gives the limit and
+#'   the value); `fm_error_enospc` when the runtime is full;
 #'   `fm_error_enomem`; `fm_error_eclosed` for a cache restored from a saved
 #'   session or whose runtime was closed (by [rllm_cache_clear()],
 #'   [rllm_cache_n_past()] and the evaluation functions).
@@ -499,28 +508,31 @@ rllm_logits <- function(model, tokens, cache = NULL, all = FALSE) {
 #'
 #' The sampler [rllm_generate()] uses, on a logits vector of your own.
 #' `temperature = 0` is greedy: the largest logit, ties broken by the
-#' lowest token id (`NaN` never wins). Otherwise: logits divided by
+#' lowest token id. Otherwise: logits divided by
 #' `temperature`; the `top_k` largest kept (`top_k <= 0`: all; ties at the
 #' cut go to lower ids); of those, the smallest prefix in decreasing order
 #' whose softmax probability reaches `top_p`; one token drawn from the
 #' renormalized probabilities with a uniform from the core's xoshiro256**
 #' generator seeded by `seed` (the same seed gives the same tokens).
 #'
-#' @param logits numeric vector (one per token id; `NaN` and `-Inf` are
-#'   never drawn).
+#' @param logits numeric vector, one per token id: finite numbers or `-Inf`
+#'   (a token never drawn), at least one above `-Inf`. The sampler works in
+#'   float, so a finite value beyond a float's range (3.4e38) counts as
+#'   infinite.
 #' @param temperature number >= 0.
 #' @param top_k whole number (<= 0: no limit).
 #' @param top_p number in (0, 1].
 #' @param seed `NULL` (drawn from R's generator, so [set.seed()] applies)
 #'   or a number.
 #' @param n how many tokens to draw (one sampler, consecutive draws).
-#' @return Integer vector of `n` 0-based token ids (`NA` when every logit is
-#'   `NaN` or `-Inf`).
+#' @return Integer vector of `n` 0-based token ids.
 #' @section Errors: `fm_error_earg` for `logits` that are not a non-empty
-#'   numeric vector, a `temperature` that is negative or `NA`, a `top_k`
+#'   numeric vector, that contain `NA` or `NaN` (the message says which and
+#'   gives the first one's position) or `Inf`, or that have no finite value
+#'   (every one `-Inf`), a `temperature` that is negative or `NA`, a `top_k`
 #'   that is not a whole number, a `top_p` outside (0, 1], a `seed` that is
 #'   not `NULL` or a whole number of magnitude <= 2^53, or an `n` that is
-#'   not a whole number >= 0. `NA` logits count as `NaN`.
+#'   not a whole number >= 0.
 #' @source Top-k sampling (Fan et al. 2018, "Hierarchical Neural Story
 #'   Generation"); nucleus (top-p) sampling (Holtzman et al. 2020, "The
 #'   Curious Case of Neural Text Degeneration", ICLR); the order of the

@@ -53,13 +53,21 @@
   Rfmalloc::fm_abort("earg", "x must be an rllm_tokenizer or an rllm_model, not ", .tok_describe(x), call = call)
 }
 
-.tok_ids <- function(tokens, call) {
-  if (is.integer(tokens) && !anyNA(tokens)) return(tokens)
-  ok <- is.numeric(tokens) && !anyNA(tokens) && all(is.finite(tokens)) &&
-    all(tokens == trunc(tokens)) && all(abs(tokens) <= .Machine$integer.max)
-  if (!ok) {
+# Token ids of a vocabulary of n_vocab tokens: whole numbers in
+# 0..n_vocab-1, no NA; the message names the first bad one and its position.
+.tok_ids <- function(tokens, n_vocab, call) {
+  if (!is.numeric(tokens)) {
     Rfmalloc::fm_abort("earg", "tokens must be whole-number token ids without NA, not ",
                        .tok_describe(tokens), call = call)
+  }
+  bad <- which(is.na(tokens) | tokens != trunc(tokens) | tokens < 0 | tokens >= n_vocab)
+  if (length(bad)) {
+    i <- bad[1L]
+    v <- tokens[i]
+    what <- if (is.na(v) || v != trunc(v)) "not a whole number" else "outside the vocabulary"
+    Rfmalloc::fm_abort("earg", "token ", i, " has id ", format(v, digits = 15), ", ", what,
+                       ": the vocabulary has ", n_vocab, " tokens, so ids are 0..", n_vocab - 1,
+                       call = call)
   }
   as.integer(tokens)
 }
@@ -222,8 +230,9 @@ rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
 #'   (llama.cpp keeps the space when the ids start with BOS). Use `FALSE` for
 #'   a continuation (tokens generated after a prompt).
 #' @return A raw vector.
-#' @section Errors: `fm_error_earg` for ids outside `[0, n_vocab)` (the
-#'   message names the position and the id), `NA` or fractional ids, flags
+#' @section Errors: `fm_error_earg` for ids outside `0..n_vocab-1`, `NA`
+#'   or fractional ids (the message names the first one's position, its
+#'   value and the vocabulary's size), flags
 #'   that are not `TRUE`/`FALSE`; `fm_error_eclosed` as for [rllm_tokenize()].
 #' @section Source: see [rllm_tokenizer()].
 #' @examples
@@ -236,7 +245,7 @@ rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
 rllm_detokenize <- function(x, tokens, special = FALSE, strip_space = TRUE) {
   call <- sys.call()
   tok <- .tok_resolve(x, call)
-  ids <- .tok_ids(tokens, call)
+  ids <- .tok_ids(tokens, tok$n_vocab, call)
   .tok_flag(special, "special", call)
   .tok_flag(strip_space, "strip_space", call)
   .tok_value(.Call(C_fmr_tok_detokenize, .tok_ptr(tok, call), ids, special, strip_space), call)

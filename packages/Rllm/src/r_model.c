@@ -344,13 +344,37 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
 }
 
 /* .Call(C_rllm_sample, logits (double), temperature, top_k, top_p, seed, n)
- * -> n tokens drawn from one sampler (0-based ids). */
+ * -> n tokens drawn from one sampler (0-based ids). The sampler works in
+ * float: a logit is refused when it is NA or NaN, or +Inf as a float (a
+ * finite double beyond a float's range included); -Inf masks a token, and
+ * at least one logit must be above -Inf as a float. */
 static SEXP rllm_sample(SEXP logits, SEXP temperature, SEXP top_k, SEXP top_p, SEXP seed, SEXP n) {
   int nprot = 0;
   R_xlen_t V = XLENGTH(logits);
   int nd = Rf_asInteger(n);
   float *x = (float *)R_alloc((size_t)(V > 0 ? V : 1), sizeof(float));
-  for (R_xlen_t i = 0; i < V; i++) x[i] = (float)REAL(logits)[i];
+  const double *d = REAL(logits);
+  int any_above = 0;
+  for (R_xlen_t i = 0; i < V; i++) {
+    if (ISNAN(d[i]))
+      Rfmalloc_stopf(FM_EARG, "logits must not contain NA or NaN: logits[%.0f] is %s", (double)i + 1,
+                     ISNA(d[i]) ? "NA" : "NaN");
+    x[i] = (float)d[i];
+    if (x[i] == INFINITY) {
+      if (isinf(d[i]))
+        Rfmalloc_stopf(FM_EARG, "logits[%.0f] is Inf: a logit must be finite or -Inf", (double)i + 1);
+      Rfmalloc_stopf(FM_EARG,
+                     "logits[%.0f] is %g, beyond a float's range (3.4e38; the sampler works in "
+                     "float): a logit must be finite or -Inf",
+                     (double)i + 1, d[i]);
+    }
+    if (x[i] > -INFINITY) any_above = 1;
+  }
+  if (!any_above)
+    Rfmalloc_stopf(FM_EARG,
+                   "logits have no finite value: all %.0f are -Inf (or below -3.4e38, a float's range), "
+                   "so no token can be drawn",
+                   (double)V);
   SEXP r = PROTECT(Rf_allocVector(INTSXP, nd));
   nprot++;
   fm_err err;

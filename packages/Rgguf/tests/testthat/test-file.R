@@ -129,6 +129,19 @@ test_that("metadata of every value type, written by hand, reads back exactly", {
 test_that("arguments are checked", {
   expect_error(gguf_open(1), class = "fm_error_earg")
   expect_error(gguf_open(c("a", "b")), class = "fm_error_earg")
+  # issue 14: NA was "not an object of type character"
+  for (p in list(NA_character_, character(0), c("a", "b"), 1, NULL, NA)) {
+    e <- tryCatch(gguf_open(p), error = identity)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "path must be one non-NA string (the GGUF file's name), not ",
+                 fixed = TRUE)
+  }
+  msg <- function(p) conditionMessage(tryCatch(gguf_open(p), error = identity))
+  expect_match(msg(NA_character_), "not NA_character_$")
+  expect_match(msg(NA), "not NA \\(logical\\)$")
+  expect_match(msg(character(0)), "not a character vector of length 0$")
+  expect_match(msg(c("a", "b")), "not a character vector of length 2$")
+  expect_match(msg(1), "not a double vector of length 1$")
   expect_error(gguf_open(tempfile()), class = "fm_error_eio")
   expect_error(gguf_open(tempdir()), class = "fm_error_eio")
   expect_error(gguf_metadata(list()), class = "fm_error_earg")

@@ -62,8 +62,10 @@ arch_gguf_vocab <- function(n_vocab = 512L) {
 # hparams: a list replacing entries of the architecture's hyperparameters
 # below (e.g. list(n_swa = 1000L)); the weights drawn stay the same as long
 # as shapes do.
+# edit: NULL or a function given the named list of tensors (after drop) that
+# returns the list to write (e.g. NaN weights, to make degenerate logits).
 arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
-                            drop = character(), hparams = list()) {
+                            drop = character(), hparams = list(), edit = NULL) {
   arch <- match.arg(arch, arch_gguf_names)
   if (exists(".Random.seed", envir = globalenv())) {
     old <- get(".Random.seed", envir = globalenv())
@@ -197,6 +199,7 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
     tn$dense_3.weight <- mat(d, n_embd)
   }
   tn <- tn[setdiff(names(tn), drop)]
+  if (!is.null(edit)) tn <- edit(tn)
   Rgguf::gguf_write(path, md, tn)
   invisible(list(path = path, arch = arch, hparams = hp, n_vocab = n_vocab))
 }

@@ -42,15 +42,86 @@ test_that("greedy generation on stories260K gives the recorded story", {
                    rawToChar(rllm_detokenize(m, c(g3$prompt_tokens, g3$tokens))))
 })
 
-test_that("greedy ties go to the lowest token id; NaN never wins", {
+test_that("greedy ties go to the lowest token id; -Inf never wins", {
   expect_identical(rllm_sample(c(1, 3, 3, 2)), 1L)
-  expect_identical(rllm_sample(c(NaN, 5, 7, 7, NaN)), 2L)
+  # NaN logits are refused (issue 14; they were skipped): -Inf masks a token
+  expect_error(rllm_sample(c(NaN, 5, 7, 7, NaN)), "logits\\[1\\] is NaN", class = "fm_error_earg")
+  expect_identical(rllm_sample(c(-Inf, 5, 7, 7, -Inf)), 2L)
   expect_identical(rllm_sample(c(-Inf, -Inf, 0)), 2L)
-  expect_identical(rllm_sample(c(NaN, NaN)), NA_integer_)
+  expect_error(rllm_sample(c(NaN, NaN)), "must not contain NA or NaN", class = "fm_error_earg")
   # top_k = 1 or a tiny top_p also pick the lowest-id maximum.
   expect_identical(rllm_sample(c(1, 3, 3, 2), temperature = 1, top_k = 1, n = 10), rep(1L, 10))
   expect_identical(rllm_sample(c(1, 3, 3, 2), temperature = 1, top_k = 0, top_p = 1e-9, n = 10),
                    rep(1L, 10))
+})
+
+test_that("logits that are NA, NaN, Inf or all -Inf are refused by name (issue 14)", {
+  bad <- function(x, ...) tryCatch(rllm_sample(x, ...), error = identity)
+  for (t in c(0, 1)) {
+    e <- bad(c(-Inf, -Inf), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "logits have no finite value: all 2 are -Inf", fixed = TRUE)
+    e <- bad(c(1, NA, 3, NA), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "logits must not contain NA or NaN: logits[2] is NA", fixed = TRUE)
+    e <- bad(c(1, 2, NaN), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "logits must not contain NA or NaN: logits[3] is NaN", fixed = TRUE)
+    # +Inf (before, a temperature drew the smallest logit: exp(Inf - Inf) is NaN)
+    e <- bad(c(1, Inf, 3), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "logits[2] is Inf: a logit must be finite or -Inf", fixed = TRUE)
+    # beyond a float's range: +Inf or -Inf as the sampler's float
+    e <- bad(c(1, 1e39), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "logits[2] is 1e+39, beyond a float's range", fixed = TRUE)
+    e <- bad(c(-1e39, -Inf), temperature = t)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), "no finite value", fixed = TRUE)
+  }
+  # n = 0 checks the logits too; finite values beside -Inf are fine
+  expect_error(rllm_sample(c(1, NA), n = 0), class = "fm_error_earg")
+  expect_identical(rllm_sample(c(-Inf, 1e38, -3e38)), 1L)
+  expect_identical(rllm_sample(c(-Inf, 2, -Inf), temperature = 1, seed = 1, n = 3), rep(1L, 3))
+})
+
+test_that("generation: logits with no value above -Inf stop it as fm_error_edegenerate", {
+  # Generated random-weight qwen2 models (arch_gguf.R): NaN output weights
+  # make every logit NaN; one NaN weight of a token makes its logit NaN.
+  nan_out <- function(ids) function(tn) {
+    w <- tn$output.weight
+    x <- w$data
+    for (id in ids) x[id * w$dim[1] + 1] <- NaN
+    tn$output.weight <- Rgguf::gguf_tensor_data(x, "F32", dim = w$dim)
+    tn
+  }
+  f0 <- tempfile(fileext = ".gguf")
+  f1 <- tempfile(fileext = ".gguf")
+  f2 <- tempfile(fileext = ".gguf")
+  on.exit(unlink(c(f0, f1, f2)), add = TRUE)
+  arch_gguf_write("qwen2", f0)
+  arch_gguf_write("qwen2", f1, edit = nan_out(0:511))
+  m0 <- rllm_gguf_model(f0, threads = 1)
+  m1 <- rllm_gguf_model(f1, threads = 1)
+  ids <- arch_gguf_tokens()
+  expect_true(all(is.nan(rllm_logits(m1, ids))))
+  for (t in c(0, 1)) {
+    e <- tryCatch(rllm_generate(m1, ids, n_new = 3, temperature = t, seed = 1), error = identity)
+    expect_s3_class(e, "fm_error_edegenerate")
+    expect_match(conditionMessage(e), "every logit is NaN or -Inf at generated token 1", fixed = TRUE)
+  }
+  # A NaN logit of the greedy choice: generation goes on with the next best
+  # (the core's sampler never draws NaN), as before issue 14.
+  g0 <- rllm_generate(m0, ids, n_new = 8, stop_at_eog = FALSE)
+  l0 <- rllm_logits(m0, ids)
+  expect_identical(g0$tokens[1], rllm_sample(l0))
+  arch_gguf_write("qwen2", f2, edit = nan_out(g0$tokens[1]))
+  m2 <- rllm_gguf_model(f2, threads = 1)
+  second <- order(-l0)[2] - 1L
+  g2 <- rllm_generate(m2, ids, n_new = 8, stop_at_eog = FALSE)
+  expect_identical(g2$tokens[1], second)
+  expect_length(g2$tokens, 8L)
+  expect_false(g0$tokens[1] %in% g2$tokens)
 })
 
 test_that("sampling follows softmax(logits / temperature) and is deterministic per seed", {

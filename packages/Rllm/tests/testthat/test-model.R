@@ -98,6 +98,13 @@ test_that("bad token ids and arguments are R errors", {
   expect_error(rllm_logits(m, integer()), class = "fm_error_earg")
   expect_error(rllm_logits(list(), 1), class = "fm_error_earg")
   expect_error(rllm_cache(m, 0), class = "fm_error_earg")
+  # issue 14: the limit (an R integer's largest) and the value given
+  for (n in list(1e12, 2^31, 0, -3, 2.5)) {
+    e <- tryCatch(rllm_cache(m, n), error = identity)
+    expect_s3_class(e, "fm_error_earg")
+    expect_match(conditionMessage(e), paste0("n_ctx must be a whole number from 1 to 2147483647 ",
+                 "(the largest R integer, .Machine$integer.max), not ", format(n)), fixed = TRUE)
+  }
   expect_error(rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 0),
                class = "fm_error_earg")
 })

@@ -161,6 +161,20 @@ test_that("bad inputs raise fm_error conditions", {
   expect_error(rllm_detokenize(tok, c(1, NA)), class = "fm_error_earg")
   expect_error(rllm_detokenize(tok, 1.5), class = "fm_error_earg")
   expect_error(rllm_detokenize(tok, -1), class = "fm_error_earg")
+  # issue 14: the message names the position, the id, the vocabulary's size
+  # and the valid ids, also for ids beyond an int (2^40 was "not a numeric
+  # vector") and for NA or fractional ids
+  msg <- function(ids) {
+    e <- tryCatch(rllm_detokenize(tok, ids), error = identity)
+    expect_s3_class(e, "fm_error_earg")
+    conditionMessage(e)
+  }
+  expect_identical(msg(2^40), paste("token 1 has id 1099511627776, outside the vocabulary:",
+                                    "the vocabulary has 512 tokens, so ids are 0..511"))
+  expect_match(msg(c(1L, 2L, -1L)), "token 3 has id -1, outside the vocabulary: the vocabulary has 512 tokens, so ids are 0..511", fixed = TRUE)
+  expect_match(msg(c(1, NA)), "token 2 has id NA, not a whole number: the vocabulary has 512 tokens, so ids are 0..511", fixed = TRUE)
+  expect_match(msg(c(3, 1.5, 2^40)), "token 2 has id 1.5, not a whole number", fixed = TRUE)
+  expect_identical(rllm_detokenize(tok, integer()), raw(0))
   expect_error(rllm_tokenizer(file.path(tempdir(), "no-such.gguf")), class = "fm_error_eio")
   expect_error(rllm_tokenizer(3), class = "fm_error_earg")
   # a GGUF without a tokenizer
