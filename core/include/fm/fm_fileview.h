@@ -3,7 +3,9 @@
  *
  * The view records the file size at open; fm_fileview_check compares it with
  * the file's current size so a streamed pass reports truncation from outside
- * as an error instead of dying of SIGBUS. Replacing the file by rename leaves
+ * as an error instead of dying of SIGBUS; a truncation during a pass is
+ * caught by the pass's SIGBUS guard (the mapping is registered with
+ * fm_fault.h: FM_EIO naming the file). Replacing the file by rename leaves
  * the view on the old inode, whose bytes stay valid.
  * Ownership: the view owns its fd and mapping; free with fm_fileview_close.
  * Thread safety: reads through base may run concurrently. */

@@ -191,7 +191,9 @@ int64_t fm_mat_min_stride(fm_codec_id codec, int64_t n_rows);
  * Errors: FM_EARG when the panel lies outside x, ld < n_rows, a col_index
  *         entry is negative (for EXT and ALP: or not below n_stored_cols),
  *         or the codec is unknown (EXT: without a decoder); an external
- *         codec's own errors.
+ *         codec's own errors; FM_EIO naming the file when reading a
+ *         registered mapping raised SIGBUS (its file truncated from outside
+ *         during the call, fm_fault.h).
  * Owns:   borrows x and aff; writes only out. */
 FM_NODISCARD fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0,
                                        int64_t n_rows, int64_t c0, int64_t n_cols, double *out,

@@ -1,8 +1,10 @@
 /* backend.c: the backend registry and the reference panel product
  * (decode bounded panels, accumulate with BLAS dgemm). */
+#define _POSIX_C_SOURCE 200809L /* fm_fault.h */
 #include "fm/fm_backend.h"
 
 #include "base/blas.h"
+#include "fm/fm_fault.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -373,7 +375,7 @@ fm_status fm_backend_check(const char *name, fm_err *err) {
   return FM_OK;
 }
 
-fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **used_out,
+static fm_status run_any(const fm_product *p, const fm_ctl *ctl, const char **used_out,
                          fm_err *err) {
   if (used_out) *used_out = NULL;
   fm_status st = validate(p, err);
@@ -395,4 +397,15 @@ fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **us
   if (used_out) *used_out = reference_name;
   note_used(reference_name);
   return fm_backend_reference(p, ctl, err);
+}
+
+/* The SIGBUS handler stays installed for the whole product (fm_fault.h):
+ * the panels and the fused backend's blocks push their jump points under
+ * it without a sigaction each. */
+fm_status fm_backend_run(const fm_product *p, const fm_ctl *ctl, const char **used_out,
+                         fm_err *err) {
+  fm_fault_scope_enter();
+  const fm_status st = run_any(p, ctl, used_out, err);
+  fm_fault_scope_leave();
+  return st;
 }

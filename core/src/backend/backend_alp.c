@@ -4,9 +4,11 @@
  * so that GCC vectorizes them at -O2 (R's default), whose cost model takes
  * only loops without runtime alias checks or scalar epilogues: restrict
  * pointers, and bodies unrolled by hand. */
+#define _POSIX_C_SOURCE 200809L /* fm_fault.h */
 #include "fm/fm_backend_alp.h"
 
 #include "codec/codec_alp_impl.h"
+#include "fm/fm_fault.h"
 
 #define COL_GROUP 8   /* columns decoded together (8 x 8 KiB buffers) */
 #define ROW_CHUNK 256 /* rows of an X b update: 8 x 2 KiB of x, 2 KiB of y */
@@ -106,6 +108,46 @@ static fm_status validate(const fm_product *p, const alp_view *v, fm_err *err) {
   return FM_OK;
 }
 
+/* Rows [r0, r0 + len) of logical columns [j0, j1) into y. */
+static void step(const fm_product *p, const alp_view *v, int64_t j0, int64_t j1, int64_t r0,
+                 int64_t len) {
+  const fm_mat *x = p->x;
+  const int64_t k = p->k;
+  const int is_xb = p->op == FM_OP_XB;
+  double buf[COL_GROUP][FM_ALP_VECTOR_MAX];
+  double w[COL_GROUP], dots[COL_GROUP];
+  alp_affine aff[COL_GROUP];
+  for (int64_t g = j0; g < j1; g += COL_GROUP) {
+    const int nb = (int)(j1 - g < COL_GROUP ? j1 - g : COL_GROUP);
+    for (int b = 0; b < nb; b++) {
+      const int64_t j = g + b, s = x->col_index ? x->col_index[j] : j;
+      aff[b] = affine_of(p->aff, j);
+      alp_decode_rows(v, s, r0, len, &aff[b], buf[b]);
+    }
+    for (int64_t c = 0; c < k; c++) {
+      if (is_xb) {
+        for (int b = 0; b < nb; b++) w[b] = p->b[g + b + c * p->ldb];
+        axpy_group(p->y + r0 + c * p->ldy, buf, w, nb, len);
+      } else {
+        dot_group(buf, p->b + r0 + c * p->ldb, nb, len, dots);
+        for (int b = 0; b < nb; b++) p->y[g + b + c * p->ldy] += dots[b];
+      }
+    }
+  }
+}
+
+/* step behind a jump point (fm_fault.h): a SIGBUS reading the blob's
+ * mapping (its file truncated from outside) is FM_EIO naming the file. */
+static fm_status step_guarded(const fm_product *p, const alp_view *v, int64_t j0, int64_t j1,
+                              int64_t r0, int64_t len, fm_err *err) {
+  fm_fault_jmp j;
+  fm_fault_push(&j);
+  if (sigsetjmp(j.jb, 0) != 0) return fm_fault_caught(&j, err);
+  step(p, v, j0, j1, r0, len);
+  fm_fault_pop(&j);
+  return FM_OK;
+}
+
 fm_status fm_backend_alp(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
   (void)ud;
   if (!p || !p->x || p->x->codec != FM_CODEC_ALP || !p->x->data)
@@ -127,9 +169,6 @@ fm_status fm_backend_alp(void *ud, const fm_product *p, const fm_ctl *ctl, fm_er
     for (int64_t i = 0; i < y_rows; i++) p->y[i + c * p->ldy] = 0.0;
   if (n == 0 || q == 0) return FM_OK;
 
-  double buf[COL_GROUP][FM_ALP_VECTOR_MAX];
-  double w[COL_GROUP], dots[COL_GROUP];
-  alp_affine aff[COL_GROUP];
   const int64_t vs = v.vs, n_vec = (n - 1) / vs + 1;
   const int64_t n_tiles = (q - 1) / COL_TILE + 1;
   const double total = (double)n_tiles * (double)n_vec;
@@ -141,23 +180,8 @@ fm_status fm_backend_alp(void *ud, const fm_product *p, const fm_ctl *ctl, fm_er
         return fm_err_set(err, FM_ECANCELLED, "alp product cancelled after %.0f of %.0f blocks",
                           done, total);
       const int64_t r0 = t * vs, len = n - r0 < vs ? n - r0 : vs;
-      for (int64_t g = j0; g < j1; g += COL_GROUP) {
-        const int nb = (int)(j1 - g < COL_GROUP ? j1 - g : COL_GROUP);
-        for (int b = 0; b < nb; b++) {
-          const int64_t j = g + b, s = x->col_index ? x->col_index[j] : j;
-          aff[b] = affine_of(p->aff, j);
-          alp_decode_rows(&v, s, r0, len, &aff[b], buf[b]);
-        }
-        for (int64_t c = 0; c < k; c++) {
-          if (is_xb) {
-            for (int b = 0; b < nb; b++) w[b] = p->b[g + b + c * p->ldb];
-            axpy_group(p->y + r0 + c * p->ldy, buf, w, nb, len);
-          } else {
-            dot_group(buf, p->b + r0 + c * p->ldb, nb, len, dots);
-            for (int b = 0; b < nb; b++) p->y[g + b + c * p->ldy] += dots[b];
-          }
-        }
-      }
+      st = step_guarded(p, &v, j0, j1, r0, len, err);
+      if (st != FM_OK) return st;
       done += 1.0;
       fm_ctl_progress(ctl, done, total);
     }

@@ -20,11 +20,13 @@
  * alone (variants in order; rows in order, split in fixed segments), so
  * results are bit-identical for every thread count and block size, for one
  * kernel table. */
+#define _POSIX_C_SOURCE 200809L /* fm_fault.h */
 #include "fm/fm_fused.h"
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_cpu.h"
+#include "fm/fm_fault.h"
 #include "fused_impl.h"
 #include "fused_pool.h"
 
@@ -435,13 +437,19 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
     job.c0 = blk * vmax;
     job.nc = q - job.c0 < vmax ? q - job.c0 : vmax;
     fused_pool_run(pool, phase_a, &job);
+    if (fused_pool_fault(pool)) break;
     if (uses_ys) {
       for (int64_t jl = 0; jl < job.nc; jl++)
         job.kern->scatter(&row0, 1, &job.basev[jl], job.src + jl * kp, r, kp);
       fused_pool_run(pool, phase_b, &job);
+      if (fused_pool_fault(pool)) break;
     }
     fm_mat_evict_cols(x, job.c0, job.nc);
     fm_ctl_progress(ctl, (double)(blk + 1), (double)n_blocks);
+  }
+  if (fused_pool_fault(pool)) { /* its file truncated from outside: y is incomplete */
+    st = fm_fault_error(fused_pool_fault(pool), err);
+    goto done;
   }
   if (uses_ys) fused_pool_run(pool, phase_final, &job);
   st = FM_OK;

@@ -1,7 +1,9 @@
 /* fused_pool.c: the worker threads of one fused product (fused_pool.h),
  * on POSIX threads with one mutex and two condition variables. */
-#define _POSIX_C_SOURCE 200809L /* pthread_sigmask, sigfillset */
+#define _POSIX_C_SOURCE 200809L /* pthread_sigmask, sigfillset, sigsetjmp */
 #include "fused_pool.h"
+
+#include "fm/fm_fault.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -14,6 +16,7 @@ struct fused_pool {
   unsigned long generation;
   int pending; /* workers still running the current task */
   int quit;
+  fm_fault_info fault; /* the first SIGBUS a thread took in a mapping; path NULL: none */
   fused_task task;
   void *arg;
   int size;           /* threads, the caller included */
@@ -23,6 +26,23 @@ struct fused_pool {
     int tid;
   } *args;
 };
+
+/* task(arg, tid) behind a jump point of this thread (fm_fault.h): a SIGBUS
+ * in a registered mapping ends this thread's share of the task and is noted
+ * for fused_pool_fault. Tasks allocate nothing and take no lock. */
+static void run_task(fused_pool *pool, fused_task task, void *arg, int tid) {
+  fm_fault_jmp j;
+  fm_fault_push(&j);
+  if (sigsetjmp(j.jb, 0) != 0) {
+    fm_fault_pop(&j);
+    pthread_mutex_lock(&pool->mu);
+    if (!pool->fault.path) pool->fault = j.info;
+    pthread_mutex_unlock(&pool->mu);
+    return;
+  }
+  task(arg, tid);
+  fm_fault_pop(&j);
+}
 
 static void *worker_main(void *p) {
   const struct worker_arg *wa = p;
@@ -36,7 +56,7 @@ static void *worker_main(void *p) {
     const fused_task task = pool->task;
     void *arg = pool->arg;
     pthread_mutex_unlock(&pool->mu);
-    task(arg, wa->tid);
+    run_task(pool, task, arg, wa->tid);
     pthread_mutex_lock(&pool->mu);
     if (--pool->pending == 0) pthread_cond_signal(&pool->done);
   }
@@ -65,6 +85,9 @@ fused_pool *fused_pool_start(int n_threads) {
   if (n_threads > 1) {
     sigset_t all, old;
     sigfillset(&all);
+    /* but SIGBUS: a blocked SIGBUS from a fault kills the process at once,
+     * an unblocked one reaches fm_fault's handler (a truncated mapping) */
+    sigdelset(&all, SIGBUS);
     pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the workers */
     for (int t = 1; t < n_threads; t++) {
       pool->args[t - 1].pool = pool;
@@ -80,6 +103,13 @@ fused_pool *fused_pool_start(int n_threads) {
 
 int fused_pool_size(const fused_pool *pool) { return pool->size; }
 
+const fm_fault_info *fused_pool_fault(fused_pool *pool) {
+  pthread_mutex_lock(&pool->mu);
+  const fm_fault_info *f = pool->fault.path ? &pool->fault : NULL;
+  pthread_mutex_unlock(&pool->mu);
+  return f;
+}
+
 void fused_pool_run(fused_pool *pool, fused_task task, void *arg) {
   if (pool->size > 1) {
     pthread_mutex_lock(&pool->mu);
@@ -90,7 +120,7 @@ void fused_pool_run(fused_pool *pool, fused_task task, void *arg) {
     pthread_cond_broadcast(&pool->start);
     pthread_mutex_unlock(&pool->mu);
   }
-  task(arg, 0);
+  run_task(pool, task, arg, 0);
   if (pool->size > 1) {
     pthread_mutex_lock(&pool->mu);
     while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);

@@ -4,6 +4,7 @@
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_fault.h"
 
 #include "codec_alp_impl.h"
 
@@ -207,8 +208,8 @@ static fm_status decode_ext(const fm_mat *x, const fm_affine *aff, int64_t r0, i
 /* Rows below which building dos8's 256-entry table costs more than it saves. */
 #define DOS8_LUT_MIN_ROWS 64
 
-fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int64_t n_rows,
-                          int64_t c0, int64_t n_cols, double *out, int64_t ld, fm_err *err) {
+static fm_status decode_panel(const fm_mat *x, const fm_affine *aff, int64_t r0, int64_t n_rows,
+                              int64_t c0, int64_t n_cols, double *out, int64_t ld, fm_err *err) {
   if (!x) return fm_err_set(err, FM_EARG, "fm_panel_decode: x must not be NULL");
   if (r0 < 0 || n_rows < 0 || r0 > x->n_rows - n_rows)
     return fm_err_set(err, FM_EARG,
@@ -293,6 +294,18 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
     }
   }
   return FM_OK;
+}
+
+/* A SIGBUS reading x's mapping (its file truncated from outside) is an
+ * FM_EIO naming the file (fm_fault.h): decode_panel allocates nothing. */
+fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int64_t n_rows,
+                          int64_t c0, int64_t n_cols, double *out, int64_t ld, fm_err *err) {
+  fm_fault_jmp j;
+  fm_fault_push(&j);
+  if (sigsetjmp(j.jb, 0) != 0) return fm_fault_caught(&j, err);
+  const fm_status st = decode_panel(x, aff, r0, n_rows, c0, n_cols, out, ld, err);
+  fm_fault_pop(&j);
+  return st;
 }
 
 /* One run of stored columns [s0, s1): drop its pages (see fm_panel.h). */

@@ -14,6 +14,8 @@
 #define _FILE_OFFSET_BITS 64
 #include "fm/fm_gguf.h"
 
+#include "fm/fm_fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -740,6 +742,7 @@ fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err) {
   }
   g->map = map;
   g->map_len = (size_t)size;
+  fm_fault_register(map, (size_t)size, g->path); /* a SIGBUS in it is an error */
   g->fd = fd;
   g->mtime_ns = mtime_ns(&sb);
   g->head_sum = head_checksum(g->base, (size_t)g->data_offset);
@@ -762,7 +765,10 @@ void fm_gguf_close(fm_gguf *g) {
     if (g->open_next) g->open_next->open_prev = g->open_prev;
     pthread_mutex_unlock(&open_lock);
   }
-  if (g->map) munmap(g->map, g->map_len);
+  if (g->map) {
+    fm_fault_unregister(g->map);
+    munmap(g->map, g->map_len);
+  }
   if (g->fd >= 0) close(g->fd);
   free_parts(g);
   free(g);

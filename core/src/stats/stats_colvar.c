@@ -23,6 +23,7 @@
  * When n*S2 could overflow int64 we fall back to a two-pass over the histogram
  * in double (relative error a few ulp). Both give the variance of the decoded
  * (quantized) values, which is what fm_panel_decode would hand to a dense pass. */
+#define _POSIX_C_SOURCE 200809L /* fm_fault.h */
 #include "fm/fm_stats_colvar.h"
 
 #include <math.h>
@@ -31,6 +32,7 @@
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
+#include "fm/fm_fault.h"
 
 /* Target decoded bytes per block: polls stay far below 100 ms apart. The
  * panel budget (forced tiny by tests) can make blocks smaller still. */
@@ -225,6 +227,62 @@ fail:
   return st;
 }
 
+/* Columns [c0, c0 + nb) of the undecoded codecs, read in place. */
+static void colvar_block(const fm_mat *x, int64_t c0, int64_t nb, int64_t *cols, int64_t *counts,
+                         double *mean_out, double *var_out, int64_t *n_obs_out) {
+  const int64_t n = x->n_rows;
+  const unsigned char *base = x->data;
+  if (x->codec == FM_CODEC_BED2) {
+    for (int64_t b = 0; b < nb; b++) cols[b] = stored_col(x, c0 + b);
+    if (n > 0)
+      fm_codec_bed2_col_counts(base, n, x->col_stride, cols, nb, counts);
+    else
+      memset(counts, 0, (size_t)nb * 4 * sizeof *counts);
+    for (int64_t b = 0; b < nb; b++) {
+      double mean = NAN, var = NAN;
+      int64_t m = 0;
+      hist_moments(counts + 4 * b, 3, &mean, &var, &m); /* bins: 0, 1, 2 copies */
+      put(mean_out, var_out, n_obs_out, c0 + b, mean, var, m);
+    }
+  } else {
+    for (int64_t b = 0; b < nb; b++) {
+      const int64_t j = c0 + b;
+      const unsigned char *col = base ? base + stored_col(x, j) * x->col_stride : NULL;
+      double mean = NAN, var = NAN;
+      int64_t m = 0;
+      if (n > 0) {
+        if (x->codec == FM_CODEC_F64) {
+          col_f64(col, n, &mean, &var, &m);
+        } else if (x->codec == FM_CODEC_I32) {
+          col_i32(col, n, &mean, &var, &m);
+        } else {
+          int64_t h[256] = {0};
+          for (int64_t i = 0; i < n; i++) h[col[i]]++;
+          hist_moments(h, 255, &mean, &var, &m); /* code 255 (missing) left out */
+          mean /= FM_DOS8_STEPS;
+          var /= FM_DOS8_STEPS * FM_DOS8_STEPS;
+        }
+      }
+      put(mean_out, var_out, n_obs_out, j, mean, var, m);
+    }
+  }
+}
+
+/* colvar_block behind a jump point (fm_fault.h): a SIGBUS reading the
+ * mapping (its file truncated from outside) is FM_EIO naming the file. The
+ * block allocates nothing and calls no callback (ctl's are called between
+ * blocks, outside it). */
+static fm_status colvar_block_guarded(const fm_mat *x, int64_t c0, int64_t nb, int64_t *cols,
+                                      int64_t *counts, double *mean_out, double *var_out,
+                                      int64_t *n_obs_out, fm_err *err) {
+  fm_fault_jmp j;
+  fm_fault_push(&j);
+  if (sigsetjmp(j.jb, 0) != 0) return fm_fault_caught(&j, err);
+  colvar_block(x, c0, nb, cols, counts, mean_out, var_out, n_obs_out);
+  fm_fault_pop(&j);
+  return FM_OK;
+}
+
 fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, int64_t *n_obs_out,
                           const fm_ctl *ctl, fm_err *err) {
   int64_t *cols = NULL, *counts = NULL;
@@ -286,7 +344,6 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
     }
   }
 
-  const unsigned char *base = x->data;
   for (int64_t c0 = 0; c0 < p; c0 += block) {
     if (fm_ctl_cancelled(ctl)) {
       st = fm_err_set(err, FM_ECANCELLED, "fm_stats_colvar: cancelled after %lld of %lld columns",
@@ -294,40 +351,8 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
       goto fail;
     }
     const int64_t nb = c0 + block <= p ? block : p - c0;
-    if (x->codec == FM_CODEC_BED2) {
-      for (int64_t b = 0; b < nb; b++) cols[b] = stored_col(x, c0 + b);
-      if (n > 0)
-        fm_codec_bed2_col_counts(base, n, x->col_stride, cols, nb, counts);
-      else
-        memset(counts, 0, (size_t)nb * 4 * sizeof *counts);
-      for (int64_t b = 0; b < nb; b++) {
-        double mean = NAN, var = NAN;
-        int64_t m = 0;
-        hist_moments(counts + 4 * b, 3, &mean, &var, &m); /* bins: 0, 1, 2 copies */
-        put(mean_out, var_out, n_obs_out, c0 + b, mean, var, m);
-      }
-    } else {
-      for (int64_t b = 0; b < nb; b++) {
-        const int64_t j = c0 + b;
-        const unsigned char *col = base ? base + stored_col(x, j) * x->col_stride : NULL;
-        double mean = NAN, var = NAN;
-        int64_t m = 0;
-        if (n > 0) {
-          if (x->codec == FM_CODEC_F64) {
-            col_f64(col, n, &mean, &var, &m);
-          } else if (x->codec == FM_CODEC_I32) {
-            col_i32(col, n, &mean, &var, &m);
-          } else {
-            int64_t h[256] = {0};
-            for (int64_t i = 0; i < n; i++) h[col[i]]++;
-            hist_moments(h, 255, &mean, &var, &m); /* code 255 (missing) left out */
-            mean /= FM_DOS8_STEPS;
-            var /= FM_DOS8_STEPS * FM_DOS8_STEPS;
-          }
-        }
-        put(mean_out, var_out, n_obs_out, j, mean, var, m);
-      }
-    }
+    st = colvar_block_guarded(x, c0, nb, cols, counts, mean_out, var_out, n_obs_out, err);
+    if (st != FM_OK) goto fail;
     fm_mat_evict_cols(x, c0, nb); /* consumed: bounded resident set (fm_panel.h) */
     fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
   }

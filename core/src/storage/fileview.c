@@ -3,6 +3,8 @@
 #define _FILE_OFFSET_BITS 64
 #include "fm/fm_fileview.h"
 
+#include "fm/fm_fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -53,6 +55,7 @@ fm_status fm_fileview_open(const char *path, fm_fileview **out, fm_err *err) {
       goto fail;
     }
     v->base = p;
+    fm_fault_register(p, (size_t)size, v->path); /* a SIGBUS in it is an error */
   }
   v->n_bytes = size;
   *out = v;
@@ -64,7 +67,10 @@ fail:
 
 void fm_fileview_close(fm_fileview *v) {
   if (!v) return;
-  if (v->base) munmap((void *)v->base, (size_t)v->n_bytes);
+  if (v->base) {
+    fm_fault_unregister(v->base);
+    munmap((void *)v->base, (size_t)v->n_bytes);
+  }
   if (v->fd >= 0) close(v->fd);
   free(v->path);
   free(v);

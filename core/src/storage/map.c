@@ -5,6 +5,8 @@
 #define _FILE_OFFSET_BITS 64
 #include "map_impl.h"
 
+#include "fm/fm_fault.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -435,6 +437,7 @@ static fm_status load(fm_map *m, uint64_t cap_req, fm_err *err) {
   }
   m->base = base;
   m->map_len = (size_t)len;
+  fm_fault_register(base, (size_t)len, m->path); /* a SIGBUS in it is an error */
   m->header_bytes = h.header_bytes;
   m->slot_bytes = h.slot_bytes;
   m->slot_off[0] = h.slot_off[0];
@@ -534,7 +537,10 @@ void fm_map_close(fm_map *m) {
   /* No flock(LOCK_UN): a forked child shares the lock's open file
    * description, and its close must not unlock the parent. close() drops
    * the lock once the last descriptor is gone. */
-  if (m->base) munmap(m->base, m->map_len);
+  if (m->base) {
+    fm_fault_unregister(m->base);
+    munmap(m->base, m->map_len);
+  }
   if (m->fd >= 0) close(m->fd);
   for (int64_t i = 0; i < m->n_dir; i++) free(m->dir[i]);
   free(m->dir);

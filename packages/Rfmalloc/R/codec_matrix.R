@@ -62,8 +62,11 @@
 #' * `X[i, j]`, `X[i]`: `fm_error_earg` for `NA`, out-of-bounds, unknown
 #'   names or mixed-sign indices; `t(X)`: `fm_error_eunsupported`;
 #' * every use: `fm_error_eclosed` when the runtime holding the storage was
-#'   closed; `fm_error_eformat` when a mapped `.bed` file shrank on disk or
-#'   an ALP blob's structure is damaged (see [fmalloc_alp()]);
+#'   closed; `fm_error_eformat` when a mapped `.bed` file shrank on disk
+#'   before the call or an ALP blob's structure is damaged (see
+#'   [fmalloc_alp()]); `fm_error_eio` naming the file when it was truncated
+#'   by another process during the call (a product, `crossprod()`, `X[i, j]`,
+#'   column statistics, PCA: the read's SIGBUS is caught, R goes on);
 #'   `fm_error_ecancelled` (an `interrupt` condition) when interrupted; the
 #'   error of `setTimeLimit()` arrives as itself.
 #'

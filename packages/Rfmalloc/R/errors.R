@@ -8,7 +8,7 @@
 #' | class | meaning |
 #' | --- | --- |
 #' | `fm_error_enomem` | heap allocation failed |
-#' | `fm_error_eio` | an OS call on a file failed (also: a backing file is missing) |
+#' | `fm_error_eio` | an OS call on a file failed (also: a backing file is missing, or a mapped file was truncated by another process during a call that read it) |
 #' | `fm_error_eformat` | malformed bytes: bad magic, foreign, corrupt or truncated file (also every later access to the data of a runtime whose file was truncated from outside) |
 #' | `fm_error_emismatch` | inputs inconsistent with each other (dims, sizes, replaced object) |
 #' | `fm_error_earg` | a documented precondition was broken (bad argument, absent name, read-only runtime) |

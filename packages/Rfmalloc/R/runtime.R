@@ -46,7 +46,11 @@
 #'   with [cleanup_fmalloc()]. Element and region reads (`x[i]`, `rev(x)`,
 #'   `REAL_ELT()`) check the file at most once a millisecond, so only a
 #'   truncation by another process in the middle of a tight loop of element
-#'   reads can still kill R with SIGBUS, as for any mapped file.
+#'   reads (R's own, or C code's through the data pointer) can still kill R
+#'   with SIGBUS, as for any mapped file. A truncation during one of the
+#'   stack's own passes over the file (codec products, `crossprod()`,
+#'   `X[i, j]`, [fmalloc_colVars()], [fmalloc_pca()]) is caught instead:
+#'   `fm_error_eio` naming the file.
 #' * Rewritten in place (`cp other path`, `writeLines(..., path)`: same file,
 #'   other contents): the mapping shows the new bytes, which this runtime
 #'   cannot interpret; restoring a serialized reference (see

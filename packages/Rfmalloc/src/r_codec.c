@@ -7,6 +7,7 @@
 #include "fm/fm_fmt_registry.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
+#include "fm/fm_fault.h"
 #include "fm/fm_fileview.h"
 
 static void check_out(SEXP out, int64_t need, const char *what) {
@@ -139,7 +140,17 @@ SEXP fmr_bed2_counts(SEXP h) {
   int64_t *counts = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1) * 4, sizeof(int64_t));
   int64_t *idx = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
   for (int64_t j = 0; j < x.n_cols; j++) idx[j] = x.col_index ? x.col_index[j] : j;
+  /* a SIGBUS reading the mapping (its file truncated meanwhile) is
+   * fm_error_eio naming the file (fm_fault.h); the buffers are R's */
+  fm_fault_jmp j;
+  fm_err err;
+  fm_fault_push(&j);
+  if (sigsetjmp(j.jb, 0) != 0) {
+    (void)fm_fault_caught(&j, &err);
+    fmr_raise(&err);
+  }
   fm_codec_bed2_col_counts(x.data, x.n_rows, x.col_stride, idx, x.n_cols, counts);
+  fm_fault_pop(&j);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, 4, (int)x.n_cols));
   for (int64_t i = 0; i < 4 * x.n_cols; i++) REAL(out)[i] = (double)counts[i];
   UNPROTECT(1);
