@@ -25,7 +25,7 @@ CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
-.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check clean
+.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs clean
 
 all: install
 
@@ -139,6 +139,11 @@ check: setup install
 	@mkdir -p build/check
 	@for p in $(PKGS); do (cd build/check && $(RENV) R CMD build ../../$$p && \
 	  $(RENV) _R_CHECK_FORCE_SUGGESTS_=false R CMD check --no-manual $$(basename $$p)_*.tar.gz) || exit 1; done
+
+# man/*.Rd and NAMESPACE from the roxygen comments (tools/docs.sh; roxygen2
+# goes into build/rlib-docs once). Commit what it writes.
+docs: install
+	@bash tools/docs.sh
 
 # Objects of in-place installs land beside the core's sources (src/core is
 # a link to core/src in the repository).

@@ -33,7 +33,8 @@
 #'
 #' @param x numeric matrix (rows x columns); integers and logicals are
 #'   stored as doubles.
-#' @param runtime an fmalloc runtime (see [open_fmalloc()]).
+#' @param runtime an fmalloc runtime (see [open_fmalloc()]);
+#'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames defaults to `dimnames(x)`.
 #' @return An `fmalloc_codec_matrix` of codec `"alp"` over a raw fmalloc
 #'   vector holding the compressed blob (byte layout: `docs/formats/alp.md`).
@@ -68,7 +69,7 @@
 #' all.equal(A %*% c(1, -1), x %*% c(1, -1))
 #' cleanup_fmalloc(rt)
 #' @export
-fmalloc_alp <- function(x, runtime, dimnames = base::dimnames(x)) {
+fmalloc_alp <- function(x, runtime = fmalloc_default_runtime(), dimnames = base::dimnames(x)) {
   if (!is.matrix(x) || !(is.numeric(x) || is.logical(x))) {
     fm_abort("earg", "x must be a numeric matrix, not ", fm_describe(x))
   }

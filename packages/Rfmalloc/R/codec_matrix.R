@@ -174,7 +174,7 @@ setClass("fmalloc_codec_matrix", slots = c(
 #' @export
 fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
                                  dimnames = NULL, variants = NULL, samples = NULL) {
-  codec <- match.arg(codec)
+  codec <- fm_arg_choice(codec, c("bed2", "dos8"))
   if (!is.raw(storage)) fm_abort("earg", "storage must be a raw vector, not ", fm_describe(storage))
   for (a in c("nrow", "ncol")) {
     v <- get(a)

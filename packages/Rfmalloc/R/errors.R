@@ -80,3 +80,23 @@ fm_abort <- function(code, ..., call) {
   stop(structure(class = c(paste0("fm_error_", code), "fm_error", "error", "condition"),
                  list(message = message, call = call)))
 }
+
+#' @rdname fm_error
+#' @param arg the argument's value: one string, or the vector of choices
+#'   itself (the formal's default), which gives the first.
+#' @param choices the strings `arg` may be (or uniquely abbreviate, as
+#'   [match.arg()]).
+#' @param name the argument's name, for the message.
+#' @details `fm_arg_choice()` is [match.arg()] with the stack's error:
+#'   `fm_error_earg` naming the argument, its choices and the value given.
+#' @export
+fm_arg_choice <- function(arg, choices, name = deparse(substitute(arg))) {
+  if (identical(arg, choices)) return(choices[1L])
+  hit <- if (is.character(arg) && length(arg) == 1L && !is.na(arg)) pmatch(arg, choices) else NA
+  if (is.na(hit)) {
+    fm_abort("earg", name, " must be one of ", paste0("'", choices, "'", collapse = ", "), ", not ",
+             if (is.character(arg) && length(arg) == 1L) paste0("'", arg, "'") else fm_describe(arg),
+             call = if (sys.nframe() > 1L) sys.call(-1L) else NULL)
+  }
+  choices[hit]
+}

@@ -42,7 +42,8 @@
 #'
 #' @param g integer (or whole-number double) matrix, samples x variants, of
 #'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing).
-#' @param runtime an fmalloc runtime from [open_fmalloc()].
+#' @param runtime an fmalloc runtime from [open_fmalloc()];
+#'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames row (sample) and column (variant) names; defaults to `dimnames(g)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"bed2"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) that is not
@@ -58,7 +59,7 @@
 #' G %*% c(1, 1)
 #' cleanup_fmalloc(rt)
 #' @export
-fmalloc_bed <- function(g, runtime, dimnames = base::dimnames(g)) {
+fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base::dimnames(g)) {
   g <- .as_genotype_matrix(g, "g")
   dimnames <- .check_dimnames(dimnames, dim(g))
   n <- nrow(g)
@@ -279,7 +280,8 @@ fmalloc_samples <- function(x) x@samples
 #' 1/254); byte 255 is missing.
 #'
 #' @param x double matrix, samples x variants, of dosages in \[0, 2\] or `NA`.
-#' @param runtime an fmalloc runtime.
+#' @param runtime an fmalloc runtime;
+#'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames defaults to `dimnames(x)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"dos8"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) outside \[0, 2\].
@@ -290,7 +292,7 @@ fmalloc_samples <- function(x) x@samples
 #' as.matrix(D) # multiples of 1/127; NA stays NA
 #' cleanup_fmalloc(rt)
 #' @export
-fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
+fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = base::dimnames(x)) {
   if (!is.matrix(x) || !is.numeric(x)) fm_abort("earg", "x must be a numeric matrix (samples x variants)")
   storage.mode(x) <- "double"
   dimnames <- .check_dimnames(dimnames, dim(x))
@@ -310,7 +312,8 @@ fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
 #'
 #' @param h integer matrix, loci x haplotypes, of alleles 0 (REF) or 1 (ALT).
 #'   Phased data have no missing code: `NA` is an error.
-#' @param runtime an fmalloc runtime.
+#' @param runtime an fmalloc runtime;
+#'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @return An object of class `fmalloc_haplotypes`; `dim()` gives
 #'   (loci, haplotypes) and `h[i, ]` returns the alleles of loci `i` as an
 #'   integer matrix.
@@ -323,7 +326,7 @@ fmalloc_dosage <- function(x, runtime, dimnames = base::dimnames(x)) {
 #' identical(H[2:3, ], h[2:3, ])
 #' cleanup_fmalloc(rt)
 #' @export
-fmalloc_haplotypes <- function(h, runtime) {
+fmalloc_haplotypes <- function(h, runtime = fmalloc_default_runtime()) {
   if (!is.matrix(h) || !(is.numeric(h) || is.logical(h))) {
     fm_abort("earg", "h must be a numeric matrix (loci x haplotypes) of 0/1 alleles")
   }

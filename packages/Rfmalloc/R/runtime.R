@@ -73,7 +73,7 @@
 #' @export
 open_fmalloc <- function(path, size_gb = NULL, mode = c("persistent", "scratch"),
                          read_only = FALSE) {
-  mode <- match.arg(mode)
+  mode <- fm_arg_choice(mode, c("persistent", "scratch"))
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     fm_abort("earg", "path must be a single non-empty string")
   if (!is.logical(read_only) || length(read_only) != 1L || is.na(read_only))
@@ -97,6 +97,54 @@ fm_abs_path <- function(path) {
   dir <- normalizePath(dirname(path), winslash = "/", mustWork = FALSE)
   file.path(dir, basename(path))
 }
+
+#' The session's default runtime
+#'
+#' The runtime that functions taking a `runtime` argument use when none is
+#' given ([fmalloc_bed()], [fmalloc_dosage()], [fmalloc_haplotypes()],
+#' [fmalloc_alp()], [create_fmalloc_vector()], [create_fmalloc_matrix()],
+#' `Rpgen::rpgen_read()`), so that `X <- rpgen_read("file.bgen")` works as
+#' an R user expects. It is a scratch runtime ([open_fmalloc()] with
+#' `mode = "scratch"`) in [tempdir()], made at its first use in the session:
+#' its file is unlinked as soon as it is created, so it is removed at exit
+#' (also when R is killed) and its objects are not persistent. The file
+#' grows on demand up to a cap of option `fmalloc.default_runtime_gb` GiB
+#' (default 1024; only the bytes written take disk space, the cap reserves
+#' address space), read when the runtime is made. An explicit `runtime =`
+#' always wins; use a persistent runtime for objects to keep.
+#'
+#' If the default runtime is closed ([cleanup_fmalloc()]), the next use
+#' makes a new one; objects in the closed one raise `fm_error_eclosed`.
+#' @return The runtime (class `"fmalloc_runtime"`). Its path (under
+#'   [tempdir()], already unlinked) and its size are shown by `print()` and
+#'   given by [fmalloc_info()] (`path`, `used_bytes`, `file_bytes`,
+#'   `cap_bytes`).
+#' @section Errors: `fm_error_earg` when option `fmalloc.default_runtime_gb`
+#'   is not one positive number; the errors of [open_fmalloc()] (for
+#'   example `fm_error_enospc` when the cap cannot be reserved).
+#' @section Source: this package's runtime (`docs/formats/fmalloc.md`,
+#'   `core/include/fm/fm_map.h`).
+#' @examples
+#' rt <- fmalloc_default_runtime()
+#' rt
+#' X <- fmalloc_bed(matrix(c(0, 1, 2, 2), 2, 2)) # in the default runtime
+#' fmalloc_info(rt)$used_bytes > 0
+#' @export
+fmalloc_default_runtime <- function() {
+  rt <- .session$runtime
+  if (is.null(rt) || !fmalloc_is_open(rt)) {
+    gb <- getOption("fmalloc.default_runtime_gb", 1024)
+    if (!is.numeric(gb) || length(gb) != 1L || is.na(gb) || gb <= 0)
+      fm_abort("earg", "option fmalloc.default_runtime_gb must be one positive number of GiB, not ",
+               fm_describe(gb))
+    rt <- open_fmalloc(tempfile("fmalloc-session-", fileext = ".fm"), size_gb = gb, mode = "scratch")
+    .session$runtime <- rt
+  }
+  rt
+}
+
+# State of this R session: the default runtime (fmalloc_default_runtime()).
+.session <- new.env(parent = emptyenv())
 
 #' Close a runtime
 #'

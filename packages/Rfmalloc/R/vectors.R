@@ -28,7 +28,8 @@
 #'   (logicals too; `NA` is `INT_MIN` as in R) or bytes.
 #' @param length Number of elements, a whole number; lengths beyond
 #'   \eqn{2^{31}} are given as doubles (R long vectors).
-#' @param runtime A writable `"fmalloc_runtime"` from [open_fmalloc()].
+#' @param runtime A writable `"fmalloc_runtime"` from [open_fmalloc()];
+#'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @return A vector of `length` elements, all `0`, `0L`, `FALSE` or `00`.
 #' @section Errors:
 #' `fm_error_enospc` when the size cap or the disk is full (R first collects
@@ -46,7 +47,7 @@
 #' crossprod(m)
 #' cleanup_fmalloc(rt)
 #' @export
-create_fmalloc_vector <- function(type, length, runtime) {
+create_fmalloc_vector <- function(type, length, runtime = fmalloc_default_runtime()) {
   fm_check_runtime(runtime)
   fm_check_length(length, "length")
   .Call(C_fmr_altrep_new, runtime, fm_type(type), as.double(length), NULL, NULL)
@@ -58,7 +59,7 @@ create_fmalloc_vector <- function(type, length, runtime) {
 #' @param dimnames `NULL` or a list of two entries, each `NULL` or a character
 #'   vector of length `nrow` / `ncol`.
 #' @export
-create_fmalloc_matrix <- function(type, nrow, ncol, runtime, dimnames = NULL) {
+create_fmalloc_matrix <- function(type, nrow, ncol, runtime = fmalloc_default_runtime(), dimnames = NULL) {
   fm_check_runtime(runtime)
   fm_check_length(nrow, "nrow", .Machine$integer.max)
   fm_check_length(ncol, "ncol", .Machine$integer.max)

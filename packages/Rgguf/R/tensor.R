@@ -92,7 +92,7 @@
 #' @export
 gguf_tensor <- function(x, name, as = c("view", "numeric")) {
   .check_file(x)
-  as <- match.arg(as)
+  as <- Rfmalloc::fm_arg_choice(as, c("view", "numeric"))
   if (!is.character(name) || length(name) != 1L || is.na(name)) {
     Rfmalloc::fm_abort("earg", "name must be a single string, not ", .describe(name))
   }

@@ -42,7 +42,7 @@
 rllm_embed <- function(model, x, pooling = c("model", "mean", "cls", "last"),
                        normalize = FALSE, add_special = TRUE) {
   .rllm_check_model(model)
-  pooling <- match.arg(pooling)
+  pooling <- fm_arg_choice(pooling, c("model", "mean", "cls", "last"))
   pool_id <- switch(pooling, model = -1L, mean = 1L, cls = 2L, last = 3L)
   if (!is.logical(normalize) || length(normalize) != 1L || is.na(normalize)) {
     Rfmalloc::fm_abort("earg", "normalize must be TRUE or FALSE")

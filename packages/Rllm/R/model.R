@@ -357,7 +357,7 @@ rllm_set_threads <- function(model, threads) {
 #' @export
 rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32")) {
   .rllm_check_model(model)
-  type <- match.arg(type)
+  type <- fm_arg_choice(type, c("f16", "f32"))
   if (is.null(n_ctx)) {
     n_ctx <- .rllm_n_ctx_train(model)
     if (is.na(n_ctx)) n_ctx <- 4096

@@ -268,7 +268,9 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   only) or `"dense"` (a mapped double matrix; dosage when present, else
 #'   hardcall).
 #' @param runtime an Rfmalloc runtime ([Rfmalloc::open_fmalloc()]) that owns
-#'   the result's storage.
+#'   the result's storage; the session's default runtime
+#'   ([Rfmalloc::fmalloc_default_runtime()], a scratch file in [tempdir()])
+#'   when not given.
 #' @param samples `NULL` (all, in file order), or 1-based indices, sample
 #'   IDs (the IIDs the result's row names show, in every format) or a
 #'   logical vector; in any order, duplicates give duplicated rows. IDs
@@ -352,10 +354,12 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   code: an interrupt is R's `interrupt` condition.
 #' @export
 rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage", "haplotype", "dense"),
-                       runtime, samples = NULL, variants = NULL, block_records = NULL, ...) {
-  destination <- match.arg(destination)
-  if (missing(runtime) || !inherits(runtime, "fmalloc_runtime"))
-    fm_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc())")
+                       runtime = Rfmalloc::fmalloc_default_runtime(), samples = NULL, variants = NULL,
+                       block_records = NULL, ...) {
+  destination <- fm_arg_choice(destination, c("hardcall", "dosage", "haplotype", "dense"))
+  if (!inherits(runtime, "fmalloc_runtime"))
+    fm_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc() or ",
+             "Rfmalloc::fmalloc_default_runtime()), not an object of class ", class(runtime)[1])
   if (is.null(block_records)) block_records <- 1024
   if (!is.numeric(block_records) || length(block_records) != 1L || is.na(block_records) || block_records < 1)
     fm_abort("earg", "block_records must be a number >= 1")

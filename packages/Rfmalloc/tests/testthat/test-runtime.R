@@ -435,3 +435,47 @@ test_that("element and region reads right after an undetected truncation raise, 
     "cat(r, sep = '\\n')"))
   expect_identical(tail(out, 3), rep("eformat", 3))
 })
+
+test_that("functions taking a runtime use the session's default scratch runtime (issue 14, defect 7)", {
+  rt <- fmalloc_default_runtime()
+  expect_s3_class(rt, "fmalloc_runtime")
+  expect_identical(fmalloc_default_runtime(), rt) # one per session
+  info <- fmalloc_info(rt)
+  expect_identical(info$mode, "scratch")
+  expect_identical(dirname(info$path), normalizePath(tempdir()))
+  expect_match(paste(capture.output(print(rt)), collapse = "\n"), info$path, fixed = TRUE)
+  before <- info$used_bytes
+  g <- matrix(c(0, 1, 2, NA, 2, 0), 3, 2)
+  X <- fmalloc_bed(g)
+  expect_equal(unname(as.matrix(X)), g)
+  v <- create_fmalloc_vector("double", 100)
+  expect_identical(fmalloc_runtime_of(v), rt)
+  m <- create_fmalloc_matrix("integer", 4, 5)
+  expect_identical(dim(m), c(4L, 5L))
+  D <- fmalloc_dosage(g)
+  expect_equal(unname(as.matrix(D)), g)
+  expect_gt(fmalloc_info(rt)$used_bytes, before)
+  # an explicit runtime wins
+  own <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
+  on.exit(cleanup_fmalloc(own), add = TRUE)
+  expect_identical(fmalloc_runtime_of(create_fmalloc_vector("double", 3, own)), own)
+  # closed: the next use makes a new one in a fresh child process
+  out <- rscript_child(c(
+    "suppressPackageStartupMessages(library(Rfmalloc))",
+    "a <- fmalloc_default_runtime(); p <- fmalloc_info(a)$path",
+    "cleanup_fmalloc(a)",
+    "b <- fmalloc_default_runtime()",
+    "cat('renewed', fmalloc_is_open(b), fmalloc_info(b)$path != p, '\\n')",
+    "options(fmalloc.default_runtime_gb = -1); cleanup_fmalloc(b)",
+    "e <- tryCatch(fmalloc_bed(matrix(0, 1, 1)), error = function(e) e)",
+    "cat('bad option', inherits(e, 'fm_error_earg'), grepl('fmalloc.default_runtime_gb', conditionMessage(e)), '\\n')"))
+  expect_child_lines(out, c("renewed TRUE TRUE", "bad option TRUE TRUE"))
+})
+
+test_that("choice arguments raise fm_error_earg naming the choices", {
+  e <- expect_error(open_fmalloc(tempfile(), 0.01, mode = "scrach"), class = "fm_error_earg")
+  expect_match(conditionMessage(e), "mode must be one of 'persistent', 'scratch', not 'scrach'", fixed = TRUE)
+  expect_error(open_fmalloc(tempfile(), 0.01, mode = NA), "not a logical value", class = "fm_error_earg")
+  expect_identical(fm_arg_choice(c("a", "b"), c("a", "b")), "a")
+  expect_identical(fm_arg_choice("sc", c("persistent", "scratch")), "scratch")
+})

@@ -545,3 +545,14 @@ test_that("an argument a format does not take is an error naming it (issue 14, d
   expect_identical(rpgen_info(bed, count = TRUE)$n_variants, 25161)
   expect_gt(ncol(rpgen_read(kg("1kg.vcf.gz"), region = "22", runtime = rt)), 0)
 })
+
+test_that("rpgen_read without runtime uses the session's default; a bad destination is classed (issue 14, 5 and 7)", {
+  X <- rpgen_read(kg("1kg_bi.bed"), variants = 1:5)
+  expect_identical(dim(X), c(1126L, 5L))
+  expect_identical(Rfmalloc::fmalloc_info(Rfmalloc::fmalloc_default_runtime())$mode, "scratch")
+  e <- expect_error(rpgen_read(kg("1kg_bi.bed"), destination = "foo"), class = "fm_error_earg")
+  expect_match(conditionMessage(e), "destination must be one of 'hardcall', 'dosage', 'haplotype', 'dense', not 'foo'",
+               fixed = TRUE)
+  expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = 1), "not an object of class numeric",
+               class = "fm_error_earg")
+})

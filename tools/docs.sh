@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# make docs: write every package's man/*.Rd and NAMESPACE from its roxygen
+# comments (the source of truth), with roxygen2 from CRAN installed once into
+# build/rlib-docs (a docs-only library: the tests never need it). The
+# packages are read as installed (load_installed), so run `make install`
+# first; nothing is compiled here.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+lib="$root/build/rlib-docs"
+mkdir -p "$lib"
+export R_LIBS="$lib:$root/build/rlib"
+Rscript -e 'if (!requireNamespace("roxygen2", quietly = TRUE))
+  install.packages("roxygen2", lib = .libPaths()[1], quiet = TRUE)'
+for p in Rfmalloc Rpgen Rgguf Rllm; do
+  Rscript -e "roxygen2::roxygenise('$root/packages/$p', roclets = c('rd', 'namespace'),
+                                   load_code = roxygen2::load_installed)"
+done
