@@ -326,6 +326,11 @@ fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_re
                       fm_err *err) {
   if (!fs || !fs->format || !out)
     return fm_err_set(err, FM_EARG, "fm_fmt_open: fileset, its format and out are required");
+  /* the main file first: a missing .bed is named, not the .fam its reader reads first */
+  int is_dir = 0;
+  if (fs->path[0][0] && !exists(fs->path[0], &is_dir))
+    return fm_err_set(err, FM_EIO, "cannot open '%s': no such file", fs->path[0]);
+  if (is_dir) return fm_err_set(err, FM_EIO, "cannot read '%s': it is a directory", fs->path[0]);
   const fm_fmt_options none = {0};
   return fs->format->open(fs, opt ? opt : &none, out, err);
 }

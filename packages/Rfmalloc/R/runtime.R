@@ -81,6 +81,9 @@ open_fmalloc <- function(path, size_gb = NULL, mode = c("persistent", "scratch")
   if (read_only && mode == "scratch")
     fm_abort("earg", "a scratch runtime cannot be opened read-only")
   path <- fm_abs_path(path)
+  if (mode == "scratch" && file.exists(path))
+    fm_abort("earg", "mode = \"scratch\" creates a new file, but '", path, "' already exists ",
+             "(open it with mode = \"persistent\", or give a new path)")
   cap <- 0
   if (!is.null(size_gb)) {
     if (!is.numeric(size_gb) || length(size_gb) != 1L || is.na(size_gb) || size_gb <= 0)

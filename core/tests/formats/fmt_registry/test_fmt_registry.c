@@ -325,6 +325,21 @@ static void check_open(const char *rel, const fm_fmt_options *opt, const char *w
   fm_reader_close(r);
 }
 
+/* A missing main file is named, whatever its reader opens first (a .bed's
+ * reader reads the .fam first); so is a directory. */
+static void test_open_missing_main(void) {
+  static fm_fmt_fileset fs;
+  fm_err err;
+  fm_reader *r = NULL;
+  const fm_fmt_format *bed = fm_fmt_by_name("bed");
+  CHECK_OK(fm_fmt_resolve(bed, "/nonexistent-dir/nope.bed", NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EIO && r == NULL);
+  CHECK(strstr(err.msg, "'/nonexistent-dir/nope.bed'") && strstr(err.msg, "no such file") &&
+        !strstr(err.msg, ".fam"));
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("vcf"), "/tmp", NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EIO && strstr(err.msg, "is a directory"));
+}
+
 static void test_open_fixtures(void) {
   check_open("ceu_exon/ceu_exon_bi.bed", NULL, "bed", 90, 1346);
   check_open("ceu_exon/ceu_exon_bi.pgen", NULL, "pgen", 90, 1346);
@@ -354,6 +369,7 @@ int main(void) {
   FM_RUN(test_detect);
   FM_RUN(test_detect_fixture_bgen);
   FM_RUN(test_resolve);
+  FM_RUN(test_open_missing_main);
   FM_RUN(test_open_fixtures);
   fm_test_rmtree(g_dir);
   FM_TEST_END();

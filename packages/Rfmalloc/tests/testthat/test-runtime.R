@@ -479,3 +479,12 @@ test_that("choice arguments raise fm_error_earg naming the choices", {
   expect_identical(fm_arg_choice(c("a", "b"), c("a", "b")), "a")
   expect_identical(fm_arg_choice("sc", c("persistent", "scratch")), "scratch")
 })
+
+test_that("a scratch runtime over an existing file says so (issue 14, 5)", {
+  p <- tempfile(fileext = ".fm")
+  rt <- open_fmalloc(p, size_gb = 0.01)
+  cleanup_fmalloc(rt)
+  e <- expect_error(open_fmalloc(p, mode = "scratch"), class = "fm_error_earg")
+  expect_match(conditionMessage(e), "creates a new file, but '.*' already exists")
+  expect_true(file.exists(p)) # nothing written is lost
+})

@@ -556,3 +556,11 @@ test_that("rpgen_read without runtime uses the session's default; a bad destinat
   expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = 1), "not an object of class numeric",
                class = "fm_error_earg")
 })
+
+test_that("a missing main file is named, not the companion its reader opens first (issue 14, 5)", {
+  missing <- file.path(tempdir(), "nonexistent.bed")
+  e <- expect_error(rpgen_read(missing), class = "fm_error_eio")
+  expect_match(conditionMessage(e), "cannot open '.*nonexistent\\.bed': no such file")
+  expect_false(grepl("\\.fam", conditionMessage(e)))
+  expect_error(rpgen_info(missing), "nonexistent\\.bed': no such file", class = "fm_error_eio")
+})
