@@ -564,3 +564,34 @@ test_that("a missing main file is named, not the companion its reader opens firs
   expect_false(grepl("\\.fam", conditionMessage(e)))
   expect_error(rpgen_info(missing), "nonexistent\\.bed': no such file", class = "fm_error_eio")
 })
+
+test_that("a BGEN variant ID that is not valid UTF-8 reads, selects and prints without warnings (issue 14, 5)", {
+  le <- function(x, size) as.raw(vapply(seq_len(size) - 1L, function(k) (x %/% 256^k) %% 256, 0))
+  s16 <- function(r) c(le(length(r), 2), r)
+  s32 <- function(r) c(le(length(r), 4), r)
+  n <- 4
+  bad <- as.raw(c(0x72, 0x73, 0xff, 0x32)) # "rs", a lone 0xff byte, "2"
+  ids <- list(charToRaw("rs1"), bad)
+  body <- list(le(20, 4), le(20, 4), le(2, 4), le(n, 4), charToRaw("bgen"), le(8, 4))
+  for (v in 1:2) {
+    geno <- c(le(n, 4), le(2, 2), as.raw(c(1, 2)), as.raw(rep(2, n)), as.raw(c(0, 8)),
+              as.raw(rep(c(255, 0), n)))
+    body[[length(body) + 1]] <- c(s16(charToRaw(sprintf("snp%d", v))), s16(ids[[v]]),
+                                  s16(charToRaw("1")), le(v, 4), le(2, 2), s32(charToRaw("A")),
+                                  s32(charToRaw("C")), le(length(geno), 4), geno)
+  }
+  f <- tempfile(fileext = ".bgen")
+  writeBin(unlist(body), f)
+  rt <- new_runtime()
+  expect_silent({
+    X <- rpgen_read(f, runtime = rt)
+    id <- colnames(X)[2]
+    Y <- rpgen_read(f, runtime = rt, variants = id)
+    out <- capture.output(print(X), print(Rfmalloc::fmalloc_allele_freq(X)))
+    miss <- tryCatch(rpgen_read(f, runtime = rt, variants = rawToChar(c(bad, as.raw(0x39)))),
+                     error = function(e) e)
+  })
+  expect_identical(charToRaw(id), bad)
+  expect_identical(dim(Y), c(4L, 1L))
+  expect_s3_class(miss, "fm_error_earg")
+})
