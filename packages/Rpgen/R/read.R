@@ -169,6 +169,13 @@
 #'   an argument in `...` the format does not take, or one without a name.
 #' @section Source: the core readers `core/include/fm/fm_fmt_*.h`;
 #'   conventions in `docs/formats/conventions.md`.
+#' @examples
+#' # a PLINK 1 fileset of 4 samples x 2 variants, written byte by byte
+#' prefix <- file.path(tempdir(), "rpgen_example")
+#' writeBin(as.raw(c(0x6c, 0x1b, 0x01, 0xe4, 0x1b)), paste0(prefix, ".bed"))
+#' writeLines(sprintf("f%d s%d 0 0 %d -9", 1:4, 1:4, c(1, 2, 1, 2)), paste0(prefix, ".fam"))
+#' writeLines(c("1 rs1 0 100 A G", "1 rs2 0 200 C T"), paste0(prefix, ".bim"))
+#' rpgen_info(paste0(prefix, ".bed"))
 #' @export
 rpgen_info <- function(path, format = NULL, ...) {
   dots <- list(...)
@@ -352,6 +359,17 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   destination becomes garbage (its runtime space is freed by the next
 #'   garbage collection), and the condition reaches the caller as from any R
 #'   code: an interrupt is R's `interrupt` condition.
+#' @examples
+#' prefix <- file.path(tempdir(), "rpgen_example")
+#' writeBin(as.raw(c(0x6c, 0x1b, 0x01, 0xe4, 0x1b)), paste0(prefix, ".bed"))
+#' writeLines(sprintf("f%d s%d 0 0 %d -9", 1:4, 1:4, c(1, 2, 1, 2)), paste0(prefix, ".fam"))
+#' writeLines(c("1 rs1 0 100 A G", "1 rs2 0 200 C T"), paste0(prefix, ".bim"))
+#' X <- rpgen_read(paste0(prefix, ".bed"))        # hardcalls, in the session's runtime
+#' X[, ]
+#' Rfmalloc::fmalloc_variants(X)                   # chr, pos, id, ref, alt (counted)
+#' Rfmalloc::fmalloc_allele_freq(X)
+#' D <- rpgen_read(paste0(prefix, ".bed"), destination = "dense", variants = "rs2")
+#' D
 #' @export
 rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage", "haplotype", "dense"),
                        runtime = Rfmalloc::fmalloc_default_runtime(), samples = NULL, variants = NULL,
