@@ -29,10 +29,14 @@
 #'   divides by the observed values the same pass counts. Named by the
 #'   column names;
 #'   `dims` must be 1;
+#' * `rowSums(X, na.rm)` and `rowMeans(X, na.rm)`: the same rules by row,
+#'   from the product `X %*% 1` (a second product counts each row's missing
+#'   values for `rowMeans(na.rm = TRUE)`);
 #' * `X[i, j]` decodes only the requested block (base R index rules; `NA`
 #'   indices are refused); `X[i]` with linear indices, a logical matrix or a
 #'   two-column (row, column) matrix returns those cells; `as.matrix(X)`
-#'   decodes all; `t(X)` is refused (it would decode everything);
+#'   decodes all; `t(X)` is a transposed view that decodes nothing
+#'   ([fmalloc_transposed-class]);
 #' * `print()` shows the shape, codec, the stored payload's size
 #'   ([fmalloc_storage_bytes()]) and the top-left corner.
 #'
@@ -273,9 +277,7 @@ setMethod("length", "fmalloc_codec_matrix", function(x) prod(dim(x)))
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
-setMethod("t", "fmalloc_codec_matrix", function(x) {
-  fm_abort("eunsupported", "t() of a codec matrix would decode all of it; use crossprod(), tcrossprod() or t(as.matrix(x))")
-})
+setMethod("t", "fmalloc_codec_matrix", function(x) methods::new("fmalloc_transposed", x = x))
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
@@ -569,6 +571,39 @@ setMethod("colSums", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1
 #' @export
 setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1L) {
   .col_sums(x, na.rm, dims, mean = TRUE)
+})
+
+# rowSums / rowMeans: one product X %*% 1 (with missing values summed as 0
+# when na.rm drops them); for the mean, a second with missing values as 1
+# gives each row's missing count as the difference (a whole number, rounded).
+.row_sums <- function(x, na.rm, dims, mean) {
+  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE")
+  if (!identical(as.numeric(dims), 1)) {
+    fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
+  }
+  drop_na <- na.rm && (is.null(x@transform) || is.null(x@transform$fill))
+  ones <- matrix(1, .n_cols(x), 1L)
+  s <- .Call(C_fmr_product, .view(x), 1L, ones, if (drop_na) 0 else NULL)[, 1]
+  if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
+  if (mean) {
+    n <- .n_cols(x)
+    if (drop_na) n <- n - round(.Call(C_fmr_product, .view(x), 1L, ones, 1)[, 1] - s)
+    s <- s / n
+  }
+  names(s) <- dimnames(x)[[1]]
+  s
+}
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("rowSums", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1L) {
+  .row_sums(x, na.rm, dims, mean = FALSE)
+})
+
+#' @rdname fmalloc_codec_matrix-class
+#' @export
+setMethod("rowMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 1L) {
+  .row_sums(x, na.rm, dims, mean = TRUE)
 })
 
 # X'X (p x p) or XX' (n x n) in one streamed pass (fm_gram.h).

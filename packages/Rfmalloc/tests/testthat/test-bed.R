@@ -203,7 +203,7 @@ test_that("indexing follows base R: empty, zero, linear, logical-matrix and (row
   expect_identical(dim(G), c(3L, 2L))
   expect_error(G[NA, 1], class = "fm_error_earg")
   expect_error(G[7], class = "fm_error_earg")
-  expect_error(t(G), class = "fm_error_eunsupported")
+  expect_identical(as.matrix(t(G)), t(gd)) # a transposed view (was refused; issue 14)
   expect_error(G %*% G, class = "fm_error_eunsupported")
   expect_error(G %*% matrix("a", 2, 1), class = "fm_error_earg")
   H <- fmalloc_haplotypes(matrix(c(0L, 1L, 1L, 0L), 2, 2), rt)
