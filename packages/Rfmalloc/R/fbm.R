@@ -123,13 +123,13 @@
 #'   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #'   X <- create_fmalloc_matrix("double", 4, 3, rt)
 #'   X[] <- c(1:11, NA)
-#'   F <- fmalloc_as_FBM(X)                    # a copy, in its own .bk file
-#'   identical(F[], X[, ])
-#'   Y <- fmalloc_from_FBM(F, rt)              # and back, mapped in rt
+#'   FX <- fmalloc_as_FBM(X)                   # a copy, in its own .bk file
+#'   identical(FX[], X[, ])
+#'   Y <- fmalloc_from_FBM(FX, rt)             # and back, mapped in rt
 #'   G <- fmalloc_bed(matrix(c(0L, 1L, 2L, NA, 2L, 0L), 3, 2), rt)
-#'   C <- fmalloc_as_FBM(G)                    # FBM.code256, CODE_012
-#'   C[]
-#'   identical(as.matrix(fmalloc_from_FBM(C, rt)), as.matrix(G))
+#'   FG <- fmalloc_as_FBM(G)                   # FBM.code256, CODE_012
+#'   FG[]
+#'   identical(as.matrix(fmalloc_from_FBM(FG, rt)), as.matrix(G))
 #'   cleanup_fmalloc(rt)
 #' }
 #' @name fmalloc_fbm
