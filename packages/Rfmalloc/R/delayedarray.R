@@ -79,11 +79,13 @@
 #'   g <- matrix(sample(c(0, 1, 2, NA), 60, TRUE), 12, 5)
 #'   X <- fmalloc_bed(g, rt)
 #'   D <- fmalloc_as_DelayedArray(X)
-#'   D[1:3, ]
+#'   print(D[1:3, ])
+#'   old <- DelayedArray::getAutoBlockSize()
 #'   DelayedArray::setAutoBlockSize(96) # 12 doubles: one column per block
-#'   unlist(DelayedArray::blockApply(D, colSums, grid = DelayedArray::colAutoGrid(D)))
-#'   colSums(X)
-#'   DelayedArray::setAutoBlockSize()
+#'   sums <- DelayedArray::blockApply(D, colSums, na.rm = TRUE,
+#'                                    grid = DelayedArray::colAutoGrid(D))
+#'   print(rbind(blocks = unlist(sums), ours = colSums(X, na.rm = TRUE)))
+#'   DelayedArray::setAutoBlockSize(old)
 #'   cleanup_fmalloc(rt)
 #' }
 #' @export
