@@ -20,15 +20,30 @@ esac
 apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev libutf8proc-dev
           r-base-dev plink2 python3 tabix time
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind)
+# Optional test dependencies: the tests that use them skip with a message
+# when they are absent, so an install that fails only warns.
+# r-bioc-delayedarray: Rfmalloc's DelayedArray seed (test-delayedarray.R).
+opt_pkgs=(r-bioc-delayedarray)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
-if ((${#missing[@]})); then
-  echo "setup: installing Debian packages: ${missing[*]}"
+opt_missing=()
+for p in "${opt_pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || opt_missing+=("$p")
+done
+if ((${#missing[@]} + ${#opt_missing[@]})); then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
+fi
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ((${#opt_missing[@]})); then
+  echo "setup: installing optional Debian packages: ${opt_missing[*]}"
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${opt_missing[@]}" >/dev/null ||
+    echo "setup: warning: could not install ${opt_missing[*]}; the tests that need them will be skipped" >&2
 fi
 
 # CRAN packages not in Debian 12.

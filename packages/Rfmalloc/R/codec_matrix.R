@@ -654,6 +654,7 @@ NULL
     warning(sprintf(paste("Rfmalloc: environment variable FM_ISA='%s' is ignored (one of auto,",
                           "portable, avx2, avx512); kernels use %s"), Sys.getenv("FM_ISA"),
                     .Call(C_fmr_cpu_isa)), call. = FALSE)
+  .hook_delayed() # DelayedArray's methods for our classes (R/delayedarray.R)
 }
 
 # Check option `name` with setter(value) at load time. A value the setter

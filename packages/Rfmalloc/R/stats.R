@@ -43,7 +43,7 @@
 #' are computed by the two-pass algorithm (dense storage and external
 #' codecs) or exactly from genotype counts (`"bed2"`, `"dos8"`), so they do
 #' not depend on block size. A column holding `Inf` has mean `Inf` (as
-#' [colMeans()]) and variance `NaN` (as [var()]).
+#' [base::colMeans()]) and variance `NaN` (as [var()]).
 #' On a view from [fmalloc_standardize()] they are the statistics of the
 #' standardized values (missing values imputed by the view count as observed).
 #'
@@ -230,7 +230,7 @@ fmalloc_allele_freq <- function(x) {
 #' @param x an `fmalloc_codec_matrix`.
 #' @param center `TRUE` (column means of observed values), `FALSE`, or a
 #'   numeric vector of length `ncol(x)`.
-#' @param scale `FALSE`, `TRUE` or `"sd"` (sample sd, as [scale()]),
+#' @param scale `FALSE`, `TRUE` or `"sd"` (sample sd, as [base::scale()]),
 #'   `"binomial"` (sqrt(2p(1-p)) with p = mean / 2, the genotype scaling of
 #'   plink2 and GCTA), or a numeric vector of divisors.
 #' @param impute replace missing values by the column mean (default `TRUE`);

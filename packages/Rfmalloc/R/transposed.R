@@ -19,7 +19,7 @@
 #' @param ... unused.
 #' @param drop drop dimensions of extent 1 (as for a matrix).
 #' @param y the other operand: a numeric matrix or vector.
-#' @param na.rm,dims as for [colSums()].
+#' @param na.rm,dims as for [base::colSums()].
 #' @return As the base functions on the transposed matrix.
 #' @section Errors: `fm_error_eunsupported` for `x[k]` with one index; the
 #'   errors of the codec matrix's methods otherwise.
