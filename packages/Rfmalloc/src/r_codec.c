@@ -145,9 +145,8 @@ SEXP fmr_bed2_counts(SEXP h) {
   fm_fault_jmp j;
   fm_err err;
   fm_fault_push(&j);
-  if (sigsetjmp(j.jb, 0) != 0) {
-    (void)fm_fault_caught(&j, &err);
-    fmr_raise(&err);
+  if (sigsetjmp(j.jb, 0) != 0) { /* the whole controlling expression, as C requires */
+    if (fm_fault_caught(&j, &err) != FM_OK) fmr_raise(&err);
   }
   fm_codec_bed2_col_counts(x.data, x.n_rows, x.col_stride, idx, x.n_cols, counts);
   fm_fault_pop(&j);
