@@ -52,6 +52,16 @@ static inline int fm_test_tmpdir(char *dir, size_t n, const char *prefix) {
   return 0;
 }
 
+/* "<dir>/<name>" in one of 8 static buffers used in turn, so that up to 8
+ * results may be live at once. */
+static inline const char *fm_test_path_in(const char *dir, const char *name) {
+  static char buf[8][4200];
+  static int k;
+  k = (k + 1) % 8;
+  snprintf(buf[k], sizeof buf[k], "%s/%s", dir, name);
+  return buf[k];
+}
+
 /* Remove the directory dir and everything below it (rm -rf); says so on
  * stderr when it could not. */
 static inline void fm_test_rmtree(const char *dir) {

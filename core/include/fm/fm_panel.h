@@ -67,7 +67,10 @@ struct fm_ext_codec;
  * the codec recorded), n_rows, n_cols >= 1 and ld >= n_rows.
  * Errors: the codec's own (FM_EFORMAT for bytes it cannot decode); never
  *         FM_EUNSUPPORTED (an external codec decodes every panel).
- * Owns:   borrows x; writes only out. Must be safe to call concurrently. */
+ * Owns:   borrows x; writes only out. Must be safe to call concurrently.
+ *         Called behind the core's SIGBUS jump point (fm_fault.h): a codec
+ *         reading bytes of a registered mapping (a GGUF file) must hold no
+ *         lock and no allocation of its own while it reads them. */
 typedef fm_status (*fm_ext_decode_fn)(const struct fm_mat *x, int64_t r0, int64_t n_rows,
                                       int64_t c0, int64_t n_cols, double *out, int64_t ld,
                                       fm_err *err);

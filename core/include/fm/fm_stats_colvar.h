@@ -44,4 +44,18 @@
 FM_NODISCARD fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out,
                                        int64_t *n_obs_out, const fm_ctl *ctl, fm_err *err);
 
+/* Per-column genotype counts of a BED2 matrix (col_index honoured): the
+ * counts fm_codec_bed2_col_counts gives, streamed in column blocks as
+ * fm_stats_colvar streams them (cancel, progress, eviction, and a file
+ * truncated during the call reported, not fatal).
+ * Shape:  counts_out is 4 x x->n_cols int64, per column (0 copies, 1 copy,
+ *         2 copies of the counted allele, missing).
+ * Errors: FM_EARG (x not BED2, counts_out NULL with columns, a negative
+ *         col_index entry), FM_ENOMEM, FM_ECANCELLED (counts_out then partly
+ *         written), FM_EIO naming the file when its mapping shrank during
+ *         the call (fm_fault.h).
+ * Owns:   borrows x and ctl; writes only counts_out. */
+FM_NODISCARD fm_status fm_stats_bed2_counts(const fm_mat *x, int64_t *counts_out,
+                                            const fm_ctl *ctl, fm_err *err);
+
 #endif

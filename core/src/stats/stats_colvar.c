@@ -268,19 +268,62 @@ static void colvar_block(const fm_mat *x, int64_t c0, int64_t nb, int64_t *cols,
   }
 }
 
-/* colvar_block behind a jump point (fm_fault.h): a SIGBUS reading the
- * mapping (its file truncated from outside) is FM_EIO naming the file. The
- * block allocates nothing and calls no callback (ctl's are called between
- * blocks, outside it). */
-static fm_status colvar_block_guarded(const fm_mat *x, int64_t c0, int64_t nb, int64_t *cols,
-                                      int64_t *counts, double *mean_out, double *var_out,
-                                      int64_t *n_obs_out, fm_err *err) {
+/* fn(x, c0, nb, ud) over the column blocks [c0, c0 + nb) of x, block
+ * columns at a time. Each call runs behind a jump point (fm_fault.h): a
+ * SIGBUS reading the mapping (its file truncated from outside) is FM_EIO
+ * naming the file, so fn reads in place, allocates nothing and calls no
+ * callback; ctl is polled and progress reported between blocks (columns
+ * done of x->n_cols), and each block is evicted once consumed (bounded
+ * residency on file mappings, fm_panel.h). */
+typedef void (*block_fn)(const fm_mat *x, int64_t c0, int64_t nb, void *ud);
+
+static fm_status guarded(block_fn fn, const fm_mat *x, int64_t c0, int64_t nb, void *ud,
+                         fm_err *err) {
   fm_fault_jmp j;
   fm_fault_push(&j);
   if (sigsetjmp(j.jb, 0) != 0) return fm_fault_caught(&j, err);
-  colvar_block(x, c0, nb, cols, counts, mean_out, var_out, n_obs_out);
+  fn(x, c0, nb, ud);
   fm_fault_pop(&j);
   return FM_OK;
+}
+
+static fm_status each_block(const fm_mat *x, int64_t block, block_fn fn, void *ud,
+                            const fm_ctl *ctl, const char *what, fm_err *err) {
+  const int64_t p = x->n_cols;
+  for (int64_t c0 = 0; c0 < p; c0 += block) {
+    if (fm_ctl_cancelled(ctl))
+      return fm_err_set(err, FM_ECANCELLED, "%s: cancelled after %lld of %lld columns", what,
+                        (long long)c0, (long long)p);
+    const int64_t nb = c0 + block <= p ? block : p - c0;
+    const fm_status st = guarded(fn, x, c0, nb, ud, err);
+    if (st != FM_OK) return st;
+    fm_mat_evict_cols(x, c0, nb);
+    fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
+  }
+  return FM_OK;
+}
+
+/* Columns per block: the panel budget (at most COLVAR_BLOCK_BYTES) over the
+ * bytes of one column of elem-byte values, at least 1, at most p. */
+static int64_t block_cols(const fm_mat *x, size_t elem, const fm_ctl *ctl) {
+  size_t target = fm_panel_budget(ctl);
+  if (target == 0 || target > COLVAR_BLOCK_BYTES) target = COLVAR_BLOCK_BYTES;
+  const double col_bytes = (double)elem * (double)(x->n_rows > 0 ? x->n_rows : 1);
+  int64_t block = (int64_t)((double)target / col_bytes);
+  if (block < 1) block = 1;
+  if (block > x->n_cols) block = x->n_cols > 0 ? x->n_cols : 1;
+  return block;
+}
+
+typedef struct colvar_job {
+  int64_t *cols, *counts;
+  double *mean, *var;
+  int64_t *n_obs;
+} colvar_job;
+
+static void colvar_fn(const fm_mat *x, int64_t c0, int64_t nb, void *ud) {
+  colvar_job *o = ud;
+  colvar_block(x, c0, nb, o->cols, o->counts, o->mean, o->var, o->n_obs);
 }
 
 fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, int64_t *n_obs_out,
@@ -319,10 +362,7 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
 
   size_t target = fm_panel_budget(ctl);
   if (target == 0 || target > COLVAR_BLOCK_BYTES) target = COLVAR_BLOCK_BYTES;
-  const double col_bytes = (double)elem * (double)(n > 0 ? n : 1);
-  int64_t block = (int64_t)((double)target / col_bytes);
-  if (block < 1) block = 1;
-  if (block > p) block = p > 0 ? p : 1;
+  const int64_t block = block_cols(x, elem, ctl);
 
   if (x->codec == FM_CODEC_EXT) {
     if (!x->ext || !x->ext->decode)
@@ -344,21 +384,45 @@ fm_status fm_stats_colvar(const fm_mat *x, double *mean_out, double *var_out, in
     }
   }
 
-  for (int64_t c0 = 0; c0 < p; c0 += block) {
-    if (fm_ctl_cancelled(ctl)) {
-      st = fm_err_set(err, FM_ECANCELLED, "fm_stats_colvar: cancelled after %lld of %lld columns",
-                      (long long)c0, (long long)p);
-      goto fail;
-    }
-    const int64_t nb = c0 + block <= p ? block : p - c0;
-    st = colvar_block_guarded(x, c0, nb, cols, counts, mean_out, var_out, n_obs_out, err);
-    if (st != FM_OK) goto fail;
-    fm_mat_evict_cols(x, c0, nb); /* consumed: bounded resident set (fm_panel.h) */
-    fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
-  }
+  colvar_job o = {cols, counts, mean_out, var_out, n_obs_out};
+  st = each_block(x, block, colvar_fn, &o, ctl, "fm_stats_colvar", err);
 
 fail:
   free(cols);
   free(counts);
+  return st;
+}
+
+typedef struct counts_job {
+  int64_t *cols, *counts;
+} counts_job;
+
+static void counts_fn(const fm_mat *x, int64_t c0, int64_t nb, void *ud) {
+  counts_job *o = ud;
+  for (int64_t b = 0; b < nb; b++) o->cols[b] = stored_col(x, c0 + b);
+  if (x->n_rows > 0)
+    fm_codec_bed2_col_counts(x->data, x->n_rows, x->col_stride, o->cols, nb, o->counts + 4 * c0);
+  else
+    memset(o->counts + 4 * c0, 0, (size_t)nb * 4 * sizeof *o->counts);
+}
+
+fm_status fm_stats_bed2_counts(const fm_mat *x, int64_t *counts_out, const fm_ctl *ctl,
+                               fm_err *err) {
+  if (!x || x->codec != FM_CODEC_BED2)
+    return fm_err_set(err, FM_EARG, "fm_stats_bed2_counts: x must be a BED2 matrix");
+  const int64_t p = x->n_cols;
+  if (p > 0 && !counts_out) return fm_err_set(err, FM_EARG, "fm_stats_bed2_counts: counts_out is NULL");
+  if (p > 0 && x->n_rows > 0 && !x->data)
+    return fm_err_set(err, FM_EARG, "fm_stats_bed2_counts: x->data is NULL");
+  for (int64_t j = 0; x->col_index && j < p; j++)
+    if (x->col_index[j] < 0)
+      return fm_err_set(err, FM_EARG, "fm_stats_bed2_counts: col_index[%lld] = %lld is negative",
+                        (long long)j, (long long)x->col_index[j]);
+  if (p == 0) return FM_OK;
+  const int64_t block = block_cols(x, 1, ctl);
+  counts_job o = {malloc((size_t)block * sizeof(int64_t)), counts_out};
+  if (!o.cols) return fm_err_set(err, FM_ENOMEM, "fm_stats_bed2_counts: cannot allocate a block");
+  const fm_status st = each_block(x, block, counts_fn, &o, ctl, "fm_stats_bed2_counts", err);
+  free(o.cols);
   return st;
 }

@@ -7,8 +7,8 @@
 #include "fm/fm_fmt_registry.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
-#include "fm/fm_fault.h"
 #include "fm/fm_fileview.h"
+#include "fm/fm_stats_colvar.h"
 
 static void check_out(SEXP out, int64_t need, const char *what) {
   if (TYPEOF(out) != RAWSXP || XLENGTH(out) < need)
@@ -132,24 +132,16 @@ SEXP fmr_bed2_check(SEXP ptr, SEXP s_n, SEXP s_m, SEXP what) {
 }
 
 /* Genotype counts per logical column: a 4 x p double matrix with rows
- * (hom A2, het, hom A1, missing). */
+ * (hom A2, het, hom A1, missing), streamed by the core
+ * (fm_stats_bed2_counts: interrupts, a file truncated meanwhile). */
 SEXP fmr_bed2_counts(SEXP h) {
+  fm_ctl ctl = fmr_ctl();
   fm_mat x;
   fmr_view_get(h, &x, NULL);
   if (x.codec != FM_CODEC_BED2) fmr_stop(FM_EARG, "genotype counts need a bed (2-bit) matrix");
   int64_t *counts = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1) * 4, sizeof(int64_t));
-  int64_t *idx = (int64_t *)R_alloc((size_t)(x.n_cols > 0 ? x.n_cols : 1), sizeof(int64_t));
-  for (int64_t j = 0; j < x.n_cols; j++) idx[j] = x.col_index ? x.col_index[j] : j;
-  /* a SIGBUS reading the mapping (its file truncated meanwhile) is
-   * fm_error_eio naming the file (fm_fault.h); the buffers are R's */
-  fm_fault_jmp j;
   fm_err err;
-  fm_fault_push(&j);
-  if (sigsetjmp(j.jb, 0) != 0) { /* the whole controlling expression, as C requires */
-    if (fm_fault_caught(&j, &err) != FM_OK) fmr_raise(&err);
-  }
-  fm_codec_bed2_col_counts(x.data, x.n_rows, x.col_stride, idx, x.n_cols, counts);
-  fm_fault_pop(&j);
+  fmr_finish(fm_stats_bed2_counts(&x, counts, &ctl, &err), &err);
   SEXP out = PROTECT(Rf_allocMatrix(REALSXP, 4, (int)x.n_cols));
   for (int64_t i = 0; i < 4 * x.n_cols; i++) REAL(out)[i] = (double)counts[i];
   UNPROTECT(1);

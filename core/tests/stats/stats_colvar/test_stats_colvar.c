@@ -230,6 +230,17 @@ static void test_bed2_encoded(void) {
     m.col_index = idx;
     m.n_cols = 4;
     check_against(&m, d4, 1e-14);
+    /* genotype counts, streamed a few columns a block (a 16-byte budget) */
+    int64_t counts[16], want[16] = {0};
+    for (int j = 0; j < 4; j++)
+      for (int64_t i = 0; i < n; i++) {
+        const int32_t v = g[i + idx[j] * n];
+        want[4 * j + (v == INT32_MIN ? 3 : v)]++;
+      }
+    const fm_ctl small = {.panel_bytes = 16};
+    CHECK_OK(fm_stats_bed2_counts(&m, counts, &small, &err), &err);
+    CHECK(memcmp(counts, want, sizeof want) == 0);
+    CHECK(fm_stats_bed2_counts(&m, NULL, NULL, &err) == FM_EARG);
     free(d4);
     free(bytes);
     free(g);

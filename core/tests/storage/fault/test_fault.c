@@ -22,13 +22,7 @@
 
 static char g_dir[64];
 
-static const char *tpath(const char *name) {
-  static char buf[4][256];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-  return buf[k];
-}
+static const char *tpath(const char *name) { return fm_test_path_in(g_dir, name); }
 
 static int has(const char *msg, const char *what) { return strstr(msg, what) != NULL; }
 
@@ -59,11 +53,18 @@ static void cut(const char *path, int keep) {
   CHECK(truncate(path, at) == 0);
 }
 
-static fm_status open_bed(const char *path, fm_fileview **v, fm_mat *x, fm_err *err) {
+/* A generated .bed called name, mapped as *v, its matrix in *x; returns its
+ * path, or NULL (a failed check) when it could not be opened. */
+static const char *open_bed(const char *name, fm_fileview **v, fm_mat *x) {
+  const char *path = tpath(name);
+  fm_err err;
+  *v = NULL;
   write_bed(path);
-  fm_status st = fm_fileview_open(path, v, err);
-  if (st != FM_OK) return st;
-  return fm_mat_init(x, FM_CODEC_BED2, (*v)->base + 3, N_SAMPLES, N_VARIANTS, COL_BYTES, err);
+  CHECK_OK(fm_fileview_open(path, v, &err), &err);
+  if (!*v) return NULL;
+  CHECK_OK(fm_mat_init(x, FM_CODEC_BED2, (*v)->base + 3, N_SAMPLES, N_VARIANTS, COL_BYTES, &err),
+           &err);
+  return path;
 }
 
 static struct sigaction current_bus(void) {
@@ -74,12 +75,11 @@ static struct sigaction current_bus(void) {
 
 /* The calling thread: panel decode (every reference pass goes through it). */
 static void panel_decode_faults_as_eio(void) {
-  fm_fileview *v = NULL;
+  fm_fileview *v;
   fm_mat x;
   fm_err err;
-  const char *path = tpath("decode.bed");
-  CHECK_OK(open_bed(path, &v, &x, &err), &err);
-  if (!v) return;
+  const char *path = open_bed("decode.bed", &v, &x);
+  if (!path) return;
   const struct sigaction before = current_bus();
   double *out = malloc(sizeof(double) * N_SAMPLES * 8);
   CHECK_OK(fm_panel_decode(&x, NULL, 0, N_SAMPLES, 0, 8, out, N_SAMPLES, &err), &err);
@@ -98,17 +98,19 @@ static void panel_decode_faults_as_eio(void) {
 }
 
 static void colvar_and_reference_fault_as_eio(void) {
-  fm_fileview *v = NULL;
+  fm_fileview *v;
   fm_mat x;
   fm_err err;
-  const char *path = tpath("colvar.bed");
-  CHECK_OK(open_bed(path, &v, &x, &err), &err);
-  if (!v) return;
+  const char *path = open_bed("colvar.bed", &v, &x);
+  if (!path) return;
   double mean[N_VARIANTS], var[N_VARIANTS];
   CHECK_OK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err), &err);
   cut(path, 64);
   CHECK(fm_stats_colvar(&x, mean, var, NULL, NULL, &err) == FM_EIO);
   CHECK(has(err.msg, path));
+  int64_t *counts = malloc(sizeof(int64_t) * 4 * N_VARIANTS);
+  CHECK(fm_stats_bed2_counts(&x, counts, NULL, &err) == FM_EIO && has(err.msg, path));
+  free(counts);
   double *b = calloc(N_VARIANTS, sizeof(double)), *y = calloc(N_SAMPLES, sizeof(double));
   for (int j = 0; j < N_VARIANTS; j++) b[j] = 1.0;
   fm_product p = {.op = FM_OP_XB, .x = &x, .b = b, .ldb = N_VARIANTS, .k = 1, .y = y,
@@ -124,12 +126,11 @@ static void colvar_and_reference_fault_as_eio(void) {
 
 /* Worker threads: the fused backend's pool, each thread its own jump point. */
 static void fused_workers_fault_as_eio(void) {
-  fm_fileview *v = NULL;
+  fm_fileview *v;
   fm_mat x;
   fm_err err;
-  const char *path = tpath("fused.bed");
-  CHECK_OK(open_bed(path, &v, &x, &err), &err);
-  if (!v) return;
+  const char *path = open_bed("fused.bed", &v, &x);
+  if (!path) return;
   double *b = calloc((size_t)N_SAMPLES * 2, sizeof(double));
   double *y = calloc((size_t)N_VARIANTS * 2, sizeof(double));
   double *y0 = calloc((size_t)N_VARIANTS * 2, sizeof(double));
@@ -182,12 +183,10 @@ static void *reader(void *p) {
 }
 
 static void threads_each_catch_their_fault(void) {
-  fm_fileview *v = NULL;
+  fm_fileview *v;
   fm_mat x;
-  fm_err err;
-  const char *path = tpath("threads.bed");
-  CHECK_OK(open_bed(path, &v, &x, &err), &err);
-  if (!v) return;
+  const char *path = open_bed("threads.bed", &v, &x);
+  if (!path) return;
   cut(path, 1);
   const long pg = sysconf(_SC_PAGESIZE);
   enum { T = 6 };

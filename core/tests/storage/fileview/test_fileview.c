@@ -13,13 +13,7 @@
 
 static char g_dir[64];
 
-static const char *tpath(const char *name) {
-  static char buf[4][256];
-  static int k;
-  k = (k + 1) % 4;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-  return buf[k];
-}
+static const char *tpath(const char *name) { return fm_test_path_in(g_dir, name); }
 
 static void write_file(const char *path, const void *buf, size_t n) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

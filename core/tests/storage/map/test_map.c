@@ -33,13 +33,7 @@
 
 static char g_dir[64];
 
-static const char *tpath(const char *name) {
-  static char buf[8][256];
-  static int k;
-  k = (k + 1) % 8;
-  snprintf(buf[k], sizeof buf[k], "%s/%s", g_dir, name);
-  return buf[k];
-}
+static const char *tpath(const char *name) { return fm_test_path_in(g_dir, name); }
 
 static void fill_bytes(void *p, uint64_t n, uint64_t seed) {
   uint8_t *b = p;
