@@ -3,7 +3,8 @@
 # comments (the source of truth), with roxygen2 from CRAN installed once into
 # build/rlib-docs (a docs-only library: the tests never need it). The
 # packages are read as installed (load_installed), so run `make install`
-# first; nothing is compiled here.
+# first (and again after it when a package imports a new export of another);
+# nothing is compiled here.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib="$root/build/rlib-docs"

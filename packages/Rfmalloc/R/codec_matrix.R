@@ -545,17 +545,28 @@ setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y 
 # one pass through the backend registry gives the sums and each column's
 # missing entries (FM_OP_COLSUMS with the count).
 .col_sums <- function(x, na.rm, dims, mean) {
-  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE")
-  if (!identical(as.numeric(dims), 1)) {
-    fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
-  }
-  imputed <- !is.null(x@transform) && !is.null(x@transform$fill) # the view has no missing values
-  cs <- .Call(C_fmr_product, .view(x), 4L, NULL, if (na.rm && !imputed) 0 else NULL)
-  s <- cs[, 1]
-  # genotype codecs hold finite values only: a NaN sum is a missing value
-  if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
-  if (mean) s <- s / (.n_rows(x) - if (na.rm && !imputed) cs[, 3] else 0)
+  drop_na <- .drops_na(x, na.rm, dims)
+  cs <- .Call(C_fmr_product, .view(x), 4L, NULL, if (drop_na) 0 else NULL)
+  s <- .na_sums(x, cs[, 1])
+  if (mean) s <- s / (.n_rows(x) - if (drop_na) cs[, 3] else 0)
   names(s) <- dimnames(x)[[2]]
+  s
+}
+
+# The checks of colSums/rowSums(x, na.rm, dims) and whether missing values
+# are dropped: na.rm, unless the transform imputes them (no missing values).
+.drops_na <- function(x, na.rm, dims) {
+  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE", call = sys.call(-1L))
+  if (!identical(as.numeric(dims), 1)) {
+    fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")),
+             call = sys.call(-1L))
+  }
+  na.rm && (is.null(x@transform) || is.null(x@transform$fill))
+}
+
+# Genotype codecs hold finite values only: a NaN sum is a missing value.
+.na_sums <- function(x, s) {
+  if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
   s
 }
 
@@ -577,14 +588,9 @@ setMethod("colMeans", "fmalloc_codec_matrix", function(x, na.rm = FALSE, dims = 
 # when na.rm drops them); for the mean, a second with missing values as 1
 # gives each row's missing count as the difference (a whole number, rounded).
 .row_sums <- function(x, na.rm, dims, mean) {
-  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE")
-  if (!identical(as.numeric(dims), 1)) {
-    fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")))
-  }
-  drop_na <- na.rm && (is.null(x@transform) || is.null(x@transform$fill))
+  drop_na <- .drops_na(x, na.rm, dims)
   ones <- matrix(1, .n_cols(x), 1L)
-  s <- .Call(C_fmr_product, .view(x), 1L, ones, if (drop_na) 0 else NULL)[, 1]
-  if (.codec_name(x) %in% c("bed2", "dos8")) s[is.na(s)] <- NA_real_
+  s <- .na_sums(x, .Call(C_fmr_product, .view(x), 1L, ones, if (drop_na) 0 else NULL)[, 1])
   if (mean) {
     n <- .n_cols(x)
     if (drop_na) n <- n - round(.Call(C_fmr_product, .view(x), 1L, ones, 1)[, 1] - s)

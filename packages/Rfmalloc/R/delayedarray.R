@@ -143,17 +143,8 @@ setMethod("dimnames", "fmalloc_seed", function(x) {
   n <- vapply(1:2, function(k) if (is.null(index[[k]])) d[k] else length(index[[k]]), numeric(1))
   type <- .fm_type(m)
   if (any(n == 0)) return(array(vector(type, 0L), dim = n))
-  i <- index[[1]]
-  j <- index[[2]]
-  out <- if (is.null(i) && is.null(j)) {
-    m[, , drop = FALSE]
-  } else if (is.null(i)) {
-    m[, j, drop = FALSE]
-  } else if (is.null(j)) {
-    m[i, , drop = FALSE]
-  } else {
-    m[i, j, drop = FALSE]
-  }
+  at <- function(k) if (is.null(index[[k]])) seq_len(d[k]) else index[[k]]
+  out <- m[at(1), at(2), drop = FALSE]
   dimnames(out) <- NULL
   out
 }

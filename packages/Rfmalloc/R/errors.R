@@ -50,8 +50,15 @@ fm_describe <- function(x) {
          paste0("an object of type ", typeof(x)))
 }
 
-# Raise fm_error_earg unless runtime is an "fmalloc_runtime" (checked before
-# other arguments, so swapped arguments are reported as such).
+#' @rdname fm_error
+#' @param runtime a value that should be an open or closed runtime
+#'   ([open_fmalloc()], [fmalloc_default_runtime()]).
+#' @details `fm_check_runtime()` raises `fm_error_earg` unless `runtime`
+#'   is an `"fmalloc_runtime"`, describing what it is instead; packages
+#'   built on Rfmalloc check their `runtime` arguments with it (first, so
+#'   that swapped arguments are reported as such). It returns `runtime`
+#'   invisibly.
+#' @export
 fm_check_runtime <- function(runtime) {
   if (!inherits(runtime, "fmalloc_runtime") || typeof(runtime) != "externalptr")
     fm_abort("earg", "runtime must be an fmalloc runtime (from open_fmalloc()), not ",

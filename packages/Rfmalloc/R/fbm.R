@@ -141,34 +141,30 @@ fmalloc_as_FBM <- function(x, backingfile = tempfile(tmpdir = getOption("FBM.dir
                            type = c("auto", "double"), block_cols = NULL) {
   .need_pkg("bigstatsr", "fmalloc_as_FBM()")
   type <- fm_arg_choice(type, c("auto", "double"))
+  code256 <- FALSE
   if (methods::is(x, "fmalloc_codec_matrix")) {
-    n <- nrow(x); m <- ncol(x)
     code256 <- type == "auto"
     if (code256 && (!identical(.codec_name(x), "bed2") || !is.null(x@transform)))
       fm_abort("eunsupported", "only an untransformed hardcall (\"bed2\") codec matrix converts to ",
                "an FBM.code256; this one has codec '", .codec_name(x), "'",
                if (!is.null(x@transform)) " and a transform", "; use type = \"double\" for an FBM of its values")
-    out <- if (code256) {
-      bigstatsr::FBM.code256(n, m, code = .code_012(), backingfile = backingfile)
-    } else {
-      bigstatsr::FBM(n, m, type = "double", backingfile = backingfile)
-    }
-    b <- .fbm_block_cols(block_cols, n, m)
-    for (j in .fbm_blocks(m, b)) {
-      v <- x[, j, drop = FALSE]
-      dimnames(v) <- NULL
-      if (code256) v[is.na(v)] <- 3
-      out[, j] <- v
-    }
-    return(out)
-  }
-  if (!is.matrix(x) || !is.double(x))
+  } else if (!is.matrix(x) || !is.double(x)) {
     fm_abort("earg", "x must be a double matrix (e.g. create_fmalloc_matrix(\"double\", ...)) or an ",
              "fmalloc_codec_matrix, not ", fm_describe(x))
+  }
   n <- nrow(x); m <- ncol(x)
-  out <- bigstatsr::FBM(n, m, type = "double", backingfile = backingfile)
-  b <- .fbm_block_cols(block_cols, n, m)
-  for (j in .fbm_blocks(m, b)) out[, j] <- x[, j, drop = FALSE]
+  blocks <- .fbm_blocks(m, .fbm_block_cols(block_cols, n, m)) # checked before a file is made
+  out <- if (code256) {
+    bigstatsr::FBM.code256(n, m, code = .code_012(), backingfile = backingfile)
+  } else {
+    bigstatsr::FBM(n, m, type = "double", backingfile = backingfile)
+  }
+  for (j in blocks) {
+    v <- x[, j, drop = FALSE]
+    dimnames(v) <- NULL
+    if (code256) v[is.na(v)] <- 3 # bigsnpr's missing code
+    out[, j] <- v
+  }
   out
 }
 

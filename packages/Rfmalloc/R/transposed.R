@@ -63,12 +63,9 @@ setMethod("length", "fmalloc_transposed", function(x) length(x@x))
 setMethod("[", "fmalloc_transposed", function(x, i, j, ..., drop = TRUE) {
   if (nargs() - (!missing(drop)) < 3L)
     fm_abort("eunsupported", "a transposed codec matrix takes x[i, j]; for one index use t(x)[...]")
-  m <- x@x
-  r <- if (missing(i) && missing(j)) m[, , drop = FALSE]
-       else if (missing(i)) m[j, , drop = FALSE]
-       else if (missing(j)) m[, i, drop = FALSE]
-       else m[j, i, drop = FALSE]
-  r <- t(r)
+  d <- dim(x)
+  r <- t(x@x[if (missing(j)) seq_len(d[2]) else j, if (missing(i)) seq_len(d[1]) else i,
+             drop = FALSE])
   if (isTRUE(drop)) r[, , drop = TRUE] else r
 })
 

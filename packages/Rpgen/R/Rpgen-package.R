@@ -8,5 +8,5 @@
 #' @useDynLib Rpgen, .registration = TRUE, .fixes = "C_"
 #' @import methods
 #' @importFrom Rfmalloc fmalloc_codec_matrix create_fmalloc_matrix create_fmalloc_vector fm_abort
-#' @importFrom Rfmalloc fm_arg_choice
+#' @importFrom Rfmalloc fm_arg_choice fm_check_runtime
 "_PACKAGE"

@@ -375,9 +375,7 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
                        runtime = Rfmalloc::fmalloc_default_runtime(), samples = NULL, variants = NULL,
                        block_records = NULL, ...) {
   destination <- fm_arg_choice(destination, c("hardcall", "dosage", "haplotype", "dense"))
-  if (!inherits(runtime, "fmalloc_runtime"))
-    fm_abort("earg", "runtime must be an fmalloc runtime (from Rfmalloc::open_fmalloc() or ",
-             "Rfmalloc::fmalloc_default_runtime()), not an object of class ", class(runtime)[1])
+  fm_check_runtime(runtime)
   if (is.null(block_records)) block_records <- 1024
   if (!is.numeric(block_records) || length(block_records) != 1L || is.na(block_records) || block_records < 1)
     fm_abort("earg", "block_records must be a number >= 1")

@@ -553,7 +553,7 @@ test_that("rpgen_read without runtime uses the session's default; a bad destinat
   e <- expect_error(rpgen_read(kg("1kg_bi.bed"), destination = "foo"), class = "fm_error_earg")
   expect_match(conditionMessage(e), "destination must be one of 'hardcall', 'dosage', 'haplotype', 'dense', not 'foo'",
                fixed = TRUE)
-  expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = 1), "not an object of class numeric",
+  expect_error(rpgen_read(kg("1kg_bi.bed"), runtime = 1), "runtime must be an fmalloc runtime .*, not a number",
                class = "fm_error_earg")
 })
 
