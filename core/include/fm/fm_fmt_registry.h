@@ -142,8 +142,10 @@ FM_NODISCARD fm_status fm_fmt_resolve(const fm_fmt_format *f, const char *path,
                                       fm_err *err);
 
 /* Open the reader of fs->format on fs's files (fm_fmt.h). opt may be NULL.
- * Errors: those of the format's open function (fm_fmt_<format>.h); FM_EARG
- *         when fs, its format or out is NULL.
+ * Errors: those of the format's open function (fm_fmt_<format>.h), an
+ *         FM_EFORMAT of a main file whose first bytes are another format's
+ *         magic and not its own saying so first; FM_EARG when fs, its
+ *         format or out is NULL.
  * Owns:   *out owned (fm_reader_close); fs and opt are borrowed. */
 FM_NODISCARD fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt,
                                    fm_reader **out, fm_err *err);

@@ -1094,6 +1094,13 @@ fm_status fm_fmt_bgen_open(const char *path, fm_reader **out, fm_err *err) {
                     path, (unsigned long)lh, (unsigned long)first_off);
     goto fail;
   }
+  if ((uint64_t)first_off + 4 > b->file_size) {
+    st = fm_err_set(err, FM_EFORMAT,
+                    "bgen %s: the first-variant offset %lu (byte offset 0) points past the end of the "
+                    "file (%llu bytes)",
+                    path, (unsigned long)first_off, (unsigned long long)b->file_size);
+    goto fail;
+  }
   r->info.format = "bgen";
   r->info.n_samples = b->n;
   r->info.n_variants = b->m;

@@ -235,6 +235,17 @@ static fm_status join(char dst[FM_FMT_PATH_MAX], const char *a, size_t na, const
   return FM_OK;
 }
 
+/* The first FM_FMT_SNIFF_BYTES bytes of the file path (fewer when shorter). */
+static fm_status read_head(const char *path, uint8_t head[FM_FMT_SNIFF_BYTES], size_t *n,
+                           fm_err *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return fm_err_set(err, FM_EIO, "cannot open '%s': %s", path, strerror(errno));
+  *n = fread(head, 1, FM_FMT_SNIFF_BYTES, f);
+  const int bad = ferror(f);
+  fclose(f);
+  return bad ? fm_err_set(err, FM_EIO, "cannot read the first bytes of '%s'", path) : FM_OK;
+}
+
 fm_status fm_fmt_detect(const char *path, const char *name, const fm_fmt_format **out,
                         fm_err *err) {
   if (!out || (!path && !name))
@@ -264,13 +275,10 @@ fm_status fm_fmt_detect(const char *path, const char *name, const fm_fmt_format 
     return fm_err_set(err, FM_EIO, "genotype file '%s' does not exist", path);
   }
   if (!is_dir) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fm_err_set(err, FM_EIO, "cannot open '%s': %s", path, strerror(errno));
     uint8_t head[FM_FMT_SNIFF_BYTES];
-    size_t n = fread(head, 1, sizeof head, f);
-    const int bad = ferror(f);
-    fclose(f);
-    if (bad) return fm_err_set(err, FM_EIO, "cannot read the first bytes of '%s'", path);
+    size_t n;
+    fm_status st = read_head(path, head, &n, err);
+    if (st != FM_OK) return st;
     if ((*out = fm_fmt_by_magic(head, n))) return FM_OK;
   }
   return fm_err_set(err, FM_EFORMAT,
@@ -322,6 +330,23 @@ fm_status fm_fmt_resolve(const fm_fmt_format *f, const char *path, const char *c
   return st;
 }
 
+/* A file its reader refused as malformed whose first bytes are another
+ * format's magic and not its own (a BCF named .bgen): the message says so
+ * first, then what the reader found. Files that open are never looked at. */
+static void name_other_format(const fm_fmt_fileset *fs, fm_err *err) {
+  uint8_t head[FM_FMT_SNIFF_BYTES];
+  size_t n;
+  if (!fs->path[0][0] || read_head(fs->path[0], head, &n, NULL) != FM_OK) return;
+  const fm_fmt_format *other = fm_fmt_by_magic(head, n);
+  if (!other || other == fs->format) return;
+  for (int j = 0; j < fs->format->n_magic; j++)
+    if (magic_at(&fs->format->magic[j], head, n)) return;
+  char said[sizeof err->msg];
+  memcpy(said, err->msg, sizeof said);
+  fm_err_set(err, FM_EFORMAT, "'%s' starts like a %s file, not %s: give format = \"%s\" to read it as one (the %s reader said: %s)",
+             fs->path[0], other->name, fs->format->name, other->name, fs->format->name, said);
+}
+
 fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_reader **out,
                       fm_err *err) {
   if (!fs || !fs->format || !out)
@@ -332,5 +357,7 @@ fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_re
     return fm_err_set(err, FM_EIO, "cannot open '%s': no such file", fs->path[0]);
   if (is_dir) return fm_err_set(err, FM_EIO, "cannot read '%s': it is a directory", fs->path[0]);
   const fm_fmt_options none = {0};
-  return fs->format->open(fs, opt ? opt : &none, out, err);
+  fm_status st = fs->format->open(fs, opt ? opt : &none, out, err);
+  if (st == FM_EFORMAT && err) name_other_format(fs, err);
+  return st;
 }

@@ -468,7 +468,7 @@ static int pos_column_ok(const vcf_impl *v) {
 
 /* Read the next htslib record into v->rec: 0 ok, 1 end, -1 error (err set).
  * count_only: only the allele count of the record is needed. */
-static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
+static int read_rec_logged(vcf_impl *v, fm_err *err, int count_only) {
   int ret;
   char at[256];
   if (v->itr_empty) return 1;
@@ -522,6 +522,22 @@ static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
   snprintf(v->last_chrom, sizeof v->last_chrom, "%s", bcf_seqname(v->hdr, v->rec));
   v->last_pos = (int64_t)v->rec->pos + 1;
   return 0;
+}
+
+/* htslib's own log lines ("[W::vcf_parse] ..." on stderr) are off while it
+ * reads for this reader, whose errors say what went wrong instead: an R
+ * session shows no console lines beside its conditions. */
+static int quiet_htslib(void) {
+  const int level = hts_get_log_level();
+  hts_set_log_level(HTS_LOG_OFF);
+  return level;
+}
+
+static int read_rec(vcf_impl *v, fm_err *err, int count_only) {
+  const int level = quiet_htslib();
+  const int rc = read_rec_logged(v, err, count_only);
+  hts_set_log_level(level);
+  return rc;
 }
 
 static fm_status set_ploidy(vcf_impl *v);
@@ -863,7 +879,7 @@ static int region_ok(const char *region, hts_name2id_f name2id, void *names) {
                           HTS_PARSE_THOUSANDS_SEP) != NULL;
 }
 
-fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out, fm_err *err) {
+static fm_status open_logged(const char *path, const char *region, fm_reader **out, fm_err *err) {
   fm_reader *r = NULL;
   vcf_impl *v = NULL;
   fm_status st = FM_OK;
@@ -1004,5 +1020,12 @@ fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out,
   return FM_OK;
 fail:
   fm_reader_close(r);
+  return st;
+}
+
+fm_status fm_fmt_vcf_open(const char *path, const char *region, fm_reader **out, fm_err *err) {
+  const int level = quiet_htslib();
+  const fm_status st = open_logged(path, region, out, err);
+  hts_set_log_level(level);
   return st;
 }

@@ -34,7 +34,8 @@
 #'   values for `rowMeans(na.rm = TRUE)`);
 #' * `X[i, j]` decodes only the requested block (base R index rules; `NA`
 #'   indices are refused); `X[i]` with linear indices, a logical matrix or a
-#'   two-column (row, column) matrix returns those cells; `as.matrix(X)`
+#'   two-column (row, column) matrix of numbers or of row and column names
+#'   returns those cells; `as.matrix(X)`
 #'   decodes all; `t(X)` is a transposed view that decodes nothing
 #'   ([fmalloc_transposed-class]);
 #' * `print()` shows the shape, codec, the stored payload's size
@@ -328,8 +329,11 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 # holding requested cells are decoded, a bounded block at a time (in C).
 .cells <- function(x, i) {
   d <- dim(x)
-  if (is.matrix(i) && is.numeric(i) && ncol(i) == 2) {
-    rc <- i
+  if (is.matrix(i) && ncol(i) == 2 && (is.numeric(i) || is.character(i))) {
+    rc <- if (is.character(i)) .cell_names(x, i) else i
+    # as for a base matrix: a row holding a 0 selects nothing, negatives are refused
+    rc <- rc[!apply(rc == 0 & !is.na(rc), 1, any), , drop = FALSE]
+    if (any(rc < 0, na.rm = TRUE)) fm_abort("earg", "negative values are not allowed in a matrix index")
   } else {
     if (is.matrix(i) && is.logical(i)) {
       if (!identical(dim(i), as.integer(d))) fm_abort("earg", "a logical index matrix must have the dimensions of x")
@@ -338,10 +342,25 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
     pos <- .index(i, d[1] * d[2], NULL, "element")
     rc <- arrayInd(pos, d)
   }
-  if (anyNA(rc) || any(rc < 1) || any(rc[, 1] > d[1]) || any(rc[, 2] > d[2])) {
-    fm_abort("earg", "element indices are out of bounds")
+  if (anyNA(rc)) fm_abort("earg", "element indices must not be NA")
+  if (any(rc[, 1] > d[1]) || any(rc[, 2] > d[2])) {
+    fm_abort("earg", sprintf("element indices are out of bounds (the matrix is %s x %s)", d[1], d[2]))
   }
   .Call(C_fmr_gather_cells, .view(x), as.numeric(rc[, 1]), as.numeric(rc[, 2]))
+}
+
+# Row and column numbers of a character cell index (a two-column matrix of
+# row and column names); a missing name stays NA (refused by the caller).
+.cell_names <- function(x, i) {
+  dn <- dimnames(x)
+  matrix(vapply(1:2, function(k) {
+    what <- c("row", "column")[k]
+    if (is.null(dn[[k]])) fm_abort("earg", sprintf("x has no %s names to match a character index", what))
+    pos <- match(i[, k], dn[[k]])
+    bad <- is.na(pos) & !is.na(i[, k])
+    if (any(bad)) fm_abort("earg", sprintf("%s name '%s' not found", what, i[which(bad)[1], k]))
+    pos
+  }, numeric(nrow(i))), ncol = 2)
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -425,29 +444,39 @@ setMethod("as.matrix", "fmalloc_codec_matrix", function(x, ...) x[, , drop = FAL
 #' @param object an `fmalloc_codec_matrix`.
 #' @export
 setMethod("show", "fmalloc_codec_matrix", function(object) {
-  d <- dim(object)
-  codec <- .codec_name(object)
+  cat(.describe_codec(object), "\n", sep = "")
+  .print_corner(object)
+  invisible(object)
+})
+
+# "<fmalloc bed2 matrix: N x M, 2-bit hardcalls, 6.77 MiB>": shape, codec
+# and the stored payload's size.
+.describe_codec <- function(x) {
+  d <- dim(x)
+  codec <- .codec_name(x)
   unit <- switch(codec, bed2 = "2-bit hardcalls", dos8 = "1-byte dosages", codec)
-  bytes <- fmalloc_storage_bytes(object)
+  bytes <- fmalloc_storage_bytes(x)
   if (codec == "alp") {
-    stored <- object@spec[2] * object@spec[3]
+    stored <- x@spec[2] * x@spec[3]
     unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (stored > 0) 8 * bytes / stored else 0)
   }
   if (codec == "ext") {
-    codec <- .Call(C_fmr_ext_info, .storage(object))$name
-    unit <- paste("external codec from", object@source)
+    codec <- .Call(C_fmr_ext_info, .storage(x))$name
+    unit <- paste("external codec from", x@source)
   }
-  cat(sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>\n", codec, format(d[1], big.mark = ","),
-              format(d[2], big.mark = ","), unit, format(structure(bytes, class = "object_size"),
-                                                        units = "auto"),
-              if (is.null(object@transform)) "" else ", standardized"))
+  sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>", codec, format(d[1], big.mark = ","),
+          format(d[2], big.mark = ","), unit, fm_bytes(bytes),
+          if (is.null(x@transform)) "" else ", standardized")
+}
+
+# The top-left 6 x 6 corner of x (a codec matrix or a transposed view).
+.print_corner <- function(x) {
+  d <- dim(x)
   if (d[1] > 0 && d[2] > 0) {
-    corner <- object[seq_len(min(6, d[1])), seq_len(min(6, d[2])), drop = FALSE]
-    print(corner)
+    print(x[seq_len(min(6, d[1])), seq_len(min(6, d[2])), drop = FALSE])
     if (d[1] > 6 || d[2] > 6) cat("...\n")
   }
-  invisible(object)
-})
+}
 
 .as_operand <- function(b) {
   if (methods::is(b, "fmalloc_codec_matrix")) {

@@ -134,9 +134,15 @@ setMethod("rowMeans", "fmalloc_transposed", function(x, na.rm = FALSE, dims = 1L
 #' @export
 setMethod("show", "fmalloc_transposed", function(object) {
   d <- dim(object)
-  cat(sprintf("<transposed view (%s x %s) of:\n", format(d[1], big.mark = ","),
-              format(d[2], big.mark = ",")))
-  show(object@x)
-  cat(">\n")
+  cat(sprintf("transposed view (%s x %s) of %s\n", format(d[1], big.mark = ","),
+              format(d[2], big.mark = ","), .describe_codec(object@x)))
+  .print_corner(object)
   invisible(object)
+})
+
+#' @rdname fmalloc_transposed-class
+#' @export
+setMethod("summary", "fmalloc_transposed", function(object, ...) {
+  fm_abort("eunsupported", "summary() of a transposed view t(X) is not supported; summary(X) ",
+           "summarises the columns of the codec matrix X")
 })

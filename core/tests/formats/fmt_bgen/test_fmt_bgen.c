@@ -550,6 +550,16 @@ static void test_bad_headers(void) {
   free(f.p);
   CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
   CHECK(strstr(err.msg, "magic") != NULL && strstr(err.msg, "byte offset 16") != NULL);
+  /* a first-variant offset past the end is named as such, not as a truncation */
+  f = (buf){0};
+  tiny_file(&f, 1, 1, "bgen");
+  f.p[0] = f.p[1] = f.p[2] = 0xff;
+  f.p[3] = 0x7f;
+  write_file(path, f.p, f.n);
+  free(f.p);
+  CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "first-variant offset 2147483647 (byte offset 0) points past the end") != NULL &&
+        !strstr(err.msg, "truncated"));
   /* missing file */
   tmp_path(path, sizeof path, "does_not_exist.bgen");
   CHECK(fm_fmt_bgen_open(path, &r, &err) == FM_EIO && r == NULL);

@@ -340,6 +340,26 @@ static void test_open_missing_main(void) {
   CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EIO && strstr(err.msg, "is a directory"));
 }
 
+/* A malformed file whose bytes are another format's (a BCF named .bgen)
+ * is named as that format; a malformed one of no known format is not. */
+static void test_open_other_format(void) {
+  static fm_fmt_fileset fs;
+  fm_err err;
+  fm_reader *r = NULL;
+  char p[FM_FMT_PATH_MAX];
+  static const uint8_t gz[32] = {0x1f, 0x8b, 0x08, 0x04};
+  put("bcf.bgen", gz, sizeof gz);
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bgen"), at(p, "bcf.bgen"), NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "bcf.bgen' starts like a vcf file, not bgen: give format = \"vcf\"") &&
+        strstr(err.msg, "(the bgen reader said: bgen "));
+  static const uint8_t junk[32] = {1, 2, 3, 4};
+  put("junk.bgen", junk, sizeof junk);
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bgen"), at(p, "junk.bgen"), NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strncmp(err.msg, "bgen ", 5) == 0 && !strstr(err.msg, "starts like"));
+}
+
 static void test_open_fixtures(void) {
   check_open("ceu_exon/ceu_exon_bi.bed", NULL, "bed", 90, 1346);
   check_open("ceu_exon/ceu_exon_bi.pgen", NULL, "pgen", 90, 1346);
@@ -370,6 +390,7 @@ int main(void) {
   FM_RUN(test_detect_fixture_bgen);
   FM_RUN(test_resolve);
   FM_RUN(test_open_missing_main);
+  FM_RUN(test_open_other_format);
   FM_RUN(test_open_fixtures);
   fm_test_rmtree(g_dir);
   FM_TEST_END();

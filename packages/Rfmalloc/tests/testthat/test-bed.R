@@ -199,6 +199,17 @@ test_that("indexing follows base R: empty, zero, linear, logical-matrix and (row
   expect_identical(G[c(6, 1, 5)], gd[c(6, 1, 5)])
   expect_identical(G[g > 1 & !is.na(g)], gd[g > 1 & !is.na(g)])
   expect_identical(G[cbind(c(3, 1), c(2, 1))], gd[cbind(c(3, 1), c(2, 1))])
+  expect_identical(G[cbind(c(3, 0, 1), c(2, 1, 1))], gd[cbind(c(3, 0, 1), c(2, 1, 1))]) # a 0 selects nothing
+  # a cell matrix of row and column names, as for a base matrix (was refused; issue 14)
+  dn <- list(paste0("s", 1:3), c("rs1", "rs2"))
+  N <- fmalloc_bed(g, rt, dimnames = dn)
+  cells <- cbind(c("s3", "s1"), c("rs2", "rs1"))
+  expect_identical(N[cells], array(gd, dim(g), dn)[cells])
+  expect_error(N[cbind("s9", "rs1")], class = "fm_error_earg", regexp = "row name 's9' not found")
+  expect_error(G[cbind("s1", "rs1")], class = "fm_error_earg", regexp = "no row names")
+  expect_error(G[cbind(NA, 1)], class = "fm_error_earg", regexp = "must not be NA") # said "out of bounds"
+  expect_error(G[cbind(4, 1)], class = "fm_error_earg", regexp = "out of bounds \\(the matrix is 3 x 2\\)")
+  expect_error(G[cbind(-1, 1)], class = "fm_error_earg", regexp = "negative")
   expect_identical(length(G), 6L)
   expect_identical(dim(G), c(3L, 2L))
   expect_error(G[NA, 1], class = "fm_error_earg")

@@ -595,3 +595,39 @@ test_that("a BGEN variant ID that is not valid UTF-8 reads, selects and prints w
   expect_identical(dim(Y), c(4L, 1L))
   expect_s3_class(miss, "fm_error_earg")
 })
+
+test_that("a file in another format than its name says is named as that format (issue 14, review)", {
+  rt <- new_runtime()
+  d <- tempfile("rpgen_bad")
+  dir.create(d)
+  b <- file.path(d, "x.bgen")
+  file.copy(fixture_path("genotypes", "ceu_exon", "ceu_exon.bcf"), b)
+  expect_bad(rpgen_read(b, runtime = rt), "eformat",
+             "x\\.bgen' starts like a vcf file, not bgen: give format = \"vcf\" to read it as one")
+  expect_identical(dim(rpgen_read(b, format = "vcf", runtime = rt)),
+                   dim(rpgen_read(fixture_path("genotypes", "ceu_exon", "ceu_exon.bcf"), runtime = rt)))
+})
+
+test_that("a BGEN first-variant offset past the end is named, not called a truncation (issue 14, review)", {
+  d <- tiny_dir()
+  b <- file.path(d, "t.bgen")
+  poke(b, 0, as.raw(c(0xff, 0xff, 0xff, 0x7f)))
+  expect_bad(rpgen_read(b, runtime = new_runtime()), "eformat",
+                  "t\\.bgen: the first-variant offset 2147483647 \\(byte offset 0\\) points past the end of the file \\([0-9]+ bytes\\)")
+})
+
+test_that("htslib writes nothing to the console while a VCF is read (issue 14, review)", {
+  d <- tiny_dir()
+  v <- file.path(d, "t.vcf")
+  x <- readLines(v)
+  writeLines(x[!grepl("^##contig", x)], v) # htslib warns "[W::vcf_parse] Contig '1' is not defined"
+  writeLines(c(x[!grepl("^##contig", x)], "garbage\tline"), w <- file.path(d, "u.vcf"))
+  code <- sprintf('suppressPackageStartupMessages(library(Rpgen))
+    X <- rpgen_read("%s"); cat("read", dim(X), "\\n")
+    e <- tryCatch(rpgen_read("%s"), error = function(e) conditionMessage(e)); cat(e, "\\n")', v, w)
+  out <- suppressWarnings(system2(file.path(R.home("bin"), "Rscript"), c("-e", shQuote(code)),
+                                  stdout = TRUE, stderr = TRUE))
+  expect_match(out[1], "^read 5 4 ")
+  expect_match(out[2], "u\\.vcf: invalid POS 'line'")
+  expect_length(out, 2) # no "[W::...]" or "[E::...]" line from htslib
+})
