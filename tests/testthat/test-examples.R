@@ -10,6 +10,9 @@ for (pkg in c("Rfmalloc", "Rpgen", "Rgguf", "Rllm")) {
       if (file.exists(f)) c(sprintf("cat('## %s\\n')", topic), readLines(f)) else character()
     }))
     expect_gt(length(code), 0)
+    # an example that does not run is not checked: none is hidden in \dontrun
+    hidden <- names(db)[vapply(db, function(rd) any(grepl("\\dontrun", as.character(rd), fixed = TRUE)), NA)]
+    expect_identical(hidden, character(0), label = paste(pkg, "pages with \\dontrun examples"))
     out <- run_script(c(sprintf("suppressPackageStartupMessages(library(%s))", pkg), code,
                         sprintf('cat("%s EXAMPLES OK\\n")', pkg)))
     expect_script_ran(out, paste(pkg, "EXAMPLES OK"), paste(pkg, "examples"))

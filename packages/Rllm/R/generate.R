@@ -96,14 +96,11 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   }
   ids <- .rllm_check_tokens(ids, model$info$n_vocab, "prompt")
   cache <- .rllm_check_cache(cache, model)
-  if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
-    Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
-                       .rllm_describe(runtime))
-  }
+  .rllm_check_runtime(runtime)
   past <- if (is.null(cache)) 0 else .Call(C_rllm_cache_state, cache$ptr)[1L]
   .rllm_warn_past_context(model, past, length(ids) + max(n_new - 1L, 0L), call = sys.call())
   if (is.null(cache)) {
-    cache <- .rllm_cache_new(model, length(ids) + max(n_new, 1L), runtime, "f16")
+    cache <- .rllm_cache_new(model, length(ids) + max(n_new, 1L), runtime, "f16", call = sys.call())
   }
   if (!is.logical(stop_at_eog) || length(stop_at_eog) != 1L || is.na(stop_at_eog)) {
     Rfmalloc::fm_abort("earg", "stop_at_eog must be TRUE or FALSE")

@@ -185,10 +185,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
     g <- Rgguf::gguf_open(path)
   }
   threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
-  if (!is.null(runtime) && !inherits(runtime, "fmalloc_runtime")) {
-    Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
-                       .rllm_describe(runtime))
-  }
+  .rllm_check_runtime(runtime)
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
   ptr <- .Call(C_rllm_model_new, g, threads, basename(full))
@@ -369,22 +366,36 @@ rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32
 }
 
 # rllm_cache() without argument checks or the context warning.
-.rllm_cache_new <- function(model, n_ctx, runtime, type) {
+.rllm_cache_new <- function(model, n_ctx, runtime, type, call = sys.call(-1L)) {
   if (is.null(runtime)) runtime <- model$runtime
   kv <- .rllm_kv_type(type)
   bytes <- .Call(C_rllm_cache_bytes, model$ptr, n_ctx, kv)
   if (!(bytes > 0)) Rfmalloc::fm_abort("earg", "a cache of ", n_ctx, " positions is too large")
   storage <- NULL
   if (!is.null(runtime)) {
-    if (!inherits(runtime, "fmalloc_runtime")) {
-      Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
-                         .rllm_describe(runtime))
-    }
-    storage <- .rllm_runtime_raw(runtime, bytes)
+    .rllm_check_runtime(runtime, call)
+    storage <- tryCatch(.rllm_runtime_raw(runtime, bytes), fm_error = function(e) {
+      Rfmalloc::fm_abort(sub("^fm_error_", "", class(e)[1]), conditionMessage(e), call = call)
+    })
   }
   ptr <- .Call(C_rllm_cache_new, model$ptr, n_ctx, kv, storage)
   structure(list(ptr = ptr, model = model$ptr, n_ctx = n_ctx, type = type, bytes = bytes,
                  storage = storage), class = "rllm_cache")
+}
+
+# NULL (the heap) or an open Rfmalloc runtime, checked where it is given
+# (a closed one failed only at the first cache, naming an internal function).
+.rllm_check_runtime <- function(runtime, call = sys.call(-1L)) {
+  if (is.null(runtime)) return(invisible(NULL))
+  if (!inherits(runtime, "fmalloc_runtime")) {
+    Rfmalloc::fm_abort("earg", "runtime must be NULL or an Rfmalloc runtime, not ",
+                       .rllm_describe(runtime), call = call)
+  }
+  if (!Rfmalloc::fmalloc_is_open(runtime)) {
+    Rfmalloc::fm_abort("eclosed", "the runtime was closed (", format(runtime), "); open it again ",
+                       "with open_fmalloc() or give another", call = call)
+  }
+  invisible(runtime)
 }
 
 # A zero-filled raw vector of `bytes` in an Rfmalloc runtime (C callable

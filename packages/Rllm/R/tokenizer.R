@@ -121,10 +121,12 @@
 #'   SentencePiece, GPT-2, deepseek-coder, falcon, BERT) give the same ids.
 #' @seealso [rllm_tokenize()], [rllm_detokenize()], [rllm_vocab()]
 #' @examples
-#' \dontrun{
-#' tok <- rllm_tokenizer("stories260K.gguf")
-#' ids <- rllm_tokenize(tok, "Once upon a time")
-#' rawToChar(rllm_detokenize(tok, ids))
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   tok <- rllm_tokenizer(p)
+#'   ids <- rllm_tokenize(tok, "Once upon a time")
+#'   rawToChar(rllm_detokenize(tok, ids))
 #' }
 #' @export
 rllm_tokenizer <- function(x) {
@@ -184,11 +186,13 @@ rllm_tokenizer <- function(x) {
 #'   `fm_error_enomem`.
 #' @section Source: see [rllm_tokenizer()]; oracle llama.cpp's `llama_tokenize`.
 #' @examples
-#' \dontrun{
-#' tok <- rllm_tokenizer("stories260K.gguf")
-#' rllm_tokenize(tok, "Once upon a time")          # 1 (BOS), then the text
-#' rllm_tokenize(tok, "<s>", add_special = FALSE)  # the characters < s >
-#' rllm_tokenize(tok, "<s>", add_special = FALSE, parse_special = TRUE)  # 1
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   tok <- rllm_tokenizer(p)
+#'   print(rllm_tokenize(tok, "Once upon a time"))          # 1 (BOS), then the text
+#'   print(rllm_tokenize(tok, "<s>", add_special = FALSE))  # the characters < s >
+#'   rllm_tokenize(tok, "<s>", add_special = FALSE, parse_special = TRUE)  # 1
 #' }
 #' @export
 rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
@@ -236,10 +240,12 @@ rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
 #'   that are not `TRUE`/`FALSE`; `fm_error_eclosed` as for [rllm_tokenize()].
 #' @section Source: see [rllm_tokenizer()].
 #' @examples
-#' \dontrun{
-#' tok <- rllm_tokenizer("stories260K.gguf")
-#' ids <- rllm_tokenize(tok, "caf\u00e9")
-#' rawToChar(rllm_detokenize(tok, ids))
+#' f <- Sys.getenv("RFMALLOC_FIXTURES")
+#' p <- file.path(f, "gguf", "stories260K.gguf")
+#' if (nzchar(f) && file.exists(p)) {
+#'   tok <- rllm_tokenizer(p)
+#'   ids <- rllm_tokenize(tok, "caf\u00e9")
+#'   rawToChar(rllm_detokenize(tok, ids))
 #' }
 #' @export
 rllm_detokenize <- function(x, tokens, special = FALSE, strip_space = TRUE) {

@@ -173,6 +173,12 @@ test_that("objects restored from a saved session or with a closed runtime say so
   expect_output(print(kv2), "<rllm_cache> (closed) 32 positions", fixed = TRUE)
   expect_error(rllm_logits(m, 1:3, cache = kv2), "the cache's Rfmalloc runtime was closed",
                class = "fm_error_eclosed")
+  # a closed runtime is refused where it is given, naming the user's call (issue 14, review)
+  expect_error(rllm_gguf_model(stories(), runtime = rt), "the runtime was closed \\(<fmalloc_runtime .*>\\)",
+               class = "fm_error_eclosed")
+  e <- expect_error(rllm_generate(m, "Once", n_new = 2, runtime = rt), class = "fm_error_eclosed")
+  expect_match(deparse(conditionCall(e))[1], "^rllm_generate\\(")
+  expect_error(rllm_cache(m, 8, runtime = rt), "runtime was closed", class = "fm_error_eclosed")
   # NA text
   expect_error(rllm_tokenize(m, NA_character_), "text is NA.*not allowed",
                class = "fm_error_earg")
