@@ -332,15 +332,35 @@ fm_status fm_fmt_resolve(const fm_fmt_format *f, const char *path, const char *c
 
 /* A file its reader refused as malformed whose first bytes are another
  * format's magic and not its own (a BCF named .bgen): the message says so
- * first, then what the reader found. Files that open are never looked at. */
+ * first, then what the reader found; not for formats whose magics overlap
+ * (a sample-major .bed is no PGEN). Files that open are never looked at. */
+/* Whether magics a and b share a byte position and agree on every shared
+ * one (masks applied): one file could hold both, as a .bed (6c 1b 01) and
+ * a PGEN (6c 1b, any mode) can; such formats are not told apart here. */
+static int magics_overlap(const fm_fmt_magic *a, const fm_fmt_magic *b) {
+  int shared = 0;
+  for (uint32_t i = 0; i < a->len; i++) {
+    const uint32_t at = a->offset + i;
+    if (at < b->offset || at >= b->offset + b->len) continue;
+    const uint8_t ma = a->mask ? (uint8_t)a->mask[i] : 0xff;
+    const uint8_t mb = b->mask ? (uint8_t)b->mask[at - b->offset] : 0xff;
+    if (((uint8_t)a->bytes[i] ^ (uint8_t)b->bytes[at - b->offset]) & ma & mb) return 0;
+    shared = 1;
+  }
+  return shared;
+}
+
 static void name_other_format(const fm_fmt_fileset *fs, fm_err *err) {
   uint8_t head[FM_FMT_SNIFF_BYTES];
   size_t n;
   if (!fs->path[0][0] || read_head(fs->path[0], head, &n, NULL) != FM_OK) return;
   const fm_fmt_format *other = fm_fmt_by_magic(head, n);
   if (!other || other == fs->format) return;
-  for (int j = 0; j < fs->format->n_magic; j++)
+  for (int j = 0; j < fs->format->n_magic; j++) {
     if (magic_at(&fs->format->magic[j], head, n)) return;
+    for (int k = 0; k < other->n_magic; k++)
+      if (magics_overlap(&fs->format->magic[j], &other->magic[k])) return;
+  }
   char said[sizeof err->msg];
   memcpy(said, err->msg, sizeof said);
   fm_err_set(err, FM_EFORMAT, "'%s' starts like a %s file, not %s: give format = \"%s\" to read it as one (the %s reader said: %s)",

@@ -358,6 +358,15 @@ static void test_open_other_format(void) {
   CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bgen"), at(p, "junk.bgen"), NULL, &fs, &err), &err);
   CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
   CHECK(strncmp(err.msg, "bgen ", 5) == 0 && !strstr(err.msg, "starts like"));
+  /* a sample-major .bed (6c 1b 00) also matches the PGEN magic: the two
+   * formats' magics overlap, so the .bed reader's own message stands */
+  static const uint8_t sample_major[8] = {0x6c, 0x1b, 0x00};
+  put("sm.bed", sample_major, sizeof sample_major);
+  put("sm.bim", "1 rs1 0 1 A C\n", 14);
+  put("sm.fam", "f s 0 0 1 -9\n", 13);
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bed"), at(p, "sm.bed"), NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "sample-major") && !strstr(err.msg, "starts like"));
 }
 
 static void test_open_fixtures(void) {
