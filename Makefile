@@ -25,7 +25,7 @@ CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 PKGS      := packages/Rfmalloc packages/Rpgen packages/Rgguf packages/Rllm
 JOBS      ?= 2
 
-.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs clean
+.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs site clean
 
 all: install
 
@@ -146,6 +146,12 @@ check: setup install
 # goes into build/rlib-docs once). Commit what it writes.
 docs: install
 	@bash tools/docs.sh
+
+# The documentation site in build/site (tools/site.sh): one pkgdown site per
+# package, from the packages installed in build/rlib (reference pages run
+# their examples, vignettes become articles), and a home page from README.md.
+site: install
+	@$(RENV) bash tools/site.sh $(BUILD)/site
 
 # Objects of in-place installs land beside the core's sources (src/core is
 # a link to core/src in the repository).

@@ -25,7 +25,9 @@ apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-de
 # Optional test dependencies: the tests that use them skip with a message
 # when they are absent, so an install that fails only warns.
 # r-bioc-delayedarray: Rfmalloc's DelayedArray seed (test-delayedarray.R).
-opt_pkgs=(r-bioc-delayedarray)
+# r-cran-pkgdown, pandoc, chromium, r-cran-png: the documentation site, built
+# and looked at in headless Chromium (tests/testthat/test-site.R).
+opt_pkgs=(r-bioc-delayedarray r-cran-pkgdown pandoc chromium r-cran-png)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
