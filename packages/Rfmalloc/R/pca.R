@@ -85,8 +85,13 @@
 #'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p' x k
 #'   loadings, where p' = p unless `drop_constant` dropped columns), `x`
 #'   (n x k PC scores), `center` and `scale` (the vectors used, length p', or
-#'   `FALSE`), plus `iterations`, `converged`, `n_imputed` and `kept`
-#'   (indices of the columns used). Each component's sign is fixed so that
+#'   `FALSE`), plus `iterations`, `converged`, `n_imputed`, `kept`
+#'   (indices of the columns used) and `total_var` (the total variance of the
+#'   matrix decomposed: its sum of squares after centring, scaling and
+#'   imputation, divided by n - 1). `summary()` gives, as for [prcomp()],
+#'   each PC's standard deviation and its proportion of `total_var` (the
+#'   variance explained; `prcomp`'s summary of k components would divide by
+#'   their own total instead). Each component's sign is fixed so that
 #'   the score of largest magnitude is positive (singular vectors are only
 #'   defined up to sign).
 #'
@@ -126,6 +131,7 @@
 #' pca <- fmalloc_pca(X, k = 4)
 #' pca$sdev
 #' all.equal(pca$sdev, prcomp(X[, ])$sdev[1:4])
+#' summary(pca) # variance explained: proportions of the total over all 40 columns
 #'
 #' # genotypes: 2-bit hardcalls, standardized as plink2 --pca does
 #' g <- matrix(rbinom(200 * 50, 2, 0.3), 200, 50)
@@ -209,8 +215,40 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
     iterations = r$iterations,
     converged = r$converged,
     n_imputed = st$n_missing,
-    kept = st$keep
+    kept = st$keep,
+    total_var = .pca_total_var(st, kept, n)
   ), class = c("fmalloc_pca", "prcomp"))
+}
+
+# The total variance of the matrix the PCA decomposed (kept columns, centred,
+# scaled, missing values at the column mean): its sum of squares / (n - 1),
+# which the squares of all min(n, p) sdev values would add up to. From the
+# column statistics of the pass that chose the transform; no pass of its own.
+.pca_total_var <- function(st, kept, n) {
+  mu <- kept(st$mean)
+  m <- if (is.null(st$center)) mu else mu - kept(st$center)
+  if (!is.null(st$div)) m <- m / kept(st$div)
+  v <- kept(st$var)
+  if (!is.null(st$div)) v <- v / kept(st$div)^2
+  nobs <- kept(st$n_obs)
+  ss <- sum(ifelse(nobs > 1, v * (nobs - 1), 0)) + n * sum(m^2)
+  ss / max(1, n - 1)
+}
+
+#' @rdname fmalloc_pca
+#' @param object an `fmalloc_pca` result (for `summary`).
+#' @param ... unused.
+#' @method summary fmalloc_pca
+#' @export
+summary.fmalloc_pca <- function(object, ...) {
+  vars <- object$sdev^2
+  importance <- rbind(`Standard deviation` = object$sdev,
+                      `Proportion of Variance` = round(vars / object$total_var, 5),
+                      `Cumulative Proportion` = round(cumsum(vars) / object$total_var, 5))
+  colnames(importance) <- colnames(object$rotation)
+  object$importance <- importance
+  class(object) <- c("summary.fmalloc_pca", "summary.prcomp")
+  object
 }
 
 # NULL (rotation on the heap) or a fresh p x k fmalloc matrix with dimnames

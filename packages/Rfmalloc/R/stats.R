@@ -129,8 +129,8 @@ fmalloc_allele_freq <- function(x) {
 .is_flag <- function(v) is.logical(v) && length(v) == 1 && !is.na(v)
 
 # center/scale/fill vectors for a matrix, from its column statistics:
-# list(keep, mean, center, div, transform = list(center, scale, fill),
-# n_missing), all but keep and transform over every column of x. An identity
+# list(keep, mean, var, n_obs, center, div, transform = list(center, scale,
+# fill), n_missing), all but keep and transform over every column of x. An identity
 # part is NULL (no centre: center NULL; no scaling: div and scale NULL), as
 # the core reads it. With transform = FALSE the multipliers and fills are not
 # made (fmalloc_pca passes the divisors and its own fill to the core).
@@ -216,7 +216,8 @@ fmalloc_allele_freq <- function(x) {
     sub <- function(v) if (is.null(v) || all_kept) v else v[keep]
     tr <- list(center = sub(ctr), scale = sub(mult), fill = sub(fill))
   }
-  list(keep = keep, mean = mu, center = ctr, div = div, transform = tr, n_missing = n_missing)
+  list(keep = keep, mean = mu, var = s$var, n_obs = nobs, center = ctr, div = div, transform = tr,
+       n_missing = n_missing)
 }
 
 #' Standardize a codec matrix without materializing it

@@ -33,9 +33,18 @@
   if (!is.null(format) && (!is.character(format) || length(format) != 1L))
     fm_abort("earg", "format must be NULL or a string")
   h <- .Call(C_rpg_plan, path.expand(path), format, dots, general)
-  str1 <- function(x) if (!is.null(x)) as.character(x)[1]
+  call <- sys.call(-1L)
+  str1 <- function(name) {
+    x <- dots[[name]]
+    if (!is.null(x) && !(is.character(x) && length(x) == 1L && !is.na(x))) {
+      fm_abort("earg", sprintf("%s must be one string (such as \"22\" or \"22:1-5000000\"), not %s", name,
+                               if (is.character(x) && length(x) != 1L) sprintf("%d strings", length(x)) else deparse(x)[1]),
+               call = call)
+    }
+    x
+  }
   counted <- .opt(dots, "counted_alleles")
-  h$options <- list(region = str1(dots[["region"]]), chrom = str1(dots[["chrom"]]),
+  h$options <- list(region = str1("region"), chrom = str1("chrom"),
                     counted_alleles = if (!is.null(counted)) as.character(counted),
                     dosage_format = as.integer(.opt(dots, "dosage_format", 0L)))
   h$xp <- .rpg_naming(.Call(C_rpg_open, h$format, h$files, h$options), c(h$paths, h$sample_file))

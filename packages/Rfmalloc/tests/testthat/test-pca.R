@@ -142,3 +142,29 @@ test_that("the p x k loadings are allocated once, by the C glue, and never copie
   ref <- prcomp(x, rank. = 3)
   expect_equal(pca$sdev, ref$sdev[1:3], tolerance = 1e-8)
 })
+
+test_that("summary() gives each PC's share of the total variance, as prcomp() over all components", {
+  set.seed(21)
+  x <- matrix(rnorm(200 * 30), 200, 30) + matrix(rnorm(200 * 3), 200, 3) %*% matrix(rnorm(3 * 30), 3, 30)
+  full <- summary(prcomp(x, scale. = TRUE))$importance
+  s <- summary(suppressMessages(fmalloc_pca(x, k = 5, scale = TRUE)))
+  expect_s3_class(s, "summary.prcomp")
+  # sdev to the iteration's tolerance; the proportions are rounded to 5 digits as prcomp's
+  expect_equal(unname(s$importance), unname(full[, 1:5]), tolerance = 1e-5)
+  expect_output(print(s), "Proportion of Variance")
+  # missing calls, mean-imputed, and the plink2 scaling: the total is that of
+  # the standardized, imputed matrix
+  g <- matrix(rbinom(150 * 40, 2, 0.3), 150, 40)
+  g[sample(length(g), 120)] <- NA
+  G <- fmalloc_bed(g)
+  p <- suppressMessages(fmalloc_pca(G, k = 4, scale = "binomial"))
+  mu <- colMeans(g, na.rm = TRUE)
+  z <- sweep(sweep(g, 2, mu), 2, sqrt(mu * (1 - mu / 2)), "/")
+  z[is.na(z)] <- 0
+  expect_equal(p$total_var, sum(z^2) / (nrow(z) - 1), tolerance = 1e-12)
+  expect_equal(unname(summary(p)$importance[2, ]), round(p$sdev^2 / sum(prcomp(z, center = FALSE)$sdev^2), 5),
+               tolerance = 1e-5)
+  # without centring the total is the sum of squares, as prcomp(center = FALSE)
+  q <- fmalloc_pca(x, k = 2, center = FALSE)
+  expect_equal(q$total_var, sum(x^2) / (nrow(x) - 1), tolerance = 1e-12)
+})

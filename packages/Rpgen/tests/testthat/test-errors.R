@@ -631,3 +631,16 @@ test_that("htslib writes nothing to the console while a VCF is read (issue 14, r
   expect_match(out[2], "u\\.vcf: invalid POS 'line'")
   expect_length(out, 2) # no "[W::...]" or "[E::...]" line from htslib
 })
+
+test_that("region and chrom must be one string: NA or several are refused, not read as empty or as the first (issue 14, new user)", {
+  rt <- new_runtime()
+  v <- fixture_path("genotypes", "1kg_phase3_subset", "1kg.vcf.gz")
+  e <- expect_bad(rpgen_read(v, region = c("21", "22"), runtime = rt), "earg",
+                  "region must be one string \\(such as \"22\" or \"22:1-5000000\"\\), not 2 strings")
+  expect_match(deparse(conditionCall(e))[1], "^rpgen_read\\(")
+  expect_bad(rpgen_read(v, region = NA, runtime = rt), "earg", "region must be one string .*, not NA$")
+  expect_bad(rpgen_info(v, region = NA_character_, count = TRUE), "earg", "not NA_character_")
+  expect_bad(rpgen_read(v, region = 22, runtime = rt), "earg", "region must be one string .*, not 22$")
+  h <- fixture_path("genotypes", "1kg_phase3_subset", "text", "1kg_bi_chr22_hl.haps")
+  expect_bad(rpgen_read(h, chrom = c("22", "21"), runtime = rt), "earg", "chrom must be one string")
+})
