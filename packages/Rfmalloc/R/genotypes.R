@@ -130,7 +130,9 @@ fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base:
 #'
 #' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
 #' stores the path, and [readRDS()] maps and validates the file again on
-#' first use (`fm_error_eio` when it is gone).
+#' first use (`fm_error_eio` when it is gone). [fmalloc_save()] instead
+#' copies its genotype bytes into a runtime (given by `runtime`), with the
+#' metadata, so that the saved matrix no longer needs the file.
 #' @section Errors: `fm_error_earg` when `prefix_or_bed` is not one path or
 #'   `variants` is not `TRUE` or `FALSE`;
 #'   `fm_error_eio` for a missing file; `fm_error_eformat` for an unparsable
