@@ -58,6 +58,9 @@ typedef struct fm_gt_record {
   const char *id;
   const char *ref;    /* uncounted allele */
   const char *alt;    /* counted allele */
+  double cm;          /* genetic position in centimorgans where the format stores one
+                         (fm_fmt_info.has_cm); NAN otherwise, or when the field is not a
+                         number (fm_reader_next sets NAN before each record) */
   /* genotypes, buffers owned by the reader (lengths in samples) */
   int8_t *hardcall;   /* (n_samples) ALT count 0/1/2 or FM_GT_MISSING */
   double *dosage;     /* (n_samples) ALT dosage in [0, 2], NaN missing; NULL when the
@@ -129,6 +132,8 @@ typedef struct fm_fmt_info {
   int64_t n_variants;   /* -1 when unknown until the file is read */
   int is_phased;        /* some record carries phase */
   int has_dosage;       /* records carry dosages */
+  int has_cm;           /* records carry cm: .bim, .pvar with a CM column (or in the
+                           .bim layout), .map, .tped */
 } fm_fmt_info;
 
 typedef struct fm_reader fm_reader;

@@ -48,8 +48,8 @@
 /* Open a PGEN fileset. pvar_path / psam_path may be NULL: then the .pgen
  * path with its ".pgen" suffix replaced by ".pvar" / ".psam".
  * .pvar: "##" lines skipped; a "#CHROM" header names the columns (POS, REF,
- * ALT required; ID optional), otherwise the .bim layout is assumed
- * (CHR ID CM POS ALT REF). .psam: a "#FID"/"#IID" header names the IID
+ * ALT required; ID and CM optional: info.has_cm says whether records carry
+ * cm), otherwise the .bim layout is assumed (CHR ID CM POS ALT REF). .psam: a "#FID"/"#IID" header names the IID
  * column, otherwise the .fam layout (IID = column 2). r->sex (fm_fmt.h,
  * the male-X rule) comes from the header's SEX column (none without one) or
  * column 5 of the .fam layout. Split records of a multi-allelic variant

@@ -5,7 +5,9 @@
  * order: hardcall = count of the counted allele (ALT), FM_GT_MISSING when
  * missing; dosage and hap are NULL. sample_ids are the IIDs (column 2 of the
  * .fam/.ped/.tfam); r->sex (fm_fmt.h, the male-X rule) is their column 5
- * (1 male, 2 female, else unknown). Conventions: docs/formats/conventions.md.
+ * (1 male, 2 female, else unknown). Every record carries cm, the
+ * centimorgans of column 3 of the .bim/.map/.tped (info.has_cm; NAN when
+ * the field is not a number). Conventions: docs/formats/conventions.md.
  *  - BED: ALT = .bim column 5 (A1, the allele the bed codes count), REF =
  *    column 6 (A2). Only variant-major files (mode byte 0x01) are read; the
  *    .bed size must equal 3 + n_variants * ceil(n_samples / 4). Memory: one

@@ -158,6 +158,7 @@ fm_status fm_reader_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (!r || !r->ops || !rec) return fm_err_set(err, FM_EARG, "fm_reader_next: reader and record must not be NULL");
   rec->bed2 = NULL;
   rec->het_site = NULL;
+  rec->cm = NAN;
   fm_status st = r->ops->next(r, rec, err);
   if (st == FM_OK && r->sex) st = apply_male_x(r, rec, err);
   return st;

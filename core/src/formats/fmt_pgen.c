@@ -65,6 +65,8 @@ typedef struct pgen_impl {
   fm_plink_lines pvar;
   int bim_style, pending;    /* pending: buf holds the first record line */
   int c_chrom, c_pos, c_id, c_ref, c_alt, n_cols;
+  int c_cm;                  /* the CM column (-1: none) */
+  double line_cm;            /* the current .pvar line's cm, NAN when none */
   char *tok[PVAR_MAX_TOK];
 } pgen_impl;
 
@@ -121,13 +123,14 @@ static fm_status pvar_start(pgen_impl *p, fm_err *err) {
   int rc;
   p->bim_style = 1;
   p->c_chrom = 0, p->c_id = 1, p->c_pos = 3, p->c_alt = 4, p->c_ref = 5, p->n_cols = 6;
+  p->c_cm = 2;
   while ((rc = fm_plink_lines_next(&p->pvar, err)) == 1) {
     char *b = p->pvar.buf;
     if (b[0] == '#' && b[1] == '#') continue;
     if (b[0] == '#') {
       const int64_t nt = fm_plink_split(b, p->tok, PVAR_MAX_TOK);
       p->bim_style = 0;
-      p->c_chrom = p->c_pos = p->c_id = p->c_ref = p->c_alt = -1;
+      p->c_chrom = p->c_pos = p->c_id = p->c_ref = p->c_alt = p->c_cm = -1;
       for (int k = 0; k < nt && k < PVAR_MAX_TOK; k++) {
         const char *t = p->tok[k] + (k == 0);
         if (strcmp(t, "CHROM") == 0) p->c_chrom = k;
@@ -135,6 +138,7 @@ static fm_status pvar_start(pgen_impl *p, fm_err *err) {
         else if (strcmp(t, "ID") == 0) p->c_id = k;
         else if (strcmp(t, "REF") == 0) p->c_ref = k;
         else if (strcmp(t, "ALT") == 0) p->c_alt = k;
+        else if (strcmp(t, "CM") == 0) p->c_cm = k;
       }
       if (p->c_chrom != 0 || p->c_pos < 0 || p->c_ref < 0 || p->c_alt < 0)
         return fm_err_set(err, FM_EFORMAT,
@@ -556,6 +560,7 @@ static void emit_split(fm_reader *r, pgen_impl *p, fm_gt_record *rec) {
   rec->n_samples = p->n_samples;
   rec->chrom = p->tok[p->c_chrom];
   rec->pos = p->split_pos;
+  rec->cm = p->line_cm;
   rec->id = p->split_id;
   rec->ref = p->tok[p->c_ref];
   rec->alt = p->alts[j - 1];
@@ -656,6 +661,7 @@ static fm_status finish_packed(fm_reader *r, pgen_impl *p, fm_gt_record *rec, lo
   rec->n_samples = p->n_samples;
   rec->chrom = p->tok[p->c_chrom];
   rec->pos = pos > 0 ? pos : 0;
+  rec->cm = p->line_cm;
   rec->id = id;
   rec->ref = p->tok[p->c_ref];
   rec->alt = alt;
@@ -698,6 +704,7 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   if (nt < p->n_cols)
     return fm_err_set(err, FM_EFORMAT, "'%s' line %lld has %lld fields; %d expected",
                       p->pvar_path, (ll)p->pvar.line_no, (ll)nt, p->n_cols);
+  p->line_cm = p->c_cm >= 0 && p->c_cm < nt ? fm_plink_parse_cm(p->tok[p->c_cm]) : NAN;
   const char *spos = p->tok[p->c_pos];
   long long pos = 0;
   if (!fm_plink_parse_int(spos, &pos))
@@ -806,6 +813,7 @@ static fm_status pgen_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   rec->n_samples = p->n_samples;
   rec->chrom = p->tok[p->c_chrom];
   rec->pos = pos > 0 ? pos : 0;
+  rec->cm = p->line_cm;
   rec->id = id;
   rec->ref = p->tok[p->c_ref];
   rec->alt = alt;
@@ -1033,6 +1041,7 @@ fm_status fm_fmt_pgen_open(const char *pgen_path, const char *pvar_path, const c
   }
   r->info.n_variants = n_rec; /* records after splitting multi-allelic variants */
   if ((st = pvar_start(p, err)) != FM_OK) goto fail;
+  r->info.has_cm = p->c_cm >= 0;
   const size_t ns = (size_t)(p->n_samples > 0 ? p->n_samples : 1);
   p->cat = malloc(ns);
   p->ldref = malloc(ns);

@@ -5,6 +5,7 @@
 #include "fmt_plink_impl.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,13 @@ int64_t fm_plink_split(char *line, char **tok, int64_t max_tok) {
     *p++ = '\0';
   }
   return n;
+}
+
+double fm_plink_parse_cm(const char *tok) {
+  if (tok[0] == '0' && tok[1] == '\0') return 0; /* the usual "unknown" */
+  char *e = NULL;
+  const double v = strtod(tok, &e);
+  return e != tok && *e == '\0' && isfinite(v) ? v : NAN;
 }
 
 fm_status fm_plink_count_lines(const char *path, int64_t *n_out, fm_err *err) {
@@ -324,6 +332,7 @@ static fm_status bed_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   rec->chrom = b->tok[0];
   rec->id = b->tok[1];
   rec->pos = pos > 0 ? pos : 0;
+  rec->cm = fm_plink_parse_cm(b->tok[2]);
   rec->alt = b->tok[4];
   rec->ref = b->tok[5];
   rec->dosage = NULL;
@@ -370,6 +379,7 @@ fm_status fm_fmt_bed_open(const char *bed_path, const char *bim_path, const char
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", bed_path);
   b = r->impl;
   r->info.format = "bed";
+  r->info.has_cm = 1;
   b->bed_path = dup_str(bed_path);
   b->bim_path = bim_path ? dup_str(bim_path) : fm_plink_swap_ext(bed_path, ".bed", ".bim");
   b->fam_path = fam_path ? dup_str(fam_path) : fm_plink_swap_ext(bed_path, ".bed", ".fam");

@@ -33,6 +33,10 @@ int64_t fm_plink_split(char *line, char **tok, int64_t max_tok);
  * 1 and *out, or 0 when the token is not one. Plain digits skip strtoll. */
 int fm_plink_parse_int(const char *tok, long long *out);
 
+/* A centimorgan field (.bim, .map, .tped column 3; a .pvar's CM): its value,
+ * or NAN when it is not a finite number. */
+double fm_plink_parse_cm(const char *tok);
+
 /* Count the non-blank lines of path. */
 fm_status fm_plink_count_lines(const char *path, int64_t *n_out, fm_err *err);
 

@@ -16,6 +16,7 @@ typedef long long ll;
 typedef struct map_var {
   char *chrom, *id;
   int64_t pos;
+  double cm;
 } map_var;
 
 typedef struct ped_impl {
@@ -68,6 +69,7 @@ static fm_status ped_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   rec->chrom = p->vars[v].chrom;
   rec->id = p->vars[v].id;
   rec->pos = p->vars[v].pos;
+  rec->cm = p->vars[v].cm;
   rec->ref = p->ref[v];
   rec->alt = p->alt[v];
   rec->hardcall = p->hardcall;
@@ -119,6 +121,7 @@ static fm_status read_map(const char *path, ped_impl *p, fm_err *err) {
       goto done;
     }
     p->vars[v].pos = pos > 0 ? pos : 0;
+    p->vars[v].cm = fm_plink_parse_cm(tok[2]);
     if (!(p->vars[v].chrom = dup_str(tok[0])) || !(p->vars[v].id = dup_str(tok[1]))) {
       st = fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", path);
       goto done;
@@ -149,6 +152,7 @@ fm_status fm_fmt_ped_open(const char *ped_path, const char *map_path,
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", ped_path);
   p = r->impl;
   r->info.format = "ped";
+  r->info.has_cm = 1;
   if (!map_path) {
     if (!(map_alloc = fm_plink_swap_ext(ped_path, ".ped", ".map"))) goto oom;
     map_path = map_alloc;

@@ -88,6 +88,7 @@ static fm_status tped_next(fm_reader *r, fm_gt_record *rec, fm_err *err) {
   rec->chrom = t->tok[0];
   rec->id = t->tok[1];
   rec->pos = pos > 0 ? pos : 0;
+  rec->cm = fm_plink_parse_cm(t->tok[2]);
   rec->ref = ref;
   rec->alt = alt;
   rec->hardcall = t->hardcall;
@@ -121,6 +122,7 @@ fm_status fm_fmt_tped_open(const char *tped_path, const char *tfam_path,
     return fm_err_set(err, FM_ENOMEM, "out of memory opening '%s'", tped_path);
   t = r->impl;
   r->info.format = "tped";
+  r->info.has_cm = 1;
   if (!tfam_path) {
     if (!(tfam_alloc = fm_plink_swap_ext(tped_path, ".tped", ".tfam"))) goto oom;
     tfam_path = tfam_alloc;

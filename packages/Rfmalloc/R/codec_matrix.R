@@ -54,7 +54,13 @@
 #' the other package may take them, the reference path computes them
 #' otherwise), and `print()` shows the codec's name. It holds an external
 #' pointer, so it does not survive `saveRDS()`: after `readRDS()` any use
-#' raises `fm_error_eclosed`.
+#' raises `fm_error_eclosed`; [fmalloc_save()] refuses it.
+#'
+#' Every other codec matrix is stored by name in a runtime with
+#' [fmalloc_save()] (payload and description: codec, column selection,
+#' transform, dimnames, variant and sample metadata) and mapped again,
+#' equal, by [fmalloc_get()], also in a later R process;
+#' [fmalloc_runtime_of()] gives the runtime holding its payload.
 #'
 #' @section Errors:
 #' * `colSums()`, `colMeans()`: `fm_error_earg` when `na.rm` is not `TRUE`

@@ -122,7 +122,8 @@ fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base:
 #'   columns (`iid` first, then `fid`, `father`, `mother`, `sex`,
 #'   `phenotype`).
 #' `.fam` and `.bim` are read as whitespace-separated text without a header
-#' (`.fam`: FID, IID, father, mother, sex, phenotype; `.bim`: chromosome,
+#' (`.fam`: FID, IID, father, mother, sex, phenotype, read by
+#' [fmalloc_read_samples()], so sex is coded 0/1/2; `.bim`: chromosome,
 #' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
 #' line counts. A `.fam` whose line count is off by less than the 4-sample
 #' padding of the last byte cannot be detected from the `.bed` size; its
@@ -130,11 +131,13 @@ fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base:
 #'
 #' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
 #' stores the path, and [readRDS()] maps and validates the file again on
-#' first use (`fm_error_eio` when it is gone).
+#' first use (`fm_error_eio` when it is gone). [fmalloc_save()] instead
+#' copies its genotype bytes into a runtime (given by `runtime`), with the
+#' metadata, so that the saved matrix no longer needs the file.
 #' @section Errors: `fm_error_earg` when `prefix_or_bed` is not one path or
 #'   `variants` is not `TRUE` or `FALSE`;
 #'   `fm_error_eio` for a missing file; `fm_error_eformat` for an unparsable
-#'   `.fam`/`.bim` (naming the file and the parser's complaint), wrong magic,
+#'   `.fam`/`.bim` (naming the file and the line or the parser's complaint), wrong magic,
 #'   a sample-major file, or a size that disagrees with N and M (the message
 #'   names the file, expected and actual size, N and M).
 #' @section Source: PLINK 1.9 file formats ("bed", "bim", "fam").
@@ -156,9 +159,7 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   if (!.is_flag(variants)) fm_abort("earg", "variants must be TRUE or FALSE")
   paths <- .bed_paths(prefix_or_bed)
   if (!file.exists(paths$bed)) fm_abort("eio", sprintf(".bed file '%s' does not exist", paths$bed))
-  fam <- .read_table_file(paths$fam, c("fid", "iid", "father", "mother", "sex", "phenotype"),
-                          c("character", "character", "character", "character", "integer", "character"),
-                          ".fam")[, c("iid", "fid", "father", "mother", "sex", "phenotype")]
+  fam <- fmalloc_read_samples(paths$fam, "fam")
   bim <- if (variants) {
     # .bim: chromosome, ID, cM, bp, A1 (the counted allele), A2
     b <- .read_table_file(paths$bim, c("chr", "id", "cm", "pos", "alt", "ref"),
@@ -218,6 +219,177 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   df
 }
 
+#' Read a sample file into the metadata schema
+#'
+#' Reads the samples of a PLINK `.fam` (or `.tfam`), a PLINK 2 `.psam` or
+#' an Oxford `.sample` file (BGEN, GEN, HAPS) as the data frame that
+#' [fmalloc_samples()] gives for a genotype matrix read from that file set
+#' ([fmalloc_bed_open()], `Rpgen::rpgen_read()`): one row per sample, in
+#' file order, `iid` first, then the file's other columns in file order.
+#'
+#' * `"fam"`: six whitespace-separated fields per line, no header: `fid`,
+#'   `iid`, `father`, `mother`, `sex`, `phenotype`.
+#' * `"psam"`: `##` lines are skipped; a header line starting with `#`
+#'   names the columns, which are kept under their names except `FID`,
+#'   `IID`, `SID`, `PAT`, `MAT` and `SEX` (any case), which become `fid`,
+#'   `iid`, `sid`, `father`, `mother` and `sex`; a file without a header
+#'   has the `"fam"` layout. A header must name `IID`.
+#' * `"sample"`: line 1 names the columns, line 2 gives their types; `ID_1`
+#'   becomes `fid`, `ID_2` `iid`, a column named `sex` (any case) of type
+#'   `D` becomes `sex`; columns of type `C` or `P` (continuous) and the
+#'   `missing` column are numbers, the others strings.
+#'
+#' `sex` is an integer code, as the genotype readers use it for the male-X
+#' rule: 1 (male) for `1`, `M` or `m`, 2 (female) for `2`, `F` or `f`, 0
+#' (unknown) for anything else (`0`, `-9`, `NA`). Every other column is a
+#' character vector, but the numeric ones of a `.sample`; a `.fam`'s
+#' `phenotype` stays as written (`"-9"`). Blank lines are skipped. The
+#' file is read in blocks of 65,536 lines.
+#'
+#' @param path the sample file (it may be compressed: gzip, bzip2, xz).
+#' @param layout `"fam"`, `"psam"`, `"sample"`, or `NULL` to tell it from
+#'   the extension (`.fam` and `.tfam`, `.psam`, `.sample`).
+#' @return A data frame, one row per sample.
+#' @section Errors: `fm_error_earg` when `path` is not one string or the
+#'   layout cannot be told from its extension; `fm_error_eio` when the file
+#'   does not exist; `fm_error_eformat` naming the file and the 1-based line
+#'   for a line whose field count differs from the layout's (or the
+#'   header's), a `.psam` header without `IID`, a `.sample` without its two
+#'   header lines, or a value of a numeric `.sample` column that is not a
+#'   number.
+#' @section Source: PLINK 1.9 `.fam` and PLINK 2 `.psam`
+#'   (<https://www.cog-genomics.org/plink/2.0/formats#psam>); the Oxford
+#'   sample format (QCTOOL's `sample_file_formats` page).
+#' @examples
+#' f <- tempfile(fileext = ".psam")
+#' writeLines(c("#FID\tIID\tSEX\tPopulation", "f1\ts1\t1\tGBR", "f2\ts2\tNA\tFIN"), f)
+#' fmalloc_read_samples(f)
+#' @export
+fmalloc_read_samples <- function(path, layout = NULL) {
+  if (!is.character(path) || length(path) != 1L || is.na(path))
+    fm_abort("earg", "path must be one file name, not ", fm_describe(path))
+  if (is.null(layout)) {
+    ext <- tolower(sub(".*\\.", "", sub("\\.(gz|bz2|xz)$", "", basename(path))))
+    layout <- switch(ext, fam = , tfam = "fam", psam = "psam", sample = "sample",
+                     fm_abort("earg", "the layout of '", path, "' cannot be told from its extension: ",
+                              "give layout = \"fam\", \"psam\" or \"sample\""))
+  }
+  layout <- fm_arg_choice(layout, c("fam", "psam", "sample"))
+  what <- switch(layout, psam = ".psam", sample = "sample",
+                 fam = if (grepl("\\.tfam(\\.(gz|bz2|xz))?$", path, ignore.case = TRUE)) ".tfam" else ".fam")
+  if (!file.exists(path)) fm_abort("eio", sprintf("%s file '%s' does not exist", what, path))
+  t <- .sample_fields(path, layout, what)
+  names <- t$names
+  key <- toupper(names)
+  if (layout == "sample") {
+    names[seq_len(2)] <- c("fid", "iid")
+    sex <- which(key == "SEX" & toupper(t$types) == "D")[1]
+    if (!is.na(sex)) names[sex] <- "sex"
+  } else {
+    renamed <- c(FID = "fid", IID = "iid", SID = "sid", PAT = "father", MAT = "mother", SEX = "sex")
+    hit <- key %in% names(renamed)
+    names[hit] <- renamed[key[hit]]
+    if (!"iid" %in% names)
+      fm_abort("eformat", sprintf("%s file '%s' line %d: the header names no IID column", what, path,
+                                  t$header_line))
+  }
+  cols <- lapply(seq_along(names), function(k) {
+    v <- t$fields[, k]
+    if (names[k] == "sex") return(.sex_codes(v))
+    if (layout == "sample" && (toupper(t$types[k]) %in% c("C", "P") || names[k] == "missing"))
+      return(.sample_numbers(v, path, names[k], t$lines))
+    v
+  })
+  names(cols) <- names
+  df <- as.data.frame(cols, stringsAsFactors = FALSE, optional = TRUE)
+  df[c("iid", setdiff(names, "iid"))]
+}
+
+# Sex codes of the genotype readers (fm_sex_code(), core/src/formats/fmt.c).
+.sex_codes <- function(v) {
+  out <- integer(length(v))
+  out[v %in% c("1", "M", "m")] <- 1L
+  out[v %in% c("2", "F", "f")] <- 2L
+  out
+}
+
+# A numeric .sample column: NA and "NA" are missing, anything else not a
+# number is refused, naming its line.
+.sample_numbers <- function(v, path, name, lines) {
+  x <- suppressWarnings(as.numeric(v))
+  bad <- which(is.na(x) & !(v %in% c("NA", "na", "NaN", "nan", "-")))
+  if (length(bad))
+    fm_abort("eformat", sprintf("sample file '%s' line %d: '%s' in column %s is not a number", path,
+                                lines[bad[1]], v[bad[1]], name))
+  x
+}
+
+# The fields of a sample file's lines, read in blocks of 65,536 lines:
+# list(names, types (a .sample's line 2), fields = a character matrix with
+# one row per sample line, lines = their 1-based line numbers, header_line).
+# A line whose field count differs from the layout's is an eformat error
+# naming the file and the line.
+.sample_fields <- function(path, layout, what) {
+  fam <- c("fid", "iid", "father", "mother", "sex", "phenotype")
+  con <- file(path, "r")
+  on.exit(close(con))
+  head <- list()
+  head_at <- integer()
+  n_head <- if (layout == "sample") 2L else NA_integer_ # psam: 0 or 1, seen at the first line
+  width <- if (layout == "fam") 6L else NA_integer_
+  blocks <- list()
+  at <- list()
+  done <- 0
+  repeat {
+    lines <- readLines(con, n = 65536L, warn = FALSE)
+    if (!length(lines)) break
+    no <- done + seq_along(lines)
+    done <- done + length(lines)
+    if (layout == "psam") {
+      keep <- !startsWith(lines, "##")
+      lines <- lines[keep]
+      no <- no[keep]
+    }
+    f <- strsplit(trimws(lines), "[[:space:]]+")
+    keep <- lengths(f) > 0L
+    f <- f[keep]
+    no <- no[keep]
+    if (is.na(n_head) && length(f)) n_head <- if (startsWith(f[[1]][1], "#")) 1L else 0L
+    take <- seq_len(min(length(f), n_head - length(head)))
+    head <- c(head, f[take])
+    head_at <- c(head_at, no[take])
+    if (length(take)) {
+      f <- f[-take]
+      no <- no[-take]
+    }
+    if (is.na(width) && length(head) == n_head) width <- if (n_head) length(head[[1]]) else 6L
+    nf <- lengths(f)
+    bad <- which(nf != width)
+    if (length(bad)) {
+      fm_abort("eformat", sprintf("%s file '%s' line %.0f has %d field%s; %s", what, path, no[bad[1]],
+                                  nf[bad[1]], if (nf[bad[1]] == 1L) "" else "s",
+                                  if (n_head %in% 0L || layout == "fam") "a .fam line has 6" else
+                                    sprintf("the header (line %.0f) names %d columns", head_at[1], width)))
+    }
+    if (length(f)) {
+      blocks[[length(blocks) + 1L]] <- matrix(unlist(f, use.names = FALSE), ncol = width, byrow = TRUE)
+      at[[length(at) + 1L]] <- no
+    }
+  }
+  if (layout == "sample") {
+    if (length(head) < 2L || length(head[[1]]) < 2L || length(head[[2]]) != length(head[[1]]))
+      fm_abort("eformat", sprintf(paste("sample file '%s' must start with two header lines of the same",
+                                        "length, at least ID_1 ID_2: the column names and their types"),
+                                  path))
+  }
+  if (is.na(width)) width <- if (length(head)) length(head[[1]]) else 6L
+  names <- if (length(head) && layout != "fam") head[[1]] else fam[seq_len(width)]
+  if (layout == "psam" && length(head)) names[1] <- sub("^#", "", names[1])
+  list(names = names, types = if (layout == "sample") head[[2]],
+       fields = if (length(blocks)) do.call(rbind, blocks) else matrix(character(), 0L, width),
+       lines = unlist(at), header_line = if (length(head_at)) head_at[1] else NA)
+}
+
 #' Variant and sample metadata of a genotype matrix
 #'
 #' The one metadata schema of the stack: every producer of a genotype
@@ -236,12 +408,19 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
 #' * `alt` (character): the counted allele, whose copies a hardcall or
 #'   dosage counts (0, 1, 2): ALT in VCF, BGEN and PGEN, A1 in a `.bim`
 #'   (plink2 writes ALT as A1);
-#' * then any columns a format adds (`cm`, centimorgans, from a `.bim`).
+#' * then any columns a format adds: `cm` (double, centimorgans) from a
+#'   `.bim`, a `.pvar` with a `CM` column (or in the `.bim` layout), a
+#'   `.map` or a `.tped` (`NA` where the field is not a number).
 #'
 #' Samples (`fmalloc_samples()`), one row per row of `x`: `iid`
-#' (character, the sample ID and the row names) first, then the columns the
-#' file has (`fid`, `father`, `mother`, `sex` as 0/1/2, `phenotype` from a
-#' `.fam`).
+#' (character, the sample ID and the row names) first, then the columns of
+#' the file set's sample file, as [fmalloc_read_samples()] reads it: from a
+#' `.fam` (or `.tfam`) `fid`, `father`, `mother`, `sex` (integer: 0
+#' unknown, 1 male, 2 female) and `phenotype`; from a `.psam` its columns
+#' (`fid`, `sid`, `father`, `mother`, `sex` as there, others such as
+#' `Population` under their own names); from an Oxford `.sample` (BGEN,
+#' GEN, HAPS) `fid` (`ID_1`), `missing`, `sex` and its other columns.
+#' Formats without a sample file (VCF, BCF) give `iid` only.
 #'
 #' Metadata given by hand to [fmalloc_codec_matrix()] may hold any of these
 #' columns (and others); a column named as in the schema must have the

@@ -98,7 +98,9 @@ fm_check_length <- function(n, what, max = 2^52) {
 #' @return `fmalloc_is_mapped()`: `TRUE` when `x` is one of the ALTREP classes
 #'   `fm_dbl_map`, `fm_int_map`, `fm_lgl_map`, `fm_raw_map` (also after its
 #'   runtime was closed). `fmalloc_runtime_of()`: the runtime of a mapped
-#'   vector, or `NULL`. `fmalloc_describe()`: a list with the stored `name`
+#'   vector, or of the payload of a codec matrix (or its transposed view)
+#'   stored in a runtime; `NULL` for anything else (a heap vector, a matrix
+#'   mapped from a `.bed` file by [fmalloc_bed_open()], an external codec's). `fmalloc_describe()`: a list with the stored `name`
 #'   (`NULL` for a temporary), `dtype`, `length`, block offset `off` (bytes),
 #'   `uid`, `mode`, `path`, `is_open` and `read_only`.
 #' @export
@@ -109,6 +111,8 @@ fmalloc_is_mapped <- function(x) {
 #' @rdname fmalloc_is_mapped
 #' @export
 fmalloc_runtime_of <- function(x) {
+  if (isS4(x) && methods::is(x, "fmalloc_transposed")) x <- x@x
+  if (isS4(x) && methods::is(x, "fmalloc_codec_matrix")) x <- x@storage
   .Call(C_fmr_altrep_runtime, x)
 }
 

@@ -37,6 +37,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,10 @@ void fmr_vec_note_named(fmr_runtime *r, const fm_dir_entry *e) {
       v->is_named = 1;
       memcpy(v->name, e->name, sizeof v->name);
       v->uid = e->uid;
+      /* A byte vector named as a codec's payload takes the directory's dtype
+       * (raw <-> bed2, dos8, hap1), so that its reference names what is
+       * stored. */
+      if (r_elt_size(v->dtype) == r_elt_size(e->dtype)) v->dtype = e->dtype;
     } else if (v->is_named && strcmp(v->name, e->name) == 0) {
       v->is_named = 0; /* the name now refers to another block */
     }
@@ -581,12 +586,26 @@ SEXP fmr_altrep_new(SEXP rt, SEXP type, SEXP length, SEXP dim, SEXP dimnames) {
   return ans;
 }
 
+/* The one-byte dtype named by s ("raw", "bed2", "dos8", "hap1"). */
+static fm_dtype byte_dtype(SEXP s) {
+  if (TYPEOF(s) != STRSXP || XLENGTH(s) != 1 || STRING_ELT(s, 0) == NA_STRING)
+    fmr_stop(FM_EARG, "a payload dtype must be a single string");
+  const char *t = CHAR(STRING_ELT(s, 0));
+  for (int k = 1; k <= FM_DTYPE_HAP1; k++)
+    if (!strcmp(fm_dtype_name((fm_dtype)k), t) && r_elt_size((fm_dtype)k) == 1) return (fm_dtype)k;
+  fmr_stop(FM_EARG, "\"%s\" is not a one-byte payload dtype (raw, bed2, dos8, hap1)", t);
+}
+
 /* Store x under name in runtime rt. A mapped unnamed x of rt (or one already
  * under this name) is named in place and returned; anything else is copied
  * into a new block, which is named and returned as a mapped vector (without
  * attributes: R sets them). An object already under the name is replaced; its
- * live views keep their values on an unnamed copy. Durable after a sync. */
-SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt) {
+ * live views keep their values on an unnamed copy. Durable after a sync.
+ * payload: NULL, or for the bytes of a codec matrix (x raw)
+ * list(dtype, dims): the directory records that one-byte dtype and those
+ * dims (a double vector of 1 to FM_DIR_MAX_DIMS extents; for a packed
+ * dtype the matrix's shape) instead of x's. */
+SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt, SEXP payload) {
   fmr_runtime *r = fmr_runtime_get(rt);
   fmr_runtime_require_modify(r, "save an object");
   const char *nm = utf8_name(name);
@@ -598,7 +617,22 @@ SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt) {
   fm_dir_entry e;
   memset(&e, 0, sizeof e);
   SEXP dim = Rf_getAttrib(x, R_DimSymbol);
-  if (dim != R_NilValue) {
+  fm_dtype payload_dtype = FM_DTYPE_NONE;
+  if (payload != R_NilValue) {
+    if (TYPEOF(x) != RAWSXP) fmr_stop(FM_EARG, "a codec payload must be a raw vector");
+    payload_dtype = byte_dtype(list_get(payload, "dtype"));
+    SEXP d = list_get(payload, "dims");
+    if (TYPEOF(d) != REALSXP || XLENGTH(d) < 1 || XLENGTH(d) > FM_DIR_MAX_DIMS)
+      fmr_stop(FM_EARG, "payload dims must be 1 to %d numbers", FM_DIR_MAX_DIMS);
+    e.n_dims = (int32_t)XLENGTH(d);
+    for (int k = 0; k < e.n_dims; k++) {
+      double v = REAL(d)[k];
+      if (!(v >= 0 && v <= 9007199254740992.0 && v == floor(v)))
+        fmr_stop(FM_EARG, "payload dims must be whole numbers >= 0, not %g", v);
+      e.dims[k] = (int64_t)v;
+    }
+    dtype = payload_dtype;
+  } else if (dim != R_NilValue) {
     if (XLENGTH(dim) > FM_DIR_MAX_DIMS)
       fmr_stop(FM_EARG, "cannot save an array of %lld dimensions (at most %d)",
                (long long)XLENGTH(dim), FM_DIR_MAX_DIMS);
@@ -612,7 +646,8 @@ SEXP fmr_altrep_save(SEXP x, SEXP name, SEXP rt) {
   fmr_vec *v = fmr_vec_of(x);
   SEXP ans = x;
   if (v && v->rt == r && (!v->is_named || strcmp(v->name, nm) == 0)) {
-    dtype = v->dtype; /* a byte view of a packed codec keeps its dtype */
+    /* a byte view of a packed codec keeps its dtype, unless one is given */
+    if (payload_dtype == FM_DTYPE_NONE) dtype = v->dtype;
     fmr_vec_ptr(v);   /* raises when closed or truncated */
   } else {
     if (v) fmr_vec_ptr(v); /* raises when the source is closed or truncated */
@@ -799,7 +834,7 @@ SEXP fmr_altrep_region(SEXP x, SEXP i, SEXP n) {
 /* This module's .Call entry points (r_calls.h; r_init.c registers them). */
 const R_CallMethodDef fmr_altrep_calls[] = {
     FMR_CALLDEF(fmr_altrep_new, 5),
-    FMR_CALLDEF(fmr_altrep_save, 3),
+    FMR_CALLDEF(fmr_altrep_save, 4),
     FMR_CALLDEF(fmr_altrep_get, 2),
     FMR_CALLDEF(fmr_altrep_set_attrs, 2),
     FMR_CALLDEF(fmr_altrep_is_mapped, 1),

@@ -53,43 +53,37 @@
 
 .rpg_reopen <- function(h) .Call(C_rpg_open, h$format, h$files, h$options)
 
-# Sample IDs: the file's, else its .sample companion's, else NULL for the
-# default IDs "sample1".."sampleN", which are made only for the rows a read
-# returns (.rpg_default_ids): the reader checks a BGEN header's N at open
-# only against the first block's size, which a compressed block bounds
-# loosely (32768 x for zstd), and 2^31 - 1 IDs would take 16 GB before the
-# block's decoding refuses N.
-.rpg_sample_ids <- function(h, n) {
+# The file set's samples in the metadata schema (?Rfmalloc::fmalloc_samples),
+# one row per sample of the file: the reader's IDs as `iid`, with the other
+# columns of the companion that lists the samples (.fam, .tfam, .psam, an
+# Oxford .sample; read once by Rfmalloc::fmalloc_read_samples()). A BGEN
+# without a sample block takes its IDs from its .sample. NULL when neither
+# the file nor a companion names the samples: the default IDs
+# "sample1".."sampleN" are then made only for the rows a read returns
+# (.rpg_default_ids), since the reader checks a BGEN header's N at open only
+# against the first block's size, which a compressed block bounds loosely
+# (32768 x for zstd), and 2^31 - 1 IDs would take 16 GB before the block's
+# decoding refuses N.
+.rpg_sample_table <- function(h, n) {
   ids <- .Call(C_rpg_samples, h$xp)
-  if (!is.null(ids)) return(ids)
-  if (!is.na(h$sample_file) && file.exists(h$sample_file)) {
-    return(.rpg_read_sample_file(h$sample_file, n, h$paths[1]))
+  companion <- switch(h$format, bed = c("fam", "fam"), tped = c("tfam", "fam"),
+                      dosage = c("fam", "fam"), pgen = c("psam", "psam"),
+                      bgen = , gen = , haps = c("sample", "sample"))
+  path <- if (!is.null(companion)) h$files[[companion[1]]]
+  if (is.null(path) || is.na(path) || !file.exists(path)) {
+    return(if (!is.null(ids)) data.frame(iid = ids, stringsAsFactors = FALSE))
   }
-  NULL
+  tab <- Rfmalloc::fmalloc_read_samples(path, companion[2])
+  if (nrow(tab) != n) {
+    fm_abort("emismatch", "sample file '", path, "' lists ", nrow(tab), " samples but ",
+             if (h$format == "bgen") paste0("the header of '", h$paths[1], "' says ", n, " (byte offset 12)")
+             else paste0("'", h$paths[1], "' has ", n))
+  }
+  if (!is.null(ids)) tab$iid <- ids
+  tab
 }
 
 .rpg_default_ids <- function(at) sprintf("sample%.0f", at)
-
-# The ID_2 column of an Oxford .sample file (two header lines), for a BGEN
-# file without a sample block whose header (byte offset 12) says n samples.
-.rpg_read_sample_file <- function(path, n, bgen) {
-  lines <- readLines(path, warn = FALSE)
-  if (length(lines) < 2L)
-    fm_abort("eformat", "sample file '", path, "' ends after line ", length(lines),
-              ": expected two header lines")
-  at <- which(nzchar(trimws(lines)))
-  at <- at[at > 2L]
-  fields <- strsplit(trimws(lines[at]), "[ \t]+")
-  short <- which(lengths(fields) < 2L)
-  if (length(short))
-    fm_abort("eformat", "sample file '", path, "' line ", at[short[1]],
-              ": expected ID_1 ID_2 ..., found ", lengths(fields)[short[1]], " field")
-  if (length(at) != n)
-    fm_abort("emismatch", "sample file '", path, "' lists ", length(at), " samples",
-              if (length(at)) paste0(" (lines 3 to ", max(at), ")"),
-              " but the header of '", bgen, "' says ", n, " (byte offset 12)")
-  vapply(fields, `[[`, "", 2L)
-}
 
 # One pass over a second reader of the same file (the handle's own reader
 # stays at the first record): the record count and, with want_ids, the ID of
@@ -313,8 +307,20 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' @return For `"hardcall"` and `"dosage"`, an `fmalloc_codec_matrix`,
 #'   samples x variants, with dimnames (sample IDs, variant IDs), variant
 #'   metadata (`Rfmalloc::fmalloc_variants()`: data frame `chr`, `pos`, `id`,
-#'   `ref`, `alt`; `ref`/`alt` are the uncounted/counted alleles) and sample
-#'   metadata (`iid`). Missing calls read as `NA`.
+#'   `ref`, `alt`; `ref`/`alt` are the uncounted/counted alleles; then `cm`,
+#'   centimorgans, where the file set stores them: `.bim`, `.pvar` with a
+#'   `CM` column, `.map`, `.tped`) and sample metadata
+#'   (`Rfmalloc::fmalloc_samples()`: `iid`, then the columns of the
+#'   companion that lists the samples, read by
+#'   `Rfmalloc::fmalloc_read_samples()` with the names and codes
+#'   `Rfmalloc::fmalloc_bed_open()` gives: from a `.fam` or `.tfam` `fid`,
+#'   `father`, `mother`, `sex` (0/1/2), `phenotype`; from a `.psam` its
+#'   columns, e.g. `fid`, `sex`, `Population`; from a `.sample` (BGEN, GEN,
+#'   HAPS) `fid`, `missing`, `sex` and the others; VCF/BCF, `.ped` and
+#'   EIGENSTRAT give `iid` only). Both follow `samples` and `variants`: one
+#'   row per row and per column of the result. `sex` there is the file's,
+#'   also when the `sex` argument replaces it for the male-X rule. Missing
+#'   calls read as `NA`.
 #'   For `"dense"`, a mapped double matrix (samples x variants; `NA`
 #'   missing) with attributes `variants` and `samples`.
 #'   For `"haplotype"`, an object of class
@@ -410,7 +416,8 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     n_in <- sc$n
     var_ids <- sc$ids
   }
-  ids <- .rpg_sample_ids(h, n_s)
+  samples_all <- .rpg_sample_table(h, n_s)
+  ids <- samples_all$iid
   .rpg_apply_sex(h, dots, n_s)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])
   vi <- .rpg_index(variants, n_in, "variants", var_ids, h$paths[1])
@@ -438,11 +445,16 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
                       c(h$paths, h$sample_file))
   cli::cli_progress_done(id = pb)
   rows <- if (is.null(vi)) seq_len(n_in) else vi
-  vars <- data.frame(chr = meta$chr[rows], pos = meta$pos[rows], id = meta$id[rows],
-                     ref = meta$ref[rows], alt = meta$alt[rows], stringsAsFactors = FALSE)
-  s_ids <- if (is.null(ids)) .rpg_default_ids(if (is.null(si)) seq_len(n_s) else si) else
-    if (is.null(si)) ids else ids[si]
-  smp <- data.frame(iid = s_ids, stringsAsFactors = FALSE)
+  vars <- as.data.frame(lapply(meta, `[`, rows), stringsAsFactors = FALSE) # chr pos id ref alt [cm]
+  smp <- if (is.null(samples_all)) {
+    data.frame(iid = .rpg_default_ids(if (is.null(si)) seq_len(n_s) else si), stringsAsFactors = FALSE)
+  } else if (is.null(si)) {
+    samples_all
+  } else {
+    samples_all[si, , drop = FALSE]
+  }
+  rownames(smp) <- NULL
+  s_ids <- smp$iid
   src <- normalizePath(path, mustWork = FALSE)
   switch(destination,
     hardcall = , dosage = Rfmalloc::fmalloc_codec_matrix(

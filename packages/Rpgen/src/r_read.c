@@ -340,6 +340,7 @@ SEXP rpg_scan(SEXP xp, SEXP s_want_ids, SEXP s_n_hint, SEXP progress) {
 
 typedef struct meta_ud {
   SEXP chr, pos, id, ref, alt; /* length n_in, protected by the caller */
+  SEXP cm;                     /* length n_in, or NULL when the format stores none */
   int64_t n_in;
   /* CHARSXPs made once and reused (each is held by a vector above): the
    * chromosome of the previous record, one-letter alleles (most SNVs) */
@@ -370,6 +371,7 @@ static void on_variant(void *ud, int64_t in_index, const fm_gt_record *rec) {
     SET_STRING_ELT(m->chr, i, m->last_chr);
   }
   REAL(m->pos)[i] = (double)rec->pos;
+  if (m->cm) REAL(m->cm)[i] = ISNAN(rec->cm) ? NA_REAL : rec->cm;
   SET_STRING_ELT(m->id, i, Rf_mkChar(rec->id ? rec->id : "."));
   SET_STRING_ELT(m->ref, i, allele_char(m, rec->ref ? rec->ref : "."));
   SET_STRING_ELT(m->alt, i, allele_char(m, rec->alt ? rec->alt : "."));
@@ -411,7 +413,8 @@ SEXP rpg_alloc(SEXP rt, SEXP s_dtype, SEXP s_len) {
 /* Stream the reader into storage (an Rfmalloc mapped vector).
  * sample_index / variant_index: NULL or double vectors of 0-based indices.
  * n_in: the number of input records (for metadata). Returns the metadata
- * list(chr, pos, id, ref, alt) indexed by input record (NA when not read). */
+ * list(chr, pos, id, ref, alt), and cm when the format stores centimorgans
+ * (fm_fmt_info.has_cm), indexed by input record (NA when not read). */
 SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s_n_out_variants,
                 SEXP sample_index, SEXP variant_index, SEXP s_n_in, SEXP s_block, SEXP progress) {
   fm_reader *r = get_reader(xp);
@@ -457,6 +460,11 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   m.id = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)m.n_in));
   m.ref = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)m.n_in));
   m.alt = PROTECT(Rf_allocVector(STRSXP, (R_xlen_t)m.n_in));
+  SEXP cm = PROTECT(r->info.has_cm ? Rf_allocVector(REALSXP, (R_xlen_t)m.n_in) : R_NilValue);
+  if (r->info.has_cm) {
+    m.cm = cm;
+    for (int64_t i = 0; i < m.n_in; i++) REAL(cm)[i] = NA_REAL;
+  }
   for (int64_t i = 0; i < m.n_in; i++) {
     SET_STRING_ELT(m.chr, i, NA_STRING);
     SET_STRING_ELT(m.id, i, NA_STRING);
@@ -468,14 +476,16 @@ SEXP rpg_stream(SEXP xp, SEXP s_kind, SEXP storage, SEXP s_n_out_samples, SEXP s
   int64_t block = (int64_t)Rf_asReal(s_block);
   fm_status st = fm_fmt_stream(r, &d, vi, block, on_variant, &m, &ctl, &err);
   Rfmalloc_ctl_finish(st, &err, NULL);
-  const char *nm[] = {"chr", "pos", "id", "ref", "alt", ""};
+  const char *nm[] = {"chr", "pos", "id", "ref", "alt", "cm", ""};
+  if (!m.cm) nm[5] = "";
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, nm));
   SET_VECTOR_ELT(out, 0, m.chr);
   SET_VECTOR_ELT(out, 1, m.pos);
   SET_VECTOR_ELT(out, 2, m.id);
   SET_VECTOR_ELT(out, 3, m.ref);
   SET_VECTOR_ELT(out, 4, m.alt);
-  UNPROTECT(6);
+  if (m.cm) SET_VECTOR_ELT(out, 5, m.cm);
+  UNPROTECT(7);
   return out;
 }
 

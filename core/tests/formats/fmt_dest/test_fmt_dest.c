@@ -240,7 +240,7 @@ static void test_haplotype(void) { run_kind(FM_DEST_HAPLOTYPE, 1, 0); }
 static void test_bed2_codes(void) {
   /* exact code mapping: 2 -> 00, missing -> 01, 1 -> 10, 0 -> 11 */
   int8_t hc[5] = {2, FM_GT_MISSING, 1, 0, 1};
-  fm_gt_record rec = {5, "1", 1, "x", "A", "C", hc, NULL, NULL, 0, NULL, NULL};
+  fm_gt_record rec = {5, "1", 1, "x", "A", "C", NAN, hc, NULL, NULL, 0, NULL, NULL};
   uint8_t out[2] = {0xff, 0xff};
   fm_dest d = {FM_DEST_HARDCALL, out, 5, 1, NULL, 0};
   fm_err err;
@@ -288,7 +288,7 @@ static void test_bed2_packed(void) {
         want[i / 4] |= (uint8_t)((g < 0 ? 1u : code[g]) << (2 * (i % 4)));
       }
       for (int form = 0; form < 2; form++) {
-        fm_gt_record rec = {n, "1", 1, "x", "A", "C", form ? NULL : hc, NULL, NULL, 0,
+        fm_gt_record rec = {n, "1", 1, "x", "A", "C", NAN, form ? NULL : hc, NULL, NULL, 0,
                             form ? pk : NULL, NULL};
         fm_dest d = {FM_DEST_HARDCALL, got, n, 1, sub ? si : NULL, 0};
         memset(got, 0xaa, sizeof got);

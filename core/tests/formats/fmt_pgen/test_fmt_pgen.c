@@ -7,6 +7,7 @@
  * bad inputs name the file and the offset or variant. Fixture cases print
  * "SKIP: ..." when the fixtures are absent. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,6 +224,7 @@ static void test_fixed_width(void) {
   CHECK_OK(fm_fmt_pgen_open(pg, pv, fam, &r, &err), &err); /* .fam layout psam */
   if (r) {
     CHECK(r->info.n_variants == nv && !r->info.is_phased);
+    CHECK(r->info.has_cm); /* the .bim layout's column 3 */
     fb = fopen(bed, "rb");
     fseek(fb, 3, SEEK_SET);
     uint8_t *col = malloc((size_t)cb);
@@ -232,7 +234,7 @@ static void test_fixed_width(void) {
       if (fread(col, 1, (size_t)cb, fb) != (size_t)cb) break;
       for (int64_t i = 0; i < n; i++)
         if (rec.hardcall[i] != bed_val[(col[i >> 2] >> (2 * (i & 3))) & 3]) bad++;
-      CHECK(!rec.is_phased);
+      CHECK(!rec.is_phased && rec.cm == 0);
       v++;
     }
     CHECK(v == nv);
@@ -251,8 +253,8 @@ static void test_tiny_records(void) {
   tmp_path(pg, sizeof pg, "tiny.pgen");
   tmp_path(pv, sizeof pv, "tiny.pvar");
   tmp_path(ps, sizeof ps, "tiny.psam");
-  write_text(pv, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\n1\t10\ta\tA\tC\n"
-                 "1\t20\tb\tG\tT\n1\t30\tc\tT\tA\n");
+  write_text(pv, "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tCM\n1\t10\ta\tA\tC\t0.25\n"
+                 "1\t20\tb\tG\tT\tNA\n1\t30\tc\tT\tA\t1.5\n");
   write_text(ps, "#IID\tSEX\ns1\t1\ns2\t1\ns3\t2\ns4\t2\ns5\t1\ns6\t1\ns7\t1\ns8\t1\n");
   /* genotypes: v1 = 0 1 2 3 | 0 0 1 2 (type 0, bytes 0xe4 0x90)
    *            v2 = all 0 but s3 = 2, s8 = 1 (type 4 difflist: len 2, start id 2,
@@ -275,6 +277,7 @@ static void test_tiny_records(void) {
   CHECK_OK(fm_fmt_pgen_open(pg, NULL, NULL, &r, &err), &err);
   if (!r) return;
   CHECK(strcmp(r->sample_ids[7], "s8") == 0);
+  CHECK(r->info.has_cm); /* the CM column */
   static const int8_t want[3][8] = {{0, 1, 2, -1, 0, 0, 1, 2},
                                     {0, 0, 2, 0, 0, 0, 0, 1},
                                     {1, 2, 0, 2, 2, 2, 2, 1}};
@@ -285,6 +288,7 @@ static void test_tiny_records(void) {
       if (rec.hardcall[i] != want[v][i]) fprintf(stderr, "v%d s%d got %d\n", v, i, rec.hardcall[i]);
       CHECK(rec.hardcall[i] == want[v][i]);
     }
+    CHECK(v == 1 ? isnan(rec.cm) : rec.cm == (v ? 1.5 : 0.25));
   }
   CHECK(strcmp(rec.id, "c") == 0 && rec.pos == 30 && strcmp(rec.alt, "A") == 0);
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
@@ -390,14 +394,17 @@ static void test_multiallelic_split(void) {
     return;
   }
   CHECK(r->info.n_variants == 25677 + 493 + 2 * 21 + 3 * 2);
+  CHECK(!r->info.has_cm); /* no CM column */
   char line[1024], id[512] = "", alt[256] = "";
   unsigned long long hh = 0, hp = 0;
   int have = 0;
   int64_t n_rec = 0, n_split = 0, bad = 0;
   fm_gt_record rec;
   fm_status st;
+  int64_t n_cm = 0;
   while ((st = fm_reader_next(r, &rec, &err)) == FM_OK) {
     n_rec++;
+    n_cm += !isnan(rec.cm);
     while (!have && fgets(line, sizeof line, ft))
       if (line[0] != '#' && sscanf(line, "%511s %255s %llx %llx", id, alt, &hh, &hp) == 4) have = 1;
     if (!have || strcmp(rec.id, id) != 0) continue;
@@ -412,6 +419,7 @@ static void test_multiallelic_split(void) {
   if (st != FM_FMT_END) fprintf(stderr, "%s\n", err.msg);
   CHECK(n_rec == r->info.n_variants);
   CHECK(n_split == 1057);
+  CHECK(n_cm == 0);
   CHECK(bad == 0);
   fclose(ft);
   fm_reader_close(r);

@@ -3,6 +3,7 @@
  * plink2's text/1kg_bi_chr22.traw; small hand-written files cover the error
  * paths. Fixture cases print "SKIP: ..." when the fixtures are absent. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,7 +381,7 @@ static char *tmp_path(const char *name) {
 
 static const char fam5[] = "f1 s1 0 0 1 -9\nf2 s2 0 0 2 -9\nf3 s3 0 0 1 -9\nf4 s4 0 0 2 -9\n"
                            "f5 s5 0 0 1 -9\n";
-static const char bim3[] = "1\trs1\t0\t100\tA\tG\n1\trs2\t0\t200\tC\tT\n2 rs3 0 300 G GA\n";
+static const char bim3[] = "1\trs1\t0\t100\tA\tG\n1\trs2\t1.25e1\t200\tC\tT\n2 rs3 x 300 G GA\n";
 
 static void test_bed_small(void) {
   /* 5 samples -> 2 bytes per variant. codes: 00=2, 01=NA, 10=1, 11=0 */
@@ -394,6 +395,7 @@ static void test_bed_small(void) {
   if (!r) return;
   CHECK(r->info.n_samples == 5 && r->info.n_variants == 3);
   CHECK(strcmp(r->sample_ids[4], "s5") == 0);
+  CHECK(r->info.has_cm);
   fm_gt_record rec;
   memset(&rec, 0, sizeof rec);
   static const int8_t want[3][5] = {{2, FM_GT_MISSING, 1, 0, 0},
@@ -402,6 +404,8 @@ static void test_bed_small(void) {
   for (int v = 0; v < 3; v++) {
     CHECK_OK(fm_reader_next(r, &rec, &err), &err);
     CHECK(memcmp(rec.hardcall, want[v], 5) == 0);
+    /* column 3, centimorgans: "0", "1.25e1", and "x" (not a number: NAN) */
+    CHECK(v == 2 ? isnan(rec.cm) : rec.cm == (v ? 12.5 : 0));
   }
   CHECK(strcmp(rec.id, "rs3") == 0 && strcmp(rec.alt, "G") == 0 && strcmp(rec.ref, "GA") == 0);
   CHECK(rec.pos == 300 && strcmp(rec.chrom, "2") == 0);
@@ -496,6 +500,7 @@ static void test_ped_small(void) {
         strcmp(rec.ref, "G") == 0);
   CHECK_OK(fm_reader_next(r, &rec, &err), &err);
   CHECK(memcmp(rec.hardcall, w3, 4) == 0 && strcmp(rec.alt, "TT") == 0);
+  CHECK(r->info.has_cm && rec.cm == 0.5); /* the .map's column 3 */
   CHECK(fm_reader_next(r, &rec, &err) == FM_FMT_END);
   fm_reader_close(r);
 
@@ -539,7 +544,7 @@ static void test_ped_small(void) {
 
 static void test_tped_small(void) {
   write_text("q.tfam", "f1 s1 0 0 1 -9\nf2 s2 0 0 2 -9\nf3 s3 0 0 1 -9\n");
-  write_text("q.tped", "1 rs1 0 100 A A A C C C\n"
+  write_text("q.tped", "1 rs1 2.5 100 A A A C C C\n"
                        "1 rs2 0 200 G G 0 G G G\n"
                        "1 rs3 0 300 T T T\n");
   fm_reader *r = NULL;
@@ -552,8 +557,9 @@ static void test_tped_small(void) {
   static const int8_t w1[3] = {0, 1, 2}, w2[3] = {0, FM_GT_MISSING, 0};
   CHECK_OK(fm_reader_next(r, &rec, &err), &err);
   CHECK(memcmp(rec.hardcall, w1, 3) == 0 && strcmp(rec.alt, "C") == 0);
+  CHECK(r->info.has_cm && rec.cm == 2.5);
   CHECK_OK(fm_reader_next(r, &rec, &err), &err);
-  CHECK(memcmp(rec.hardcall, w2, 3) == 0 && strcmp(rec.alt, ".") == 0);
+  CHECK(memcmp(rec.hardcall, w2, 3) == 0 && strcmp(rec.alt, ".") == 0 && rec.cm == 0);
   CHECK(fm_reader_next(r, &rec, &err) == FM_EFORMAT);
   CHECK(strstr(err.msg, "q.tped") && strstr(err.msg, "line 3") && strstr(err.msg, "7 fields"));
   fm_reader_close(r);

@@ -293,3 +293,59 @@ test_that("fmalloc_bed_open(variants = FALSE) counts the .bim lines instead of r
   unlink(paste0(p, ".bim"))
   expect_error(fmalloc_bed_open(p, variants = FALSE), class = "fm_error_eio")
 })
+
+test_that("fmalloc_read_samples reads .fam, .psam and .sample into the schema", {
+  d <- withr::local_tempdir()
+  f <- function(name, lines) {
+    p <- file.path(d, name)
+    writeLines(lines, p)
+    p
+  }
+  fam <- fmalloc_read_samples(f("a.fam", c("f1 s1 0 0 1 -9", "", "f2\ts2\tp\tm\tF\t2", "f3 s3 0 0 -9 1.5")))
+  expect_identical(fam, data.frame(iid = c("s1", "s2", "s3"), fid = c("f1", "f2", "f3"),
+                                   father = c("0", "p", "0"), mother = c("0", "m", "0"),
+                                   sex = c(1L, 2L, 0L), phenotype = c("-9", "2", "1.5"),
+                                   stringsAsFactors = FALSE))
+  # the same as a .tfam, and as a headerless .psam (the .fam layout), and gzipped
+  expect_identical(fmalloc_read_samples(f("a.tfam", readLines(file.path(d, "a.fam")))), fam)
+  expect_identical(fmalloc_read_samples(f("h.psam", readLines(file.path(d, "a.fam")))), fam)
+  gz <- gzfile(file.path(d, "z.fam.gz"), "w")
+  writeLines(readLines(file.path(d, "a.fam")), gz)
+  close(gz)
+  expect_identical(fmalloc_read_samples(file.path(d, "z.fam.gz")), fam)
+  psam <- fmalloc_read_samples(f("a.psam", c("##comment", "#FID\tIID\tPAT\tMAT\tSEX\tPopulation",
+                                             "f1\ts1\t0\t0\tNA\tGBR", "f2\ts2\ts1\t0\tm\tFIN")))
+  expect_identical(psam, data.frame(iid = c("s1", "s2"), fid = c("f1", "f2"), father = c("0", "s1"),
+                                    mother = c("0", "0"), sex = c(0L, 1L), Population = c("GBR", "FIN"),
+                                    stringsAsFactors = FALSE))
+  smp <- fmalloc_read_samples(f("a.sample", c("ID_1 ID_2 missing sex bmi group", "0 0 0 D C D",
+                                              "f1 s1 0.1 2 22.5 a", "f2 s2 0 1 NA b")))
+  expect_identical(smp, data.frame(iid = c("s1", "s2"), fid = c("f1", "f2"), missing = c(0.1, 0),
+                                   sex = c(2L, 1L), bmi = c(22.5, NA), group = c("a", "b"),
+                                   stringsAsFactors = FALSE))
+  # the file is read in blocks of 65,536 lines: more than one block
+  n <- 70000
+  big <- fmalloc_read_samples(f("big.fam", sprintf("f%d s%d 0 0 %d -9", 1:n, 1:n, 1:n %% 3)))
+  expect_identical(big$iid, sprintf("s%d", 1:n))
+  expect_identical(big$sex, (1:n) %% 3L)
+  # errors name the file and the line
+  expect_error(fmalloc_read_samples(f("b.fam", c("f1 s1 0 0 1 -9", "f2 s2 0 0 1"))),
+               class = "fm_error_eformat", regexp = "b\\.fam' line 2 has 5 fields; a \\.fam line has 6")
+  lines <- c(sprintf("f%d s%d 0 0 1 -9", 1:n, 1:n), "f s")
+  expect_error(fmalloc_read_samples(f("c.fam", lines)), class = "fm_error_eformat",
+               regexp = "c\\.fam' line 70001 has 2 fields")
+  expect_error(fmalloc_read_samples(f("b.psam", c("#FID\tSEX", "f1\t1"))), class = "fm_error_eformat",
+               regexp = "b\\.psam' line 1: the header names no IID column")
+  expect_error(fmalloc_read_samples(f("c.psam", c("#IID\tSEX", "s1\t1", "s2"))), class = "fm_error_eformat",
+               regexp = "c\\.psam' line 3 has 1 field; the header \\(line 1\\) names 2 columns")
+  expect_error(fmalloc_read_samples(f("b.sample", "ID_1 ID_2 missing")), class = "fm_error_eformat",
+               regexp = "two header lines")
+  expect_error(fmalloc_read_samples(f("c.sample", c("ID_1 ID_2 bmi", "0 0 C", "f s x"))),
+               class = "fm_error_eformat", regexp = "c\\.sample' line 3: 'x' in column bmi is not a number")
+  expect_error(fmalloc_read_samples(f("a.txt", "x")), class = "fm_error_earg", regexp = "layout")
+  expect_error(fmalloc_read_samples(file.path(d, "none.fam")), class = "fm_error_eio")
+  # fmalloc_bed_open reads its .fam so: sex coded 0/1/2
+  prefix <- write_plink(file.path(d, "g"), 3, 1, c(0x6c, 0x1b, 0x01, 0x00))
+  writeLines(readLines(file.path(d, "a.fam")), paste0(prefix, ".fam"))
+  expect_identical(fmalloc_samples(fmalloc_bed_open(prefix)), fam)
+})

@@ -267,10 +267,10 @@ test_that("BGEN: truncated blocks and header, wrong magic, a .sample that disagr
   d <- tiny_dir()
   drop_last_line(file.path(d, "t.sample"))
   expect_bad(rpgen_read(file.path(d, "t.bgen"), runtime = rt), "emismatch",
-             "sample file '.*t\\.sample' lists 4 samples \\(lines 3 to 6\\) but the header of '.*t\\.bgen' says 5 \\(byte offset 12\\)")
+             "sample file '.*t\\.sample' lists 4 samples but the header of '.*t\\.bgen' says 5 \\(byte offset 12\\)")
   writeLines(c("ID_1 ID_2 missing", "0 0 0", "s1 s1 0", "s2"), file.path(d, "t.sample"))
   expect_bad(rpgen_read(file.path(d, "t.bgen"), runtime = rt), "eformat",
-             "sample file '.*t\\.sample' line 4: expected ID_1 ID_2")
+             "sample file '.*t\\.sample' line 4 has 1 field; the header \\(line 1\\) names 3 columns")
   # real data (zlib blocks; a file over 1 MiB is decompressed ahead on a
   # worker thread) cut in the middle of a variant
   for (f in list(c("ceu_exon", "ceu_exon_bi.8bit.bgen"), c("1kg_phase3_subset", "1kg_bi.8bit.bgen"))) {

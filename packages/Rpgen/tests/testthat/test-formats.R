@@ -8,8 +8,9 @@ test_that("bed (restricted to chr22 via variants) matches the .traw", {
   expect_s4_class(X, "fmalloc_codec_matrix")
   expect_matches_traw(X, 1097)
   v <- Rfmalloc::fmalloc_variants(X)
-  expect_named(v, c("chr", "pos", "id", "ref", "alt"))
+  expect_named(v, c("chr", "pos", "id", "ref", "alt", "cm")) # a .bim stores centimorgans
   expect_equal(v$alt, bim$V5[chr22])
+  expect_identical(v$cm, as.numeric(bim$V3[chr22]))
   # a bare prefix finds the fileset too
   Y <- rpgen_read(sub("\\.bed$", "", kg("1kg_bi.bed")), runtime = rt, variants = chr22[1:3])
   expect_equal(Rfmalloc::as.matrix(Y), Rfmalloc::as.matrix(X)[, 1:3])
