@@ -39,7 +39,12 @@
 #'   decodes all; `t(X)` is a transposed view that decodes nothing
 #'   ([fmalloc_transposed-class]);
 #' * `print()` shows the shape, codec, the stored payload's size
-#'   ([fmalloc_storage_bytes()]) and the top-left corner.
+#'   ([fmalloc_storage_bytes()]; for a column selection its own share, and
+#'   how many of the stored columns it selects) and the top-left corner;
+#' * `anyNA()`, `mean()`, `sum()`, `min()`, `max()`, `range()`, `prod()`,
+#'   `any()`, `all()`: streamed whole-matrix summaries; elementwise
+#'   operations (`X + 1`, `X == 0`, `log(X)`, `is.na(X)`) are refused
+#'   rather than made dense ([fmalloc_codec_summaries]).
 #'
 #' Values are allele counts (0, 1, 2; `"bed2"`) or dosages in \[0, 2\]
 #' (`"dos8"`); missing calls decode to `NA` (not `NaN`) unless a transform set by
@@ -67,11 +72,12 @@
 #'   or `FALSE`, or `dims` is not 1;
 #' * products: `fm_error_emismatch` when the operands are not conformable;
 #'   `fm_error_earg` when the other operand is not numeric;
-#'   `fm_error_eunsupported` for a product of two codec matrices, and from a
+#'   `fm_error_eunsupported` for a product of two codec matrices (or
+#'   transposed views of them; `X %*% t(X)` is `tcrossprod(X)`), and from a
 #'   backend forced with option `fmalloc.backend` that declines the product
 #'   (the message names the backend, the product and the backend's reason);
 #' * `X[i, j]`, `X[i]`: `fm_error_earg` for `NA`, out-of-bounds, unknown
-#'   names or mixed-sign indices; `t(X)`: `fm_error_eunsupported`;
+#'   names or mixed-sign indices, and for a third index (`X[i, j, k]`);
 #' * every use: `fm_error_eclosed` when the runtime holding the storage was
 #'   closed; `fm_error_eformat` when a mapped `.bed` file shrank on disk
 #'   before the call or an ALP blob's structure is damaged (see
@@ -375,6 +381,7 @@ setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
 #' @param drop drop dimensions of extent one, as for base matrices.
 #' @export
 setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
+  .two_indices(...length())
   if (nargs() - (!missing(drop)) == 2) {
     if (missing(i)) return(x)
     return(.cells(x, i))
@@ -387,6 +394,13 @@ setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
   if (drop) drop(out) else out
 })
 
+# x[i, j, k]: a matrix has two dimensions (base R: "incorrect number of
+# dimensions"), so an index beyond j is refused rather than ignored.
+.two_indices <- function(n_extra) {
+  if (n_extra) fm_abort("earg", "incorrect number of dimensions: a codec matrix takes x[i, j] or x[i], not ",
+                        2 + n_extra, " indices", call = sys.call(-1L))
+}
+
 #' Select columns of a codec matrix without copying
 #'
 #' Returns a view of `x` restricted to columns `j` (in that order, duplicates
@@ -395,9 +409,20 @@ setMethod("[", "fmalloc_codec_matrix", function(x, i, j, ..., drop = TRUE) {
 #' @param j column indices (numeric, logical or names).
 #' @return An `fmalloc_codec_matrix` with `length(j)` columns; its transform
 #'   and variant metadata are subset alongside.
+#' @section Errors: `fm_error_earg` when `x` is not a codec matrix: for a
+#'   transposed view `t(X)` (whose columns are samples) select the variants
+#'   of `X` (`t(fmalloc_select(X, j))`); a dense matrix takes `x[, j]`.
+#'   The index errors of `X[i, j]`.
 #' @export
 fmalloc_select <- function(x, j) {
-  stopifnot(methods::is(x, "fmalloc_codec_matrix"))
+  if (methods::is(x, "fmalloc_transposed")) {
+    fm_abort("earg", "fmalloc_select() selects columns of a codec matrix, and x is a transposed view t(X) ",
+             "(its columns are the rows of X, which are not selectable); select columns of X and ",
+             "transpose: t(fmalloc_select(X, j))")
+  }
+  if (!methods::is(x, "fmalloc_codec_matrix")) {
+    fm_abort("earg", "x must be an fmalloc codec matrix, not ", fm_describe(x), "; a dense matrix takes x[, j]")
+  }
   jj <- if (missing(j)) seq_len(.n_cols(x)) else .index(j, .n_cols(x), dimnames(x)[[2]], "column")
   stored <- if (is.null(x@cols)) jj else x@cols[jj]
   y <- x
@@ -413,9 +438,14 @@ fmalloc_select <- function(x, j) {
 #' `.bed` file without its 3-byte header), `nrow` bytes per column for
 #' one-byte dosages, the compressed blob for `"alp"`, the external codec's
 #' own count for `"ext"`. A column selection ([fmalloc_select()]) reports
-#' the storage it shares. This is the figure `print()` shows. It answers
-#' "how many bits per genotype?": `8 * fmalloc_storage_bytes(X) / length(X)`
-#' is 2 for hardcalls of a sample count divisible by 4. (`unclass()` of a
+#' its own share: the bytes of the columns it selects (each time it selects
+#' one) for `"bed2"` and `"dos8"`, whose columns all have the same size;
+#' for `"alp"` and `"ext"`, whose columns are not stored apart, the whole
+#' payload prorated by the share of stored columns selected (the average
+#' per column). This is the figure `print()` and [summary()][summary-fmalloc_codec_matrix]
+#' show. It answers "how many bits per genotype?": `8 *
+#' fmalloc_storage_bytes(X) / length(X)` is 2 for hardcalls of a sample
+#' count divisible by 4, also for a column selection. (`unclass()` of a
 #' codec matrix gives its S4 object, not its payload: `length(unclass(X))`
 #' is 1.)
 #' @param x an `fmalloc_codec_matrix`.
@@ -430,16 +460,19 @@ fmalloc_select <- function(x, j) {
 #' g <- matrix(sample(0:2, 400 * 10, replace = TRUE), 400, 10)
 #' X <- fmalloc_bed(g, rt)
 #' 8 * fmalloc_storage_bytes(X) / length(g) # bits per genotype: 2
+#' fmalloc_storage_bytes(fmalloc_select(X, 1:5)) # half the columns: 500 bytes
 #' cleanup_fmalloc(rt)
 #' @export
 fmalloc_storage_bytes <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix")) {
     fm_abort("earg", "x must be an fmalloc codec matrix, not ", fm_describe(x))
   }
-  switch(.codec_name(x),
-         alp = x@spec[5], # the blob's size
-         ext = .Call(C_fmr_ext_info, .storage(x))$bytes,
-         x@spec[5] * x@spec[3])
+  stored <- x@spec[3]
+  whole <- switch(.codec_name(x),
+                  alp = x@spec[5], # the blob's size
+                  ext = .Call(C_fmr_ext_info, .storage(x))$bytes,
+                  return(x@spec[5] * .n_cols(x))) # bed2, dos8: the column stride
+  if (is.null(x@cols) || stored == 0) whole else whole * .n_cols(x) / stored
 }
 
 #' @rdname fmalloc_codec_matrix-class
@@ -463,16 +496,22 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   unit <- switch(codec, bed2 = "2-bit hardcalls", dos8 = "1-byte dosages", codec)
   bytes <- fmalloc_storage_bytes(x)
   if (codec == "alp") {
-    stored <- x@spec[2] * x@spec[3]
-    unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (stored > 0) 8 * bytes / stored else 0)
+    unit <- sprintf("ALP-compressed doubles at %.2f bits/value", if (length(x) > 0) 8 * bytes / length(x) else 0)
   }
   if (codec == "ext") {
     codec <- .Call(C_fmr_ext_info, .storage(x))$name
     unit <- paste("external codec from", x@source)
   }
-  sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s>", codec, format(d[1], big.mark = ","),
-          format(d[2], big.mark = ","), unit, fm_bytes(bytes),
+  sprintf("<fmalloc %s matrix: %s x %s, %s, %s%s%s>", codec, format(d[1], big.mark = ","),
+          format(d[2], big.mark = ","), unit, fm_bytes(bytes), .view_note(x),
           if (is.null(x@transform)) "" else ", standardized")
+}
+
+# " (a view of 1,000 of 25,161 stored columns)" for a column selection.
+.view_note <- function(x) {
+  if (is.null(x@cols)) return("")
+  sprintf(" (a view of %s of %s stored columns)", format(.n_cols(x), big.mark = ","),
+          format(x@spec[3], big.mark = ","))
 }
 
 # The top-left 6 x 6 corner of x (a codec matrix or a transposed view).
@@ -484,63 +523,87 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
   }
 }
 
-.as_operand <- function(b) {
-  if (methods::is(b, "fmalloc_codec_matrix")) {
-    fm_abort("eunsupported", "products of two codec matrices are not supported; decode one with as.matrix()")
+# The other operand of a product, as a double matrix (a vector is a column,
+# or with row = TRUE a row); call: the user's call, for errors.
+.as_operand <- function(b, call, row = FALSE) {
+  if (methods::is(b, "fmalloc_codec_matrix")) .two_codecs(call)
+  if (is.null(b) || (is.null(dim(b)) && !is.atomic(b))) {
+    fm_abort("earg", "the other operand must be a numeric matrix or vector, not ", fm_describe(b), call = call)
   }
-  if (is.null(dim(b))) b <- matrix(b, ncol = 1)
+  if (is.null(dim(b))) b <- if (row) matrix(b, nrow = 1) else matrix(b, ncol = 1)
   b <- as.matrix(b)
   if (!is.numeric(b) && !is.logical(b)) {
-    fm_abort("earg", sprintf("the other operand must be numeric, not %s", typeof(b)))
+    fm_abort("earg", sprintf("the other operand must be numeric, not %s", typeof(b)), call = call)
   }
   storage.mode(b) <- "double"
   b
 }
 
-# The C glue notes the backend that ran for fmalloc_last_backend().
-.product <- function(x, b, op) .Call(C_fmr_product, .view(x), as.integer(op), b, NULL)
+# The user's call, from inside an S4 method (also as a lazy argument of a
+# helper): the method's own call, or its caller's when the method body runs
+# as .local() (formals other than the generic's). Errors report it, not an
+# internal helper. Builtins (sum(), round()) dispatch with their arguments
+# evaluated: an object in the call is shown as x.
+.method_call <- function() {
+  call <- sys.call(sys.parent())
+  if (identical(call[[1]], quote(.local))) call <- sys.call(sys.parent(2L))
+  as.call(lapply(as.list(call), function(a) if (isS4(a)) quote(x) else a))
+}
+
+# A product of two codec matrices (or transposed views of them) is refused:
+# neither side is an operand the backends take.
+.two_codecs <- function(call) {
+  fm_abort("eunsupported", "products of two codec matrices are not supported; decode one with as.matrix() ",
+           "(X %*% t(X) and t(X) %*% X of one matrix are tcrossprod(X) and crossprod(X), streamed)",
+           call = call)
+}
+
+# The C glue notes the backend that ran for fmalloc_last_backend(). Its
+# errors (non-conformable operands, a declining forced backend) report the
+# user's call.
+.product <- function(x, b, op, call) {
+  tryCatch(.Call(C_fmr_product, .view(x), as.integer(op), b, NULL), error = function(e) {
+    if (inherits(e, "fm_error")) e$call <- call
+    stop(e)
+  })
+}
 
 .with_dimnames <- function(y, rn, cn) {
   if (!is.null(rn) || !is.null(cn)) dimnames(y) <- list(rn, cn)
   y
 }
 
-# X %*% b (n x k).
-.xb <- function(x, b) {
-  b <- .as_operand(b)
-  .with_dimnames(.product(x, b, 1L), dimnames(x)[[1]], colnames(b))
+# X %*% b (n x k), for the user's call.
+.xb <- function(x, b, call) {
+  b <- .as_operand(b, call)
+  .with_dimnames(.product(x, b, 1L, call), dimnames(x)[[1]], colnames(b))
 }
 
-# t(X) %*% b (p x k).
-.xtb <- function(x, b) {
-  b <- .as_operand(b)
-  .with_dimnames(.product(x, b, 2L), dimnames(x)[[2]], colnames(b))
+# t(X) %*% b (p x k), for the user's call.
+.xtb <- function(x, b, call) {
+  b <- .as_operand(b, call)
+  .with_dimnames(.product(x, b, 2L, call), dimnames(x)[[2]], colnames(b))
 }
 
 #' @rdname fmalloc_codec_matrix-class
 #' @param y the other operand: a numeric matrix or vector.
 #' @export
-setMethod("%*%", signature("fmalloc_codec_matrix", "ANY"), function(x, y) .xb(x, y))
-
-#' @rdname fmalloc_codec_matrix-class
-#' @export
-setMethod("%*%", signature("fmalloc_codec_matrix", "fmalloc_codec_matrix"), function(x, y) {
-  .as_operand(y)
-})
+setMethod("%*%", signature("fmalloc_codec_matrix", "ANY"), function(x, y) .xb(x, y, .method_call()))
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("%*%", signature("ANY", "fmalloc_codec_matrix"), function(x, y) {
-  if (is.null(dim(x))) x <- matrix(x, nrow = 1) # a vector on the left is a row, as in base R
-  x <- .as_operand(x)
-  t(.xtb(y, t(x)))
+  call <- .method_call()
+  x <- .as_operand(x, call, row = TRUE) # a vector on the left is a row, as in base R
+  r <- .xtb(y, base::t(x), call)
+  t(r)
 })
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("crossprod", signature("fmalloc_codec_matrix", "ANY"), function(x, y = NULL) {
   if (is.null(y)) return(.gram(x, "cross"))
-  .xtb(x, y)
+  .xtb(x, y, .method_call())
 })
 
 #' @rdname fmalloc_codec_matrix-class
@@ -552,15 +615,16 @@ setMethod("crossprod", signature("fmalloc_codec_matrix", "missing"), function(x,
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("crossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y = NULL) {
-  t(.xtb(y, x))
+  r <- .xtb(y, x, .method_call())
+  t(r)
 })
 
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("tcrossprod", signature("fmalloc_codec_matrix", "ANY"), function(x, y = NULL) {
   if (is.null(y)) return(.gram(x, "tcross"))
-  if (is.null(dim(y))) y <- matrix(y, nrow = 1)
-  .xb(x, t(y))
+  call <- .method_call()
+  .xb(x, base::t(.as_operand(y, call, row = TRUE)), call)
 })
 
 #' @rdname fmalloc_codec_matrix-class
@@ -572,31 +636,48 @@ setMethod("tcrossprod", signature("fmalloc_codec_matrix", "missing"), function(x
 #' @rdname fmalloc_codec_matrix-class
 #' @export
 setMethod("tcrossprod", signature("ANY", "fmalloc_codec_matrix"), function(x, y = NULL) {
-  if (is.null(dim(x))) x <- matrix(x, nrow = 1)
-  t(.xb(y, t(x)))
+  call <- .method_call()
+  r <- .xb(y, base::t(.as_operand(x, call, row = TRUE)), call)
+  t(r)
 })
 
 # colSums / colMeans of a codec matrix as it decodes (see the class docs):
 # one pass through the backend registry gives the sums and each column's
 # missing entries (FM_OP_COLSUMS with the count).
 .col_sums <- function(x, na.rm, dims, mean) {
-  drop_na <- .drops_na(x, na.rm, dims)
-  cs <- .Call(C_fmr_product, .view(x), 4L, NULL, if (drop_na) 0 else NULL)
-  s <- .na_sums(x, cs[, 1])
-  if (mean) s <- s / (.n_rows(x) - if (drop_na) cs[, 3] else 0)
+  cs <- .col_pass(x, .drops_na(x, na.rm, dims))
+  s <- if (mean) cs$sum / (.n_rows(x) - cs$dropped) else cs$sum
   names(s) <- dimnames(x)[[2]]
   s
 }
 
+# The one streamed pass behind column sums (FM_OP_COLSUMS with the missing
+# count): each column's sum (NA where a missing value is kept), and the
+# count of missing values the sum dropped (all 0 unless drop_na) and of
+# those it kept (all 0 when drop_na or when the transform imputes them).
+.col_pass <- function(x, drop_na) {
+  cs <- .Call(C_fmr_product, .view(x), 4L, NULL, if (drop_na) 0 else NULL)
+  missing <- if (.imputes(x)) 0 * cs[, 3] else cs[, 3]
+  list(sum = .na_sums(x, cs[, 1]), dropped = if (drop_na) missing else 0 * missing,
+       kept = if (drop_na) 0 * missing else missing)
+}
+
+# Whether the transform fills missing values (so none decodes as missing).
+.imputes <- function(x) !is.null(x@transform) && !is.null(x@transform$fill)
+
 # The checks of colSums/rowSums(x, na.rm, dims) and whether missing values
 # are dropped: na.rm, unless the transform imputes them (no missing values).
 .drops_na <- function(x, na.rm, dims) {
-  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE", call = sys.call(-1L))
+  .check_na_rm(na.rm, sys.call(-1L))
   if (!identical(as.numeric(dims), 1)) {
     fm_abort("earg", sprintf("dims must be 1 for a codec matrix, not %s", paste(deparse(dims), collapse = "")),
              call = sys.call(-1L))
   }
-  na.rm && (is.null(x@transform) || is.null(x@transform$fill))
+  na.rm && !.imputes(x)
+}
+
+.check_na_rm <- function(na.rm, call) {
+  if (!.is_flag(na.rm)) fm_abort("earg", "na.rm must be TRUE or FALSE, not ", fm_describe(na.rm), call = call)
 }
 
 # Genotype codecs hold finite values only: a NaN sum is a missing value.

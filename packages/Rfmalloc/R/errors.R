@@ -37,6 +37,7 @@ NULL
 # What a wrong argument is, for messages: "a character string", "NULL", ...
 fm_describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
+  if (is.matrix(x)) return(paste0("a ", if (is.numeric(x)) "numeric" else typeof(x), " matrix"))
   one <- length(x) == 1L
   switch(typeof(x),
          "NULL" = "NULL",

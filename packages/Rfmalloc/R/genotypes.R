@@ -425,12 +425,24 @@ fmalloc_read_samples <- function(path, layout = NULL) {
 #' Metadata given by hand to [fmalloc_codec_matrix()] may hold any of these
 #' columns (and others); a column named as in the schema must have the
 #' schema's type.
-#' @param x an `fmalloc_codec_matrix`.
-#' @return A data frame (one row per column or row of `x`, following column
-#'   and row selections), or `NULL` when the matrix carries none (made from
-#'   an R matrix, or opened with `variants = FALSE`).
-#' @section Errors: none beyond R's own for an `x` that is not a codec
-#'   matrix.
+#'
+#' Both read every object of the stack that carries metadata: a codec
+#' matrix (samples x variants); its transposed view `t(X)` (variants x
+#' samples), which gives the metadata of `X`: `fmalloc_variants(t(X))`
+#' describes the rows of `t(X)` and `fmalloc_samples(t(X))` its columns; a
+#' dense matrix with attributes `variants` and `samples` (as
+#' `Rpgen::rpgen_read(destination = "dense")` returns it; base R's
+#' subsetting drops them); a haplotype object (`h$variants`, one row per
+#' locus, and `h$samples`, one row per sample, that is per two haplotype
+#' columns, from `Rpgen::rpgen_read(destination = "haplotype")`).
+#' @param x an `fmalloc_codec_matrix`, a transposed view of one, a matrix,
+#'   or an `fmalloc_haplotypes` object.
+#' @return A data frame (one row per variant or sample, following column
+#'   and row selections), or `NULL` when the object carries none (a codec
+#'   matrix made from an R matrix or opened with `variants = FALSE`, a
+#'   matrix without the attribute).
+#' @section Errors: `fm_error_earg` for any other `x` (a vector, `NULL`, a
+#'   data frame).
 #' @section Source: PLINK 1.9 `.bim`/`.fam` and PLINK 2 `.pvar`/`.psam`
 #'   file formats; VCF 4.3 (REF, ALT); BGEN v1.2.
 #' @examples
@@ -443,6 +455,7 @@ fmalloc_read_samples <- function(path, layout = NULL) {
 #' fmalloc_samples(G)
 #' @export
 fmalloc_variants <- function(x) {
+  if (!methods::is(x, "fmalloc_codec_matrix")) return(.metadata(x, "variants", sys.call()))
   v <- x@variants
   if (!is.null(v) && !is.null(x@cols)) v <- v[x@cols, , drop = FALSE]
   v
@@ -450,7 +463,19 @@ fmalloc_variants <- function(x) {
 
 #' @rdname fmalloc_variants
 #' @export
-fmalloc_samples <- function(x) x@samples
+fmalloc_samples <- function(x) {
+  if (!methods::is(x, "fmalloc_codec_matrix")) return(.metadata(x, "samples", sys.call()))
+  x@samples
+}
+
+# The variants or samples (what) of an object other than a codec matrix.
+.metadata <- function(x, what, call) {
+  if (methods::is(x, "fmalloc_transposed")) return(match.fun(paste0("fmalloc_", what))(x@x))
+  if (inherits(x, "fmalloc_haplotypes")) return(x[[what]])
+  if (is.matrix(x)) return(attr(x, what, exact = TRUE))
+  fm_abort("earg", "x must be a genotype matrix (a codec matrix, a transposed view t(X), a matrix with a '",
+           what, "' attribute) or a haplotype object, not ", fm_describe(x), call = call)
+}
 
 #' Store dosages at one byte per value
 #'

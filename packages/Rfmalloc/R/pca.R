@@ -146,9 +146,7 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) {
     fm_abort("earg", "fmalloc_pca: x is already standardized; pass the matrix itself with center and scale")
   }
-  if (!methods::is(x, "fmalloc_codec_matrix") && !(is.matrix(x) && (is.numeric(x) || is.logical(x)))) {
-    fm_abort("earg", sprintf("fmalloc_pca: x must be a numeric matrix or an fmalloc codec matrix, not %s", class(x)[1]))
-  }
+  .check_matrix_arg(x, sys.call())
   # bounds: what the C glue converts exactly (int, and doubles' 2^53 for the seed)
   imax <- .Machine$integer.max
   whole <- function(v, lo, hi) is.numeric(v) && length(v) == 1 && is.finite(v) && v == round(v) && v >= lo && v <= hi

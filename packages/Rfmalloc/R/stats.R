@@ -1,9 +1,12 @@
 # Streamed column statistics, allele frequencies and standardization.
 
+# Column means, variances (NA with fewer than two observed values, as var())
+# and observed counts of a numeric matrix or codec matrix.
 .colvar <- function(x) {
   res <- .Call(C_fmr_colvar, .view_of(x))
   names(res) <- c("mean", "var", "n_obs")
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) res <- .transformed(res, x@transform, nrow(x))
+  res$var[res$n_obs < 2] <- NA_real_
   nm <- colnames(x)
   if (!is.null(nm)) res <- lapply(res, function(v) stats::setNames(v, nm))
   res
@@ -39,7 +42,8 @@
 #' Missing values (`NA`, `NaN`, missing genotype calls) are excluded when
 #' `na.rm = TRUE` (the default): a column holding `NA, 1, 2` has mean 1.5
 #' and variance 0.5. With `na.rm = FALSE` a column with any missing value
-#' gives `NA`. Variances use the denominator `n_obs - 1`, as [var()], and
+#' gives `NA`. Variances use the denominator `n_obs - 1`, as [var()] (so a
+#' column with fewer than two observed values has variance `NA`), and
 #' are computed by the two-pass algorithm (dense storage and external
 #' codecs) or exactly from genotype counts (`"bed2"`, `"dos8"`), so they do
 #' not depend on block size. A column holding `Inf` has mean `Inf` (as
@@ -47,11 +51,14 @@
 #' On a view from [fmalloc_standardize()] they are the statistics of the
 #' standardized values (missing values imputed by the view count as observed).
 #'
-#' @param x a numeric matrix, an fmalloc matrix, or an `fmalloc_codec_matrix`.
-#' @param na.rm drop missing values (default `TRUE`).
+#' @param x a numeric (or logical) matrix, an fmalloc matrix, or an
+#'   `fmalloc_codec_matrix`; as for [fmalloc_pca()], a data frame or a
+#'   vector is refused (convert it with `as.matrix()`), and so is a
+#'   transposed view `t(X)` (its column means are `rowMeans(X)`, streamed).
+#' @param na.rm drop missing values: `TRUE` (the default) or `FALSE`.
 #' @return A double vector of length `ncol(x)`, named by `colnames(x)`.
 #' @section Errors: `fm_error_earg` for an object that is not a matrix of a
-#'   supported kind; `fm_error_eclosed` when its runtime was closed or its
+#'   supported kind, or `na.rm` not `TRUE` or `FALSE`; `fm_error_eclosed` when its runtime was closed or its
 #'   external codec released (the package that made it was unloaded);
 #'   `fm_error_eformat` when a mapped file shrank; an external codec's own
 #'   decode errors.
@@ -64,6 +71,8 @@
 #' fmalloc_colVars(x, na.rm = FALSE)  # NA 1
 #' @export
 fmalloc_colMeans <- function(x, na.rm = TRUE) {
+  .check_matrix_arg(x, sys.call())
+  .check_na_rm(na.rm, sys.call())
   s <- .colvar(x)
   out <- s$mean
   if (!na.rm) out[s$n_obs < nrow(x)] <- NA_real_
@@ -73,10 +82,22 @@ fmalloc_colMeans <- function(x, na.rm = TRUE) {
 #' @rdname fmalloc_colMeans
 #' @export
 fmalloc_colVars <- function(x, na.rm = TRUE) {
+  .check_matrix_arg(x, sys.call())
+  .check_na_rm(na.rm, sys.call())
   s <- .colvar(x)
   out <- s$var
   if (!na.rm) out[s$n_obs < nrow(x)] <- NA_real_
   out
+}
+
+# The matrices the column statistics and PCA take: numeric or logical R
+# matrices (plain or fmalloc) and codec matrices.
+.check_matrix_arg <- function(x, call) {
+  if (methods::is(x, "fmalloc_codec_matrix") || (is.matrix(x) && (is.numeric(x) || is.logical(x)))) return()
+  hint <- if (methods::is(x, "fmalloc_transposed")) {
+    "; for a transposed view t(X) use colMeans(t(X)) (streamed) or decode with as.matrix()"
+  } else if (is.data.frame(x) || is.atomic(x)) "; convert it with as.matrix()" else ""
+  fm_abort("earg", "x must be a numeric matrix or an fmalloc codec matrix, not ", fm_describe(x), hint, call = call)
 }
 
 #' Allele frequencies of a hardcall matrix

@@ -26,9 +26,10 @@
 #' @param digits significant digits printed.
 #' @return `summary()`: a list of class `summary_fmalloc_codec_matrix`:
 #'   `dim` (N, M), `codec` (its name), `storage_bytes` (as
-#'   [fmalloc_storage_bytes()]), `dense_bytes` (8 N M, the size as a double
+#'   [fmalloc_storage_bytes()]: a column selection's own share), `dense_bytes` (8 N M, the size as a double
 #'   matrix), `n_missing` (missing entries as the matrix reads them),
-#'   `missing_rate` (`n_missing` / (N M)), `n_empty` (columns without an
+#'   `missing_rate` (`n_missing` / (N M); `NaN` for an empty matrix, whose
+#'   print shows no percentage), `n_empty` (columns without an
 #'   observed value), `columns` (a matrix, one row per column statistic:
 #'   `mean`, `sd` (denominator n - 1), `missing_rate`, and for hardcalls
 #'   `alt_freq` and `maf`; the columns `Min.`, `1st Qu.`, `Median`, `Mean`,
@@ -98,8 +99,8 @@ print.summary_fmalloc_codec_matrix <- function(x, digits = 4L, ...) {
   cat(sprintf("<fmalloc %s matrix: %s x %s, %s stored (%s as doubles)>\n", x$codec,
               format(x$dim[1], big.mark = ","), format(x$dim[2], big.mark = ","),
               fm_bytes(x$storage_bytes), fm_bytes(x$dense_bytes)))
-  cat(sprintf("missing: %s entries (%.2f%%)%s\n", format(x$n_missing, big.mark = ","),
-              100 * x$missing_rate, if (x$n_empty)
+  cat(sprintf("missing: %s entries%s%s\n", format(x$n_missing, big.mark = ","),
+              if (is.nan(x$missing_rate)) "" else sprintf(" (%.2f%%)", 100 * x$missing_rate), if (x$n_empty)
                 sprintf("; %s column(s) without an observed value", format(x$n_empty, big.mark = ",")) else ""))
   if (!is.null(x$genotype_counts)) {
     counts <- format(x$genotype_counts, big.mark = ",", trim = TRUE)

@@ -144,3 +144,22 @@ test_that("column statistics of an external-codec matrix stream through panel de
   expect_identical(fmalloc_colVars(X, na.rm = FALSE), fmalloc_colVars(m, na.rm = FALSE))
   expect_identical(fmalloc_colVars(fmalloc_select(X, c(23, 1, 1))), v[c(23, 1, 1)])
 })
+
+test_that("fmalloc_colVars follows var(): NA with one observed value; na.rm and x are checked as fmalloc_pca checks", {
+  m <- matrix(c(NA, 1, 1, 2, NA, NA), 2)
+  expect_identical(fmalloc_colVars(m), c(var(m[, 1], na.rm = TRUE), var(m[, 2], na.rm = TRUE), NA))
+  expect_identical(fmalloc_colVars(m)[1], NA_real_)
+  G <- fmalloc_bed(matrix(c(NA, 1, 0, 2), 2))
+  expect_identical(fmalloc_colVars(G), c(NA, 2))
+  C <- fmalloc_bed_open(sub("\\.bed$", "", fixture_path("genotypes", "ceu_exon", "ceu_exon_bi.bed")))
+  e <- expect_error(fmalloc_colVars(C, na.rm = NA), "na.rm must be TRUE or FALSE", class = "fm_error_earg")
+  expect_identical(conditionCall(e), quote(fmalloc_colVars(C, na.rm = NA)))
+  expect_error(fmalloc_colMeans(C, na.rm = c(TRUE, FALSE)), "na.rm must be TRUE or FALSE", class = "fm_error_earg")
+  df <- data.frame(a = c(1, 2, 4))
+  expect_error(fmalloc_colVars(df), "not an object of class 'data.frame'; convert it with as.matrix",
+               class = "fm_error_earg")
+  expect_error(fmalloc_pca(df, k = 1), "not an object of class 'data.frame'; convert it with as.matrix",
+               class = "fm_error_earg")
+  expect_error(fmalloc_colVars(t(G)), "colMeans\\(t\\(X\\)\\)", class = "fm_error_earg")
+  expect_equal(fmalloc_colVars(as.matrix(df)), c(a = var(df$a)))
+})

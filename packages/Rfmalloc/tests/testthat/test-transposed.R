@@ -49,3 +49,30 @@ test_that("t(X), rowSums and rowMeans of codec matrices equal base R on the deco
   expect_error(t(X)[3], class = "fm_error_eunsupported")
   expect_error(rowSums(X, dims = 2), class = "fm_error_earg")
 })
+
+test_that("fmalloc_variants and fmalloc_samples read every object that carries metadata", {
+  G <- fmalloc_bed_open(sub("\\.bed$", "", fixture_path("genotypes", "ceu_exon", "ceu_exon_bi.bed")))
+  expect_identical(fmalloc_variants(t(G)), fmalloc_variants(G)) # the rows of t(G)
+  expect_identical(fmalloc_samples(t(G)), fmalloc_samples(G))
+  expect_identical(nrow(fmalloc_variants(t(G))), nrow(t(G)))
+  D <- G[, 1:3]
+  attr(D, "variants") <- fmalloc_variants(G)[1:3, ]
+  expect_identical(fmalloc_variants(D), fmalloc_variants(G)[1:3, ])
+  expect_null(fmalloc_samples(D))
+  H <- structure(list(variants = data.frame(id = "rs1"), samples = data.frame(iid = "s1")),
+                 class = "fmalloc_haplotypes")
+  expect_identical(fmalloc_variants(H), data.frame(id = "rs1"))
+  expect_identical(fmalloc_samples(H), data.frame(iid = "s1"))
+  for (bad in list(1:3, NULL, data.frame(a = 1))) {
+    expect_error(fmalloc_variants(bad), "x must be a genotype matrix", class = "fm_error_earg")
+    expect_error(fmalloc_samples(bad), "x must be a genotype matrix", class = "fm_error_earg")
+  }
+})
+
+test_that("what takes a samples x variants matrix refuses t(X) with a classed error", {
+  X <- fmalloc_bed(matrix(c(0, 1, 2, 1, 2, 0), 3))
+  expect_error(fmalloc_allele_freq(t(X)), class = "fm_error_earg")
+  expect_error(summary(t(X)), class = "fm_error_eunsupported")
+  expect_error(fmalloc_pca(t(X), k = 1), class = "fm_error_earg")
+  expect_error(t(X)[cbind(1, 1)], class = "fm_error_eunsupported")
+})
