@@ -560,10 +560,10 @@ setMethod("show", "fmalloc_codec_matrix", function(object) {
 
 # The C glue notes the backend that ran for fmalloc_last_backend(). Its
 # errors (non-conformable operands, a declining forced backend) report the
-# user's call.
-.product <- function(x, b, op, call) {
+# user's call when one is given.
+.product <- function(x, b, op, call = NULL) {
   tryCatch(.Call(C_fmr_product, .view(x), as.integer(op), b, NULL), error = function(e) {
-    if (inherits(e, "fm_error")) e$call <- call
+    if (inherits(e, "fm_error") && !is.null(call)) e$call <- call
     stop(e)
   })
 }
