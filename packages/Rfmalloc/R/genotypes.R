@@ -495,8 +495,18 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @return An object of class `fmalloc_haplotypes`; `dim()` gives
 #'   (loci, haplotypes) and `h[i, ]` returns the alleles of loci `i` as an
-#'   integer matrix.
+#'   integer matrix (`NA` where an object with a missing plane, from
+#'   `Rpgen::rpgen_read()`, marks the slot missing). `as.matrix(h)` decodes
+#'   all of it (loci x haplotypes, as `h[, ]`); `rowSums()`, `colSums()`,
+#'   `rowMeans()` and `colMeans()` decode bounded blocks of loci (at most
+#'   [fmalloc_panel_budget()] bytes of integers each), with `na.rm` as in
+#'   base R; `summary(h)` gives the shape, the missing slots and the spread
+#'   of the ALT allele frequency over loci.
 #' @section Errors: `fm_error_earg` naming the first value other than 0 or 1.
+#'   `t(h)` raises `fm_error_eunsupported` (the bits are stored locus-major;
+#'   use `t(as.matrix(h))`), as does `dims` other than 1 in the sums. `h %*%
+#'   y` is not a method of this class (before R 4.4 no S3 method can serve
+#'   `%*%`); it fails with base R's error: use `as.matrix(h) %*% y`.
 #' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
@@ -522,7 +532,7 @@ fmalloc_haplotypes <- function(h, runtime = fmalloc_default_runtime()) {
 }
 
 #' @export
-dim.fmalloc_haplotypes <- function(x) c(x$n_loci, x$n_haps)
+dim.fmalloc_haplotypes <- function(x) as.integer(c(x$n_loci, x$n_haps))
 
 #' @export
 dimnames.fmalloc_haplotypes <- function(x) x$dimnames
@@ -539,6 +549,7 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
     out[pos + seq_along(r), ] <- t(rows)
     pos <- pos + length(r)
   }
+  if (!is.null(x$missing)) out[x$missing[loci, , drop = FALSE] == 1L] <- NA
   if (!is.null(x$dimnames)) dimnames(out) <- list(x$dimnames[[1]][loci], x$dimnames[[2]])
   if (!missing(j)) out <- out[, j, drop = FALSE]
   if (drop) drop(out) else out
@@ -548,5 +559,98 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
 print.fmalloc_haplotypes <- function(x, ...) {
   cat(sprintf("<fmalloc haplotypes: %s loci x %s haplotypes, 1 bit each, %s bytes per locus row>\n",
               format(x$n_loci, big.mark = ","), format(x$n_haps, big.mark = ","), x$row_bytes))
+  invisible(x)
+}
+
+# An S4-visible class, so that the methods below (and those for classes
+# extending it, such as Rpgen's "rpgen_haplotypes") dispatch.
+#' @exportClass fmalloc_haplotypes
+setOldClass("fmalloc_haplotypes")
+
+#' @rdname fmalloc_haplotypes
+#' @param x,na.rm,dims as in [base::colSums()]; `x` an `fmalloc_haplotypes`.
+#' @param ... ignored.
+#' @export
+setMethod("as.matrix", "fmalloc_haplotypes", function(x, ...) x[, , drop = FALSE])
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("t", "fmalloc_haplotypes", function(x) {
+  fm_abort("eunsupported", "t() of haplotypes (stored locus-major, one bit each) is not supported; ",
+           "use t(as.matrix(x)) for the haplotypes x loci matrix")
+})
+
+# Blocks of consecutive loci decoding to at most the panel budget of integers.
+.hap_blocks <- function(x) {
+  per <- max(1, floor(fmalloc_panel_budget() / (4 * max(1, x$n_haps))))
+  if (x$n_loci == 0) return(list())
+  lapply(seq(1, x$n_loci, by = per), function(s) seq(s, min(x$n_loci, s + per - 1)))
+}
+
+# Row (locus) or column (haplotype) sums or means, a block of loci at a time.
+.hap_sums <- function(x, na.rm, dims, by_row, mean) {
+  if (!identical(as.numeric(dims), 1)) {
+    fm_abort("eunsupported", "dims must be 1 for haplotypes (a matrix), not ", deparse(dims),
+             call = sys.call(-1L))
+  }
+  if (by_row) {
+    out <- unlist(lapply(.hap_blocks(x), function(l) {
+      b <- x[l, , drop = FALSE]
+      if (mean) rowMeans(b, na.rm = na.rm) else rowSums(b, na.rm = na.rm)
+    }), use.names = FALSE)
+    return(stats::setNames(as.numeric(out), x$dimnames[[1]]))
+  }
+  sums <- numeric(x$n_haps)
+  n <- numeric(x$n_haps)
+  for (l in .hap_blocks(x)) {
+    b <- x[l, , drop = FALSE]
+    sums <- sums + colSums(b, na.rm = na.rm)
+    n <- n + colSums(!is.na(b))
+  }
+  if (mean) sums <- sums / (if (na.rm) n else x$n_loci)
+  stats::setNames(sums, x$dimnames[[2]])
+}
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("rowSums", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = TRUE, mean = FALSE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("rowMeans", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = TRUE, mean = TRUE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("colSums", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = FALSE, mean = FALSE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("colMeans", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = FALSE, mean = TRUE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @param object an `fmalloc_haplotypes`.
+#' @export
+setMethod("summary", "fmalloc_haplotypes", function(object, ...) {
+  freq <- rowMeans(object, na.rm = TRUE)
+  n_missing <- if (is.null(object$missing)) 0 else sum(rowSums(object$missing))
+  structure(list(dim = dim(object), n_missing = n_missing,
+                 alt_freq = summary(freq[!is.na(freq)])),
+            class = "summary_fmalloc_haplotypes")
+})
+
+#' @export
+print.summary_fmalloc_haplotypes <- function(x, ...) {
+  cat(sprintf("fmalloc haplotypes: %s loci x %s haplotypes, %s missing slots\nALT allele frequency over loci:\n",
+              format(x$dim[1], big.mark = ","), format(x$dim[2], big.mark = ","),
+              format(x$n_missing, big.mark = ",")))
+  print(x$alt_freq)
   invisible(x)
 }

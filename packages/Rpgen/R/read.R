@@ -326,9 +326,13 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   For `"haplotype"`, an object of class
 #'   `c("rpgen_haplotypes", "fmalloc_haplotypes")`: loci x haplotypes
 #'   (sample `i` has haplotypes `2i - 1` and `2i`, in stored slot order),
-#'   `h[i, ]` gives alleles 0/1; `h$missing` is a second
+#'   `h[i, ]` and `as.matrix(h)` give alleles 0/1, `NA` where the slot is
+#'   missing; `h$missing` is a second
 #'   `fmalloc_haplotypes` of the same shape whose bit is 1 where the slot is
-#'   missing (its allele bit is then 0); `h$variants`, `h$samples`.
+#'   missing (its allele bit is then 0); `h$variants`, `h$samples`. The
+#'   verbs of `Rfmalloc::fmalloc_haplotypes()` apply (`rowSums()` counts
+#'   ALT alleles per locus, `summary()`); `h %*% y` needs
+#'   `as.matrix(h) %*% y`, or a read with `destination = "hardcall"`.
 #' @section Source: the format specifications the readers implement:
 #'   * PLINK 2 `.pgen`: plink-ng's `pgen_spec`
 #'     (<https://github.com/chrchang/plink-ng/tree/master/pgen_spec>);

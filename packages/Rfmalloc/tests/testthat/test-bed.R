@@ -122,6 +122,36 @@ test_that("haplotypes keep alleles in locus-major 64-byte rows", {
   expect_error(fmalloc_haplotypes(matrix(c(0L, 2L), 1), rt), class = "fm_error_earg")
 })
 
+test_that("haplotypes answer as.matrix, the sums and summary, and refuse t()", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(7)
+  h <- matrix(sample(0:1, 23 * 70, replace = TRUE), 23, 70,
+              dimnames = list(paste0("l", 1:23), paste0("h", 1:70)))
+  H <- fmalloc_haplotypes(h, rt)
+  expect_identical(dim(H), c(23L, 70L))
+  expect_identical(as.matrix(H), h)
+  old <- fmalloc_panel_budget()
+  on.exit(fmalloc_panel_budget(old), add = TRUE)
+  for (budget in c(0, 4 * 70 * 5)) { # one block; blocks of 5 loci
+    fmalloc_panel_budget(budget)
+    expect_identical(colSums(H), colSums(h) + 0)
+    expect_identical(rowSums(H), rowSums(h) + 0)
+    expect_equal(colMeans(H), colMeans(h))
+    expect_identical(rowMeans(H), rowMeans(h))
+  }
+  expect_error(colSums(H, dims = 2), "dims must be 1", class = "fm_error_eunsupported")
+  e <- tryCatch(t(H), error = identity)
+  expect_s3_class(e, "fm_error_eunsupported")
+  expect_identical(conditionCall(e), quote(t(H)))
+  s <- summary(H)
+  expect_s3_class(s, "summary_fmalloc_haplotypes")
+  expect_identical(s$dim, c(23L, 70L))
+  expect_identical(s$n_missing, 0)
+  expect_identical(s$alt_freq, summary(rowMeans(h)))
+  expect_output(print(s), "23 loci x 70 haplotypes, 0 missing slots")
+})
+
 test_that("a bad .bed is refused before any genotype is read, naming file, sizes, N and M", {
   d <- tempfile("badbed")
   dir.create(d)
