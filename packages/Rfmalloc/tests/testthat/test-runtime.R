@@ -472,6 +472,25 @@ test_that("functions taking a runtime use the session's default scratch runtime 
   expect_child_lines(out, c("renewed TRUE TRUE", "bad option TRUE TRUE"))
 })
 
+test_that("under a virtual-memory limit the default runtime takes a smaller cap, or says how to set one", {
+  # a child shell with ulimit -v (KiB) as on clusters (SGE h_vmem)
+  limited <- function(kib) c("bash", "-c", shQuote(sprintf('ulimit -v %d; exec "$0" "$@"', kib)))
+  out <- rscript_child(c(
+    "x <- create_fmalloc_vector('double', 3); x[] <- 1:3",
+    "cap <- fmalloc_info(fmalloc_default_runtime())$cap_bytes / 2^30",
+    "cat('cap', cap %in% 2^(0:2), sum(x), '\\n')",
+    "options(fmalloc.default_runtime_gb = 1024); cleanup_fmalloc(fmalloc_default_runtime())",
+    "e <- tryCatch(create_fmalloc_vector('double', 3), error = identity)",
+    "cat('set', class(e)[1], deparse(conditionCall(e)), '\\n')",
+    "cat(conditionMessage(e), '\\n')"),
+    packages = "Rfmalloc", prefix = limited(4000000))
+  expect_child_lines(out, c("cap TRUE 6", "set fm_error_enospc fmalloc_default_runtime()"))
+  expect_true(any(grepl("Rfmalloc: the default runtime's cap is [124] GiB, not 1024", out)),
+              info = paste(out, collapse = "\n"))
+  expect_true(any(grepl("^cannot reserve 1099511627776 bytes of address space .*options\\(fmalloc.default_runtime_gb = <GiB>\\)",
+                        out)), info = paste(out, collapse = "\n"))
+})
+
 test_that("choice arguments raise fm_error_earg naming the choices", {
   e <- expect_error(open_fmalloc(tempfile(), 0.01, mode = "scrach"), class = "fm_error_earg")
   expect_match(conditionMessage(e), "mode must be one of 'persistent', 'scratch', not 'scrach'", fixed = TRUE)
