@@ -192,13 +192,22 @@ fmalloc_default_runtime <- function() {
 #'
 #' @param runtime An `"fmalloc_runtime"`.
 #' @param sync Commit first (see [fmalloc_sync()]). The map is closed even when
-#'   the commit fails; the failure (e.g. `fm_error_eformat` for a file truncated
-#'   from outside) is raised afterwards.
+#'   the commit fails. A file damaged from outside (truncated: the commit is
+#'   impossible, and what changed since the last sync is lost) gives a
+#'   warning (class `fm_warning_eformat`) saying so, as closing is what to
+#'   do then; another failure of the commit (`fm_error_eio`) is raised after
+#'   closing.
 #' @return Invisibly, `TRUE` if the runtime was open.
 #' @export
 cleanup_fmalloc <- function(runtime, sync = TRUE) {
   fm_check_runtime(runtime)
-  invisible(.Call(C_fmr_runtime_close, runtime, isTRUE(sync)))
+  call <- sys.call()
+  invisible(tryCatch(.Call(C_fmr_runtime_close, runtime, isTRUE(sync)), fm_error_eformat = function(e) {
+    warning(warningCondition(paste0(conditionMessage(e), "; the runtime is closed without a commit ",
+                                    "(changes since the last sync are lost)"),
+                             class = "fm_warning_eformat", call = call))
+    TRUE
+  }))
 }
 
 #' Commit a runtime durably

@@ -92,9 +92,23 @@ test_that("truncation from outside is detected at fmalloc_sync", {
   err <- tryCatch(fmalloc_sync(rt), error = function(e) e)
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
-  # cleanup still closes, then reports the failed commit
-  expect_error(cleanup_fmalloc(rt), class = "fm_error_eformat")
+  # cleanup closes it, with a warning that the commit was impossible
+  w <- tryCatch(cleanup_fmalloc(rt), warning = identity)
+  expect_s3_class(w, "fm_warning_eformat")
+  expect_identical(conditionCall(w), quote(cleanup_fmalloc(rt)))
+  expect_match(conditionMessage(w), "; the runtime is closed without a commit (changes since the last sync are lost)",
+               fixed = TRUE)
+  expect_true(grepl(path, conditionMessage(w), fixed = TRUE))
   expect_false(fmalloc_is_open(rt))
+  expect_silent(expect_false(cleanup_fmalloc(rt)))
+  # the value (TRUE: it was open) comes with the warning
+  rt <- open_fmalloc(fm_tmp(), size_gb = 0.05)
+  p2 <- fmalloc_info(rt)$path
+  create_fmalloc_vector("double", 1e5, rt)
+  fmalloc_sync(rt)
+  system2("truncate", c("-s", shrink_to, shQuote(p2)))
+  expect_error(fmalloc_check(rt), class = "fm_error_eformat")
+  expect_warning(expect_true(cleanup_fmalloc(rt)), class = "fm_warning_eformat")
 })
 
 test_that("replacing the file by rename leaves mapped values unchanged", {
@@ -265,7 +279,7 @@ test_that("truncation from outside is detected by a streamed pass and at the nex
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
   expect_error(fmalloc_pca(x, k = 2), class = "fm_error_eformat")
-  try(cleanup_fmalloc(rt), silent = TRUE)
+  expect_warning(cleanup_fmalloc(rt), class = "fm_warning_eformat")
   err <- tryCatch(open_fmalloc(path), error = function(e) e)
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
@@ -317,12 +331,14 @@ test_that("after a truncation is detected, data access raises instead of SIGBUS"
                    alloc = cls(create_fmalloc_vector("double", 10, rt)),
                    save = cls(fmalloc_save(1:3, "y", rt)),
                    sync = cls(fmalloc_sync(rt)), heap = sum(x),
-                   cleanup = cls(cleanup_fmalloc(rt)), after = cls(sum(X)))', p = path)
+                   cleanup = tryCatch(cleanup_fmalloc(rt), warning = function(w) class(w)[1]),
+                   after = cls(sum(X)))', p = path)
   expect_equal(res$colmeans, "fm_error_eformat")
   expect_true(res$broken)
   for (k in c("crossprod", "sum", "elt", "elt_far", "fm_elt", "region", "dup", "write",
-              "print", "alloc", "save", "sync", "cleanup"))
+              "print", "alloc", "save", "sync"))
     expect_equal(res[[k]], "fm_error_eformat", label = k)
+  expect_equal(res$cleanup, "fm_warning_eformat")
   expect_match(res$sum_msg, path, fixed = TRUE)
   expect_equal(res$heap, 0)
   expect_equal(res$after, "fm_error_eclosed")
