@@ -8,7 +8,7 @@
   if (any(bad)) {
     at <- arrayInd(which(bad)[1], dim(m))
     fm_abort("earg", sprintf("%s[%d, %d] = %s is not %s", what, at[1], at[2],
-                             format(m[at]), paste(c(allowed, if (na_ok) "NA"), collapse = ", ")))
+                             format(m[at], digits = 15L), paste(c(allowed, if (na_ok) "NA"), collapse = ", ")))
   }
 }
 
@@ -16,6 +16,13 @@
   if (!is.matrix(g) || !(is.numeric(g) || is.logical(g))) {
     fm_abort("earg", sprintf("%s must be a numeric matrix (samples x variants), not %s", what,
                              if (is.matrix(g)) paste(typeof(g), "matrix") else class(g)[1]))
+  }
+  # a logical matrix is allowed only all NA (the type of a bare NA): TRUE
+  # and FALSE are not allele counts
+  if (is.logical(g) && !all(is.na(g))) {
+    fm_abort("earg", sprintf(paste("%s is a logical matrix with TRUE/FALSE values, not allele counts",
+                                   "0, 1, 2 or NA; give numbers (e.g. %s + 0L if TRUE means one allele)"),
+                             what, what))
   }
   .check_values(g, what, 0:2, na_ok = TRUE)
   storage.mode(g) <- "integer"
@@ -41,13 +48,16 @@
 #' `ceiling(nrow(g) / 4)` bytes per variant.
 #'
 #' @param g integer (or whole-number double) matrix, samples x variants, of
-#'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing).
+#'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing). A
+#'   logical matrix is accepted only when all `NA` (all missing): `TRUE` and
+#'   `FALSE` are not counts.
 #' @param runtime an fmalloc runtime from [open_fmalloc()];
 #'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames row (sample) and column (variant) names; defaults to `dimnames(g)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"bed2"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) that is not
-#'   0, 1, 2 or `NA`; `fm_error_enospc` when the runtime is full.
+#'   0, 1, 2 or `NA` (its value to 15 significant digits), or for a logical
+#'   matrix with `TRUE` or `FALSE`; `fm_error_enospc` when the runtime is full.
 #' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
 #'   genotype table); `docs/formats/bed.md`.
 #' @examples
@@ -127,7 +137,13 @@ fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base:
 #' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
 #' line counts. A `.fam` whose line count is off by less than the 4-sample
 #' padding of the last byte cannot be detected from the `.bed` size; its
-#' extra samples read padding bits.
+#' extra samples read padding bits, which PLINK writes as 0 (two copies of
+#' A1). As `plink2 --bfile` does, such a file is read (the extra sample has
+#' genotype 2 everywhere); unlike plink2, a warning (class
+#' `fm_warning_emismatch`) says so when the last sample sits in a byte's
+#' padding slot and reads 2 at each of the first variants (up to 1000, at
+#' least 16; a bounded read at the start of the file), as padding does and a
+#' real sample almost never does.
 #'
 #' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
 #' stores the path, and [readRDS()] maps and validates the file again on
@@ -175,9 +191,34 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   storage$n <- n
   storage$m <- m
   storage$ptr <- .open_bed_view(bed, n, m)
+  .warn_fam_padding(bed, n, m, paths$fam)
   .new_codec_matrix(storage, "bed2", n, m, 3, ceiling(n / 4),
                     dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
                     source = bed)
+}
+
+# A .fam one line longer than the samples a .bed was written for (same bytes
+# per variant when n %% 4 != 1) gives its last sample the padding bits of
+# each variant's last byte, 00 (two copies of A1) as PLINK writes them.
+# Warn when the last sample reads 00 at each of the first variants (a
+# bounded read); too few variants (< 16) say nothing.
+.warn_fam_padding <- function(bed, n, m, fam) {
+  stride <- ceiling(n / 4)
+  k <- min(m, 1000, floor(2^24 / max(1, stride)))
+  if (n %% 4 == 1 || k < 16) return(invisible())
+  con <- file(bed, "rb")
+  on.exit(close(con))
+  seek(con, 3)
+  b <- readBin(con, "raw", k * stride)
+  last <- as.integer(b[seq(stride, k * stride, by = stride)])
+  if (all(bitwAnd(bitwShiftR(last, 2L * ((n - 1) %% 4)), 3L) == 0L)) {
+    warning(warningCondition(sprintf(paste(
+      "the last sample of '%s' (line %s) reads two copies of A1 at each of the first %d variants",
+      "of '%s', as the zero padding bits of a .bed written for fewer samples do: check that the",
+      ".fam has one line per sample of the .bed"), fam, format(n), k, bed),
+      class = "fm_warning_emismatch", call = sys.call(-1L)))
+  }
+  invisible()
 }
 
 # Records of a .bim without reading them: count.fields keeps one integer per
