@@ -191,21 +191,30 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   storage$n <- n
   storage$m <- m
   storage$ptr <- .open_bed_view(bed, n, m)
-  .warn_fam_padding(bed, n, m, paths$fam)
+  fm_check_fam_padding(bed, n, paths$fam, call = sys.call())
   .new_codec_matrix(storage, "bed2", n, m, 3, ceiling(n / 4),
                     dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
                     source = bed)
 }
 
-# A .fam one line longer than the samples a .bed was written for (same bytes
-# per variant when n %% 4 != 1) gives its last sample the padding bits of
-# each variant's last byte, 00 (two copies of A1) as PLINK writes them.
-# Warn when the last sample reads 00 at each of the first variants (a
-# bounded read); too few variants (< 16) say nothing.
-.warn_fam_padding <- function(bed, n, m, fam) {
+#' @rdname fmalloc_bed_open
+#' @param bed,n,fam for `fm_check_fam_padding()`: the `.bed` path, its
+#'   sample count as the `.fam` gives it and the `.fam` path (for the
+#'   message).
+#' @param call the call the warning reports.
+#' @details `fm_check_fam_padding()` is that check, for packages reading
+#'   `.bed` files with their own reader (Rpgen's [Rpgen::rpgen_read()]);
+#'   it returns `NULL` invisibly.
+#' @export
+fm_check_fam_padding <- function(bed, n, fam, call = sys.call(-1L)) {
+  # A .fam one line longer than the samples a .bed was written for (same
+  # bytes per variant when n %% 4 != 1) gives its last sample the padding
+  # bits of each variant's last byte, 00 as PLINK writes them. Too few
+  # variants (< 16) say nothing.
   stride <- ceiling(n / 4)
+  m <- floor((file.size(bed) - 3) / max(1, stride))
   k <- min(m, 1000, floor(2^24 / max(1, stride)))
-  if (n %% 4 == 1 || k < 16) return(invisible())
+  if (n %% 4 == 1 || is.na(k) || k < 16) return(invisible())
   con <- file(bed, "rb")
   on.exit(close(con))
   seek(con, 3)
@@ -216,7 +225,7 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
       "the last sample of '%s' (line %s) reads two copies of A1 at each of the first %d variants",
       "of '%s', as the zero padding bits of a .bed written for fewer samples do: check that the",
       ".fam has one line per sample of the .bed"), fam, format(n), k, bed),
-      class = "fm_warning_emismatch", call = sys.call(-1L)))
+      class = "fm_warning_emismatch", call = call))
   }
   invisible()
 }

@@ -227,7 +227,9 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' converted through a temporary file.
 #'
 #' **Formats and companions** (found by prefix, or given in `...`):
-#' `.bed` (or a prefix) with `bim`, `fam`; `.pgen` (or a prefix) with `pvar`,
+#' `.bed` (or a prefix) with `bim`, `fam` (a `.fam` with a line too many,
+#' which the `.bed`'s size cannot reveal, is read as plink2 reads it, with
+#' the warning of `Rfmalloc::fmalloc_bed_open()`); `.pgen` (or a prefix) with `pvar`,
 #' `psam` (PLINK 2: hardcalls, phase, dosages, multi-allelic records split);
 #' `.ped` with `map`; `.tped` with
 #' `tfam`; `.bgen` (embedded samples, else `sample`, else `sample1...`);
@@ -421,6 +423,9 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     var_ids <- sc$ids
   }
   samples_all <- .rpg_sample_table(h, n_s)
+  if (h$format == "bed" && !is.na(h$files["fam"])) { # a .fam with an extra line reads padding bits
+    Rfmalloc::fm_check_fam_padding(h$paths[1], n_s, h$files[["fam"]], call = sys.call())
+  }
   ids <- samples_all$iid
   .rpg_apply_sex(h, dots, n_s)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])

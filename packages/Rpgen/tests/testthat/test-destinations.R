@@ -223,3 +223,24 @@ test_that("half-calls keep their slot; the missing plane marks the other one", {
   expect_equal(unname(Rfmalloc::as.matrix(rpgen_read(v, runtime = rt))[, 1]),
                c(NA, NA, NA, NA, 1))
 })
+
+test_that("a .fam with one line too many is read (as plink2 does) with a warning", {
+  rt <- new_runtime()
+  src <- sub("\\.bed$", "", kg("1kg_bi.bed"))
+  prefix <- file.path(tempfile("extra_fam_"), "x")
+  dir.create(dirname(prefix))
+  on.exit(unlink(dirname(prefix), recursive = TRUE))
+  for (ext in c(".bed", ".bim")) file.symlink(paste0(src, ext), paste0(prefix, ext))
+  writeLines(c(readLines(paste0(src, ".fam")), "X EXTRA 0 0 0 -9"), paste0(prefix, ".fam"))
+  bed <- paste0(prefix, ".bed")
+  w <- tryCatch(rpgen_read(bed, runtime = rt, variants = 1:20), warning = identity)
+  expect_s3_class(w, "fm_warning_emismatch")
+  expect_identical(conditionCall(w), quote(rpgen_read(bed, runtime = rt, variants = 1:20)))
+  expect_match(conditionMessage(w), "(line 1127) reads two copies of A1 at each of the first 1000 variants",
+               fixed = TRUE)
+  X <- suppressWarnings(rpgen_read(bed, runtime = rt, variants = 1:20))
+  expect_identical(dim(X), c(1127L, 20L))
+  expect_true(all(Rfmalloc::as.matrix(X)[1127, ] == 2))
+  expect_no_warning(rpgen_read(paste0(src, ".bed"), runtime = rt, variants = 1:20))
+})
+
