@@ -29,8 +29,10 @@ JOBS      ?= 2
 
 all: install
 
+# SETUP_ORACLE=0: setup without the llama.cpp oracle (only tests use it)
+SETUP_ORACLE ?= 1
 setup:
-	@ISA=$(ISA) BUILD=$(BUILD) bash tools/setup.sh
+	@ISA=$(ISA) BUILD=$(BUILD) ORACLE=$(SETUP_ORACLE) bash tools/setup.sh
 
 core:
 	@cmake -S core -B $(BUILD)/core -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_GGML) >/dev/null
@@ -105,6 +107,8 @@ test-isa:
 isa-report: core
 	@$(RENV) BUILD=$(BUILD) bash tools/isa-report.sh
 
+# the demo needs no oracle (node-llama-cpp from npm): its setup skips it
+demo: SETUP_ORACLE := 0
 demo: setup install
 	@$(RENV) Rscript tools/demo.R
 	@$(RENV) Rscript tools/demo_llm.R

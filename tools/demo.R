@@ -76,19 +76,33 @@ cat(sprintf("Elapsed: %.2f s   Peak resident memory (VmHWM): %.1f MB\n", elapsed
 
 png_path <- file.path(out_dir, if (real) "pca_pc1_pc2.png" else "pca_pc1_pc2_GENERATED.png")
 grDevices::png(png_path, width = 900, height = 800, res = 110)
+# A symbol per 1000 Genomes super-population (continent) and a colour per
+# population: twelve distinct ones, the Okabe-Ito palette (without its light
+# yellow) and five of Paul Tol's, in an order that puts the most distinct
+# colours on populations whose clusters overlap (AMR, EUR and SAS).
+superpop <- c(ACB = "AFR", ASW = "AFR", ESN = "AFR", GWD = "AFR", LWK = "AFR", MSL = "AFR",
+              YRI = "AFR", CLM = "AMR", MXL = "AMR", PEL = "AMR", PUR = "AMR", CDX = "EAS",
+              CHB = "EAS", CHS = "EAS", JPT = "EAS", KHV = "EAS", CEU = "EUR", FIN = "EUR",
+              GBR = "EUR", IBS = "EUR", TSI = "EUR", BEB = "SAS", GIH = "SAS", ITU = "SAS",
+              PJL = "SAS", STU = "SAS")
 pops <- sort(unique(population))
-# Equal-lightness hues, dark enough to read on white, and a symbol per group
-# of four so that neighbouring hues stay apart.
-cols <- grDevices::hcl(h = seq(0, 360, length.out = length(pops) + 1)[seq_along(pops)], c = 90, l = 50)
-pchs <- c(16, 17, 15, 18)[(seq_along(pops) - 1) %% 4 + 1]
+sp <- unname(superpop[pops])
+sp[is.na(sp)] <- "other"
+ord <- order(sp, pops)
+pops <- pops[ord]
+sp <- sp[ord]
+palette12 <- c("#882255", "#999933", "#56B4E9", "#661100", "#009E73", "#E69F00", "#CC79A7",
+               "#332288", "#888888", "#0072B2", "#D55E00", "#000000")
+cols <- palette12[(seq_along(pops) - 1) %% length(palette12) + 1]
+pchs <- c(AFR = 17, AMR = 15, EAS = 16, EUR = 18, SAS = 25, other = 4)[sp]
 k <- match(population, pops)
 graphics::par(mar = c(4.5, 4.5, 3, 8), xpd = NA)
-graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[k], pch = pchs[k], cex = 0.7,
+graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[k], bg = cols[k], pch = pchs[k], cex = 0.7,
                xlab = sprintf("PC1 (eigenvalue %.2f)", eigenvalues[1]),
                ylab = sprintf("PC2 (eigenvalue %.2f)", eigenvalues[2]),
                main = if (real) "Rfmalloc randomized PCA, 1000 Genomes .bed mapped in place"
                       else "Rfmalloc randomized PCA on GENERATED data (fixtures absent)")
-graphics::legend("topright", inset = c(-0.22, 0), legend = pops, col = cols, pch = pchs, cex = 0.8,
-                 bty = "n")
+graphics::legend("topright", inset = c(-0.24, 0), legend = paste(pops, ifelse(sp == "other", "", sp)),
+                 col = cols, pt.bg = cols, pch = pchs, cex = 0.8, bty = "n")
 invisible(grDevices::dev.off())
 cat("Wrote", png_path, "\n")

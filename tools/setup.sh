@@ -66,8 +66,11 @@ bash tools/ggmlr-setup.sh "$build/rlib" "$ggml"
 
 # llama.cpp as the reference for Rllm's tests (prebuilt, from npm); tests
 # that need it skip with a message when npm is unavailable. A forced ISA
-# gets a copy that can load only that path's CPU variant.
-if command -v npm >/dev/null 2>&1; then
+# gets a copy that can load only that path's CPU variant. ORACLE=0 (make
+# demo) skips it: nothing but the tests uses it.
+if [ "${ORACLE:-1}" = 0 ]; then
+  echo "setup: the llama.cpp oracle is not installed (ORACLE=0; make test installs it)"
+elif command -v npm >/dev/null 2>&1; then
   bash tools/llama-oracle/install.sh
   case $isa in
     portable|avx2) bash tools/llama-oracle/variant.sh "$isa" "$build/llama-oracle" ;;

@@ -115,8 +115,8 @@ fmalloc_with_backend <- function(name, expr) {
 #' @param n `NULL` to query; a whole number from 1 to 256 to set; `0` or `NA`
 #'   to restore the default (the CPUs available).
 #' @return The thread count in effect, an integer (invisibly when setting).
-#' @section Errors: `fm_error_earg` when `n` is not `NULL`, `NA` or a whole
-#'   number from 0 to 256.
+#' @section Errors: `fm_error_earg` naming `n` when it is not `NULL`, `NA`
+#'   or a whole number from 0 to 256.
 #' @section Source: the threading and the order of summation of the fused
 #'   kernels are this package's design, described in `core/src/backend/fused.c` and
 #'   `core/include/fm/fm_fused.h`; the default count comes from
@@ -134,13 +134,18 @@ fmalloc_threads <- function(n = NULL) {
 
 # Set option `name` to `value` and read that setting back through its one
 # reader (r_settings.c, behind every call's fm_ctl), which holds its
-# validity rule; a value it refuses leaves the option as it was. 0 and NA
-# (the default) are stored as an unset option.
+# validity rule; a value it refuses leaves the option as it was, and the
+# error is the setter's: its call, and its argument (the caller's name for
+# `value`) in place of the option. 0 and NA (the default) are stored as an
+# unset option.
 .set_setting <- function(name, value, field) {
+  call <- sys.call(-1L)
+  arg <- deparse(substitute(value))
   old <- options(structure(list(value), names = name))
-  now <- tryCatch(.Call(C_fmr_setting, field), error = function(e) {
+  now <- tryCatch(.Call(C_fmr_setting, field), fm_error = function(e) {
     options(old)
-    stop(e)
+    fm_abort(sub("^fm_error_", "", class(e)[1L]),
+             sub(paste0("option ", name), arg, conditionMessage(e), fixed = TRUE), call = call)
   })
   if (is.na(value) || value == 0) options(structure(list(NULL), names = name))
   now

@@ -770,8 +770,8 @@ fmalloc_panel_budget <- function(bytes = NULL) {
 NULL
 
 .onLoad <- function(libname, pkgname) {
-  fm_apply_option("fmalloc.panel_bytes", fmalloc_panel_budget, "the default panel budget")
-  fm_apply_option("fmalloc.threads", fmalloc_threads, "the default thread count")
+  fm_apply_option("fmalloc.panel_bytes", "panel_bytes", "the default panel budget")
+  fm_apply_option("fmalloc.threads", "threads", "the default thread count")
   if (!.Call(C_fmr_cpu_env_valid))
     warning(sprintf(paste("Rfmalloc: environment variable FM_ISA='%s' is ignored (one of auto,",
                           "portable, avx2, avx512); kernels use %s"), Sys.getenv("FM_ISA"),
@@ -779,13 +779,13 @@ NULL
   .hook_delayed() # DelayedArray's methods for our classes (R/delayedarray.R)
 }
 
-# Check option `name` with setter(value) at load time. A value the setter
-# refuses must not make library() fail: warn naming the option, unset it and
-# keep the default.
-fm_apply_option <- function(name, setter, default) {
+# Check option `name` at load time by reading its setting `field` through
+# the one reader (r_settings.c). A value it refuses must not make library()
+# fail: warn naming the option, unset it and keep the default.
+fm_apply_option <- function(name, field, default) {
   value <- getOption(name)
   if (is.null(value)) return(invisible())
-  tryCatch(setter(value), error = function(e) {
+  tryCatch(.Call(C_fmr_setting, field), error = function(e) {
     options(structure(list(NULL), names = name))
     warning(sprintf("Rfmalloc: option %s is ignored (%s); using %s", name,
                     conditionMessage(e), default), call. = FALSE)

@@ -8,7 +8,7 @@
   if (any(bad)) {
     at <- arrayInd(which(bad)[1], dim(m))
     fm_abort("earg", sprintf("%s[%d, %d] = %s is not %s", what, at[1], at[2],
-                             format(m[at]), paste(c(allowed, if (na_ok) "NA"), collapse = ", ")))
+                             format(m[at], digits = 15L), paste(c(allowed, if (na_ok) "NA"), collapse = ", ")))
   }
 }
 
@@ -16,6 +16,13 @@
   if (!is.matrix(g) || !(is.numeric(g) || is.logical(g))) {
     fm_abort("earg", sprintf("%s must be a numeric matrix (samples x variants), not %s", what,
                              if (is.matrix(g)) paste(typeof(g), "matrix") else class(g)[1]))
+  }
+  # a logical matrix is allowed only all NA (the type of a bare NA): TRUE
+  # and FALSE are not allele counts
+  if (is.logical(g) && !all(is.na(g))) {
+    fm_abort("earg", sprintf(paste("%s is a logical matrix with TRUE/FALSE values, not allele counts",
+                                   "0, 1, 2 or NA; give numbers (e.g. %s + 0L if TRUE means one allele)"),
+                             what, what))
   }
   .check_values(g, what, 0:2, na_ok = TRUE)
   storage.mode(g) <- "integer"
@@ -41,13 +48,16 @@
 #' `ceiling(nrow(g) / 4)` bytes per variant.
 #'
 #' @param g integer (or whole-number double) matrix, samples x variants, of
-#'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing).
+#'   counts of the counted allele (A1/ALT): 0, 1, 2 or `NA` (missing). A
+#'   logical matrix is accepted only when all `NA` (all missing): `TRUE` and
+#'   `FALSE` are not counts.
 #' @param runtime an fmalloc runtime from [open_fmalloc()];
 #'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames row (sample) and column (variant) names; defaults to `dimnames(g)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"bed2"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) that is not
-#'   0, 1, 2 or `NA`; `fm_error_enospc` when the runtime is full.
+#'   0, 1, 2 or `NA` (its value to 15 significant digits), or for a logical
+#'   matrix with `TRUE` or `FALSE`; `fm_error_enospc` when the runtime is full.
 #' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
 #'   genotype table); `docs/formats/bed.md`.
 #' @examples
@@ -127,7 +137,13 @@ fmalloc_bed <- function(g, runtime = fmalloc_default_runtime(), dimnames = base:
 #' variant ID, centimorgans, base-pair position, A1, A2). N and M are their
 #' line counts. A `.fam` whose line count is off by less than the 4-sample
 #' padding of the last byte cannot be detected from the `.bed` size; its
-#' extra samples read padding bits.
+#' extra samples read padding bits, which PLINK writes as 0 (two copies of
+#' A1). As `plink2 --bfile` does, such a file is read (the extra sample has
+#' genotype 2 everywhere); unlike plink2, a warning (class
+#' `fm_warning_emismatch`) says so when the last sample sits in a byte's
+#' padding slot and reads 2 at each of the first variants (up to 1000, at
+#' least 16; a bounded read at the start of the file), as padding does and a
+#' real sample almost never does.
 #'
 #' A matrix from `fmalloc_bed_open()` can be saved with [saveRDS()]: it
 #' stores the path, and [readRDS()] maps and validates the file again on
@@ -175,9 +191,43 @@ fmalloc_bed_open <- function(prefix_or_bed, variants = TRUE) {
   storage$n <- n
   storage$m <- m
   storage$ptr <- .open_bed_view(bed, n, m)
+  fm_check_fam_padding(bed, n, paths$fam, call = sys.call())
   .new_codec_matrix(storage, "bed2", n, m, 3, ceiling(n / 4),
                     dimnames = list(fam$iid, bim$id), variants = bim, samples = fam,
                     source = bed)
+}
+
+#' @rdname fmalloc_bed_open
+#' @param bed,n,fam for `fm_check_fam_padding()`: the `.bed` path, its
+#'   sample count as the `.fam` gives it and the `.fam` path (for the
+#'   message).
+#' @param call the call the warning reports.
+#' @details `fm_check_fam_padding()` is that check, for packages reading
+#'   `.bed` files with their own reader (Rpgen's [Rpgen::rpgen_read()]);
+#'   it returns `NULL` invisibly.
+#' @export
+fm_check_fam_padding <- function(bed, n, fam, call = sys.call(-1L)) {
+  # A .fam one line longer than the samples a .bed was written for (same
+  # bytes per variant when n %% 4 != 1) gives its last sample the padding
+  # bits of each variant's last byte, 00 as PLINK writes them. Too few
+  # variants (< 16) say nothing.
+  stride <- ceiling(n / 4)
+  m <- floor((file.size(bed) - 3) / max(1, stride))
+  k <- min(m, 1000, floor(2^24 / max(1, stride)))
+  if (n %% 4 == 1 || is.na(k) || k < 16) return(invisible())
+  con <- file(bed, "rb")
+  on.exit(close(con))
+  seek(con, 3)
+  b <- readBin(con, "raw", k * stride)
+  last <- as.integer(b[seq(stride, k * stride, by = stride)])
+  if (all(bitwAnd(bitwShiftR(last, 2L * ((n - 1) %% 4)), 3L) == 0L)) {
+    warning(warningCondition(sprintf(paste(
+      "the last sample of '%s' (line %s) reads two copies of A1 at each of the first %d variants",
+      "of '%s', as the zero padding bits of a .bed written for fewer samples do: check that the",
+      ".fam has one line per sample of the .bed"), fam, format(n), k, bed),
+      class = "fm_warning_emismatch", call = call))
+  }
+  invisible()
 }
 
 # Records of a .bim without reading them: count.fields keeps one integer per
@@ -520,8 +570,18 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @return An object of class `fmalloc_haplotypes`; `dim()` gives
 #'   (loci, haplotypes) and `h[i, ]` returns the alleles of loci `i` as an
-#'   integer matrix.
+#'   integer matrix (`NA` where an object with a missing plane, from
+#'   `Rpgen::rpgen_read()`, marks the slot missing). `as.matrix(h)` decodes
+#'   all of it (loci x haplotypes, as `h[, ]`); `rowSums()`, `colSums()`,
+#'   `rowMeans()` and `colMeans()` decode bounded blocks of loci (at most
+#'   [fmalloc_panel_budget()] bytes of integers each), with `na.rm` as in
+#'   base R; `summary(h)` gives the shape, the missing slots and the spread
+#'   of the ALT allele frequency over loci.
 #' @section Errors: `fm_error_earg` naming the first value other than 0 or 1.
+#'   `t(h)` raises `fm_error_eunsupported` (the bits are stored locus-major;
+#'   use `t(as.matrix(h))`), as does `dims` other than 1 in the sums. `h %*%
+#'   y` is not a method of this class (before R 4.4 no S3 method can serve
+#'   `%*%`); it fails with base R's error: use `as.matrix(h) %*% y`.
 #' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
@@ -547,7 +607,7 @@ fmalloc_haplotypes <- function(h, runtime = fmalloc_default_runtime()) {
 }
 
 #' @export
-dim.fmalloc_haplotypes <- function(x) c(x$n_loci, x$n_haps)
+dim.fmalloc_haplotypes <- function(x) as.integer(c(x$n_loci, x$n_haps))
 
 #' @export
 dimnames.fmalloc_haplotypes <- function(x) x$dimnames
@@ -564,6 +624,7 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
     out[pos + seq_along(r), ] <- t(rows)
     pos <- pos + length(r)
   }
+  if (!is.null(x$missing)) out[x$missing[loci, , drop = FALSE] == 1L] <- NA
   if (!is.null(x$dimnames)) dimnames(out) <- list(x$dimnames[[1]][loci], x$dimnames[[2]])
   if (!missing(j)) out <- out[, j, drop = FALSE]
   if (drop) drop(out) else out
@@ -573,5 +634,98 @@ dimnames.fmalloc_haplotypes <- function(x) x$dimnames
 print.fmalloc_haplotypes <- function(x, ...) {
   cat(sprintf("<fmalloc haplotypes: %s loci x %s haplotypes, 1 bit each, %s bytes per locus row>\n",
               format(x$n_loci, big.mark = ","), format(x$n_haps, big.mark = ","), x$row_bytes))
+  invisible(x)
+}
+
+# An S4-visible class, so that the methods below (and those for classes
+# extending it, such as Rpgen's "rpgen_haplotypes") dispatch.
+#' @exportClass fmalloc_haplotypes
+setOldClass("fmalloc_haplotypes")
+
+#' @rdname fmalloc_haplotypes
+#' @param x,na.rm,dims as in [base::colSums()]; `x` an `fmalloc_haplotypes`.
+#' @param ... ignored.
+#' @export
+setMethod("as.matrix", "fmalloc_haplotypes", function(x, ...) x[, , drop = FALSE])
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("t", "fmalloc_haplotypes", function(x) {
+  fm_abort("eunsupported", "t() of haplotypes (stored locus-major, one bit each) is not supported; ",
+           "use t(as.matrix(x)) for the haplotypes x loci matrix")
+})
+
+# Blocks of consecutive loci decoding to at most the panel budget of integers.
+.hap_blocks <- function(x) {
+  per <- max(1, floor(fmalloc_panel_budget() / (4 * max(1, x$n_haps))))
+  if (x$n_loci == 0) return(list())
+  lapply(seq(1, x$n_loci, by = per), function(s) seq(s, min(x$n_loci, s + per - 1)))
+}
+
+# Row (locus) or column (haplotype) sums or means, a block of loci at a time.
+.hap_sums <- function(x, na.rm, dims, by_row, mean) {
+  if (!identical(as.numeric(dims), 1)) {
+    fm_abort("eunsupported", "dims must be 1 for haplotypes (a matrix), not ", deparse(dims),
+             call = sys.call(-1L))
+  }
+  if (by_row) {
+    out <- unlist(lapply(.hap_blocks(x), function(l) {
+      b <- x[l, , drop = FALSE]
+      if (mean) rowMeans(b, na.rm = na.rm) else rowSums(b, na.rm = na.rm)
+    }), use.names = FALSE)
+    return(stats::setNames(as.numeric(out), x$dimnames[[1]]))
+  }
+  sums <- numeric(x$n_haps)
+  n <- numeric(x$n_haps)
+  for (l in .hap_blocks(x)) {
+    b <- x[l, , drop = FALSE]
+    sums <- sums + colSums(b, na.rm = na.rm)
+    n <- n + colSums(!is.na(b))
+  }
+  if (mean) sums <- sums / (if (na.rm) n else x$n_loci)
+  stats::setNames(sums, x$dimnames[[2]])
+}
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("rowSums", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = TRUE, mean = FALSE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("rowMeans", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = TRUE, mean = TRUE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("colSums", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = FALSE, mean = FALSE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @export
+setMethod("colMeans", "fmalloc_haplotypes", function(x, na.rm = FALSE, dims = 1L) {
+  .hap_sums(x, na.rm, dims, by_row = FALSE, mean = TRUE)
+})
+
+#' @rdname fmalloc_haplotypes
+#' @param object an `fmalloc_haplotypes`.
+#' @export
+setMethod("summary", "fmalloc_haplotypes", function(object, ...) {
+  freq <- rowMeans(object, na.rm = TRUE)
+  n_missing <- if (is.null(object$missing)) 0 else sum(rowSums(object$missing))
+  structure(list(dim = dim(object), n_missing = n_missing,
+                 alt_freq = summary(freq[!is.na(freq)])),
+            class = "summary_fmalloc_haplotypes")
+})
+
+#' @export
+print.summary_fmalloc_haplotypes <- function(x, ...) {
+  cat(sprintf("fmalloc haplotypes: %s loci x %s haplotypes, %s missing slots\nALT allele frequency over loci:\n",
+              format(x$dim[1], big.mark = ","), format(x$dim[2], big.mark = ","),
+              format(x$n_missing, big.mark = ",")))
+  print(x$alt_freq)
   invisible(x)
 }

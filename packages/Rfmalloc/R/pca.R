@@ -112,8 +112,9 @@
 #'   values, `scale = "binomial"` on values outside \[0, 2\]),
 #'   `fm_error_emismatch` (`center` or `scale` of the wrong length),
 #'   `fm_error_edegenerate` (a constant column under scaling, a column with no
-#'   observed value, or an all-zero matrix), `fm_error_eformat` (the backing
-#'   file was truncated), `fm_error_ecancelled` (interrupted); for the
+#'   observed value, or a matrix that is all zero once centred and scaled,
+#'   such as a single row), `fm_error_eformat` (the backing file was
+#'   truncated), `fm_error_ecancelled` (interrupted); for the
 #'   rotation's storage, the errors of [open_fmalloc()] and
 #'   [create_fmalloc_matrix()] (`fm_error_enospc` when the runtime or the
 #'   disk is full, `fm_error_earg` for a read-only or invalid `runtime`).

@@ -113,7 +113,10 @@ fm_abs_path <- function(path) {
 #' (also when R is killed) and its objects are not persistent. The file
 #' grows on demand up to a cap of option `fmalloc.default_runtime_gb` GiB
 #' (default 1024; only the bytes written take disk space, the cap reserves
-#' address space), read when the runtime is made. An explicit `runtime =`
+#' address space), read when the runtime is made. When the option is unset
+#' and the process's address space is limited (`ulimit -v`, a batch
+#' scheduler's `h_vmem`) so that 1024 GiB cannot be reserved, the cap is the
+#' largest of 512, 256, ..., 1 GiB that can, with a message saying so. An explicit `runtime =`
 #' always wins; use a persistent runtime for objects to keep.
 #'
 #' If the default runtime is closed ([cleanup_fmalloc()]), the next use
@@ -123,8 +126,10 @@ fm_abs_path <- function(path) {
 #'   given by [fmalloc_info()] (`path`, `used_bytes`, `file_bytes`,
 #'   `cap_bytes`).
 #' @section Errors: `fm_error_earg` when option `fmalloc.default_runtime_gb`
-#'   is not one positive number; the errors of [open_fmalloc()] (for
-#'   example `fm_error_enospc` when the cap cannot be reserved).
+#'   is not one positive number; the errors of [open_fmalloc()], such as
+#'   `fm_error_enospc` when the cap set by the option (or, unset, even 1
+#'   GiB) cannot be reserved, whose message says to set a smaller cap with
+#'   `options(fmalloc.default_runtime_gb = <GiB>)`.
 #' @section Source: this package's runtime (`docs/formats/fmalloc.md`,
 #'   `core/include/fm/fm_map.h`).
 #' @examples
@@ -136,12 +141,40 @@ fm_abs_path <- function(path) {
 fmalloc_default_runtime <- function() {
   rt <- .session$runtime
   if (is.null(rt) || !fmalloc_is_open(rt)) {
-    gb <- getOption("fmalloc.default_runtime_gb", 1024)
-    if (!is.numeric(gb) || length(gb) != 1L || is.na(gb) || gb <= 0)
+    gb <- getOption("fmalloc.default_runtime_gb")
+    if (!is.null(gb) && (!is.numeric(gb) || length(gb) != 1L || is.na(gb) || gb <= 0))
       fm_abort("earg", "option fmalloc.default_runtime_gb must be one positive number of GiB, not ",
                fm_describe(gb))
-    rt <- open_fmalloc(tempfile("fmalloc-session-", fileext = ".fm"), size_gb = gb, mode = "scratch")
+    rt <- .open_default_runtime(gb)
     .session$runtime <- rt
+  }
+  rt
+}
+
+# The default runtime with a cap of `gb` GiB, or, when the option is unset,
+# of the largest of 1024, 512, ..., 1 GiB whose address space can be
+# reserved (a virtual-memory limit: ulimit -v, SGE h_vmem), with a message
+# when it is less than 1024. A reservation refused raises the error with
+# the way to set the cap.
+.open_default_runtime <- function(gb) {
+  sizes <- if (is.null(gb)) 2^(10:0) else gb
+  for (size in sizes) {
+    rt <- tryCatch(open_fmalloc(tempfile("fmalloc-session-", fileext = ".fm"), size_gb = size,
+                                mode = "scratch"),
+                   fm_error_enospc = function(e) e)
+    if (!inherits(rt, "condition")) break
+    if (!grepl("address space", conditionMessage(rt), fixed = TRUE)) stop(rt)
+  }
+  if (inherits(rt, "condition")) {
+    fm_abort("enospc", conditionMessage(rt), ": the address space of this process is limited ",
+             "(ulimit -v, a batch scheduler's h_vmem); set a smaller cap for the session's default runtime ",
+             "with options(fmalloc.default_runtime_gb = <GiB>), or pass runtime = open_fmalloc(path, size_gb = <GiB>)",
+             call = sys.call(-1L))
+  }
+  if (is.null(gb) && size < 1024) {
+    message(sprintf(paste("Rfmalloc: the default runtime's cap is %s GiB, not 1024: the address space",
+                          "of this process is limited (ulimit -v); options(fmalloc.default_runtime_gb =",
+                          "<GiB>) sets it"), format(size)))
   }
   rt
 }
@@ -159,13 +192,22 @@ fmalloc_default_runtime <- function() {
 #'
 #' @param runtime An `"fmalloc_runtime"`.
 #' @param sync Commit first (see [fmalloc_sync()]). The map is closed even when
-#'   the commit fails; the failure (e.g. `fm_error_eformat` for a file truncated
-#'   from outside) is raised afterwards.
+#'   the commit fails. A file damaged from outside (truncated: the commit is
+#'   impossible, and what changed since the last sync is lost) gives a
+#'   warning (class `fm_warning_eformat`) saying so, as closing is what to
+#'   do then; another failure of the commit (`fm_error_eio`) is raised after
+#'   closing.
 #' @return Invisibly, `TRUE` if the runtime was open.
 #' @export
 cleanup_fmalloc <- function(runtime, sync = TRUE) {
   fm_check_runtime(runtime)
-  invisible(.Call(C_fmr_runtime_close, runtime, isTRUE(sync)))
+  call <- sys.call()
+  invisible(tryCatch(.Call(C_fmr_runtime_close, runtime, isTRUE(sync)), fm_error_eformat = function(e) {
+    warning(warningCondition(paste0(conditionMessage(e), "; the runtime is closed without a commit ",
+                                    "(changes since the last sync are lost)"),
+                             class = "fm_warning_eformat", call = call))
+    TRUE
+  }))
 }
 
 #' Commit a runtime durably

@@ -137,12 +137,21 @@ fmalloc_describe <- function(x) {
 #'   runtime.
 #' @param j Column indices, 1-based, whole numbers.
 #' @param values Values for those columns, column-major, `nrow(x) *
-#'   length(j)` elements; coerced to the type of `x` (doubles, integers,
-#'   logicals or raw bytes).
+#'   length(j)` elements, stored in the type of `x` only when that keeps
+#'   every value: a double matrix takes doubles, integers and logicals
+#'   (`TRUE` is 1; `NA`, `NaN` and `Inf` are kept); an integer matrix takes
+#'   integers, logicals and doubles that are whole numbers in the integer
+#'   range or `NA` (`NaN` too, stored as `NA`); a logical matrix takes
+#'   logicals and the numbers 0, 1 and `NA`; a raw matrix takes raw bytes and
+#'   whole numbers in 0..255. Where base R's `x[, j] <- values` would change
+#'   the type of `x` (a non-whole double into an integer matrix makes it a
+#'   double matrix), a mapped matrix, whose type is fixed, refuses instead.
 #' @return Invisibly, `x`.
 #' @section Errors:
-#' `fm_error_earg` for a non-mapped `x`, a column out of range or a read-only
-#' runtime; `fm_error_emismatch` when `values` has the wrong length;
+#' `fm_error_earg` for a non-mapped `x`, a column out of range, a read-only
+#' runtime, or `values` the type of `x` cannot hold (strings, complex
+#' numbers, factors and other non-numeric types; numbers it would change:
+#' the first such value is named); `fm_error_emismatch` when `values` has the wrong length;
 #' `fm_error_eclosed` after cleanup; `fm_error_eformat` when the file was
 #' truncated from outside.
 #' @export
@@ -150,10 +159,44 @@ fmalloc_write_cols <- function(x, j, values) {
   if (!fmalloc_is_mapped(x)) fm_abort("earg", "x must be a mapped vector or matrix")
   if (!is.numeric(j) || anyNA(j) || any(j != floor(j)))
     fm_abort("earg", "j must be whole column numbers")
-  values <- switch(typeof(x), double = as.double(values), integer = as.integer(values),
-                   logical = as.logical(values), raw = as.raw(values))
+  values <- fm_cols_values(values, typeof(x))
   .Call(C_fmr_altrep_write_cols, x, as.integer(j), values)
   invisible(x)
+}
+
+# values in the storage type of a mapped matrix, refused (for
+# fmalloc_write_cols()) unless every value is kept: a mapped matrix cannot
+# change type as base R's subassignment does.
+fm_cols_values <- function(values, type) {
+  call <- sys.call(-1L)
+  given <- typeof(values)
+  ok <- is.atomic(values) && !is.object(values) &&
+    given %in% switch(type, raw = c("raw", "integer", "double"),
+                      c("logical", "integer", "double"))
+  if (!ok) {
+    fm_abort("earg", "values must be ", switch(type, raw = "raw bytes or whole numbers in 0..255",
+                                               "numbers or logicals"),
+             " for a mapped ", type, " matrix, not ", fm_describe(values), call = call)
+  }
+  if (given == type) return(as.vector(values))
+  v <- as.vector(values)
+  kept <- switch(type,
+    double = rep(TRUE, length(v)),
+    integer = is.na(v) | (is.finite(v) & v == trunc(v) & abs(v) <= .Machine$integer.max),
+    logical = is.na(v) | v == 0 | v == 1,
+    raw = !is.na(v) & v >= 0 & v <= 255 & v == trunc(v))
+  if (!all(kept)) {
+    at <- which(!kept)[1L]
+    fm_abort("earg", sprintf(
+      "values[%s] = %s cannot be stored in a mapped %s matrix without changing it (%s); %s",
+      format(at, scientific = FALSE), format(v[at], digits = 15L), type,
+      switch(type, integer = "it holds whole numbers in the integer range or NA",
+             logical = "it holds TRUE, FALSE or NA", raw = "it holds bytes 0..255"),
+      if (type == "integer") "base R would make x a double matrix, which a mapped typed matrix cannot become: write into a double matrix (create_fmalloc_matrix(\"double\", ...)) or round the values first"
+      else "convert the values first"), call = call)
+  }
+  switch(type, double = as.double(v), integer = as.integer(v), logical = as.logical(v),
+         raw = as.raw(v))
 }
 
 # Test hooks (internal): element and region reads exactly as C code does them

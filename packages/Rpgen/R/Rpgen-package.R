@@ -9,4 +9,9 @@
 #' @import methods
 #' @importFrom Rfmalloc fmalloc_codec_matrix create_fmalloc_matrix create_fmalloc_vector fm_abort
 #' @importFrom Rfmalloc fm_arg_choice fm_check_runtime
+#' @importClassesFrom Rfmalloc fmalloc_haplotypes
 "_PACKAGE"
+
+# rpgen_read(destination = "haplotype") objects extend Rfmalloc's class, so
+# its S4 methods (as.matrix, colSums, summary, ...) dispatch on them.
+setOldClass(c("rpgen_haplotypes", "fmalloc_haplotypes"))

@@ -227,7 +227,9 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' converted through a temporary file.
 #'
 #' **Formats and companions** (found by prefix, or given in `...`):
-#' `.bed` (or a prefix) with `bim`, `fam`; `.pgen` (or a prefix) with `pvar`,
+#' `.bed` (or a prefix) with `bim`, `fam` (a `.fam` with a line too many,
+#' which the `.bed`'s size cannot reveal, is read as plink2 reads it, with
+#' the warning of `Rfmalloc::fmalloc_bed_open()`); `.pgen` (or a prefix) with `pvar`,
 #' `psam` (PLINK 2: hardcalls, phase, dosages, multi-allelic records split);
 #' `.ped` with `map`; `.tped` with
 #' `tfam`; `.bgen` (embedded samples, else `sample`, else `sample1...`);
@@ -326,9 +328,13 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   For `"haplotype"`, an object of class
 #'   `c("rpgen_haplotypes", "fmalloc_haplotypes")`: loci x haplotypes
 #'   (sample `i` has haplotypes `2i - 1` and `2i`, in stored slot order),
-#'   `h[i, ]` gives alleles 0/1; `h$missing` is a second
+#'   `h[i, ]` and `as.matrix(h)` give alleles 0/1, `NA` where the slot is
+#'   missing; `h$missing` is a second
 #'   `fmalloc_haplotypes` of the same shape whose bit is 1 where the slot is
-#'   missing (its allele bit is then 0); `h$variants`, `h$samples`.
+#'   missing (its allele bit is then 0); `h$variants`, `h$samples`. The
+#'   verbs of `Rfmalloc::fmalloc_haplotypes()` apply (`rowSums()` counts
+#'   ALT alleles per locus, `summary()`); `h %*% y` needs
+#'   `as.matrix(h) %*% y`, or a read with `destination = "hardcall"`.
 #' @section Source: the format specifications the readers implement:
 #'   * PLINK 2 `.pgen`: plink-ng's `pgen_spec`
 #'     (<https://github.com/chrchang/plink-ng/tree/master/pgen_spec>);
@@ -417,6 +423,9 @@ rpgen_read <- function(path, format = NULL, destination = c("hardcall", "dosage"
     var_ids <- sc$ids
   }
   samples_all <- .rpg_sample_table(h, n_s)
+  if (h$format == "bed" && !is.na(h$files["fam"])) { # a .fam with an extra line reads padding bits
+    Rfmalloc::fm_check_fam_padding(h$paths[1], n_s, h$files[["fam"]], call = sys.call())
+  }
   ids <- samples_all$iid
   .rpg_apply_sex(h, dots, n_s)
   si <- .rpg_index(samples, n_s, "samples", ids, h$paths[1])

@@ -231,6 +231,46 @@ test_that("forked workers fill their own columns of one mapped matrix", {
   expect_error(fmalloc_write_cols(1:3, 1, 1:3), class = "fm_error_earg")
 })
 
+test_that("fmalloc_write_cols stores only values the matrix type keeps", {
+  rt <- open_fmalloc(fm_tmp(), size_gb = 0.01, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  I <- create_fmalloc_matrix("integer", 2, 2, rt)
+  e <- tryCatch(fmalloc_write_cols(I, 1, c(1, 2.5)), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionCall(e), quote(fmalloc_write_cols(I, 1, c(1, 2.5))))
+  expect_match(conditionMessage(e), "^values\\[2\\] = 2.5 cannot be stored in a mapped integer matrix")
+  expect_match(conditionMessage(e), "base R would make x a double matrix")
+  for (bad in list(Inf, -Inf, 2^31, NA_character_)) {
+    expect_error(fmalloc_write_cols(I, 1, c(1, bad)), class = "fm_error_earg")
+  }
+  expect_identical(I[], matrix(0L, 2, 2))
+  fmalloc_write_cols(I, 1:2, c(1, NA, NaN, -7))
+  fmalloc_write_cols(I, 1, c(TRUE, NA))
+  expect_identical(I[], matrix(c(1L, NA, NA, -7L), 2, 2))
+  X <- create_fmalloc_matrix("double", 4, 3, rt)
+  e <- tryCatch(fmalloc_write_cols(X, 1, letters[1:4]), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionMessage(e),
+                   "values must be numbers or logicals for a mapped double matrix, not a character vector")
+  for (bad in list(factor(1:4), 1:4 + 0i, as.raw(1:4), as.list(1:4))) {
+    expect_error(fmalloc_write_cols(X, 1, bad), "values must be numbers or logicals", class = "fm_error_earg")
+  }
+  fmalloc_write_cols(X, 1:3, c(1.5, NA, NaN, Inf, 1:4, TRUE, FALSE, NA, TRUE))
+  expect_identical(X[], matrix(c(1.5, NA, NaN, Inf, 1:4, 1, 0, NA, 1), 4, 3))
+  L <- create_fmalloc_vector("logical", 3, rt)
+  fmalloc_write_cols(L, 1, c(1, NA, 0))
+  expect_identical(L[], c(TRUE, NA, FALSE))
+  expect_error(fmalloc_write_cols(L, 1, c(1, 2, 0)), "values\\[2\\] = 2 cannot", class = "fm_error_earg")
+  R <- create_fmalloc_vector("raw", 3, rt)
+  fmalloc_write_cols(R, 1, c(0, 255L, 7))
+  expect_identical(R[], as.raw(c(0, 255, 7)))
+  for (bad in list(c(0, 256, 1), c(0, NA, 1), c(0, 1.5, 1))) {
+    expect_error(fmalloc_write_cols(R, 1, bad), "cannot be stored in a mapped raw matrix", class = "fm_error_earg")
+  }
+  expect_error(fmalloc_write_cols(R, 1, c(TRUE, FALSE, TRUE)), "raw bytes or whole numbers", class = "fm_error_earg")
+  expect_identical(R[], as.raw(c(0, 255, 7)))
+})
+
 test_that("a raw vector beyond 2^31 elements is written at both ends", {
   skip_if(identical(Sys.getenv("RFMALLOC_SKIP_BIG"), "true"), "RFMALLOC_SKIP_BIG=true")
   n <- 2^31 + 10

@@ -164,6 +164,20 @@ test_that("fmalloc_threads sets, queries and restores the thread count", {
   }
 })
 
+test_that("a refused setting reports the setter's call and argument, not the option", {
+  old <- c(fmalloc_threads(), fmalloc_panel_budget())
+  e <- tryCatch(fmalloc_threads(-1), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionCall(e), quote(fmalloc_threads(-1)))
+  expect_identical(conditionMessage(e), "n must be NULL, NA or one whole number from 0 to 256, not -1")
+  e <- tryCatch(fmalloc_panel_budget(-1), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionCall(e), quote(fmalloc_panel_budget(-1)))
+  expect_match(conditionMessage(e), "^bytes must be NULL or one whole number from 0 to .*, not -1$")
+  # refused values leave the settings (and their options) as they were
+  expect_identical(c(fmalloc_threads(), fmalloc_panel_budget()), old)
+})
+
 test_that("colSums and colMeans of codec matrices match base R on the decoded matrix", {
   rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
   on.exit(cleanup_fmalloc(rt))

@@ -122,6 +122,75 @@ test_that("haplotypes keep alleles in locus-major 64-byte rows", {
   expect_error(fmalloc_haplotypes(matrix(c(0L, 2L), 1), rt), class = "fm_error_earg")
 })
 
+test_that("a .fam with one line too many is read as plink2 reads it, with a warning", {
+  skip_if_no_plink2()
+  src <- sub("\\.bed$", "", fixture_path("genotypes", "1kg_phase3_subset", "1kg_bi.bed"))
+  expect_no_warning(G <- fmalloc_bed_open(src)) # 1126 samples: 2 padding slots, not read
+  prefix <- file.path(tempfile("extra_fam_"), "x")
+  dir.create(dirname(prefix))
+  on.exit(unlink(dirname(prefix), recursive = TRUE))
+  for (ext in c(".bed", ".bim")) file.symlink(paste0(src, ext), paste0(prefix, ext))
+  writeLines(c(readLines(paste0(src, ".fam")), "X EXTRA 0 0 0 -9"), paste0(prefix, ".fam"))
+  w <- tryCatch(fmalloc_bed_open(prefix), warning = identity)
+  expect_s3_class(w, "fm_warning_emismatch")
+  expect_identical(conditionCall(w), quote(fmalloc_bed_open(prefix)))
+  expect_match(conditionMessage(w), "(line 1127) reads two copies of A1 at each of the first 1000 variants",
+               fixed = TRUE)
+  X <- suppressWarnings(fmalloc_bed_open(prefix))
+  expect_identical(dim(X), c(1127L, ncol(G)))
+  expect_true(all(as.matrix(X[1127, 1:50, drop = FALSE]) == 2))
+  # the values are plink2's for the same files
+  out <- run_plink2(c("--bfile", prefix, "--autosome", "--freq"))
+  pf <- utils::read.table(paste0(out, ".afreq"), header = FALSE, comment.char = "#",
+                          col.names = c("chr", "id", "ref", "alt", "alt_freq", "obs_ct"))
+  af <- fmalloc_allele_freq(X)
+  expect_equal(af$alt_freq[match(pf$id, af$id)], pf$alt_freq, tolerance = 1e-5)
+})
+
+test_that("fmalloc_bed names a non-count value in full and refuses TRUE/FALSE", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  e <- tryCatch(fmalloc_bed(matrix(2.0000001, 2, 2), rt), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionMessage(e), "g[1, 1] = 2.0000001 is not 0, 1, 2, NA")
+  e <- tryCatch(fmalloc_bed(matrix(c(NA, TRUE), 2, 2), rt), error = identity)
+  expect_s3_class(e, "fm_error_earg")
+  expect_match(conditionMessage(e), "^g is a logical matrix with TRUE/FALSE values, not allele counts")
+  # an all-NA logical matrix is all missing (NA is logical)
+  G <- fmalloc_bed(matrix(NA, 3, 2), rt)
+  expect_identical(as.matrix(G), matrix(NA_real_, 3, 2))
+})
+
+test_that("haplotypes answer as.matrix, the sums and summary, and refuse t()", {
+  rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.1, mode = "scratch")
+  on.exit(cleanup_fmalloc(rt))
+  set.seed(7)
+  h <- matrix(sample(0:1, 23 * 70, replace = TRUE), 23, 70,
+              dimnames = list(paste0("l", 1:23), paste0("h", 1:70)))
+  H <- fmalloc_haplotypes(h, rt)
+  expect_identical(dim(H), c(23L, 70L))
+  expect_identical(as.matrix(H), h)
+  old <- fmalloc_panel_budget()
+  on.exit(fmalloc_panel_budget(old), add = TRUE)
+  for (budget in c(0, 4 * 70 * 5)) { # one block; blocks of 5 loci
+    fmalloc_panel_budget(budget)
+    expect_identical(colSums(H), colSums(h) + 0)
+    expect_identical(rowSums(H), rowSums(h) + 0)
+    expect_equal(colMeans(H), colMeans(h))
+    expect_identical(rowMeans(H), rowMeans(h))
+  }
+  expect_error(colSums(H, dims = 2), "dims must be 1", class = "fm_error_eunsupported")
+  e <- tryCatch(t(H), error = identity)
+  expect_s3_class(e, "fm_error_eunsupported")
+  expect_identical(conditionCall(e), quote(t(H)))
+  s <- summary(H)
+  expect_s3_class(s, "summary_fmalloc_haplotypes")
+  expect_identical(s$dim, c(23L, 70L))
+  expect_identical(s$n_missing, 0)
+  expect_identical(s$alt_freq, summary(rowMeans(h)))
+  expect_output(print(s), "23 loci x 70 haplotypes, 0 missing slots")
+})
+
 test_that("a bad .bed is refused before any genotype is read, naming file, sizes, N and M", {
   d <- tempfile("badbed")
   dir.create(d)

@@ -168,3 +168,12 @@ test_that("summary() gives each PC's share of the total variance, as prcomp() ov
   q <- fmalloc_pca(x, k = 2, center = FALSE)
   expect_equal(q$total_var, sum(x^2) / (nrow(x) - 1), tolerance = 1e-12)
 })
+
+test_that("a matrix that is zero once centred (one row) is refused in the user's terms", {
+  X <- matrix(rnorm(30), 1, 30)
+  e <- tryCatch(fmalloc_pca(X, k = 1), error = identity)
+  expect_s3_class(e, "fm_error_edegenerate")
+  expect_false(grepl("fm_stats_rpca", conditionMessage(e), fixed = TRUE))
+  expect_match(conditionMessage(e), "^the 1 x 30 matrix, centred and scaled as asked, is numerically zero")
+  expect_match(conditionMessage(e), "a single row centred at its mean is zero", fixed = TRUE)
+})

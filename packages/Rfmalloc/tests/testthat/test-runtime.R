@@ -92,9 +92,23 @@ test_that("truncation from outside is detected at fmalloc_sync", {
   err <- tryCatch(fmalloc_sync(rt), error = function(e) e)
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
-  # cleanup still closes, then reports the failed commit
-  expect_error(cleanup_fmalloc(rt), class = "fm_error_eformat")
+  # cleanup closes it, with a warning that the commit was impossible
+  w <- tryCatch(cleanup_fmalloc(rt), warning = identity)
+  expect_s3_class(w, "fm_warning_eformat")
+  expect_identical(conditionCall(w), quote(cleanup_fmalloc(rt)))
+  expect_match(conditionMessage(w), "; the runtime is closed without a commit (changes since the last sync are lost)",
+               fixed = TRUE)
+  expect_true(grepl(path, conditionMessage(w), fixed = TRUE))
   expect_false(fmalloc_is_open(rt))
+  expect_silent(expect_false(cleanup_fmalloc(rt)))
+  # the value (TRUE: it was open) comes with the warning
+  rt <- open_fmalloc(fm_tmp(), size_gb = 0.05)
+  p2 <- fmalloc_info(rt)$path
+  create_fmalloc_vector("double", 1e5, rt)
+  fmalloc_sync(rt)
+  system2("truncate", c("-s", shrink_to, shQuote(p2)))
+  expect_error(fmalloc_check(rt), class = "fm_error_eformat")
+  expect_warning(expect_true(cleanup_fmalloc(rt)), class = "fm_warning_eformat")
 })
 
 test_that("replacing the file by rename leaves mapped values unchanged", {
@@ -265,7 +279,7 @@ test_that("truncation from outside is detected by a streamed pass and at the nex
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
   expect_error(fmalloc_pca(x, k = 2), class = "fm_error_eformat")
-  try(cleanup_fmalloc(rt), silent = TRUE)
+  expect_warning(cleanup_fmalloc(rt), class = "fm_warning_eformat")
   err <- tryCatch(open_fmalloc(path), error = function(e) e)
   expect_s3_class(err, "fm_error_eformat")
   expect_true(grepl(path, conditionMessage(err), fixed = TRUE))
@@ -317,12 +331,14 @@ test_that("after a truncation is detected, data access raises instead of SIGBUS"
                    alloc = cls(create_fmalloc_vector("double", 10, rt)),
                    save = cls(fmalloc_save(1:3, "y", rt)),
                    sync = cls(fmalloc_sync(rt)), heap = sum(x),
-                   cleanup = cls(cleanup_fmalloc(rt)), after = cls(sum(X)))', p = path)
+                   cleanup = tryCatch(cleanup_fmalloc(rt), warning = function(w) class(w)[1]),
+                   after = cls(sum(X)))', p = path)
   expect_equal(res$colmeans, "fm_error_eformat")
   expect_true(res$broken)
   for (k in c("crossprod", "sum", "elt", "elt_far", "fm_elt", "region", "dup", "write",
-              "print", "alloc", "save", "sync", "cleanup"))
+              "print", "alloc", "save", "sync"))
     expect_equal(res[[k]], "fm_error_eformat", label = k)
+  expect_equal(res$cleanup, "fm_warning_eformat")
   expect_match(res$sum_msg, path, fixed = TRUE)
   expect_equal(res$heap, 0)
   expect_equal(res$after, "fm_error_eclosed")
@@ -470,6 +486,25 @@ test_that("functions taking a runtime use the session's default scratch runtime 
     "e <- tryCatch(fmalloc_bed(matrix(0, 1, 1)), error = function(e) e)",
     "cat('bad option', inherits(e, 'fm_error_earg'), grepl('fmalloc.default_runtime_gb', conditionMessage(e)), '\\n')"))
   expect_child_lines(out, c("renewed TRUE TRUE", "bad option TRUE TRUE"))
+})
+
+test_that("under a virtual-memory limit the default runtime takes a smaller cap, or says how to set one", {
+  # a child shell with ulimit -v (KiB) as on clusters (SGE h_vmem)
+  limited <- function(kib) c("bash", "-c", shQuote(sprintf('ulimit -v %d; exec "$0" "$@"', kib)))
+  out <- rscript_child(c(
+    "x <- create_fmalloc_vector('double', 3); x[] <- 1:3",
+    "cap <- fmalloc_info(fmalloc_default_runtime())$cap_bytes / 2^30",
+    "cat('cap', cap %in% 2^(0:2), sum(x), '\\n')",
+    "options(fmalloc.default_runtime_gb = 1024); cleanup_fmalloc(fmalloc_default_runtime())",
+    "e <- tryCatch(create_fmalloc_vector('double', 3), error = identity)",
+    "cat('set', class(e)[1], deparse(conditionCall(e)), '\\n')",
+    "cat(conditionMessage(e), '\\n')"),
+    packages = "Rfmalloc", prefix = limited(4000000))
+  expect_child_lines(out, c("cap TRUE 6", "set fm_error_enospc fmalloc_default_runtime()"))
+  expect_true(any(grepl("Rfmalloc: the default runtime's cap is [124] GiB, not 1024", out)),
+              info = paste(out, collapse = "\n"))
+  expect_true(any(grepl("^cannot reserve 1099511627776 bytes of address space .*options\\(fmalloc.default_runtime_gb = <GiB>\\)",
+                        out)), info = paste(out, collapse = "\n"))
 })
 
 test_that("choice arguments raise fm_error_earg naming the choices", {

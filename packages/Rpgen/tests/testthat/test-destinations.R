@@ -40,6 +40,30 @@ test_that("the haplotype destination keeps slots that sum to the hardcalls", {
   h <- H[1:30, ]
   expect_equal(t(h[, c(TRUE, FALSE)] + h[, c(FALSE, TRUE)]), unname(G), ignore_attr = TRUE)
   expect_true(all(H$missing[1:30, ] == 0L))
+  # the matrix verbs (Rfmalloc's generics: this file runs in Rpgen's namespace,
+  # where base's come first): decoded values in bounded blocks of loci, or a
+  # classed refusal
+  m <- Rfmalloc::as.matrix(H)
+  expect_identical(m, H[, , drop = FALSE])
+  expect_identical(dim(m), dim(H))
+  expect_identical(dimnames(m), dimnames(H))
+  expect_identical(Rfmalloc::colSums(H), colSums(m) + 0)
+  old <- Rfmalloc::fmalloc_panel_budget()
+  Rfmalloc::fmalloc_panel_budget(4 * ncol(H) * 7) # blocks of 7 loci
+  expect_identical(Rfmalloc::rowSums(H), rowSums(m) + 0)
+  expect_equal(Rfmalloc::colMeans(H), colMeans(m))
+  expect_identical(Rfmalloc::rowMeans(H), rowMeans(m))
+  Rfmalloc::fmalloc_panel_budget(old)
+  expect_identical(unname(Rfmalloc::rowSums(H)), unname(colSums(G, na.rm = TRUE)) + 0)
+  e <- tryCatch(Rfmalloc::t(H), error = identity)
+  expect_s3_class(e, "fm_error_eunsupported")
+  expect_identical(conditionCall(e), quote(Rfmalloc::t(H)))
+  expect_match(conditionMessage(e), "t(as.matrix(x))", fixed = TRUE)
+  s <- Rfmalloc::summary(H)
+  expect_identical(s$dim, c(30L, 2252L))
+  expect_identical(s$n_missing, 0)
+  expect_equal(unname(s$alt_freq[["Mean"]]), mean(rowMeans(m)))
+  expect_output(print(s), "30 loci x 2,252 haplotypes, 0 missing slots")
   # unphased records cannot fill a haplotype destination
   expect_error(rpgen_read(kg("text", "1kg_bi_chr22.v11.bgen"), runtime = rt,
                           destination = "haplotype", variants = 1:30),
@@ -189,8 +213,34 @@ test_that("half-calls keep their slot; the missing plane marks the other one", {
                paste("1", "100", "v1", "A", "G", ".", ".", ".", "GT",
                      "0|.", "1|.", ".|0", ".|1", "1|0", sep = "\t")), v)
   H <- rpgen_read(v, destination = "haplotype", runtime = rt)
-  expect_equal(unname(H[1, ]), c(0, 0, 1, 0, 0, 0, 0, 1, 1, 0))
+  expect_equal(unname(H[1, ]), c(0, NA, 1, NA, NA, 0, NA, 1, 1, 0))
   expect_equal(unname(H$missing[1, ]), c(0, 1, 0, 1, 1, 0, 1, 0, 0, 0))
+  expect_identical(unname(Rfmalloc::as.matrix(H)), matrix(c(0L, NA, 1L, NA, NA, 0L, NA, 1L, 1L, 0L), 1, 10))
+  expect_identical(unname(Rfmalloc::rowSums(H)), NA_real_)
+  expect_identical(unname(Rfmalloc::rowSums(H, na.rm = TRUE)), 3)
+  expect_identical(unname(Rfmalloc::colMeans(H, na.rm = TRUE)), c(0, NaN, 1, NaN, NaN, 0, NaN, 1, 1, 0))
+  expect_identical(Rfmalloc::summary(H)$n_missing, 4)
   expect_equal(unname(Rfmalloc::as.matrix(rpgen_read(v, runtime = rt))[, 1]),
                c(NA, NA, NA, NA, 1))
 })
+
+test_that("a .fam with one line too many is read (as plink2 does) with a warning", {
+  rt <- new_runtime()
+  src <- sub("\\.bed$", "", kg("1kg_bi.bed"))
+  prefix <- file.path(tempfile("extra_fam_"), "x")
+  dir.create(dirname(prefix))
+  on.exit(unlink(dirname(prefix), recursive = TRUE))
+  for (ext in c(".bed", ".bim")) file.symlink(paste0(src, ext), paste0(prefix, ext))
+  writeLines(c(readLines(paste0(src, ".fam")), "X EXTRA 0 0 0 -9"), paste0(prefix, ".fam"))
+  bed <- paste0(prefix, ".bed")
+  w <- tryCatch(rpgen_read(bed, runtime = rt, variants = 1:20), warning = identity)
+  expect_s3_class(w, "fm_warning_emismatch")
+  expect_identical(conditionCall(w), quote(rpgen_read(bed, runtime = rt, variants = 1:20)))
+  expect_match(conditionMessage(w), "(line 1127) reads two copies of A1 at each of the first 1000 variants",
+               fixed = TRUE)
+  X <- suppressWarnings(rpgen_read(bed, runtime = rt, variants = 1:20))
+  expect_identical(dim(X), c(1127L, 20L))
+  expect_true(all(Rfmalloc::as.matrix(X)[1127, ] == 2))
+  expect_no_warning(rpgen_read(paste0(src, ".bed"), runtime = rt, variants = 1:20))
+})
+
