@@ -606,6 +606,14 @@ test_that("a file in another format than its name says is named as that format (
              "x\\.bgen' starts like a vcf file, not bgen: give format = \"vcf\" to read it as one")
   expect_identical(dim(rpgen_read(b, format = "vcf", runtime = rt)),
                    dim(rpgen_read(fixture_path("genotypes", "ceu_exon", "ceu_exon.bcf"), runtime = rt)))
+  # a VCF named .bed is named a VCF before the .fam it lacks is looked for (review)
+  b <- file.path(d, "renamed.bed")
+  file.copy(fixture_path("genotypes", "ceu_exon", "ceu_exon.vcf.gz"), b)
+  said <- "renamed\\.bed' starts like a vcf file, not bed: give format = \"vcf\" to read it as one$"
+  expect_bad(rpgen_read(b, runtime = rt), "eformat", said)
+  expect_bad(rpgen_info(b), "eformat", said)
+  expect_identical(rpgen_info(b, format = "vcf")$n_variants,
+                   rpgen_info(fixture_path("genotypes", "ceu_exon", "ceu_exon.vcf.gz"))$n_variants)
 })
 
 test_that("a BGEN first-variant offset past the end is named, not called a truncation (issue 14, review)", {
