@@ -49,7 +49,7 @@
 #' @section Errors: `fm_error_earg` naming the first (row, column) that is not
 #'   0, 1, 2 or `NA`; `fm_error_enospc` when the runtime is full.
 #' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
-#'   genotype table); `docs/formats/bed.md`.
+#'   genotype table), <https://www.cog-genomics.org/plink/1.9/formats#bed>.
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' g <- matrix(c(0L, 1L, 2L, NA, 1L, 0L), 3, 2)
@@ -464,7 +464,8 @@ fmalloc_samples <- function(x) x@samples
 #' @param dimnames defaults to `dimnames(x)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"dos8"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) outside \[0, 2\].
-#' @section Source: `docs/formats/dos8.md`.
+#' @section Source: this package's one-byte dosage layout (documented in
+#'   `docs/formats/dos8.md` in the source repository).
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' D <- fmalloc_dosage(matrix(c(0, 0.5, 1.98, NA), 2, 2), rt)
@@ -487,7 +488,7 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #' bytes so every row starts 64-byte aligned. This is a typed accessor, not a
 #' numeric matrix: it keeps alleles as alleles for Li-Stephens style HMM
 #' kernels, which walk loci in order. C code reads rows with
-#' `fm_codec_hap1_row()` (`fm_codec_hap1.h`).
+#' `fm_codec_hap1_row()` (declared in Rfmalloc's C API, `LinkingTo: Rfmalloc`).
 #'
 #' @param h integer matrix, loci x haplotypes, of alleles 0 (REF) or 1 (ALT).
 #'   Phased data have no missing code: `NA` is an error.
@@ -497,7 +498,8 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #'   (loci, haplotypes) and `h[i, ]` returns the alleles of loci `i` as an
 #'   integer matrix.
 #' @section Errors: `fm_error_earg` naming the first value other than 0 or 1.
-#' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
+#' @section Source: Li and Stephens (2003), Genetics 165:2213; the bit
+#'   layout is this package's (`docs/formats/hap1.md` in the source repository).
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' h <- matrix(rbinom(4 * 10, 1, 0.5), 4, 10) # 4 loci x 10 haplotypes

@@ -105,7 +105,7 @@
 #'   `add_special = TRUE` adds, `eog` (the 0-based ids that end generation,
 #'   ascending: `eos`, `eot`, `eom` and every control token named like an
 #'   end of turn, such as `<|im_end|>`, `<|eot_id|>` or `<end_of_turn>`; the
-#'   rule of llama.cpp's vocabulary, see the core's `fm_tok.h`), and `path`.
+#'   rule of llama.cpp's vocabulary), and `path`.
 #' @section Errors: `fm_error_eio` when the file cannot be read,
 #'   `fm_error_eformat` for a malformed file or tokenizer metadata of the
 #'   wrong type or length (the message names the key),
@@ -293,7 +293,7 @@ rllm_detokenize <- function(x, tokens, special = FALSE, strip_space = TRUE) {
 #' @section Errors: `fm_error_earg` for another `x`; `fm_error_eclosed` as
 #'   for [rllm_tokenize()].
 #' @section Source: the `tokenizer.ggml.tokens`, `token_type` and `scores`
-#'   arrays of the GGUF metadata (GGML's `docs/gguf.md`); see
+#'   arrays of the GGUF metadata (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); see
 #'   [rllm_tokenizer()].
 #' @export
 rllm_vocab <- function(x) {
