@@ -134,6 +134,9 @@ typedef struct fm_fmt_info {
   int has_dosage;       /* records carry dosages */
   int has_cm;           /* records carry cm: .bim, .pvar with a CM column (or in the
                            .bim layout), .map, .tped */
+  const char *notice;   /* what the user should hear of this open although it
+                           succeeded (a region whose contig the file does not
+                           list, fm_fmt_vcf.h), or NULL; owned by the reader */
 } fm_fmt_info;
 
 typedef struct fm_reader fm_reader;

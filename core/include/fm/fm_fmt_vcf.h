@@ -26,7 +26,10 @@
  * region: NULL reads the whole file in order; otherwise an htslib region
  *   string ("22", "22:16000000-17000000") read through the index beside the
  *   file (path.tbi or path.csi); a well-formed region of a contig absent
- *   from the index yields no records.
+ *   from the index yields no records, and info.notice says so, naming the
+ *   first contigs the index (VCF.gz) or header (BCF) lists ("region
+ *   'chr22': contig 'chr22' is not in the index of x.vcf.gz, which lists
+ *   22; no records read").
  * Out:    *out is a reader (owned; fm_reader_close), NULL on failure.
  *   info.format is "vcf" or "bcf", info.n_variants is -1, info.has_dosage is
  *   nonzero when the header declares FORMAT DS, info.is_phased becomes

@@ -72,8 +72,8 @@ typedef enum fm_gguf_wsrc {
   FM_GGUF_WSRC_F64 = 1,   /* doubles: float types get them rounded to float32
                            * and converted (F16/BF16 rows; the quantized types
                            * through ggml_quantize_chunk without an importance
-                           * matrix), NaN and Inf kept; integer types need
-                           * whole numbers in the type's range */
+                           * matrix); every value must lie in the type's
+                           * range (fm_gguf_wrange_of) */
   FM_GGUF_WSRC_I32 = 2    /* int32 values, converted likewise */
 } fm_gguf_wsrc;
 
@@ -99,6 +99,31 @@ typedef struct fm_gguf_wtensor {
   int64_t n;
 } fm_gguf_wtensor;
 
+/* The numbers a GGML type is encoded from (src F64 or I32): [lo, hi];
+ * whole: integer types take whole numbers only; finite: NaN and Inf are
+ * refused. F32, F16 and BF16 take NaN and +-Inf as given, and finite
+ * values up to their largest (FLT_MAX, 65504, 0x1.fep127), beyond which
+ * a value would become Inf; the quantized types take finite values within
+ * F16's range, as their blocks' scales are F16 and one NaN or Inf makes
+ * the whole block NaN. */
+typedef struct fm_gguf_wrange {
+  double lo, hi;
+  int whole, finite;
+} fm_gguf_wrange;
+
+/* The range of `type` (above) into *r; 0 for a type numbers cannot be
+ * encoded to (*r untouched). */
+int fm_gguf_wrange_of(uint32_t type, fm_gguf_wrange *r);
+
+/* The index of the first of n values (src F64: doubles; I32: int32_t)
+ * outside r; -1 when all lie in it. */
+int64_t fm_gguf_wrange_first_bad(const fm_gguf_wrange *r, fm_gguf_wsrc src, const void *data,
+                                 int64_t n);
+
+/* The range of `type` in words into buf (n bytes, NUL-terminated, cut to
+ * fit), e.g. "F16 takes numbers from -65504 to 65504 (...)". */
+void fm_gguf_wrange_text(uint32_t type, char *buf, size_t n);
+
 /* Write the GGUF file at path (created or truncated) with n_kv metadata
  * entries kv[] and n_tensors tensors[], tensors aligned to `alignment`
  * bytes (a power of two from 1 to FM_GGUF_WRITE_MAX_ALIGNMENT; GGUF's
@@ -111,8 +136,9 @@ typedef struct fm_gguf_wtensor {
  *     values; a tensor name empty, longer than FM_GGUF_WRITE_MAX_NAME or
  *     given twice; an unknown GGML type; n_dims outside 1..4, an extent
  *     < 1, ne[0] not a multiple of the block, more than 2^60 elements; a data
- *     size other than the shape's (n elements, or n bytes for BYTES); for
- *     integer types, a value that is not a whole number in range;
+ *     size other than the shape's (n elements, or n bytes for BYTES); a
+ *     number outside the type's range (fm_gguf_wrange_of: the message
+ *     names the tensor, the value's index and the range);
  *   FM_EUNSUPPORTED: numbers for a type they cannot be encoded to (the
  *     other quantized types need an importance matrix or have no
  *     quantizer here: give their bytes);

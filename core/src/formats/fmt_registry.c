@@ -330,10 +330,6 @@ fm_status fm_fmt_resolve(const fm_fmt_format *f, const char *path, const char *c
   return st;
 }
 
-/* A file its reader refused as malformed whose first bytes are another
- * format's magic and not its own (a BCF named .bgen): the message says so
- * first, then what the reader found; not for formats whose magics overlap
- * (a sample-major .bed is no PGEN). Files that open are never looked at. */
 /* Whether magics a and b share a byte position and agree on every shared
  * one (masks applied): one file could hold both, as a .bed (6c 1b 01) and
  * a PGEN (6c 1b, any mode) can; such formats are not told apart here. */
@@ -350,21 +346,30 @@ static int magics_overlap(const fm_fmt_magic *a, const fm_fmt_magic *b) {
   return shared;
 }
 
-static void name_other_format(const fm_fmt_fileset *fs, fm_err *err) {
+/* The format whose magic the main file's first bytes are, when they are
+ * not fs's format's own (a BCF named .bgen); NULL otherwise, and for
+ * formats whose magics overlap (a sample-major .bed is no PGEN). */
+static const fm_fmt_format *other_format(const fm_fmt_fileset *fs) {
   uint8_t head[FM_FMT_SNIFF_BYTES];
   size_t n;
-  if (!fs->path[0][0] || read_head(fs->path[0], head, &n, NULL) != FM_OK) return;
+  if (!fs->path[0][0] || read_head(fs->path[0], head, &n, NULL) != FM_OK) return NULL;
   const fm_fmt_format *other = fm_fmt_by_magic(head, n);
-  if (!other || other == fs->format) return;
+  if (!other || other == fs->format) return NULL;
   for (int j = 0; j < fs->format->n_magic; j++) {
-    if (magic_at(&fs->format->magic[j], head, n)) return;
+    if (magic_at(&fs->format->magic[j], head, n)) return NULL;
     for (int k = 0; k < other->n_magic; k++)
-      if (magics_overlap(&fs->format->magic[j], &other->magic[k])) return;
+      if (magics_overlap(&fs->format->magic[j], &other->magic[k])) return NULL;
   }
-  char said[sizeof err->msg];
-  memcpy(said, err->msg, sizeof said);
-  fm_err_set(err, FM_EFORMAT, "'%s' starts like a %s file, not %s: give format = \"%s\" to read it as one (the %s reader said: %s)",
-             fs->path[0], other->name, fs->format->name, other->name, fs->format->name, said);
+  return other;
+}
+
+/* FM_EFORMAT saying that fs's main file is an `other` file, then (when
+ * said is not NULL) what fs's reader found. */
+static fm_status is_other_format(const fm_fmt_fileset *fs, const fm_fmt_format *other,
+                                 const char *said, fm_err *err) {
+  return fm_err_set(err, FM_EFORMAT, "'%s' starts like a %s file, not %s: give format = \"%s\" to read it as one%s%s%s%s",
+                    fs->path[0], other->name, fs->format->name, other->name, said ? " (the " : "",
+                    said ? fs->format->name : "", said ? " reader said: " : "", said ? said : "");
 }
 
 fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_reader **out,
@@ -376,8 +381,19 @@ fm_status fm_fmt_open(const fm_fmt_fileset *fs, const fm_fmt_options *opt, fm_re
   if (fs->path[0][0] && !exists(fs->path[0], &is_dir))
     return fm_err_set(err, FM_EIO, "cannot open '%s': no such file", fs->path[0]);
   if (is_dir) return fm_err_set(err, FM_EIO, "cannot read '%s': it is a directory", fs->path[0]);
+  /* a main file in another format's bytes is named as such before its
+   * reader looks for companions (a VCF named .bed, not its missing .fam);
+   * a format without a magic learns it only when its reader refuses the
+   * file (a .gen.gz starts like a .vcf.gz); files that open are never
+   * looked at then */
+  const fm_fmt_format *other = fs->format->n_magic ? other_format(fs) : NULL;
+  if (other) return is_other_format(fs, other, NULL, err);
   const fm_fmt_options none = {0};
   fm_status st = fs->format->open(fs, opt ? opt : &none, out, err);
-  if (st == FM_EFORMAT && err) name_other_format(fs, err);
+  if (st == FM_EFORMAT && err && !fs->format->n_magic && (other = other_format(fs))) {
+    char said[sizeof err->msg];
+    memcpy(said, err->msg, sizeof said);
+    st = is_other_format(fs, other, said, err);
+  }
   return st;
 }

@@ -34,6 +34,7 @@ typedef struct vcf_impl {
   tbx_t *tbx;          /* owned: tabix index of a VCF.gz when a region is read */
   hts_itr_t *itr;      /* owned: region iterator, NULL for a whole-file read */
   int itr_empty;       /* the region names no contig of the index: no records */
+  char *notice;        /* owned: info.notice (that contig's absence), or NULL */
   kstring_t line;      /* owned: the current text line (VCF; BCF reads need none) */
   char *chunk;         /* owned: (CHUNK_BYTES) decompressed text of a whole-file read */
   size_t chunk_len, chunk_pos;
@@ -110,6 +111,7 @@ static void vr_close(fm_reader *r) {
   free(v->het_site);
   free(v->id_buf);
   free(v->region);
+  free(v->notice);
   free(v->path);
   free(v);
   r->impl = NULL;
@@ -861,6 +863,47 @@ static int any_prefix(void *region, const char *name) {
   return strcmp((const char *)region, name) == 0 ? -1 : 0;
 }
 
+/* The contig of a region whose coordinates region_ok accepted: the text
+ * before its last ':' when what follows is coordinates, else all of it. */
+typedef struct contig_of {
+  const char *region;
+  const char *name; /* the prefix hts_parse_region tried last */
+  size_t len;
+} contig_of;
+static int note_prefix(void *ctx, const char *name) {
+  contig_of *c = ctx;
+  if (strcmp(c->region, name) == 0) return -1;
+  c->name = c->region, c->len = strlen(name);
+  return 0;
+}
+
+/* info.notice for a region of a contig the file does not list: the contig
+ * and the first names it does list (BCF header contigs, tabix names). */
+static void note_absent_contig(vcf_impl *v, const char *region) {
+  contig_of c = {region, region, strlen(region)};
+  int tid = -1;
+  hts_pos_t beg, end;
+  if (strchr(region, ':') &&
+      !hts_parse_region(region, &tid, &beg, &end, note_prefix, &c, HTS_PARSE_THOUSANDS_SEP))
+    c.name = region, c.len = strlen(region);
+  int n = 0;
+  const char **names = v->is_bcf ? bcf_hdr_seqnames(v->hdr, &n) : tbx_seqnames(v->tbx, &n);
+  char list[160] = "";
+  size_t k = 0;
+  for (int i = 0; i < n && i < 8 && k < sizeof list; i++)
+    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", names[i]);
+  if (n > 8 && k < sizeof list) snprintf(list + k, sizeof list - k, " and %d more", n - 8);
+  free(names);
+  const char *base = strrchr(v->path, '/');
+  base = base ? base + 1 : v->path;
+  const char *fmt = "region '%s': contig '%.*s' is not in the %s of %s, which lists %s; no records read";
+  const char *where = v->is_bcf ? "header" : "index";
+  const char *listed = n ? list : "no contigs";
+  int len = snprintf(NULL, 0, fmt, region, (int)c.len, c.name, where, base, listed);
+  if (len > 0 && (v->notice = malloc((size_t)len + 1)))
+    snprintf(v->notice, (size_t)len + 1, fmt, region, (int)c.len, c.name, where, base, listed);
+}
+
 /* Whether region parses as htslib's queries parse it (hts_parse_region):
  * with the contig known to name2id, as it would be queried; else with any
  * contig name, so that the coordinates of a region of a contig absent from
@@ -971,7 +1014,11 @@ static fm_status open_logged(const char *path, const char *region, fm_reader **o
     }
     v->itr = v->is_bcf ? bcf_itr_querys(v->idx, v->hdr, region) : tbx_itr_querys(v->tbx, region);
     /* a well-formed region of a contig the index does not list: no records */
-    if (!v->itr) v->itr_empty = 1;
+    if (!v->itr) {
+      v->itr_empty = 1;
+      note_absent_contig(v, region);
+      r->info.notice = v->notice;
+    }
     /* An index over a longer file (this one truncated, or the index stale)
      * lists chunks past the end, which would read as no records. */
     struct stat sb;

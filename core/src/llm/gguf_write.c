@@ -14,7 +14,10 @@
 #include <ggml.h>
 #include <gguf.h>
 
+#include <ctype.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,24 +76,68 @@ static fm_status check_kv(const fm_gguf_wkv *kv, int64_t i, fm_err *err) {
   return FM_OK;
 }
 
-/* The range of whole numbers that integer type t holds. */
-static void int_range(uint32_t t, double *lo, double *hi) {
-  *lo = t == GGML_TYPE_I8 ? -128.0 : t == GGML_TYPE_I16 ? -32768.0 : -2147483648.0;
-  *hi = t == GGML_TYPE_I8 ? 127.0 : t == GGML_TYPE_I16 ? 32767.0 : 2147483647.0;
+int fm_gguf_wrange_of(uint32_t type, fm_gguf_wrange *r) {
+  if (!from_numbers(type)) return 0;
+  double hi = 65504.0; /* F16's largest: the quantized types' block scales */
+  switch (type) {
+  case GGML_TYPE_I8: *r = (fm_gguf_wrange){-128.0, 127.0, 1, 1}; return 1;
+  case GGML_TYPE_I16: *r = (fm_gguf_wrange){-32768.0, 32767.0, 1, 1}; return 1;
+  case GGML_TYPE_I32: *r = (fm_gguf_wrange){-2147483648.0, 2147483647.0, 1, 1}; return 1;
+  case GGML_TYPE_F32: hi = FLT_MAX; break;
+  case GGML_TYPE_BF16: hi = 0x1.fep127; break;
+  default: break;
+  }
+  const int is_float = type == GGML_TYPE_F32 || type == GGML_TYPE_F16 || type == GGML_TYPE_BF16;
+  *r = (fm_gguf_wrange){-hi, hi, 0, !is_float};
+  return 1;
 }
 
-/* Numbers for an integer type: whole and in range. */
-static fm_status check_ints(const fm_gguf_wtensor *w, fm_err *err) {
-  double lo, hi;
-  int_range(w->type, &lo, &hi);
-  for (int64_t j = 0; j < w->n; j++) {
-    double x = w->src == FM_GGUF_WSRC_F64 ? ((const double *)w->data)[j]
-                                          : (double)((const int32_t *)w->data)[j];
-    if (!(x >= lo && x <= hi) || x != (double)(int64_t)x)
-      return fm_err_set(err, FM_EARG, "tensor '%s': value %lld is not a whole number that %s holds",
-                        w->name, (long long)j + 1, tname(w->type));
+int64_t fm_gguf_wrange_first_bad(const fm_gguf_wrange *r, fm_gguf_wsrc src, const void *data,
+                                 int64_t n) {
+  for (int64_t j = 0; j < n; j++) {
+    double x = src == FM_GGUF_WSRC_F64 ? ((const double *)data)[j] : (double)((const int32_t *)data)[j];
+    if (isnan(x) || isinf(x) ? r->finite
+                             : x < r->lo || x > r->hi || (r->whole && x != (double)(int64_t)x))
+      return j;
   }
-  return FM_OK;
+  return -1;
+}
+
+void fm_gguf_wrange_text(uint32_t type, char *buf, size_t n) {
+  fm_gguf_wrange r;
+  if (!n) return;
+  if (!fm_gguf_wrange_of(type, &r)) {
+    snprintf(buf, n, "type %u is not encoded from numbers", type);
+    return;
+  }
+  char name[16];
+  size_t k = 0;
+  for (const char *c = tname(type); *c && k + 1 < sizeof name; c++) name[k++] = (char)toupper((unsigned char)*c);
+  name[k] = 0;
+  const char *what = r.whole    ? "whole numbers"
+                     : r.finite ? "finite numbers"
+                                : "numbers";
+  const char *note = r.whole    ? ""
+                     : r.finite ? " (its blocks' scales are F16; a larger value, NaN or Inf corrupts its block)"
+                                : " (a larger value would become Inf), NaN and Inf";
+  snprintf(buf, n, "%s takes %s from %.10g to %.10g%s", name, what, r.lo, r.hi, note);
+}
+
+/* Numbers for tensor w: in its type's range. */
+static fm_status check_values(const fm_gguf_wtensor *w, fm_err *err) {
+  fm_gguf_wrange r;
+  if (!fm_gguf_wrange_of(w->type, &r))
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "tensor '%s': type %s cannot be encoded from numbers here; give its encoded bytes",
+                      w->name, tname(w->type));
+  int64_t j = fm_gguf_wrange_first_bad(&r, w->src, w->data, w->n);
+  if (j < 0) return FM_OK;
+  double x = w->src == FM_GGUF_WSRC_F64 ? ((const double *)w->data)[j]
+                                        : (double)((const int32_t *)w->data)[j];
+  char range[160];
+  fm_gguf_wrange_text(w->type, range, sizeof range);
+  return fm_err_set(err, FM_EARG, "tensor '%s': value %lld (GGML order) is %.17g, but %s", w->name,
+                    (long long)j + 1, x, range);
 }
 
 /* Check tensor w (index i); *n_bytes gets its encoded size. */
@@ -133,14 +180,10 @@ static fm_status check_tensor(const fm_gguf_wtensor *w, int64_t i, size_t *n_byt
     return FM_OK;
   case FM_GGUF_WSRC_F64:
   case FM_GGUF_WSRC_I32:
-    if (!from_numbers(w->type))
-      return fm_err_set(err, FM_EUNSUPPORTED,
-                        "tensor '%s': type %s cannot be encoded from numbers here; give its encoded bytes",
-                        name, tname(w->type));
-    if (w->n != n_el)
+    if (from_numbers(w->type) && w->n != n_el)
       return fm_err_set(err, FM_EARG, "tensor '%s': shape holds %lld values, got %lld", name,
                         (long long)n_el, (long long)w->n);
-    return is_int_type(w->type) ? check_ints(w, err) : FM_OK;
+    return check_values(w, err);
   default:
     return fm_err_set(err, FM_EARG, "tensor '%s': unknown data source %d", name, (int)w->src);
   }

@@ -37,7 +37,8 @@
 #'   the session's default runtime, [fmalloc_default_runtime()], when not given.
 #' @param dimnames defaults to `dimnames(x)`.
 #' @return An `fmalloc_codec_matrix` of codec `"alp"` over a raw fmalloc
-#'   vector holding the compressed blob (byte layout: `docs/formats/alp.md`).
+#'   vector holding the compressed blob (its byte layout is documented in
+#'   `docs/formats/alp.md` in the source repository).
 #' @section Errors: `fm_error_earg` when `x` is not a numeric matrix;
 #'   `fm_error_emismatch` when the dimnames do not fit; `fm_error_enomem` or `fm_error_enospc` when the
 #'   blob cannot be allocated or the runtime is full; `fm_error_ecancelled`
@@ -56,8 +57,7 @@
 #' @section Source: A. Afroozeh, L. X. Kuffo and P. Boncz (2023), "ALP:
 #'   Adaptive Lossless floating-Point Compression", Proceedings of the ACM on
 #'   Management of Data 1(4), SIGMOD 2023 (decimal ALP with its two-level
-#'   sampling; ALP_rd is not implemented); byte layout
-#'   `docs/formats/alp.md`.
+#'   sampling; ALP_rd is not implemented).
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.05, mode = "scratch")
 #' x <- matrix(round(runif(20000, 1, 500), 2), 10000, 2) # prices
@@ -92,7 +92,9 @@ fmalloc_alp <- function(x, runtime = fmalloc_default_runtime(), dimnames = base:
 #' @section Errors: `fm_error_earg` when `x` is not an ALP matrix;
 #'   `fm_error_eformat` naming the byte when its stored bytes are damaged;
 #'   `fm_error_eclosed` after its runtime was closed.
-#' @section Source: `docs/formats/alp.md`.
+#' @section Source: A. Afroozeh, L. X. Kuffo and P. Boncz (2023), "ALP:
+#'   Adaptive Lossless floating-Point Compression", SIGMOD 2023; see
+#'   [fmalloc_alp()].
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' A <- fmalloc_alp(matrix(c(0.5, 1.25, NA, -0), 2, 2), rt)

@@ -48,9 +48,11 @@
 #'   at a product) is neither `NULL` nor one of `fmalloc_backends()`; the
 #'   message lists them. `fm_error_eunsupported` from a product that a forced
 #'   backend declines.
-#' @section Source: the backend contract is `core/include/fm/fm_backend.h`
-#'   (`fm_backend_run`, `fm_backend_run_named`, `fm_ctl`'s `backend`); the
-#'   fused kernels are described in `core/include/fm/fm_fused.h`.
+#' @section Source: this package's design: each product is offered to the
+#'   backends in order and the first that accepts computes it; the
+#'   reference path (decode panels, then BLAS `dgemm`) accepts every
+#'   product. The C contract is `core/include/fm/fm_backend.h` in the
+#'   source repository.
 #' @examples
 #' fmalloc_backends()
 #' g <- matrix(rbinom(40 * 6, 2, 0.3), 40, 6)
@@ -95,7 +97,7 @@ fmalloc_with_backend <- function(name, expr) {
 #' evaluations): one setting for all of them. An invalid value set before
 #' the package loads is ignored with a warning; one set later raises
 #' `fm_error_earg` at the next call. At most 256 threads are used
-#' (`FM_THREADS_MAX` in `fm_base.h`); the default is capped there.
+#' (the default is capped at 256 as well).
 #'
 #' Results do not depend on the thread count: every output element is summed
 #' by one thread in an order fixed by the data alone. A block of variants is
@@ -118,8 +120,8 @@ fmalloc_with_backend <- function(name, expr) {
 #' @section Errors: `fm_error_earg` naming `n` when it is not `NULL`, `NA`
 #'   or a whole number from 0 to 256.
 #' @section Source: the threading and the order of summation of the fused
-#'   kernels are this package's design, described in `core/src/backend/fused.c` and
-#'   `core/include/fm/fm_fused.h`; the default count comes from
+#'   kernels are this package's design (each output element is summed in a
+#'   fixed order whatever the thread count); the default count comes from
 #'   `sched_getaffinity(2)` (Linux) or `sysconf(_SC_NPROCESSORS_ONLN)`.
 #' @examples
 #' fmalloc_threads()
@@ -176,12 +178,9 @@ fmalloc_threads <- function(n = NULL) {
 #'   session. An invalid option `fmalloc.backend` is returned as set (it
 #'   raises `fm_error_earg` at the next product), and a closed runtime does
 #'   not matter here.
-#' @section Source: the registry `core/include/fm/fm_backend.h`
-#'   (`fm_backend_count`, `fm_backend_name`); the kernels' instruction set
-#'   `fm_cpu_isa()` in `core/include/fm/fm_cpu.h` (CPUID at run time, probed
-#'   once); the settings of a call, `fm_ctl` and `fm_threads()` in
-#'   `core/include/fm/fm_base.h`, `fm_panel_budget()` in
-#'   `core/include/fm/fm_panel.h`.
+#' @section Source: the kernels' instruction set is read from the CPU
+#'   (CPUID) at run time, once, and limited by the environment variable
+#'   `FM_ISA`; the other fields are the settings described above.
 #' @examples
 #' str(fmalloc_backend_info())
 #' @export
@@ -205,7 +204,7 @@ fmalloc_backend_info <- function() {
 #' after [fmalloc_colVars()] and [fmalloc_colMeans()] (also when
 #' [fmalloc_standardize()] or [fmalloc_pca()] compute their column
 #' statistics), which stream through the core's statistics
-#' (`core/include/fm/fm_stats_colvar.h`) and no product backend; after
+#' (one streamed pass per call) and no product backend; after
 #' [fmalloc_pca()], the backends of its passes over the matrix, distinct,
 #' in the order of first use and joined by `"+"` (e.g. `"fused"`, or
 #' `"reference+alp"` on ALP storage, whose backend declines the passes

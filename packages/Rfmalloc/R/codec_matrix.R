@@ -54,8 +54,9 @@
 #' A codec matrix may also be made by another package around bytes that its
 #' own decoder reads (codec `"ext"`, an external codec: for example Rgguf's
 #' tensor views, decoded through GGML). Such a matrix is made from C with
-#' `Rfmalloc_ext_matrix()` (`inst/include/Rfmalloc.h`); everything above
-#' works on it, products go through the same backend registry (a backend of
+#' `Rfmalloc_ext_matrix()` (declared in the installed header
+#' `system.file("include", "Rfmalloc.h", package = "Rfmalloc")`); everything
+#' above works on it, products go through the same backend registry (a backend of
 #' the other package may take them, the reference path computes them
 #' otherwise), and `print()` shows the codec's name. It holds an external
 #' pointer, so it does not survive `saveRDS()`: after `readRDS()` any use
@@ -88,17 +89,16 @@
 #'   error of `setTimeLimit()` arrives as itself.
 #'
 #' @section Source: PLINK 1 `.bed` 2-bit encoding
-#'   (<https://www.cog-genomics.org/plink/1.9/formats#bed>,
-#'   `docs/formats/bed.md`); the one-byte dosage layout `docs/formats/dos8.md`;
-#'   ALP `docs/formats/alp.md`. Products and column sums follow the backend
-#'   contract of `core/include/fm/fm_backend.h` (`FM_OP_XB`, `FM_OP_XTB`,
-#'   `FM_OP_XXTB`, `FM_OP_COLSUMS`); the reference path decodes bounded
-#'   panels (`core/include/fm/fm_panel.h`) and calls BLAS `dgemm`; column
-#'   sums with `na.rm = TRUE` use a fill of 0 for every column, and the same
-#'   pass counts each column's missing entries (`FM_OP_COLSUMS` with k = 3).
-#'   `crossprod(X)` and `tcrossprod(X)` stream X once
-#'   (`core/include/fm/fm_gram.h`, BLAS `dsyrk`); `X[i, j]` and `X[i]`
-#'   gather in bounded panels (`fm_panel_gather`).
+#'   (<https://www.cog-genomics.org/plink/1.9/formats#bed>); the one-byte
+#'   dosage codec (`"dos8"`, [fmalloc_dosage()]) and ALP
+#'   ([fmalloc_alp()]) are this package's; their byte layouts are
+#'   in `docs/formats/` in the source repository. Products and column sums
+#'   go through the backend registry ([fmalloc_backends()]); the reference
+#'   path decodes bounded panels ([fmalloc_panel_budget()]) and calls BLAS
+#'   `dgemm`; column sums with `na.rm = TRUE` use a fill of 0 for every
+#'   column, and the same pass counts each column's missing entries.
+#'   `crossprod(X)` and `tcrossprod(X)` stream X once (BLAS `dsyrk`);
+#'   `X[i, j]` and `X[i]` gather in bounded panels.
 #'
 #' @slot storage raw vector (fmalloc ALTREP) or external pointer to a file view.
 #' @slot spec double `c(codec, n_rows, n_stored_cols, byte_offset, col_stride)`
@@ -453,8 +453,10 @@ fmalloc_select <- function(x, j) {
 #' @section Errors: `fm_error_earg` when `x` is not an `fmalloc_codec_matrix`;
 #'   `fm_error_eclosed` for an external-codec matrix whose codec was
 #'   released.
-#' @section Source: the layouts of `docs/formats/bed.md`, `dos8.md`,
-#'   `alp.md`.
+#' @section Source: PLINK 1 `.bed` 2-bit encoding
+#'   (<https://www.cog-genomics.org/plink/1.9/formats#bed>); the dosage and
+#'   ALP layouts are this package's (`docs/formats/` in the source
+#'   repository).
 #' @examples
 #' rt <- open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch")
 #' g <- matrix(sample(0:2, 400 * 10, replace = TRUE), 400, 10)

@@ -15,7 +15,9 @@
 #' | `fm_error_enospc` | the size cap, disk or file-size limit is reached |
 #' | `fm_error_ebusy` | another writer holds the file lock |
 #' | `fm_error_eclosed` | the runtime was closed: "mapping of '/path/x.fm' is closed" |
-#' | `fm_error_eunsupported`, `fm_error_edegenerate`, `fm_error_einternal` | see `fm_base.h` |
+#' | `fm_error_eunsupported` | valid input this code does not handle (a type, layout or product not implemented here; a forced backend that declines) |
+#' | `fm_error_edegenerate` | valid input whose mathematics is degenerate (a column of zero variance to scale) |
+#' | `fm_error_einternal` | a bug: an internal invariant failed (please report it) |
 #'
 #' An interrupted long computation raises `fm_error_ecancelled`, which is an
 #' `interrupt` condition rather than an `error`.

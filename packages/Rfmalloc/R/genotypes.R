@@ -59,7 +59,7 @@
 #'   0, 1, 2 or `NA` (its value to 15 significant digits), or for a logical
 #'   matrix with `TRUE` or `FALSE`; `fm_error_enospc` when the runtime is full.
 #' @section Source: PLINK 1.9 file formats, "bed" (PLINK 1 binary biallelic
-#'   genotype table); `docs/formats/bed.md`.
+#'   genotype table), <https://www.cog-genomics.org/plink/1.9/formats#bed>.
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' g <- matrix(c(0L, 1L, 2L, NA, 1L, 0L), 3, 2)
@@ -539,7 +539,8 @@ fmalloc_samples <- function(x) {
 #' @param dimnames defaults to `dimnames(x)`.
 #' @return An [fmalloc_codec_matrix][fmalloc_codec_matrix-class] with codec `"dos8"`.
 #' @section Errors: `fm_error_earg` naming the first (row, column) outside \[0, 2\].
-#' @section Source: `docs/formats/dos8.md`.
+#' @section Source: this package's one-byte dosage layout (documented in
+#'   `docs/formats/dos8.md` in the source repository).
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' D <- fmalloc_dosage(matrix(c(0, 0.5, 1.98, NA), 2, 2), rt)
@@ -562,7 +563,7 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #' bytes so every row starts 64-byte aligned. This is a typed accessor, not a
 #' numeric matrix: it keeps alleles as alleles for Li-Stephens style HMM
 #' kernels, which walk loci in order. C code reads rows with
-#' `fm_codec_hap1_row()` (`fm_codec_hap1.h`).
+#' `fm_codec_hap1_row()` (declared in Rfmalloc's C API, `LinkingTo: Rfmalloc`).
 #'
 #' @param h integer matrix, loci x haplotypes, of alleles 0 (REF) or 1 (ALT).
 #'   Phased data have no missing code: `NA` is an error.
@@ -582,7 +583,8 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #'   use `t(as.matrix(h))`), as does `dims` other than 1 in the sums. `h %*%
 #'   y` is not a method of this class (before R 4.4 no S3 method can serve
 #'   `%*%`); it fails with base R's error: use `as.matrix(h) %*% y`.
-#' @section Source: `docs/formats/hap1.md`; Li and Stephens (2003), Genetics 165:2213.
+#' @section Source: Li and Stephens (2003), Genetics 165:2213; the bit
+#'   layout is this package's (`docs/formats/hap1.md` in the source repository).
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
 #' h <- matrix(rbinom(4 * 10, 1, 0.5), 4, 10) # 4 loci x 10 haplotypes

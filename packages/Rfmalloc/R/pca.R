@@ -26,21 +26,20 @@
 #' `Inf` to keep it on the heap). The final step then streams over the
 #' rotation and drops each block's pages from memory once written (they stay
 #' in the file and come back on access), so the peak no longer holds the
-#' p x k matrix: a few MB of buffers instead (core header
-#' `fm_stats_rpca.h`, `v_release`). The result behaves as an ordinary
+#' p x k matrix: a few MB of buffers instead. The result behaves as an ordinary
 #' numeric matrix: dimnames, arithmetic, BLAS, `saveRDS()` (written by
 #' value, being unnamed; [fmalloc_save()] can name it in a persistent
 #' `runtime`) and value semantics (modifying a copy leaves the original
 #' unchanged). Values equal the heap path to rounding (1e-12); when the
 #' top-k values span more than 1e7 (d\[k\] < 1e-7 d\[1\]) the final step
 #' falls back to an in-place QR that touches the whole rotation once.
-#' Measured by `bench/pca_rss.R` on a generated 5,000 x 2,000,000 `.bed`
+#' Measured (by the benchmark `bench/pca_rss.R` in the source repository)
+#' on a generated 5,000 x 2,000,000 `.bed`
 #' (2.5 GB) opened with `variants = FALSE`, `k = 10`: a peak of 181 MiB
 #' (190 MB) for the whole R process, of which 67 MiB is R with Rfmalloc
 #' loaded and 31 MiB the resident result (centre and scale); the peak now
 #' falls in the column statistics before the iteration. With the rotation on
-#' the heap it was 254 MiB (267 MB), 153 MiB of them the rotation
-#' (`bench/results/pca_rss.csv`).
+#' the heap it was 254 MiB (267 MB), 153 MiB of them the rotation.
 #'
 #' @param x numeric matrix (n observations x p variables) or `fmalloc_codec_matrix`.
 #' @param k number of components, `1 <= k <= min(n, p)`.
@@ -49,7 +48,7 @@
 #'   `"binomial"` (sqrt(2p(1-p)), p = mean / 2: genotype standardization as
 #'   in plink2 `--pca`), or a numeric vector of divisors.
 #' @param seed integer seed of the start matrix (xoshiro256** seeded through
-#'   splitmix64, normals by Box-Muller; `docs/rng.md`), a whole number in
+#'   splitmix64, normals by Box-Muller), a whole number in
 #'   \[0, 2^53\]. The same seed gives the same result.
 #' @param oversample extra columns per Krylov block beyond `k` (block width
 #'   `k + oversample`).
@@ -72,7 +71,7 @@
 #'
 #' For genotype PCA, `oversample = 6, tol = 1e-4` is enough: on the 1000
 #' Genomes fixture the top 10 PCs then correlate >= 0.99996 with
-#' `plink2 --pca` (exact) after 11 iterations (`bench/p1_pca.R`; a block of
+#' `plink2 --pca` (exact) after 11 iterations (a block of
 #' k + 6 = 16 columns suits the fused kernels' 8-double vectors); the default
 #' `tol` aims at values accurate to ~1e-10 and may need many more passes when
 #' the trailing components lie in a noise bulk.

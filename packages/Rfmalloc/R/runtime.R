@@ -61,8 +61,8 @@
 #'   `fm_error_eio` naming the missing file. Syncing a deleted file succeeds
 #'   but preserves nothing.
 #' @section Source:
-#' Layout of the file: `docs/formats/fmalloc.md`; core contract
-#' `core/include/fm/fm_map.h`.
+#' This package's own file format: a header, then the objects' blocks
+#' (its byte layout is `docs/formats/fmalloc.md` in the source repository).
 #' @seealso [cleanup_fmalloc()], [fmalloc_sync()], [fmalloc_info()]
 #' @examples
 #' rt <- open_fmalloc(tempfile(fileext = ".bin"), size_gb = 0.01)
@@ -130,8 +130,7 @@ fm_abs_path <- function(path) {
 #'   `fm_error_enospc` when the cap set by the option (or, unset, even 1
 #'   GiB) cannot be reserved, whose message says to set a smaller cap with
 #'   `options(fmalloc.default_runtime_gb = <GiB>)`.
-#' @section Source: this package's runtime (`docs/formats/fmalloc.md`,
-#'   `core/include/fm/fm_map.h`).
+#' @section Source: this package's runtime (see [open_fmalloc()]).
 #' @examples
 #' rt <- fmalloc_default_runtime()
 #' rt

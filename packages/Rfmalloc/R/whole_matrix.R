@@ -54,9 +54,9 @@
 #'   elementwise operation (above); the errors of the codec matrix's
 #'   passes (a closed runtime, a shrunken file).
 #' @section Source: base R's [base::Summary], [base::mean()] and
-#'   [base::anyNA()] semantics; the column pass `FM_OP_COLSUMS`
-#'   (`core/include/fm/fm_backend.h`) and the genotype counts of
-#'   [fmalloc_allele_freq()].
+#'   [base::anyNA()] semantics; the streamed column sums of
+#'   [colSums()][fmalloc_codec_matrix-class] (with each column's missing
+#'   count) and the genotype counts of [fmalloc_allele_freq()].
 #' @examples
 #' X <- fmalloc_bed(matrix(c(0, 1, 2, NA, 2, 0), 3, 2))
 #' anyNA(X)

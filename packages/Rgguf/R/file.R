@@ -57,7 +57,7 @@
 #' @return An object of class `"gguf_file"` (an external pointer, with the
 #'   normalized path as attribute `path`). Other packages reach the parsed
 #'   file from C through `Rgguf_file()` and check it through
-#'   `Rgguf_check()` (`inst/include/Rgguf.h`).
+#'   `Rgguf_check()` (`system.file("include", "Rgguf.h", package = "Rgguf")`).
 #' @section Errors: conditions raised through [Rfmalloc::fm_abort()]:
 #'   `fm_error_eio` when the file does not exist or cannot be mapped;
 #'   `fm_error_eformat` for malformed bytes (wrong magic, a header cut
@@ -69,8 +69,10 @@
 #'   big-endian files and arrays of arrays; `fm_error_earg` for a `path`
 #'   that is not one non-`NA` string (`NA`, `character(0)`, several strings,
 #'   a number).
-#' @source The GGUF format as specified in GGML's `docs/gguf.md`; the
-#'   checks are listed in `docs/formats/gguf.md` of this repository.
+#' @source The GGUF specification, GGML's `docs/gguf.md`
+#'   (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); the checks are those
+#'   listed under Errors (in full in `docs/formats/gguf.md` in the source
+#'   repository).
 #' @seealso [gguf_metadata()], [gguf_tensors()], [gguf_tensor()].
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
@@ -161,7 +163,8 @@ print.gguf_file <- function(x, ...) {
 #'   `fm_error_eclosed` for a handle from another session;
 #'   `fm_error_eformat` when the file shrank or was rewritten since it was
 #'   opened (see [gguf_open()]).
-#' @source GGML's `docs/gguf.md` (value types and their numbering).
+#' @source The GGUF specification (value types and their numbering),
+#'   <https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>.
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
 #' p <- file.path(f, "gguf", "stories260K.gguf")
@@ -190,7 +193,8 @@ gguf_metadata <- function(x) {
 #'   to 2^53). In R terms a 2-D tensor is a matrix of `ne1` rows and `ne0`
 #'   columns (see [gguf_tensor()]).
 #' @section Errors: as [gguf_metadata()].
-#' @source GGML's `docs/gguf.md` (tensor info) and `ggml.h` (type traits).
+#' @source The GGUF specification (tensor info),
+#'   <https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>, and GGML's `ggml.h` (type traits).
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
 #' p <- file.path(f, "gguf", "stories260K.gguf")

@@ -27,7 +27,13 @@
 #' vector of length `ne0`, a 2-D tensor an `ne1 x ne0` matrix, and a 3-D or
 #' 4-D tensor an array of dim `c(ne1, ne0, ne2[, ne3])` (the first two GGML
 #' dimensions swapped). A view is always a matrix: a 1-D tensor is one row,
-#' and `ne2`, `ne3` stack `ne1 * ne2 * ne3` rows.
+#' and `ne2`, `ne3` stack `ne1 * ne2 * ne3` rows. So a 1-D tensor is a
+#' vector of length `ne0` as numbers and a 1 x `ne0` view, with the same
+#' values (`as.matrix(view)` is `matrix(v, nrow = 1)` of that vector `v`; for
+#' a 2-D tensor it equals the numeric matrix). GGML's writer stores a
+#' tensor whose trailing extents are 1 with fewer dimensions (see
+#' [gguf_tensor_data()]): a 1 x n matrix written by [gguf_write()] is such a
+#' 1-D tensor.
 #'
 #' @section Products:
 #' For `X %*% B` with a view `X` and a numeric `B` (`ne0` rows, `k`

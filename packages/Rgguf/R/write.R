@@ -14,15 +14,15 @@
                        u64 = "uint64", i64 = "int64", f64 = "float64", float = "float32",
                        double = "float64", logical = "bool", character = "string")
 
-.gguf_vtype_id <- function(type, what) {
+.gguf_vtype_id <- function(type, what, call) {
   if (!is.character(type) || length(type) != 1L || is.na(type))
-    Rfmalloc::fm_abort("earg", what, ": type must be a single string", call = NULL)
+    Rfmalloc::fm_abort("earg", what, ": type must be a single string", call = call)
   t <- tolower(type)
   if (t %in% names(.gguf_vtype_alias)) t <- .gguf_vtype_alias[[t]]
   id <- match(t, .gguf_vtypes) - 1L
   if (is.na(id) || t == "array")
     Rfmalloc::fm_abort("earg", what, ": unknown GGUF value type '", type, "' (one of ",
-                       paste(.gguf_vtypes[-10L], collapse = ", "), ")", call = NULL)
+                       paste(.gguf_vtypes[-10L], collapse = ", "), ")", call = call)
   id
 }
 
@@ -53,12 +53,16 @@
 #' gguf_f32(0.5, array = TRUE)
 #' @export
 gguf_value <- function(x, type, array = length(x) != 1L) {
-  id <- .gguf_vtype_id(type, "gguf_value")
+  .gguf_value(x, type, array, sys.call())
+}
+
+# gguf_value() and its short forms, raising errors with the user's call.
+.gguf_value <- function(x, type, array, call) {
+  id <- .gguf_vtype_id(type, "type", call)
   if (!is.logical(array) || length(array) != 1L || is.na(array))
-    Rfmalloc::fm_abort("earg", "array must be TRUE or FALSE", call = NULL)
+    Rfmalloc::fm_abort("earg", "array must be TRUE or FALSE", call = call)
   if (!is.atomic(x) || is.null(x))
-    Rfmalloc::fm_abort("earg", "gguf_value: x must be an atomic vector, not ",
-                       .gguf_describe(x), call = NULL)
+    Rfmalloc::fm_abort("earg", "x must be an atomic vector, not ", .gguf_describe(x), call = call)
   x <- unclass(x)
   attributes(x) <- NULL
   structure(x, gguf_type = .gguf_vtypes[id + 1L], gguf_array = array, class = "gguf_value")
@@ -66,40 +70,40 @@ gguf_value <- function(x, type, array = length(x) != 1L) {
 
 #' @rdname gguf_value
 #' @export
-gguf_u8 <- function(x, array = length(x) != 1L) gguf_value(x, "uint8", array)
+gguf_u8 <- function(x, array = length(x) != 1L) .gguf_value(x, "uint8", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_i8 <- function(x, array = length(x) != 1L) gguf_value(x, "int8", array)
+gguf_i8 <- function(x, array = length(x) != 1L) .gguf_value(x, "int8", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_u16 <- function(x, array = length(x) != 1L) gguf_value(x, "uint16", array)
+gguf_u16 <- function(x, array = length(x) != 1L) .gguf_value(x, "uint16", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_i16 <- function(x, array = length(x) != 1L) gguf_value(x, "int16", array)
+gguf_i16 <- function(x, array = length(x) != 1L) .gguf_value(x, "int16", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_u32 <- function(x, array = length(x) != 1L) gguf_value(x, "uint32", array)
+gguf_u32 <- function(x, array = length(x) != 1L) .gguf_value(x, "uint32", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_i32 <- function(x, array = length(x) != 1L) gguf_value(x, "int32", array)
+gguf_i32 <- function(x, array = length(x) != 1L) .gguf_value(x, "int32", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_u64 <- function(x, array = length(x) != 1L) gguf_value(x, "uint64", array)
+gguf_u64 <- function(x, array = length(x) != 1L) .gguf_value(x, "uint64", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_i64 <- function(x, array = length(x) != 1L) gguf_value(x, "int64", array)
+gguf_i64 <- function(x, array = length(x) != 1L) .gguf_value(x, "int64", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_f32 <- function(x, array = length(x) != 1L) gguf_value(x, "float32", array)
+gguf_f32 <- function(x, array = length(x) != 1L) .gguf_value(x, "float32", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_f64 <- function(x, array = length(x) != 1L) gguf_value(x, "float64", array)
+gguf_f64 <- function(x, array = length(x) != 1L) .gguf_value(x, "float64", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_bool <- function(x, array = length(x) != 1L) gguf_value(x, "bool", array)
+gguf_bool <- function(x, array = length(x) != 1L) .gguf_value(x, "bool", array, sys.call())
 #' @rdname gguf_value
 #' @export
-gguf_str <- function(x, array = length(x) != 1L) gguf_value(x, "string", array)
+gguf_str <- function(x, array = length(x) != 1L) .gguf_value(x, "string", array, sys.call())
 
 #' @export
 print.gguf_value <- function(x, ...) {
@@ -120,17 +124,37 @@ print.gguf_value <- function(x, ...) {
              type_size = tr[[3L]][ok], stringsAsFactors = FALSE)
 }
 
-.ggml_type_id <- function(type, what) {
+.ggml_type_id <- function(type, call) {
   tab <- .ggml_type_table()
   if (is.numeric(type) && length(type) == 1L && !is.na(type) && type %in% tab$id)
     return(as.integer(type))
   if (!is.character(type) || length(type) != 1L || is.na(type))
-    Rfmalloc::fm_abort("earg", what, ": type must be a single string such as \"F32\" or \"Q8_0\"",
-                       call = NULL)
+    Rfmalloc::fm_abort("earg", "type must be a single string such as \"F32\" or \"Q8_0\"", call = call)
   id <- tab$id[match(tolower(type), tolower(tab$name))]
   if (is.na(id))
-    Rfmalloc::fm_abort("earg", what, ": unknown GGML type '", type, "'", call = NULL)
+    Rfmalloc::fm_abort("earg", "unknown GGML type '", type, "' (one of ",
+                       paste(toupper(tab$name), collapse = ", "), ")", call = call)
   id
+}
+
+# x[i] (or x[i, j, ...] for an array), the element of `label` at index i.
+.gguf_element <- function(x, i, label) {
+  d <- base::dim(x)
+  at <- if (length(d) >= 2L) paste(arrayInd(i, d), collapse = ", ") else i
+  paste0(label, "[", at, "]")
+}
+
+# Refuse NA and numbers GGML type `id` cannot hold (the core's range:
+# fm_gguf_wrange_of), naming the element of `label` and the range.
+.gguf_check_values <- function(x, id, label, call) {
+  na <- which(is.na(x) & !is.nan(x))
+  if (length(na))
+    Rfmalloc::fm_abort("earg", .gguf_element(x, na[1L], label), " is NA: GGUF tensors have no ",
+                       "missing values (NaN is kept by the float types F32, F16 and BF16)", call = call)
+  bad <- .Call(C_fmr_gguf_first_bad, id, if (is.logical(x)) as.integer(x) else x)
+  if (!is.null(bad))
+    Rfmalloc::fm_abort("earg", .gguf_element(x, bad[[1L]], label), " is ",
+                       format(x[[bad[[1L]]]], digits = 15), ", but ", bad[[2L]], call = call)
 }
 
 #' A tensor for gguf_write() with its GGML type
@@ -145,13 +169,27 @@ print.gguf_value <- function(x, ...) {
 #' of `ne0 = length(x)`, and an array of dim `c(ne1, ne0, ne2[, ne3])` is a
 #' 3-D or 4-D tensor. So `gguf_tensor(g, name, "numeric")` gives back what
 #' was written (rounded to the type), except that GGML's writer drops
-#' trailing extents of 1 (a 1 x n matrix reads back as a vector of n). With
-#' `dim` given, `x` is instead a
-#' plain vector in GGML's memory order (`ne0` fastest) and `dim` is `ne`.
+#' trailing extents of 1: a 1 x n matrix is stored as the 1-D tensor
+#' `ne = n`, which `gguf_tensor(g, name, "numeric")` gives back as a vector
+#' of length n and `gguf_tensor(g, name)` (a view, always a matrix) as a
+#' 1 x n matrix, the same values either way. With `dim` given, `x` is
+#' instead a plain vector in GGML's memory order (`ne0` fastest) and `dim`
+#' is `ne`.
 #'
-#' @param x numbers (a vector, matrix or array; `NA`/`NaN` are stored as
-#'   NaN in float types) or a raw vector holding the tensor's encoded bytes
-#'   exactly as GGML lays them out (blocks of `type`, `ne0` fastest).
+#' @section Values:
+#' Every number must be one the type holds, or `gguf_tensor_data()` refuses
+#' it, naming the element: `F32`, `F16` and `BF16` take finite values up to
+#' their largest (about 3.4e38, 65504 and 3.39e38: a larger one would
+#' become `Inf`), and `NaN`, `Inf` and `-Inf` as given; the quantized
+#' types take finite values within F16's range (-65504 to 65504: their
+#' blocks' scales are F16, and one `NaN`, `Inf` or larger value would turn
+#' its whole block into `NaN`); `I8`, `I16` and `I32` take whole numbers
+#' in their range (`I8`: -128 to 127). `NA` is refused for every type
+#' (GGUF tensors have no missing values).
+#'
+#' @param x numbers (a numeric or logical vector, matrix or array; see
+#'   Values) or a raw vector holding the tensor's encoded bytes exactly as
+#'   GGML lays them out (blocks of `type`, `ne0` fastest; not checked).
 #' @param type GGML type name, case-insensitive: `"F32"`, `"F16"`, `"BF16"`,
 #'   `"I8"`, `"I16"`, `"I32"` and the quantized `"Q4_0"`, `"Q4_1"`,
 #'   `"Q5_0"`, `"Q5_1"`, `"Q8_0"`, `"Q2_K"`, `"Q3_K"`, `"Q4_K"`, `"Q5_K"`,
@@ -163,6 +201,11 @@ print.gguf_value <- function(x, ...) {
 #'   in GGML's memory order; required for raw bytes.
 #' @return an object of class `"gguf_tensor_data"` (a list: `data` in
 #'   GGML's memory order, `type` (GGML type id), `dim` (`ne`)).
+#' @section Errors: `fm_error_earg` for an unknown type, an `x` that is not
+#'   numeric, logical or raw, raw bytes without `dim`, more than 4
+#'   dimensions, and a value the type does not hold (see Values; the
+#'   message names the element, e.g. `x[1, 1]`, its value and the type's
+#'   range).
 #' @seealso [gguf_write()]
 #' @examples
 #' # a 2 x 32 weight (ne = c(32, 2)) quantized to Q8_0
@@ -171,18 +214,22 @@ print.gguf_value <- function(x, ...) {
 #' gguf_tensor_data(rnorm(64), "F16", dim = c(32, 2))
 #' @export
 gguf_tensor_data <- function(x, type = "F32", dim = NULL) {
-  id <- .ggml_type_id(type, "gguf_tensor_data")
+  .gguf_tensor_data(x, type, dim, "x", sys.call())
+}
+
+# gguf_tensor_data() for x named `label` in messages, raising with `call`.
+.gguf_tensor_data <- function(x, type, dim, label, call) {
+  id <- .ggml_type_id(type, call)
   if (!is.raw(x) && !is.numeric(x) && !is.logical(x))
-    Rfmalloc::fm_abort("earg", "gguf_tensor_data: x must be numeric or raw, not ",
-                       .gguf_describe(x), call = NULL)
+    Rfmalloc::fm_abort("earg", label, " must be numeric or raw, not ", .gguf_describe(x), call = call)
+  if (!is.raw(x)) .gguf_check_values(x, id, label, call)
   if (is.null(dim)) {
     if (is.raw(x))
-      Rfmalloc::fm_abort("earg", "gguf_tensor_data: raw bytes need dim (the GGML shape ne)",
-                         call = NULL)
+      Rfmalloc::fm_abort("earg", "raw bytes need dim (the GGML shape ne)", call = call)
     d <- base::dim(x)
     if (length(d) > 4L)
-      Rfmalloc::fm_abort("earg", "gguf_tensor_data: x has ", length(d),
-                         " dimensions; GGUF tensors have 1 to 4", call = NULL)
+      Rfmalloc::fm_abort("earg", label, " has ", length(d), " dimensions; GGUF tensors have 1 to 4",
+                         call = call)
     if (length(d) >= 2L) {
       # R's [ne1, ne0, ne2, ne3] to GGML's memory order (ne0 fastest)
       x <- aperm(x, c(2L, 1L, seq_along(d)[-(1:2)]))
@@ -205,9 +252,9 @@ print.gguf_tensor_data <- function(x, ...) {
   invisible(x)
 }
 
-.gguf_infer_value <- function(v, key) {
+.gguf_infer_value <- function(v, key, call) {
   if (inherits(v, "gguf_value"))
-    return(list(type = .gguf_vtype_id(attr(v, "gguf_type"), paste0("metadata '", key, "'")),
+    return(list(type = .gguf_vtype_id(attr(v, "gguf_type"), paste0("metadata '", key, "'"), call),
                 array = isTRUE(attr(v, "gguf_array")),
                 value = {
                   a <- unclass(v)
@@ -217,13 +264,13 @@ print.gguf_tensor_data <- function(x, ...) {
   if (is.factor(v)) v <- as.character(v)
   if (!is.atomic(v) || is.null(v) || length(v) == 0L)
     Rfmalloc::fm_abort("earg", "metadata '", key, "': must be a non-empty atomic vector or ",
-                       "a gguf_value(), not ", .gguf_describe(v), call = NULL)
+                       "a gguf_value(), not ", .gguf_describe(v), call = call)
   type <- if (is.character(v)) "string" else if (is.logical(v)) "bool" else
     if (is.integer(v)) "int32" else if (is.double(v)) "float64" else
       Rfmalloc::fm_abort("earg", "metadata '", key, "': cannot store an R ", typeof(v),
-                         "; use gguf_value()", call = NULL)
+                         "; use gguf_value()", call = call)
   attributes(v) <- NULL
-  list(type = .gguf_vtype_id(type, key), array = length(v) != 1L, value = v)
+  list(type = .gguf_vtype_id(type, key, call), array = length(v) != 1L, value = v)
 }
 
 #' Write a GGUF file with GGML's own GGUF writer
@@ -248,6 +295,8 @@ print.gguf_tensor_data <- function(x, ...) {
 #'   (stored as F32, oriented as [gguf_tensor()] returns them: a matrix of
 #'   `ne1` rows and `ne0` columns, see [gguf_tensor_data()]), or
 #'   [gguf_tensor_data()] objects for other types and for encoded bytes.
+#'   Numbers follow the rules of [gguf_tensor_data()] (Values: no `NA`,
+#'   nothing beyond the type's range; a plain numeric tensor is F32).
 #'   Names are the tensor names (at most 63 bytes, unique). Quantized types
 #'   need `ne0` to be a multiple of their block (32 or 256 values).
 #' @param alignment alignment of the data section and of every tensor, in
@@ -255,12 +304,13 @@ print.gguf_tensor_data <- function(x, ...) {
 #'   values are written as the key `general.alignment` (uint32), first.
 #' @return `path`, invisibly.
 #' @section Errors: `fm_error_earg` for a malformed argument (naming the key
-#'   or tensor and what was expected), `fm_error_eunsupported` for a type
+#'   or tensor and what was expected, e.g. `tensors[["w"]][2, 3] is NA`), `fm_error_eunsupported` for a type
 #'   that cannot be encoded from numbers, `fm_error_eio` when the file cannot
 #'   be written (with the system's reason). A user interrupt raises
 #'   `fm_error_ecancelled`; a write that fails or is interrupted removes the
 #'   partial file.
-#' @section Source: the GGUF specification in GGML's `docs/gguf.md`; the
+#' @section Source: the GGUF specification, GGML's `docs/gguf.md`
+#'   (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); the
 #'   writer is GGML's own.
 #' @seealso [gguf_open()] to read it back.
 #' @examples
@@ -278,6 +328,7 @@ print.gguf_tensor_data <- function(x, ...) {
 #' unlink(f)
 #' @export
 gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32L) {
+  call <- sys.call()
   if (!is.character(path) || length(path) != 1L || is.na(path) || !nzchar(path))
     Rfmalloc::fm_abort("earg", "path must be a single non-empty string")
   if (!is.list(metadata) || (length(metadata) && (is.null(names(metadata)) ||
@@ -299,7 +350,7 @@ gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32
     Rfmalloc::fm_abort("earg", "metadata key '", keys[anyDuplicated(keys)], "' is given twice")
   if ("general.alignment" %in% keys)
     Rfmalloc::fm_abort("earg", "metadata must not set general.alignment; use the alignment argument")
-  kv <- Map(.gguf_infer_value, metadata, keys)
+  kv <- Map(.gguf_infer_value, metadata, keys, list(call))
   tn <- names(tensors)
   if (anyDuplicated(tn))
     Rfmalloc::fm_abort("earg", "tensor '", tn[anyDuplicated(tn)], "' is given twice")
@@ -308,8 +359,8 @@ gguf_write <- function(path, metadata = list(), tensors = list(), alignment = 32
     if (inherits(x, "gguf_tensor_data")) return(x)
     if (!is.numeric(x))
       Rfmalloc::fm_abort("earg", "tensor '", tn[i], "' must be numeric or a gguf_tensor_data(), not ",
-                         .gguf_describe(x), call = NULL)
-    gguf_tensor_data(x, "F32")
+                         .gguf_describe(x), call = call)
+    .gguf_tensor_data(x, "F32", NULL, sprintf("tensors[[\"%s\"]]", tn[i]), call)
   })
   .Call(C_fmr_gguf_write, path.expand(path),
         as.character(keys), vapply(kv, `[[`, 0L, "type"),

@@ -231,7 +231,30 @@ static SEXP fmr_gguf_ggml_types(SEXP ids) {
   return out;
 }
 
+/* .Call entry: the first of the numbers x (double or integer; R refused
+ * NA) that GGML type `type` cannot be encoded from (fm_gguf_wrange_of):
+ * list(its 1-based index, the type's range in words); NULL when every
+ * value fits or numbers cannot be encoded to the type (fm_gguf_write says
+ * so, naming the tensor). */
+static SEXP fmr_gguf_first_bad(SEXP type, SEXP x) {
+  fm_gguf_wrange r;
+  const int id = Rf_asInteger(type);
+  if (id == NA_INTEGER || id < 0 || !fm_gguf_wrange_of((uint32_t)id, &r)) return R_NilValue;
+  if (TYPEOF(x) != REALSXP && TYPEOF(x) != INTSXP) Rf_error("x must be double or integer");
+  const int64_t j = TYPEOF(x) == REALSXP ? fm_gguf_wrange_first_bad(&r, FM_GGUF_WSRC_F64, REAL(x), XLENGTH(x))
+                                         : fm_gguf_wrange_first_bad(&r, FM_GGUF_WSRC_I32, INTEGER(x), XLENGTH(x));
+  if (j < 0) return R_NilValue;
+  char text[256];
+  fm_gguf_wrange_text((uint32_t)id, text, sizeof text);
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 2));
+  SET_VECTOR_ELT(out, 0, Rf_ScalarReal((double)j + 1));
+  SET_VECTOR_ELT(out, 1, Rf_mkString(text));
+  UNPROTECT(1);
+  return out;
+}
+
 const R_CallMethodDef rgguf_write_calls[] = {
     {"fmr_gguf_write", (DL_FUNC)&fmr_gguf_write, 10},
     {"fmr_gguf_ggml_types", (DL_FUNC)&fmr_gguf_ggml_types, 1},
+    {"fmr_gguf_first_bad", (DL_FUNC)&fmr_gguf_first_bad, 2},
     {NULL, NULL, 0}};

@@ -161,7 +161,8 @@ rllm_threads <- function() {
 #'   `fm_error_eformat` ("the file shrank from ... to ... bytes") instead of
 #'   reading past its end (one `fstat()` per call; a truncation during an
 #'   evaluation cannot be caught).
-#' @source The GGUF key and tensor names of GGML's `docs/gguf.md`; the
+#' @source The GGUF key and tensor names of the GGUF specification
+#'   (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); the
 #'   operator sequence follows the LLaMA paper (Touvron et al. 2023) as
 #'   llama.cpp evaluates it, which the package's tests use as the oracle.
 #' @seealso [rllm_logits()], [rllm_generate()], [rllm_embed()],
@@ -244,8 +245,8 @@ print.rllm_model <- function(x, ...) {
 #' otherwise, which runs the quantized products several times slower on a
 #' CPU that has AVX2. `rllm_ggml_info()` reports the build the models run
 #' on: the one Rgguf links (the `libggml.a` of the ggmlR found when Rgguf
-#' was installed; the
-#' project's `tools/ggmlr-setup.sh` builds and verifies it). It also shows
+#' was installed; `tools/ggmlr-setup.sh` in the source repository builds
+#' and verifies it). It also shows
 #' in `print()` of a model.
 #' @return A list: `isa`, the build's level in one word (`"avx512"`,
 #'   `"avx2"` (AVX2, FMA and F16C), `"avx"`, `"sse"`, `"neon"` or
@@ -257,7 +258,7 @@ print.rllm_model <- function(x, ...) {
 #'   where the build uses it.
 #' @section Errors: none.
 #' @source GGML's `ggml_cpu_has_*()` (`ggml-cpu.h`: the compile-time flags
-#'   of its CPU backend) and `ggml_version()`; `core/include/fm/fm_llm_ggml.h`.
+#'   of its CPU backend) and `ggml_version()`.
 #' @examples
 #' rllm_ggml_info()$isa
 #' @export

@@ -105,7 +105,7 @@
 #'   `add_special = TRUE` adds, `eog` (the 0-based ids that end generation,
 #'   ascending: `eos`, `eot`, `eom` and every control token named like an
 #'   end of turn, such as `<|im_end|>`, `<|eot_id|>` or `<end_of_turn>`; the
-#'   rule of llama.cpp's vocabulary, see the core's `fm_tok.h`), and `path`.
+#'   rule of llama.cpp's vocabulary), and `path`.
 #' @section Errors: `fm_error_eio` when the file cannot be read,
 #'   `fm_error_eformat` for a malformed file or tokenizer metadata of the
 #'   wrong type or length (the message names the key),
@@ -154,9 +154,13 @@ rllm_tokenizer <- function(x) {
 #' Turns text into token ids with a tokenizer built from GGUF metadata
 #' ([rllm_tokenizer()]), with the results of llama.cpp's tokenizer.
 #'
-#' Text is bytes: a string is tokenized as its UTF-8 bytes (strings in
-#' another declared encoding are translated first; a string marked `"bytes"`
-#' is taken as its bytes), a raw vector as given.
+#' Text is bytes: a raw vector is tokenized as given, a string as its
+#' UTF-8 bytes. A string marked `"latin1"` (see [Encoding()]) is translated
+#' to UTF-8 first, as is an unmarked one in a session whose locale is not
+#' UTF-8; every other string (marked `"UTF-8"` or `"bytes"`, or unmarked in
+#' a UTF-8 locale) is taken as its bytes, so a string holding bytes that are
+#' not UTF-8, such as `"\xff\xfe"`, gives the same ids as
+#' `as.raw(c(0xff, 0xfe))`.
 #' Bytes that are not well-formed UTF-8 never fail: SentencePiece encodes
 #' them as `<0xNN>` byte tokens, byte-level BPE as the tokens of those bytes
 #' (both round-trip through [rllm_detokenize()]), WordPiece drops them.
@@ -181,7 +185,8 @@ rllm_tokenizer <- function(x) {
 #'   `text` into their ids.
 #' @return An integer vector of 0-based token ids (length 0 possible).
 #' @section Errors: `fm_error_earg` for an `x`, `text` or flag of the wrong
-#'   kind (a character vector of length other than 1, `NA`);
+#'   kind (a character vector of length other than 1, `NA`) and for an
+#'   unmarked string that is not valid in a non-UTF-8 locale's encoding;
 #'   `fm_error_eclosed` when a restored tokenizer's file is gone;
 #'   `fm_error_enomem`.
 #' @section Source: see [rllm_tokenizer()]; oracle llama.cpp's `llama_tokenize`.
@@ -208,7 +213,24 @@ rllm_tokenize <- function(x, text, add_special = TRUE, parse_special = FALSE) {
   }
   .tok_flag(add_special, "add_special", call)
   .tok_flag(parse_special, "parse_special", call)
-  .tok_value(.Call(C_fmr_tok_tokenize, .tok_ptr(tok, call), text, add_special, parse_special), call)
+  bytes <- .tok_bytes(text, call)
+  .tok_value(.Call(C_fmr_tok_tokenize, .tok_ptr(tok, call), bytes, add_special, parse_special), call)
+}
+
+# The bytes that text stands for. A string declared latin1 (or, in a locale
+# that is not UTF-8, one in the native encoding) is translated to UTF-8; any
+# other string is taken as its bytes, so bytes that are not UTF-8 reach the
+# tokenizer's byte fallback instead of R's "<ff>" escapes.
+.tok_bytes <- function(text, call) {
+  if (is.raw(text)) return(text)
+  from <- switch(Encoding(text), latin1 = "latin1", unknown = if (!l10n_info()[["UTF-8"]]) "")
+  if (is.null(from)) return(charToRaw(text))
+  b <- iconv(text, from, "UTF-8", toRaw = TRUE)[[1L]]
+  if (is.null(b)) {
+    Rfmalloc::fm_abort("earg", "text is not valid in the session's encoding (", l10n_info()[["codeset"]],
+                       "), so it has no UTF-8 form; give its bytes as a raw vector", call = call)
+  }
+  b
 }
 
 #' Detokenize token ids to bytes
@@ -271,7 +293,7 @@ rllm_detokenize <- function(x, tokens, special = FALSE, strip_space = TRUE) {
 #' @section Errors: `fm_error_earg` for another `x`; `fm_error_eclosed` as
 #'   for [rllm_tokenize()].
 #' @section Source: the `tokenizer.ggml.tokens`, `token_type` and `scores`
-#'   arrays of the GGUF metadata (GGML's `docs/gguf.md`); see
+#'   arrays of the GGUF metadata (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); see
 #'   [rllm_tokenizer()].
 #' @export
 rllm_vocab <- function(x) {

@@ -143,23 +143,13 @@ static void free_ids(void *d, Rboolean jump) {
 }
 
 /* fmr_tok_tokenize(p, text, add_special, parse_special): text a raw vector
- * (bytes as given) or one string (its UTF-8 bytes). Integer ids, 0-based. */
+ * (R turned a string into its bytes, .tok_bytes). Integer ids, 0-based. */
 static SEXP fmr_tok_tokenize(SEXP p, SEXP text, SEXP add_special, SEXP parse_special) {
   const fm_tok *t = get_tok(p);
   if (!t) return released();
-  const char *s;
-  size_t n;
-  if (TYPEOF(text) == RAWSXP) {
-    s = (const char *)RAW(text);
-    n = (size_t)XLENGTH(text);
-  } else if (Rf_isString(text) && XLENGTH(text) == 1 && STRING_ELT(text, 0) != NA_STRING) {
-    SEXP c = STRING_ELT(text, 0);
-    /* a string marked "bytes" is taken as its bytes (R cannot translate it) */
-    s = Rf_getCharCE(c) == CE_BYTES ? CHAR(c) : Rf_translateCharUTF8(c);
-    n = Rf_getCharCE(c) == CE_BYTES ? (size_t)LENGTH(c) : strlen(s);
-  } else {
-    return earg("text must be a single non-missing string or a raw vector");
-  }
+  if (TYPEOF(text) != RAWSXP) return earg("text must be a raw vector");
+  const char *s = (const char *)RAW(text);
+  size_t n = (size_t)XLENGTH(text);
   unsigned flags = 0;
   if (Rf_asLogical(add_special) == TRUE) flags |= FM_TOK_ADD_SPECIAL;
   if (Rf_asLogical(parse_special) == TRUE) flags |= FM_TOK_PARSE_SPECIAL;

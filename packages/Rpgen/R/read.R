@@ -48,6 +48,8 @@
                     counted_alleles = if (!is.null(counted)) as.character(counted),
                     dosage_format = as.integer(.opt(dots, "dosage_format", 0L)))
   h$xp <- .rpg_naming(.Call(C_rpg_open, h$format, h$files, h$options), c(h$paths, h$sample_file))
+  notice <- .Call(C_rpg_notice, h$xp)
+  if (!is.null(notice)) warning(warningCondition(notice, class = "rpgen_warning_region", call = call))
   h
 }
 
@@ -151,8 +153,10 @@
 #' Opens a genotype file with the native reader of its format and reports
 #' what is known before streaming.
 #'
-#' @param path the genotype file (see [rpgen_read()] for formats and
-#'   companion files), or a PLINK prefix with a `.bed` or `.pgen` beside it.
+#' @param path the genotype file (`.bed`, `.pgen`, `.ped`, `.tped`,
+#'   `.bgen`, `.vcf`, `.vcf.gz`, `.bcf`, `.gen`, `.haps`, `.geno`; the
+#'   formats and their companion files are listed in the Details of
+#'   [rpgen_read()]), or a PLINK prefix with a `.bed` or `.pgen` beside it.
 #' @param format `NULL` (detect from the extension, then the first bytes) or
 #'   one of `"bed"`, `"pgen"`, `"ped"`, `"tped"`, `"bgen"`, `"vcf"` (also BCF),
 #'   `"gen"`, `"haps"`, `"eigenstrat"`, `"dosage"`.
@@ -167,11 +171,15 @@
 #'   `count` is not `TRUE`), `phased` (some record read so far carries phase;
 #'   for VCF it is known only after reading), `has_dosage`.
 #' @section Errors: `fm_error_eio` (file missing or unreadable),
-#'   `fm_error_eformat` (wrong magic, malformed header), `fm_error_emismatch`
+#'   `fm_error_eformat` (wrong magic, malformed header; a file whose first
+#'   bytes are another format's, such as a VCF named `.bed`, is named as
+#'   that format before any companion is looked for), `fm_error_emismatch`
 #'   (companion files disagree), each naming the file; `fm_error_earg` for
 #'   an argument in `...` the format does not take, or one without a name.
-#' @section Source: the core readers `core/include/fm/fm_fmt_*.h`;
-#'   conventions in `docs/formats/conventions.md`.
+#'   A `region` whose contig the file does not list warns
+#'   (`rpgen_warning_region`, see [rpgen_read()]).
+#' @section Source: the format specifications listed under Source in
+#'   [rpgen_read()].
 #' @examples
 #' # a PLINK 1 fileset of 4 samples x 2 variants, written byte by byte
 #' prefix <- file.path(tempdir(), "rpgen_example")
@@ -233,8 +241,12 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' `psam` (PLINK 2: hardcalls, phase, dosages, multi-allelic records split);
 #' `.ped` with `map`; `.tped` with
 #' `tfam`; `.bgen` (embedded samples, else `sample`, else `sample1...`);
-#' `.vcf`, `.vcf.gz`, `.bcf` (`region = "22"` reads one region through the
-#' index beside the file); `.gen` with `sample`; `.haps` with `sample`, or
+#' `.vcf`, `.vcf.gz`, `.bcf` (`region = "22"` or `"22:1-5000000"` reads one
+#' region through the index beside the file; a region of a contig that the
+#' index of a `.vcf.gz` or the header of a `.bcf` does not list reads no
+#' records, with a warning of class `rpgen_warning_region` naming the
+#' contigs it does list, e.g. `"22"` where `"chr22"` was asked for);
+#' `.gen` with `sample`; `.haps` with `sample`, or
 #' with `legend` (IMPUTE2 haps/legend, `chrom` names the chromosome);
 #' `.geno` (EIGENSTRAT text or packed) with `snp`, `ind`; `format = "dosage"`
 #' (PLINK 1 legacy dosage) with optional `fam`, `map`, `dosage_format`.
@@ -258,9 +270,10 @@ rpgen_info <- function(path, format = NULL, ...) {
 #' `sex` (one value per sample of the file, in file order: `1` or `"M"`
 #' male, `2` or `"F"` female, anything else or `NA` unknown) replaces it;
 #' VCF/BCF store no sex, so there it is the only source besides the
-#' haploid calls the VCF reader sees (`docs/formats/vcf.md`).
+#' haploid calls the VCF reader sees (a sample with a haploid call, such as
+#' `1`, on a contig is haploid on that contig from then on).
 #'
-#' **Conventions** (identical in every reader; `docs/formats/conventions.md`):
+#' **Conventions** (identical in every reader):
 #' values count the ALT allele (A1 of a `.bed`); haploid calls are coded 0/2;
 #' heterozygous haploid calls and half-calls are missing hardcalls;
 #' a VCF/BCF record's DS, where the sample has one, is its dosage as stored,
@@ -357,15 +370,16 @@ rpgen_info <- function(path, format = NULL, ...) {
 #'   * PLINK 1 legacy dosage (`format=1`, `2`, `3`):
 #'     <https://www.cog-genomics.org/plink/1.9/assoc#dosage>.
 #'
-#'   How every reader maps these onto one set of rules:
-#'   `docs/formats/conventions.md` and the per-format notes
-#'   `docs/formats/*.md` of the Rfmalloc sources; the readers'
-#'   contracts: `core/include/fm/fm_fmt_*.h`.
+#'   How every reader maps these onto one set of rules is stated under
+#'   Conventions above (in full, with each format's notes, in
+#'   `docs/formats/` in the source repository).
 #' @section Errors: conditions of class `fm_error_<status>` (see
 #'   [rpgen_errors]) naming the file and the record, line or byte offset:
 #'   `fm_error_eio`, `fm_error_eformat`, `fm_error_emismatch` (also an
 #'   unphased record in a haplotype destination), `fm_error_earg` (bad
-#'   arguments), `fm_error_enospc` (the runtime is full).
+#'   arguments), `fm_error_enospc` (the runtime is full). A warning of
+#'   class `rpgen_warning_region` when `region` names a contig the file
+#'   does not list (the result then has no variants).
 #' @section Memory and time: one pass over the file (two when the record
 #'   count is not in the header, or `variants` are IDs: a first pass counts
 #'   the records, or collects their IDs, to size the destination); memory is

@@ -223,6 +223,14 @@ SEXP rpg_info(SEXP xp) {
   return out;
 }
 
+/* What the reader has to tell of its open although it succeeded
+ * (fm_fmt_info.notice: a region whose contig the file does not list), or
+ * NULL. */
+SEXP rpg_notice(SEXP xp) {
+  fm_reader *r = get_reader(xp);
+  return r->info.notice ? Rf_mkString(r->info.notice) : R_NilValue;
+}
+
 /* Replace the reader's sex codes (fm_reader_set_sex): an integer vector of
  * 0 (unknown), 1 (male), 2 (female), one per sample of the file, or NULL to
  * clear them. Before the first record only. */
@@ -507,6 +515,7 @@ const R_CallMethodDef rpg_read_calls[] = {
     RPG_CALLDEF(rpg_open, 3),
     RPG_CALLDEF(rpg_close, 1),
     RPG_CALLDEF(rpg_info, 1),
+    RPG_CALLDEF(rpg_notice, 1),
     RPG_CALLDEF(rpg_samples, 1),
     RPG_CALLDEF(rpg_set_sex, 2),
     RPG_CALLDEF(rpg_sample_sex, 2),

@@ -340,8 +340,11 @@ static void test_open_missing_main(void) {
   CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EIO && strstr(err.msg, "is a directory"));
 }
 
-/* A malformed file whose bytes are another format's (a BCF named .bgen)
- * is named as that format; a malformed one of no known format is not. */
+/* A file whose bytes are another format's (a BCF named .bgen) is named as
+ * that format: before its reader runs when its own format has a magic
+ * (a VCF named .bed, without the .bim and .fam it would miss first),
+ * after its reader refused it otherwise (a BCF named .gen); a malformed
+ * one of no known format is not. */
 static void test_open_other_format(void) {
   static fm_fmt_fileset fs;
   fm_err err;
@@ -351,8 +354,21 @@ static void test_open_other_format(void) {
   put("bcf.bgen", gz, sizeof gz);
   CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bgen"), at(p, "bcf.bgen"), NULL, &fs, &err), &err);
   CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
-  CHECK(strstr(err.msg, "bcf.bgen' starts like a vcf file, not bgen: give format = \"vcf\"") &&
-        strstr(err.msg, "(the bgen reader said: bgen "));
+  CHECK(strstr(err.msg, "bcf.bgen' starts like a vcf file, not bgen: give format = \"vcf\" to read it as one") &&
+        !strstr(err.msg, "reader said"));
+  static const char vcf[] = "##fileformat=VCFv4.2\n#CHROM\tPOS\tID\tREF\tALT\tQUAL\tFILTER\tINFO\n";
+  put("vcf.bed", vcf, sizeof vcf - 1);
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bed"), at(p, "vcf.bed"), NULL, &fs, &err), &err);
+  CHECK(fm_fmt_open(&fs, NULL, &r, &err) == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "vcf.bed' starts like a vcf file, not bed: give format = \"vcf\"") &&
+        !strstr(err.msg, ".fam") && !strstr(err.msg, ".bim"));
+  static const uint8_t bcf[32] = {'B', 'C', 'F', 2, 2};
+  put("bcf.ped", bcf, sizeof bcf);
+  put("bcf.map", "1 rs1 0 1\n", 10);
+  CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("ped"), at(p, "bcf.ped"), NULL, &fs, &err), &err);
+  fm_status st = fm_fmt_open(&fs, NULL, &r, &err);
+  CHECK(st == FM_EFORMAT && r == NULL);
+  CHECK(strstr(err.msg, "bcf.ped' starts like a vcf file, not ped: give format = \"vcf\" to read it as one (the ped reader said: "));
   static const uint8_t junk[32] = {1, 2, 3, 4};
   put("junk.bgen", junk, sizeof junk);
   CHECK_OK(fm_fmt_resolve(fm_fmt_by_name("bgen"), at(p, "junk.bgen"), NULL, &fs, &err), &err);

@@ -11,6 +11,7 @@
 
 #include <ggml.h>
 #include <gguf.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -377,14 +378,15 @@ static void bad_tensors(void) {
   refused(NULL, &t, 32, FM_EARG, "tensor 'w': too many elements");
   double big[2] = {1, 1099511627776.0}, half[2] = {1, 1.5}, i8[2] = {127, 128};
   t = (fm_gguf_wtensor){"w", GGML_TYPE_I32, 1, {2}, FM_GGUF_WSRC_F64, big, 2};
-  refused(NULL, &t, 32, FM_EARG, "tensor 'w': value 2 is not a whole number that i32 holds");
+  refused(NULL, &t, 32, FM_EARG,
+          "tensor 'w': value 2 (GGML order) is 1099511627776, but I32 takes whole numbers from -2147483648 to 2147483647");
   t.data = half;
-  refused(NULL, &t, 32, FM_EARG, "tensor 'w': value 2 is not a whole number that i32 holds");
+  refused(NULL, &t, 32, FM_EARG, "tensor 'w': value 2 (GGML order) is 1.5, but I32 takes whole numbers");
   t = (fm_gguf_wtensor){"w", GGML_TYPE_I8, 1, {2}, FM_GGUF_WSRC_F64, i8, 2};
-  refused(NULL, &t, 32, FM_EARG, "tensor 'w': value 2 is not a whole number that i8 holds");
+  refused(NULL, &t, 32, FM_EARG, "value 2 (GGML order) is 128, but I8 takes whole numbers from -128 to 127");
   int32_t i16[1] = {40000};
   t = (fm_gguf_wtensor){"w", GGML_TYPE_I16, 1, {1}, FM_GGUF_WSRC_I32, i16, 1};
-  refused(NULL, &t, 32, FM_EARG, "tensor 'w': value 1 is not a whole number that i16 holds");
+  refused(NULL, &t, 32, FM_EARG, "value 1 (GGML order) is 40000, but I16 takes whole numbers from -32768 to 32767");
   t = (fm_gguf_wtensor){"w", GGML_TYPE_F32, 1, {1}, (fm_gguf_wsrc)7, v, 1};
   refused(NULL, &t, 32, FM_EARG, "tensor 'w': unknown data source 7");
   t = (fm_gguf_wtensor){"w", GGML_TYPE_F32, 1, {1}, FM_GGUF_WSRC_F64, NULL, 1};
@@ -405,6 +407,65 @@ static void bad_tensors(void) {
   CHECK(fm_gguf_write(path, NULL, 0, dup, 2, 32, NULL, &err) == FM_EARG &&
         strstr(err.msg, "tensor 'w' is given twice (entries 1 and 2)"));
   CHECK(!exists(path));
+}
+
+/* Numbers beyond a float type's largest value would become Inf, and a
+ * quantized block with a NaN, an Inf or a value beyond F16 (its scale's
+ * type) decodes to NaN or Inf: refused, naming the value and the range.
+ * At the range's ends every type decodes finite values; F32, F16 and BF16
+ * keep NaN and Inf given as such. */
+static void float_ranges(void) {
+  double v[256];
+  for (int i = 0; i < 256; i++) v[i] = i % 2 ? 1 : -1;
+  v[0] = 1e10;
+  fm_gguf_wtensor t = {"h", GGML_TYPE_F16, 1, {32}, FM_GGUF_WSRC_F64, v, 32};
+  refused(NULL, &t, 32, FM_EARG,
+          "tensor 'h': value 1 (GGML order) is 10000000000, but F16 takes numbers from -65504 to 65504 "
+          "(a larger value would become Inf), NaN and Inf");
+  t = (fm_gguf_wtensor){"q", GGML_TYPE_Q4_0, 1, {32}, FM_GGUF_WSRC_F64, v, 32};
+  refused(NULL, &t, 32, FM_EARG, "tensor 'q': value 1 (GGML order) is 10000000000, but Q4_0 takes finite numbers");
+  v[0] = NAN;
+  refused(NULL, &t, 32, FM_EARG, "tensor 'q': value 1 (GGML order) is nan, but Q4_0 takes finite numbers");
+  v[0] = 1e39;
+  t = (fm_gguf_wtensor){"f", GGML_TYPE_F32, 1, {32}, FM_GGUF_WSRC_F64, v, 32};
+  refused(NULL, &t, 32, FM_EARG, "F32 takes numbers from -3.402823466e+38 to 3.402823466e+38");
+  t.type = GGML_TYPE_BF16;
+  refused(NULL, &t, 32, FM_EARG, "BF16 takes numbers from -3.389531389e+38 to 3.389531389e+38");
+  int32_t big[32] = {70000};
+  t = (fm_gguf_wtensor){"h", GGML_TYPE_F16, 1, {32}, FM_GGUF_WSRC_I32, big, 32};
+  refused(NULL, &t, 32, FM_EARG, "tensor 'h': value 1 (GGML order) is 70000, but F16");
+
+  const uint32_t quant[] = {GGML_TYPE_Q4_0, GGML_TYPE_Q4_1, GGML_TYPE_Q5_0, GGML_TYPE_Q5_1,
+                            GGML_TYPE_Q8_0, GGML_TYPE_Q2_K, GGML_TYPE_Q3_K, GGML_TYPE_Q4_K,
+                            GGML_TYPE_Q5_K, GGML_TYPE_Q6_K, GGML_TYPE_F16, GGML_TYPE_BF16};
+  for (int i = 0; i < 256; i++) v[i] = i % 3 == 0 ? 65504.0 : i % 3 == 1 ? -65504.0 : i;
+  char path[128];
+  path_of(path, sizeof path, "ends.gguf");
+  fm_err err;
+  for (size_t q = 0; q < sizeof quant / sizeof quant[0]; q++) {
+    t = (fm_gguf_wtensor){"e", quant[q], 1, {256}, FM_GGUF_WSRC_F64, v, 256};
+    CHECK_OK(fm_gguf_write(path, NULL, 0, &t, 1, 32, NULL, &err), &err);
+    fm_gguf *g = NULL;
+    CHECK_OK(fm_gguf_open(path, &g, &err), &err);
+    if (!g) continue;
+    float f[256];
+    ggml_get_type_traits((enum ggml_type)quant[q])->to_float(fm_gguf_tensor_data(g, fm_gguf_tensor_at(g, 0)), f, 256);
+    int finite = 1;
+    for (int i = 0; i < 256; i++) finite &= isfinite(f[i]) != 0;
+    if (!finite) fprintf(stderr, "  %s: values of +-65504 decode to NaN or Inf\n", ggml_type_name((enum ggml_type)quant[q]));
+    CHECK(finite);
+    fm_gguf_close(g);
+  }
+  double special[32] = {NAN, INFINITY, -INFINITY, 65504.0};
+  t = (fm_gguf_wtensor){"s", GGML_TYPE_F16, 1, {32}, FM_GGUF_WSRC_F64, special, 32};
+  CHECK_OK(fm_gguf_write(path, NULL, 0, &t, 1, 32, NULL, &err), &err);
+  fm_gguf *g = NULL;
+  CHECK_OK(fm_gguf_open(path, &g, &err), &err);
+  if (!g) return;
+  float f[32];
+  ggml_get_type_traits(GGML_TYPE_F16)->to_float(fm_gguf_tensor_data(g, fm_gguf_tensor_at(g, 0)), f, 32);
+  CHECK(isnan(f[0]) && f[1] == INFINITY && f[2] == -INFINITY && f[3] == 65504.0f);
+  fm_gguf_close(g);
 }
 
 static void bad_arguments(void) {
@@ -473,6 +534,7 @@ int main(void) {
   FM_RUN(same_bytes_as_ggml);
   FM_RUN(bad_metadata);
   FM_RUN(bad_tensors);
+  FM_RUN(float_ranges);
   FM_RUN(bad_arguments);
   FM_RUN(cancel_and_progress);
   fm_test_rmtree(g_dir);

@@ -156,3 +156,69 @@ test_that("bad arguments are R errors before GGML sees them", {
   expect_s3_class(e, "fm_error_eio")
   expect_false(file.exists(f))
 })
+
+test_that("values a type cannot hold are refused by gguf_tensor_data(), naming the element (review)", {
+  err <- function(expr) tryCatch(expr, error = function(e) e)
+  m <- matrix(c(1e10, 1:31), 1, 32)
+  e <- err(gguf_tensor_data(m, "F16"))
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionMessage(e), paste(
+    "x[1, 1] is 1e+10, but F16 takes numbers from -65504 to 65504 (a larger value would become Inf),",
+    "NaN and Inf"))
+  expect_identical(conditionCall(e), quote(gguf_tensor_data(m, "F16")))
+  e <- err(gguf_tensor_data(m, "Q4_0"))
+  expect_match(conditionMessage(e), paste0("^x\\[1, 1\\] is 1e\\+10, but Q4_0 takes finite numbers from -65504 to 65504 ",
+                                           "\\(its blocks' scales are F16"))
+  e <- err(gguf_tensor_data(c(1, 2, Inf, rep(0, 29)), "Q8_0"))
+  expect_match(conditionMessage(e), "^x\\[3\\] is Inf, but Q8_0 takes finite numbers")
+  e <- err(gguf_tensor_data(c(1, NA, 3, rep(0, 29)), "F32"))
+  expect_match(conditionMessage(e), "^x\\[2\\] is NA: GGUF tensors have no missing values")
+  expect_match(conditionMessage(err(gguf_tensor_data(c(1, 300), "I8"))),
+               "^x\\[2\\] is 300, but I8 takes whole numbers from -128 to 127$")
+  expect_match(conditionMessage(err(gguf_tensor_data(array(c(1, 2, 3, 1e39), c(1, 2, 2)), "F32"))),
+               "^x\\[1, 2, 2\\] is 1e\\+39, but F32 takes numbers from -3.402823466e\\+38")
+  # in gguf_write() a plain numeric tensor is F32, named by its place in tensors
+  f <- tempfile(fileext = ".gguf")
+  e <- err(gguf_write(f, tensors = list(w = matrix(c(1, NA), 1, 2))))
+  expect_s3_class(e, "fm_error_earg")
+  expect_match(conditionMessage(e), '^tensors\\[\\["w"\\]\\]\\[1, 2\\] is NA')
+  expect_identical(conditionCall(e)[[1]], quote(gguf_write))
+  expect_false(file.exists(f))
+  # within range, NaN and Inf kept by F16; the ends of F16 survive Q4_0
+  gguf_write(f, tensors = list(h = gguf_tensor_data(c(NaN, Inf, -Inf, 65504, 1:28), "F16"),
+                               q = gguf_tensor_data(matrix(c(65504, -65504, 1:30), 1, 32), "Q4_0")))
+  on.exit(unlink(f))
+  g <- gguf_open(f)
+  h <- gguf_tensor(g, "h", "numeric")
+  expect_identical(h[1:4], c(NaN, Inf, -Inf, 65504))
+  expect_true(all(is.finite(gguf_tensor(g, "q", "numeric"))))
+})
+
+test_that("a 1 x n matrix is written as a 1-D tensor: a vector as numbers, a 1 x n view (review)", {
+  f <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f))
+  x <- matrix(as.numeric(1:32), 1, 32)
+  gguf_write(f, tensors = list(r = x))
+  g <- gguf_open(f)
+  expect_identical(gguf_tensors(g)$n_dims[gguf_tensors(g)$name == "r"], 1L)
+  v <- gguf_tensor(g, "r", "numeric")
+  expect_null(dim(v))
+  expect_identical(v, as.numeric(1:32))
+  w <- gguf_tensor(g, "r")
+  expect_identical(dim(w), c(1L, 32L))
+  expect_identical(as.matrix(w), x)
+})
+
+test_that("argument errors report the user's call (review)", {
+  err <- function(expr) tryCatch(expr, error = function(e) e)
+  f <- tempfile(fileext = ".gguf")
+  e <- err(gguf_write(f, metadata = list(a = list(1, 2))))
+  expect_s3_class(e, "fm_error_earg")
+  expect_identical(conditionCall(e), quote(gguf_write(f, metadata = list(a = list(1, 2)))))
+  e <- err(gguf_tensor_data(matrix(1, 1, 32), "Q9"))
+  expect_identical(conditionCall(e), quote(gguf_tensor_data(matrix(1, 1, 32), "Q9")))
+  expect_match(conditionMessage(e), "^unknown GGML type 'Q9' \\(one of F32, F16, Q4_0")
+  expect_identical(conditionCall(err(gguf_u8(1, array = NA))), quote(gguf_u8(1, array = NA)))
+  expect_identical(conditionCall(err(gguf_value(1, "uint128"))), quote(gguf_value(1, "uint128")))
+  expect_identical(conditionCall(err(gguf_write(f, list(a = gguf_u8(256)))))[[1]], quote(gguf_write))
+})

@@ -52,6 +52,26 @@ test_that("a string and its UTF-8 bytes tokenize alike", {
   expect_identical(rllm_tokenize(tok, b), rllm_tokenize(tok, as.raw(c(0x61, 0xff, 0x62))))
 })
 
+test_that("a string holding bytes that are not UTF-8 tokenizes as those bytes (byte fallback)", {
+  tok <- rllm_tokenizer(gguf_fixture("stories260K.gguf"))
+  bytes <- as.raw(c(0xff, 0xfe))
+  s <- "\xff\xfe"
+  expect_identical(Encoding(s), "unknown")
+  ids <- rllm_tokenize(tok, s, add_special = FALSE)
+  expect_identical(ids, rllm_tokenize(tok, bytes, add_special = FALSE))
+  expect_identical(rllm_vocab(tok)$text[ids + 1L], c("\u2581", "<0xFF>", "<0xFE>")) # space prefix, bytes
+  expect_identical(rllm_detokenize(tok, rllm_tokenize(tok, s)), bytes)
+  # marked UTF-8 but malformed: its bytes as well, not R's "<ff>" escapes
+  u <- "a\xffb"
+  Encoding(u) <- "UTF-8"
+  expect_identical(rllm_tokenize(tok, u), rllm_tokenize(tok, as.raw(c(0x61, 0xff, 0x62))))
+  # latin1 is translated: e-acute is C3 A9 in UTF-8, not the latin1 byte E9
+  l <- "caf\xe9"
+  Encoding(l) <- "latin1"
+  expect_identical(rllm_tokenize(tok, l), rllm_tokenize(tok, charToRaw("caf\u00e9")))
+  expect_false(identical(rllm_tokenize(tok, l), rllm_tokenize(tok, charToRaw(l))))
+})
+
 test_that("stories260K: ids, BOS, byte fallback and a character split across tokens", {
   tok <- rllm_tokenizer(gguf_fixture("stories260K.gguf"))
   expect_s3_class(tok, "rllm_tokenizer")

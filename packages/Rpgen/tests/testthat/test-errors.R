@@ -348,7 +348,7 @@ test_that("VCF: a POS that is not a number and a GT allele the record lacks name
                    "but the record has 2 alleles \\(REF and 1 ALT\\)"))
 })
 
-test_that("VCF.gz and BCF: a malformed or empty region is an error, an absent contig reads empty", {
+test_that("VCF.gz and BCF: a malformed or empty region is an error, an absent contig reads empty with a warning", {
   rt <- new_runtime()
   for (f in c("ceu_exon.vcf.gz", "ceu_exon.bcf")) {
     p <- fixture_path("genotypes", "ceu_exon", f)
@@ -357,7 +357,23 @@ test_that("VCF.gz and BCF: a malformed or empty region is an error, an absent co
       expect_bad(rpgen_read(p, runtime = rt, region = r), "earg",
                  paste0(name, ": region '", r, "' is malformed \\(expected CHROM, CHROM:BEG or CHROM:BEG-END"))
     expect_bad(rpgen_read(p, runtime = rt, region = ""), "earg", paste0(name, ": region '' is empty"))
-    expect_equal(ncol(rpgen_read(p, runtime = rt, region = "99:1-1000")), 0L)
+    w <- NULL
+    X <- withCallingHandlers(rpgen_read(p, runtime = rt, region = "99:1-1000"),
+                             rpgen_warning_region = function(c) {
+                               w <<- c
+                               invokeRestart("muffleWarning")
+                             })
+    expect_equal(ncol(X), 0L)
+    expect_s3_class(w, "warning")
+    where <- if (grepl("bcf$", f)) "header" else "index"
+    expect_identical(conditionMessage(w), sprintf(
+      "region '99:1-1000': contig '99' is not in the %s of %s, which lists 1, 2, 3, 4, 5, 6, 7, 8 and 14 more; no records read", where, f))
+    expect_identical(conditionCall(w)[[1]], quote(rpgen_read))
+    # a contig alone, and the same from rpgen_info()
+    expect_warning(rpgen_info(p, region = "chr1"),
+                   sprintf("^region 'chr1': contig 'chr1' is not in the %s of %s, which lists 1, 2, 3, 4, 5, 6, 7, 8 and 14 more; no records read$",
+                           where, name), class = "rpgen_warning_region")
+    expect_no_warning(rpgen_read(p, runtime = rt, region = "1:1-1000"))
   }
 })
 
@@ -606,6 +622,14 @@ test_that("a file in another format than its name says is named as that format (
              "x\\.bgen' starts like a vcf file, not bgen: give format = \"vcf\" to read it as one")
   expect_identical(dim(rpgen_read(b, format = "vcf", runtime = rt)),
                    dim(rpgen_read(fixture_path("genotypes", "ceu_exon", "ceu_exon.bcf"), runtime = rt)))
+  # a VCF named .bed is named a VCF before the .fam it lacks is looked for (review)
+  b <- file.path(d, "renamed.bed")
+  file.copy(fixture_path("genotypes", "ceu_exon", "ceu_exon.vcf.gz"), b)
+  said <- "renamed\\.bed' starts like a vcf file, not bed: give format = \"vcf\" to read it as one$"
+  expect_bad(rpgen_read(b, runtime = rt), "eformat", said)
+  expect_bad(rpgen_info(b), "eformat", said)
+  expect_identical(rpgen_info(b, format = "vcf")$n_variants,
+                   rpgen_info(fixture_path("genotypes", "ceu_exon", "ceu_exon.vcf.gz"))$n_variants)
 })
 
 test_that("a BGEN first-variant offset past the end is named, not called a truncation (issue 14, review)", {
