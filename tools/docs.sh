@@ -3,13 +3,14 @@
 # comments (the source of truth), with roxygen2 from CRAN installed once into
 # build/rlib-docs (a docs-only library: the tests never need it). The
 # packages are read as installed (load_installed), so run `make install`
-# first (and again after it when a package imports a new export of another);
+# first (and again after it when a package imports a new export of another;
+# DOCS_RLIB names another build library than build/rlib);
 # nothing is compiled here.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 lib="$root/build/rlib-docs"
 mkdir -p "$lib"
-export R_LIBS="$lib:$root/build/rlib"
+export R_LIBS="$lib:${DOCS_RLIB:-$root/build/rlib}"
 Rscript -e 'if (!requireNamespace("roxygen2", quietly = TRUE))
   install.packages("roxygen2", lib = .libPaths()[1], quiet = TRUE)'
 for p in Rfmalloc Rpgen Rgguf Rllm; do

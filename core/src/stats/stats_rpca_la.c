@@ -174,9 +174,8 @@ fm_status rpca_check_nonzero(double lambda0, double zero_floor, int64_t n, int64
   if (lambda0 > DBL_MIN && s0 > zero_floor) return FM_OK;
   return fm_err_set(err, FM_EDEGENERATE,
                     "the %lld x %lld matrix, centred and scaled as asked, is numerically zero "
-                    "(largest singular value estimate %g): it has no variation for principal "
-                    "components to describe (a single row centred at its mean is zero, and so "
-                    "are constant columns; do not centre, or give more rows)",
+                    "(largest singular value %g): no variation to describe (one row centred "
+                    "at its mean is zero; do not centre, or give more rows)",
                     (long long)n, (long long)p, s0);
 }
 

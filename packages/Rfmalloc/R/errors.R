@@ -3,7 +3,12 @@
 #' Every error of the package is an R condition of class
 #' `c("fm_error_<status>", "fm_error", "error", "condition")` with a one
 #' sentence message naming the file or argument and the numbers involved.
-#' Match on the class, not the text:
+#' Match on the class, not the text: the classes and their meanings are
+#' listed under Details. Warnings the package gives have classes
+#' `c("fm_warning_<status>", "warning", "condition")`: `fm_warning_emismatch`
+#' when a `.fam` lists one sample more than the `.bed` holds (see
+#' [fmalloc_bed_open()]) and `fm_warning_eformat` when [cleanup_fmalloc()]
+#' closes a runtime whose file was truncated from outside.
 #'
 #' | class | meaning |
 #' | --- | --- |
@@ -41,6 +46,7 @@ fm_describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
   if (is.matrix(x)) return(paste0("a ", if (is.numeric(x)) "numeric" else typeof(x), " matrix"))
   one <- length(x) == 1L
+  if (one && is.atomic(x) && is.na(x)) return(if (is.character(x)) "NA_character_" else "NA")
   switch(typeof(x),
          "NULL" = "NULL",
          character = if (one) "a character string" else "a character vector",

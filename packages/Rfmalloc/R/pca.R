@@ -214,8 +214,72 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
     converged = r$converged,
     n_imputed = st$n_missing,
     kept = st$keep,
-    total_var = .pca_total_var(st, kept, n)
+    total_var = .pca_total_var(st, kept, n),
+    # the imputed value of each column before the transform, for predict():
+    # the column mean, which is `center` itself when centring at the mean
+    impute_mean = if (isTRUE(center)) NULL else kept_vector(st$mean)
   ), class = c("fmalloc_pca", "prcomp"))
+}
+
+#' @rdname fmalloc_pca
+#' @param newdata for `predict`: a matrix of the same kind as `x` (dense or a
+#'   codec matrix), one row per new observation, with the columns of the
+#'   matrix the PCA was fitted on: all of them (the ones `drop_constant`
+#'   dropped included) or only the `kept` ones, matched by column names when
+#'   both have them. Omitted: the fitted scores `object$x`.
+#' @details `predict(object, newdata)` gives the PC scores of new rows
+#'   (rows x k): each value is centred and scaled as in the fit, and a
+#'   missing value takes the fit's imputed value (the fitted column mean, 0
+#'   after centring), as the fit did; so `predict(object, x)` is `object$x`.
+#'   A codec matrix is read once, streamed, through a standardized view
+#'   ([fmalloc_standardize()]); R's `predict.prcomp` would give `NA` for any
+#'   row with a missing value and decode the whole matrix.
+#' @method predict fmalloc_pca
+#' @export
+predict.fmalloc_pca <- function(object, newdata, ...) {
+  if (...length()) fm_abort("earg", "predict() of an fmalloc_pca takes object and newdata only")
+  if (missing(newdata)) return(object$x)
+  rot <- object$rotation
+  codec <- methods::is(newdata, "fmalloc_codec_matrix")
+  if (!codec && !(is.matrix(newdata) && is.numeric(newdata))) {
+    fm_abort("earg", "newdata must be a numeric matrix or a codec matrix, not ", fm_describe(newdata))
+  }
+  cols <- .pca_columns(object, newdata)
+  p <- length(cols)
+  ctr <- if (isFALSE(object$center)) rep(0, p) else unname(object$center)
+  div <- if (isFALSE(object$scale)) rep(1, p) else unname(object$scale)
+  fill <- if (is.null(object$impute_mean)) rep(0, p) else (unname(object$impute_mean) - ctr) / div
+  if (codec) {
+    if (!is.null(newdata@transform)) fm_abort("earg", "newdata must be a codec matrix without a transform (not standardized)")
+    z <- fmalloc_select(newdata, cols)
+    z@transform <- list(center = ctr, scale = 1 / div, fill = fill)
+    scores <- .remade(z) %*% unname(rot)
+  } else {
+    z <- sweep(sweep(newdata[, cols, drop = FALSE], 2, ctr), 2, div, "/")
+    miss <- which(is.na(z), arr.ind = TRUE)
+    z[miss] <- fill[miss[, 2]]
+    scores <- z %*% unname(rot)
+  }
+  dimnames(scores) <- list(rownames(newdata), colnames(rot))
+  scores
+}
+
+# The columns of newdata that the PCA's rotation rows are: by name when both
+# have names, else all of the fitted matrix's (then `kept` of them) or only
+# the kept ones.
+.pca_columns <- function(object, newdata) {
+  rn <- rownames(object$rotation)
+  cn <- colnames(newdata)
+  k <- length(object$kept)
+  if (!is.null(rn) && !is.null(cn)) {
+    j <- match(rn, cn)
+    if (anyNA(j)) fm_abort("emismatch", sprintf("newdata has no column '%s' of the PCA's loadings", rn[is.na(j)][1]))
+    return(j)
+  }
+  if (ncol(newdata) == k) return(seq_len(k))
+  if (ncol(newdata) >= max(object$kept)) return(object$kept)
+  fm_abort("emismatch", sprintf("newdata has %d columns; the PCA was fitted on %d (%d kept)",
+                                ncol(newdata), max(object$kept), k))
 }
 
 # The total variance of the matrix the PCA decomposed (kept columns, centred,

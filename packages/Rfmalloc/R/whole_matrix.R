@@ -39,12 +39,21 @@
 #' block of columns), or use the streamed answers: `anyNA(X)`,
 #' `summary(X)$n_missing`, `fmalloc_allele_freq(X)$n_missing` (per variant),
 #' [fmalloc_standardize()] for centring and scaling.
+#'
+#' Codec matrices are read-only and are not combined: `X[i, j] <- v`
+#' raises `fm_error_eunsupported` (decode, change, then store anew with
+#' [fmalloc_bed()] or [fmalloc_dosage()]), and so do `cbind()`/`rbind()`
+#' with a codec matrix (select columns with [fmalloc_select()], or decode)
+#' and `as.vector()` (a dense copy; `as.vector(as.matrix(X))` when meant).
 #' @param x,e1,e2 an `fmalloc_codec_matrix` or a transposed view `t(X)`;
 #'   for operators, either operand.
 #' @param na.rm `TRUE` or `FALSE`: drop missing values.
 #' @param trim must be 0 (a trimmed mean is not streamed).
 #' @param recursive ignored (as for a matrix).
 #' @param digits ignored (the operation is refused).
+#' @param mode ignored (`as.vector()` is refused).
+#' @param y the other operand of `cbind2()`/`rbind2()`.
+#' @param value ignored (`[<-` is refused).
 #' @param ... for the `Summary` group, more values to summarise (matrices,
 #'   codec matrices, numbers); for `mean()`, ignored.
 #' @return `anyNA()`, `any()`, `all()`: `TRUE` or `FALSE` (or `NA`);
@@ -179,3 +188,49 @@ setMethod("Math", "fmalloc_codec_like", function(x) .refuse_dense(sprintf("%s()"
 setMethod("Math2", "fmalloc_codec_like", function(x, digits) {
   .refuse_dense(sprintf("%s()", .Generic), x, .method_call())
 })
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setReplaceMethod("[", "fmalloc_codec_like", function(x, i, j, ..., value) {
+  fm_abort("eunsupported", "a codec matrix is read-only: decode it (m <- as.matrix(x)), change m, and ",
+           "store it anew (fmalloc_bed(m), fmalloc_dosage(m)) if a codec matrix is needed",
+           call = .method_call())
+})
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("as.vector", "fmalloc_codec_like", function(x, mode = "any") {
+  .refuse_dense("as.vector()", x, .method_call())
+})
+
+# cbind()/rbind() reach these through methods' S4 dispatch of cbind2/rbind2
+# (base cbind() would otherwise return a list matrix without an error).
+.refuse_bind <- function(what) {
+  fm_abort("eunsupported", sprintf(paste(
+    "%s() of codec matrices is not computed: select columns with fmalloc_select(),",
+    "or decode (as.matrix(x)) and bind the dense matrices"), what), call = sys.call(-1L))
+}
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("cbind2", signature("fmalloc_codec_like", "ANY"), function(x, y, ...) .refuse_bind("cbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("cbind2", signature("ANY", "fmalloc_codec_like"), function(x, y, ...) .refuse_bind("cbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("rbind2", signature("fmalloc_codec_like", "ANY"), function(x, y, ...) .refuse_bind("rbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("rbind2", signature("ANY", "fmalloc_codec_like"), function(x, y, ...) .refuse_bind("rbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("cbind2", signature("fmalloc_codec_like", "fmalloc_codec_like"), function(x, y, ...) .refuse_bind("cbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("rbind2", signature("fmalloc_codec_like", "fmalloc_codec_like"), function(x, y, ...) .refuse_bind("rbind"))

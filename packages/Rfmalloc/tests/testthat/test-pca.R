@@ -175,5 +175,33 @@ test_that("a matrix that is zero once centred (one row) is refused in the user's
   expect_s3_class(e, "fm_error_edegenerate")
   expect_false(grepl("fm_stats_rpca", conditionMessage(e), fixed = TRUE))
   expect_match(conditionMessage(e), "^the 1 x 30 matrix, centred and scaled as asked, is numerically zero")
-  expect_match(conditionMessage(e), "a single row centred at its mean is zero", fixed = TRUE)
+  expect_match(conditionMessage(e), "(one row centred at its mean is zero; do not centre, or give more rows)", fixed = TRUE)
+})
+
+test_that("predict() projects new rows as the fit did: centred, scaled, missing values at the fitted mean", {
+  set.seed(23)
+  g <- matrix(rbinom(120 * 30, 2, 0.3), 120, 30, dimnames = list(paste0("s", 1:120), paste0("v", 1:30)))
+  g[, 7] <- 1 # constant: dropped
+  g[sample(length(g), 200)] <- NA
+  G <- fmalloc_bed(g)
+  p <- suppressMessages(fmalloc_pca(G, k = 3, scale = "binomial", drop_constant = TRUE))
+  # the fitting rows give the fitted scores (R's predict.prcomp gave NA for any row with a missing call)
+  expect_equal(predict(p, G), p$x, tolerance = 1e-8)
+  expect_identical(predict(p), p$x)
+  expect_equal(predict(p, g), p$x, tolerance = 1e-8)
+  expect_equal(predict(p, g[, p$kept]), p$x, tolerance = 1e-8)
+  # new rows by hand: standardize with the fit's centre and scale, missing at 0
+  new <- g[1:5, ]
+  new[1, 3] <- NA
+  z <- sweep(sweep(unname(new[, p$kept]), 2, p$center), 2, p$scale, "/")
+  z[is.na(z)] <- 0
+  expect_equal(unname(predict(p, fmalloc_bed(new))), z %*% unname(p$rotation), tolerance = 1e-10)
+  # without centring, a missing value is the fitted column mean
+  x <- matrix(rnorm(80 * 6), 80, 6)
+  x[3, 2] <- NA
+  q <- suppressMessages(fmalloc_pca(x, k = 2, center = FALSE))
+  expect_equal(predict(q, x), q$x, tolerance = 1e-8)
+  expect_error(predict(q, x[, 1:4]), class = "fm_error_emismatch", regexp = "newdata has 4 columns")
+  expect_error(predict(p, suppressMessages(fmalloc_standardize(G))), class = "fm_error_earg")
+  expect_error(predict(p, G, type = "x"), class = "fm_error_earg")
 })

@@ -510,7 +510,7 @@ test_that("under a virtual-memory limit the default runtime takes a smaller cap,
 test_that("choice arguments raise fm_error_earg naming the choices", {
   e <- expect_error(open_fmalloc(tempfile(), 0.01, mode = "scrach"), class = "fm_error_earg")
   expect_match(conditionMessage(e), "mode must be one of 'persistent', 'scratch', not 'scrach'", fixed = TRUE)
-  expect_error(open_fmalloc(tempfile(), 0.01, mode = NA), "not a logical value", class = "fm_error_earg")
+  expect_error(open_fmalloc(tempfile(), 0.01, mode = NA), "not NA$", class = "fm_error_earg")
   expect_identical(fm_arg_choice(c("a", "b"), c("a", "b")), "a")
   expect_identical(fm_arg_choice("sc", c("persistent", "scratch")), "scratch")
 })

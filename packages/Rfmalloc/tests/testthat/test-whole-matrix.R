@@ -157,3 +157,14 @@ test_that("summary() of a view without columns prints no NaN percentage", {
   expect_true("missing: 0 entries" %in% out)
   expect_false(any(grepl("NaN", out)))
 })
+
+test_that("codec matrices are read-only and not combined: classed refusals (issue 14, second new-user pass)", {
+  X <- fmalloc_bed(matrix(c(0, 1, 2, NA, 2, 0), 3, 2))
+  expect_error(X[1, 1] <- 0, class = "fm_error_eunsupported", regexp = "read-only")
+  expect_silent(tryCatch(cbind(X, X), fm_error_eunsupported = function(e) NULL)) # no S4 ambiguity note
+  expect_error(cbind(X, X), class = "fm_error_eunsupported", regexp = "cbind\\(\\) of codec matrices")
+  expect_error(rbind(X, 1), class = "fm_error_eunsupported", regexp = "rbind\\(\\)")
+  expect_error(cbind(1, t(X)), class = "fm_error_eunsupported")
+  expect_error(as.vector(X), class = "fm_error_eunsupported", regexp = "as.vector\\(\\) of a codec matrix")
+  expect_identical(as.vector(as.matrix(X)), c(0, 1, 2, NA, 2, 0))
+})
