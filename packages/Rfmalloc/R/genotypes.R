@@ -591,6 +591,7 @@ fmalloc_dosage <- function(x, runtime = fmalloc_default_runtime(), dimnames = ba
 #' H <- fmalloc_haplotypes(h, rt)
 #' identical(H[2:3, ], h[2:3, ])
 #' cleanup_fmalloc(rt)
+#' @aliases fmalloc_haplotypes-class
 #' @export
 fmalloc_haplotypes <- function(h, runtime = fmalloc_default_runtime()) {
   if (!is.matrix(h) || !(is.numeric(h) || is.logical(h))) {
