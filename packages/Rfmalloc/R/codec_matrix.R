@@ -297,7 +297,32 @@ setMethod("t", "fmalloc_codec_matrix", function(x) methods::new("fmalloc_transpo
 setMethod("dimnames", "fmalloc_codec_matrix", function(x) {
   dn <- x@dimnames
   if (!is.null(x@cols) && !is.null(dn[[2]])) dn[[2]] <- dn[[2]][x@cols]
-  dn
+  if (is.null(dn[[1]]) && is.null(dn[[2]])) NULL else dn # as for a base matrix
+})
+
+#' @rdname fmalloc_codec_matrix-class
+#' @param value for `dimnames<-` (and `rownames<-`, `colnames<-`): `NULL`
+#'   or a list of row and column names, each `NULL` or of the matrix's
+#'   extent; the result is a new matrix over the same stored bytes.
+#' @export
+setReplaceMethod("dimnames", "fmalloc_codec_matrix", function(x, value) {
+  d <- dim(x)
+  if (is.null(value)) value <- list(NULL, NULL)
+  ok <- is.list(value) && length(value) == 2L &&
+    all(vapply(1:2, function(k) is.null(value[[k]]) || length(value[[k]]) == d[k], NA))
+  if (!ok) {
+    fm_abort("earg", sprintf("dimnames must be NULL or a list of 2, each NULL or of length %s and %s",
+                             d[1], d[2]), call = .method_call())
+  }
+  value <- lapply(value, function(v) if (is.null(v)) NULL else as.character(v))
+  if (!is.null(x@cols) && !is.null(value[[2]])) {
+    # names of a column view are set on the stored columns it shows
+    all_names <- if (is.null(x@dimnames[[2]])) rep(NA_character_, x@spec[3]) else x@dimnames[[2]]
+    all_names[x@cols] <- value[[2]]
+    value[[2]] <- all_names
+  }
+  x@dimnames <- value
+  x
 })
 
 

@@ -190,3 +190,11 @@ setMethod("summary", "fmalloc_transposed", function(object, ...) {
   fm_abort("eunsupported", "summary() of a transposed view t(X) is not supported; summary(X) ",
            "summarises the columns of the codec matrix X")
 })
+
+#' @rdname fmalloc_transposed-class
+#' @param value `NULL` or a list of row and column names (for `dimnames<-`).
+#' @export
+setReplaceMethod("dimnames", "fmalloc_transposed", function(x, value) {
+  dimnames(x@x) <- if (is.null(value)) NULL else rev(value)
+  x
+})

@@ -45,6 +45,9 @@
 #' [fmalloc_bed()] or [fmalloc_dosage()]), and so do `cbind()`/`rbind()`
 #' with a codec matrix (select columns with [fmalloc_select()], or decode)
 #' and `as.vector()` (a dense copy; `as.vector(as.matrix(X))` when meant).
+#' `X[[i, j]]` is refused (use `X[i, j]`), and so are `quantile()`,
+#' `median()` and `unique()` of all values (not streamed: `summary(X)`
+#' gives the spread of column statistics; decode a block when meant).
 #' @param x,e1,e2 an `fmalloc_codec_matrix` or a transposed view `t(X)`;
 #'   for operators, either operand.
 #' @param na.rm `TRUE` or `FALSE`: drop missing values.
@@ -234,3 +237,33 @@ setMethod("cbind2", signature("fmalloc_codec_like", "fmalloc_codec_like"), funct
 #' @rdname fmalloc_codec_summaries
 #' @export
 setMethod("rbind2", signature("fmalloc_codec_like", "fmalloc_codec_like"), function(x, y, ...) .refuse_bind("rbind"))
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+setMethod("[[", "fmalloc_codec_like", function(x, i, j, ...) {
+  fm_abort("eunsupported", "x[[i, j]] of a codec matrix is not supported; use x[i, j]", call = .method_call())
+})
+
+# Whole-matrix order statistics and sets: base R's versions would call
+# is.na() or as.vector() and fail inside (an unclassed error); say what to
+# use instead.
+.refuse_order <- function(what, x) {
+  fm_abort("eunsupported", sprintf(paste(
+    "%s() of all values of a codec matrix is not streamed: summary(x) gives the spread of its",
+    "column statistics; decode a block (%s(as.matrix(x[, j]))) when that is meant"), what, what),
+    call = sys.call(-1L))
+}
+
+#' @rdname fmalloc_codec_summaries
+#' @param incomparables ignored (`unique()` is refused).
+#' @importFrom stats quantile median
+#' @export
+quantile.fmalloc_codec_like <- function(x, ...) .refuse_order("quantile", x)
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+median.fmalloc_codec_like <- function(x, na.rm = FALSE, ...) .refuse_order("median", x)
+
+#' @rdname fmalloc_codec_summaries
+#' @export
+unique.fmalloc_codec_like <- function(x, incomparables = FALSE, ...) .refuse_order("unique", x)

@@ -168,3 +168,25 @@ test_that("codec matrices are read-only and not combined: classed refusals (issu
   expect_error(as.vector(X), class = "fm_error_eunsupported", regexp = "as.vector\\(\\) of a codec matrix")
   expect_identical(as.vector(as.matrix(X)), c(0, 1, 2, NA, 2, 0))
 })
+
+test_that("dimnames<- names a codec matrix (and t(), and a column view); [[, quantile, median, unique are refused, classed", {
+  g <- matrix(c(0, 1, 2, NA, 2, 0), 3, 2)
+  X <- fmalloc_bed(g)
+  rownames(X) <- paste0("s", 1:3)
+  colnames(X) <- c("rs1", "rs2")
+  expect_identical(dimnames(X), list(paste0("s", 1:3), c("rs1", "rs2")))
+  expect_identical(X["s2", "rs2"], g[2, 2])
+  V <- fmalloc_select(X, 2)
+  colnames(V) <- "renamed"
+  expect_identical(colnames(V), "renamed")
+  expect_identical(colnames(X), c("rs1", "rs2")) # value semantics
+  tX <- t(X)
+  rownames(tX) <- c("a", "b")
+  expect_identical(colnames(t(tX)), c("a", "b"))
+  dimnames(X) <- NULL
+  expect_null(dimnames(X))
+  expect_error(rownames(X) <- c("a", "b"), class = "fm_error_earg", regexp = "of length 3 and 2")
+  expect_error(X[[1, 1]], class = "fm_error_eunsupported", regexp = "use x\\[i, j\\]")
+  for (f in list(quantile, median, unique)) expect_error(f(X), class = "fm_error_eunsupported", regexp = "not streamed")
+  expect_error(quantile(t(X), na.rm = TRUE), class = "fm_error_eunsupported")
+})
