@@ -165,12 +165,18 @@ fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
     fm_abort("earg", sprintf("fmalloc_pca: runtime must be NULL or an fmalloc runtime, not %s", class(runtime)[1]))
   }
   n <- nrow(x)
+  user_call <- sys.call()
+  check_k <- function(p) {
+    if (k > min(n, p)) {
+      fm_abort("earg", sprintf("fmalloc_pca: k = %d must be between 1 and min(n, p) = %d", as.integer(k), min(n, p)),
+               call = user_call)
+    }
+  }
+  check_k(ncol(x)) # against the shape first, before the statistics pass and its messages
   st <- .standardization(x, center, scale, impute = TRUE, drop_constant = drop_constant,
                          caller = "fmalloc_pca", transform = FALSE)
   p <- length(st$keep)
-  if (k > min(n, p)) {
-    fm_abort("earg", sprintf("fmalloc_pca: k = %d must be between 1 and min(n, p) = %d", as.integer(k), min(n, p)))
-  }
+  check_k(p) # and against the columns kept
   view <- .view_of(x, if (length(st$keep) < ncol(x)) st$keep)
   opts <- c(k, oversample, max_iter, tol, seed)
   progress <- NULL

@@ -57,6 +57,7 @@
 #' @param mode ignored (`as.vector()` is refused).
 #' @param y the other operand of `cbind2()`/`rbind2()`.
 #' @param value ignored (`[<-` is refused).
+#' @param i,j indices (ignored: `[<-` and `[[` are refused).
 #' @param ... for the `Summary` group, more values to summarise (matrices,
 #'   codec matrices, numbers); for `mean()`, ignored.
 #' @return `anyNA()`, `any()`, `all()`: `TRUE` or `FALSE` (or `NA`);

@@ -29,7 +29,8 @@
 #' @param stop_at_eog stop after a token listed in `model$info$eog` (the
 #'   tokenizer's end-of-generation ids, see [rllm_tokenizer()]). Default
 #'   `TRUE`.
-#' @return A list: `raw`, the bytes of the generated tokens
+#' @return A list of class `rllm_generation` (printed as its text and
+#'   speed): `raw`, the bytes of the generated tokens
 #'   ([rllm_detokenize()] with `strip_space = FALSE`, so the bytes continue
 #'   the prompt's: a leading space stays; special tokens render as nothing; use
 #'   [rawToChar()] to read them as text); `tokens`, their integer ids;
@@ -118,5 +119,20 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
              n_decode = as.integer(r[[5L]]), threads = r[[6L]])
   tm$prefill_tps <- if (tm$prefill_s > 0) tm$n_prefill / tm$prefill_s else NA_real_
   tm$decode_tps <- if (tm$decode_s > 0 && tm$n_decode > 0) tm$n_decode / tm$decode_s else NA_real_
-  list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm)
+  structure(list(raw = raw, tokens = toks, prompt_tokens = ids, timings = tm), class = "rllm_generation")
+}
+
+#' @rdname rllm_generate
+#' @param x an `rllm_generation` (the result of `rllm_generate()`).
+#' @param ... ignored.
+#' @export
+print.rllm_generation <- function(x, ...) {
+  tm <- x$timings
+  cat(sprintf("<rllm_generation> %d token(s) after a prompt of %d; %s tokens/s (decode), %d thread(s)\n",
+              length(x$tokens), length(x$prompt_tokens), format(round(tm$decode_tps, 1)), as.integer(tm$threads)))
+  if (length(x$raw)) {
+    # the bytes as text, invalid UTF-8 shown as \x escapes rather than R's <ff>
+    cat(iconv(rawToChar(x$raw[x$raw != as.raw(0)]), "UTF-8", "UTF-8", sub = "byte"), "\n", sep = "")
+  }
+  invisible(x)
 }

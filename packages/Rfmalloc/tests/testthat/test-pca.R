@@ -205,3 +205,16 @@ test_that("predict() projects new rows as the fit did: centred, scaled, missing 
   expect_error(predict(p, suppressMessages(fmalloc_standardize(G))), class = "fm_error_earg")
   expect_error(predict(p, G, type = "x"), class = "fm_error_earg")
 })
+
+test_that("k beyond the shape is refused before the statistics pass (no imputation message first)", {
+  g <- matrix(c(0, 1, NA, 2, 1, 0), 3, 2)
+  msgs <- character()
+  e <- tryCatch(withCallingHandlers(fmalloc_pca(fmalloc_bed(g), k = 5), message = function(m) {
+    msgs <<- c(msgs, conditionMessage(m))
+    invokeRestart("muffleMessage")
+  }), error = identity)
+  expect_length(msgs, 0)
+  expect_s3_class(e, "fm_error_earg")
+  expect_match(conditionMessage(e), "k = 5 must be between 1 and min\\(n, p\\) = 2")
+  expect_match(deparse(conditionCall(e))[1], "^fmalloc_pca\\(")
+})

@@ -30,6 +30,10 @@ test_that("greedy generation on stories260K gives the recorded story", {
   expect_true(g$timings$prefill_s >= 0 && g$timings$decode_s >= 0)
   skip_if(is.null(m$tokenizer), "tokenizer not available")
   expect_identical(rawToChar(g$raw), ", there was a little girl named Lily. She loved to play")
+  expect_s3_class(g, "rllm_generation")
+  out <- capture.output(print(g))
+  expect_match(out[1], "^<rllm_generation> 16 token\\(s\\) after a prompt of 5; [0-9.]+ tokens/s \\(decode\\), 1 thread")
+  expect_identical(out[2], ", there was a little girl named Lily. She loved to play")
   # A text prompt is tokenized with BOS (add_bos by default for SentencePiece).
   g2 <- rllm_generate(m, "Once upon a time", n_new = 16)
   expect_identical(g2$tokens, g$tokens)
