@@ -9,16 +9,8 @@
 # Usage: tools/check.sh OUT_DIR PKG_DIR...
 set -euo pipefail
 out=${1:?output folder}; shift
-need=()
-for p in qpdf tidy texlive-latex-base texlive-latex-recommended texlive-fonts-recommended devscripts; do
-  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
-done
-if ((${#need[@]})); then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "check: installing Debian packages: ${need[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+bash "$(dirname "$0")/apt-need.sh" check qpdf tidy texlive-latex-base texlive-latex-recommended \
+  texlive-fonts-recommended devscripts
 mkdir -p "$out"
 cd "$out"
 for dir in "$@"; do

@@ -12,17 +12,7 @@ dest=${1:-$root/build/site}
 export R_LIBS=${R_LIBS:-$root/build/rlib}
 pkgs=(Rfmalloc Rpgen Rgguf Rllm)
 
-apt_pkgs=(pandoc r-cran-pkgdown r-cran-knitr r-cran-rmarkdown)
-missing=()
-for p in "${apt_pkgs[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  echo "site: installing Debian packages: ${missing[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+bash "$root/tools/apt-need.sh" site pandoc r-cran-pkgdown r-cran-knitr r-cran-rmarkdown
 
 SITE_PKGS="${pkgs[*]}" Rscript -e 'for (p in strsplit(Sys.getenv("SITE_PKGS"), " ")[[1]])
   if (!requireNamespace(p, quietly = TRUE))
