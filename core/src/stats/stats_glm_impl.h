@@ -44,4 +44,50 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
                    const double *start, int firth, int max_iter, double tol, double *ws,
                    glm_fit *out);
 
+/* ---- stats_glm.c: shared by the methods -------------------------------- */
+
+/* Phenotypes with the same used rows (pheno not NaN) form a group. */
+typedef struct glm_groups {
+  int64_t n_groups;
+  int32_t *group_of;     /* per phenotype: its group */
+  int64_t *g_off;        /* n_groups + 1 offsets into g_rows */
+  int64_t *g_rows;       /* each group's rows, ascending */
+  unsigned char *in;     /* n_rows x n_groups, row-major: row i is in group h */
+} glm_groups;
+
+/* The checks every method makes (fm_stats_glm.h's FM_EARG cases common to
+ * both), naming what in messages. */
+fm_status glm_check(const char *what, const fm_mat *x, const fm_glm_design *d,
+                    const fm_glm_opts *opts, const fm_glm_out *out, fm_err *err);
+fm_status glm_groups_make(const fm_glm_design *d, glm_groups *g, fm_err *err);
+void glm_groups_free(glm_groups *g);
+
+/* fn(ud, b, t) for every column b < nb of a block, on nt threads (t the
+ * thread's number, 0 the caller's); columns are dealt round-robin. */
+typedef void (*glm_col_fn)(void *ud, int64_t b, int t);
+void glm_parallel(glm_col_fn fn, void *ud, int64_t nb, int nt);
+
+/* Columns per block of glm_stream: a decoded block holds at most the
+ * panel budget (capped at 8 MB) of doubles, at least one column. */
+int64_t glm_block_cols(const fm_mat *x, const fm_ctl *ctl);
+
+/* The streamed pass: for each block of x's columns, blk (a view of them:
+ * logical columns c0 ... c0 + blk->n_cols - 1 of x) and panel (their
+ * decoded values, n_rows x blk->n_cols, missing NaN, no transform); polls
+ * ctl, reports progress in columns and evicts each block. */
+typedef fm_status (*glm_block_fn)(void *ud, const fm_mat *blk, int64_t c0, const double *panel,
+                                  fm_err *err);
+fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, glm_block_fn fn,
+                     void *ud, fm_err *err);
+
+/* out's row (variant j of p, phenotype c) from f. */
+void glm_put(const fm_glm_out *out, int64_t p, int64_t j, int64_t c, const glm_fit *f);
+
+/* Per column of a panel, the mean of its observed values (0 when none). */
+void glm_column_means(const double *panel, int64_t n, int64_t nb, double *mean);
+
+/* FM_EARG naming the variant (c0 + column, 1-based) and row of an infinite
+ * genotype in the panel. */
+fm_status glm_check_finite(const double *panel, int64_t n, int64_t nb, int64_t c0, fm_err *err);
+
 #endif
