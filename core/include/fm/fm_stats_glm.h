@@ -95,8 +95,11 @@ typedef struct fm_glm_design {
                                is not in that phenotype's analysis; logistic:
                                0 (control) or 1 (case) */
   const double *geno_scale; /* NULL, or n_rows finite multipliers of the
-                               decoded genotype (0.5 on chrX males for
-                               plink2's default xchr-model 1) */
+                               decoded genotype (0.5 on chrX males to count
+                               their calls 0/1) */
+  const unsigned char *haploid; /* NULL, or n_rows flags: nonzero for rows
+                               whose calls are hemizygous and stored as 0/2
+                               (chrX males): out->freq counts them once */
 } fm_glm_design;
 
 typedef struct fm_glm_opts {
@@ -119,6 +122,11 @@ typedef struct fm_glm_out {
   int32_t *code;    /* fm_glm_code */
   int32_t *firth;   /* logistic: 1 where the row was fitted by Firth's
                        method, else 0; may be NULL (linear: not written) */
+  double *freq;     /* NULL, or n_cols: the frequency of the counted allele
+                       over every row of x with an observed call (whatever
+                       the phenotypes use), sum x / (2 rows), a haploid row
+                       counting x / 2 of 1 allele (plink2 --freq's count,
+                       which decides its default A1); NaN with no call */
 } fm_glm_out;
 
 /* Linear regression of every phenotype on covariates + each column of x.

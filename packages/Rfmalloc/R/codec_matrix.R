@@ -276,6 +276,36 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
         if (is.null(cols)) NULL else as.numeric(cols), NULL)
 }
 
+#' The core view of a matrix, for packages that compute on it in C
+#'
+#' For the C code of packages that link to Rfmalloc (`LinkingTo: Rfmalloc`):
+#' a handle that `Rfmalloc_view_get()` of `Rfmalloc.h` turns into the
+#' core's `fm_mat` (and its transform) for one `.Call`, without copying the
+#' matrix. RfmallocStatgen's association tests reach any genotype matrix
+#' this way.
+#'
+#' @param x an [fmalloc_codec_matrix-class] (hardcalls, dosages, a standardized
+#'   or column-selected view of them, an external codec), or a numeric or
+#'   logical matrix (plain, or an fmalloc matrix mapped from a runtime;
+#'   logical is read as integer), samples x variants.
+#' @param cols `NULL`, or the 1-based columns of `x` to keep (in any order).
+#' @return An external pointer of class `"fmalloc_view"`; it keeps `x`'s
+#'   storage reachable. It does not survive `saveRDS()`.
+#' @section Errors: `fm_error_earg` when `x` is none of the above or `cols`
+#'   are outside it; `fm_error_eclosed` when its runtime was closed.
+#' @examples
+#' h <- fmalloc_view(matrix(c(0, 1, 2, 1), 2))
+#' class(h)
+#' @export
+fmalloc_view <- function(x, cols = NULL) {
+  if (!is.null(cols) && (!is.numeric(cols) || anyNA(cols) || any(cols < 1) ||
+                         any(cols > ncol(x)) || any(cols != round(cols)))) {
+    fm_abort("earg", sprintf("cols must be whole numbers between 1 and ncol(x) = %s",
+                             format(ncol(x))))
+  }
+  .view_of(x, cols)
+}
+
 #' @rdname fmalloc_codec_matrix-class
 #' @param x an `fmalloc_codec_matrix`.
 #' @export

@@ -10,6 +10,7 @@
 
 #include "r_calls.h"
 #include "r_ext.h"
+#include "r_mat.h" /* fmr_view_get, the callable Rfmalloc_view_get */
 
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
@@ -49,6 +50,7 @@ void R_init_Rfmalloc(DllInfo *dll) {
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_backend_unregister",
                       (DL_FUNC)&Rfmalloc_backend_unregister);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_view_get", (DL_FUNC)&fmr_view_get);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl", (DL_FUNC)&Rfmalloc_ctl);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl_finish", (DL_FUNC)&Rfmalloc_ctl_finish);

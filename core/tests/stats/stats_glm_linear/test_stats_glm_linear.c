@@ -28,6 +28,7 @@ typedef struct data {
   double covar[N * Q];
   double pheno[N * K];
   double scale[N];
+  unsigned char haploid[N];
 } data;
 
 static void make(data *d, uint64_t seed) {
@@ -54,6 +55,7 @@ static void make(data *d, uint64_t seed) {
       d->pheno[i + c * N] = y;
     }
     d->scale[i] = i % 2 ? 0.5 : 1.0;
+    d->haploid[i] = i % 2;
   }
 }
 
@@ -147,9 +149,28 @@ typedef struct res {
   double beta[P * K], se[P * K], stat[P * K];
   int64_t obs[P * K];
   int32_t code[P * K];
+  double freq[P];
 } res;
 
-static fm_glm_out out_of(res *r) { return (fm_glm_out){r->beta, r->se, r->stat, r->obs, r->code, NULL}; }
+static fm_glm_out out_of(res *r) {
+  return (fm_glm_out){r->beta, r->se, r->stat, r->obs, r->code, NULL, r->freq};
+}
+
+/* The counted allele's frequency over all observed calls, haploid rows
+ * (with use_scale) counting x / 2 of one allele. */
+static void check_freq(const data *d, const res *r, int use_scale) {
+  for (int64_t j = 0; j < P; j++) {
+    double a = 0, pl = 0;
+    for (int64_t i = 0; i < N; i++) {
+      const double x = d->x[i + j * N];
+      if (isnan(x)) continue;
+      const int hap = use_scale && d->haploid[i];
+      a += hap ? x / 2 : x;
+      pl += hap ? 1 : 2;
+    }
+    CHECK_CLOSE(r->freq[j], a / pl, 1e-13);
+  }
+}
 
 static void check_oracle(const data *d, const res *r, int use_scale, int impute) {
   for (int64_t c = 0; c < K; c++)
@@ -184,7 +205,8 @@ static void check_oracle(const data *d, const res *r, int use_scale, int impute)
 }
 
 static fm_glm_design design_of(const data *d, int use_scale) {
-  return (fm_glm_design){N, Q, d->covar, K, d->pheno, use_scale ? d->scale : NULL};
+  return (fm_glm_design){N, Q, d->covar, K, d->pheno, use_scale ? d->scale : NULL,
+                         use_scale ? d->haploid : NULL};
 }
 
 static void test_dense_oracle(void) {
@@ -201,6 +223,7 @@ static void test_dense_oracle(void) {
       const fm_glm_out out = out_of(r);
       CHECK_OK(fm_stats_glm_linear(&m, &des, &o, &out, NULL, &err), &err);
       check_oracle(d, r, use_scale, impute);
+      check_freq(d, r, use_scale);
     }
   free(d);
   free(r);
@@ -247,7 +270,7 @@ static void test_bed2_invariance(void) {
   double beta[3 * K], se[3 * K], stat[3 * K];
   int64_t obs[3 * K];
   int32_t code[3 * K];
-  const fm_glm_out o3 = {beta, se, stat, obs, code, NULL};
+  const fm_glm_out o3 = {beta, se, stat, obs, code, NULL, NULL};
   CHECK_OK(fm_stats_glm_linear(&sel, &des, &o, &o3, &fused, &err), &err);
   for (int64_t c = 0; c < K; c++)
     for (int s = 0; s < 3; s++) CHECK(beta[s + 3 * c] == r->beta[idx[s] + P * c]);
@@ -271,11 +294,11 @@ static void test_one_vs_many(void) {
   const fm_glm_out out = out_of(r);
   CHECK_OK(fm_stats_glm_linear(&m, &des, &o, &out, NULL, &err), &err);
   for (int64_t c = 0; c < K; c++) {
-    const fm_glm_design one = {N, Q, d->covar, 1, d->pheno + c * N, NULL};
+    const fm_glm_design one = {N, Q, d->covar, 1, d->pheno + c * N, NULL, NULL};
     double beta[P], se[P], stat[P];
     int64_t obs[P];
     int32_t code[P];
-    const fm_glm_out o1 = {beta, se, stat, obs, code, NULL};
+    const fm_glm_out o1 = {beta, se, stat, obs, code, NULL, NULL};
     CHECK_OK(fm_stats_glm_linear(&m, &one, &o, &o1, NULL, &err), &err);
     CHECK(memcmp(beta, r->beta + c * P, sizeof beta) == 0);
     CHECK(memcmp(se, r->se + c * P, sizeof se) == 0);

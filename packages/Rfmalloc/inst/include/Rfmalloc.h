@@ -219,6 +219,18 @@ static inline int Rfmalloc_ext_release(const fm_ext_codec *codec) {
     fun = (int (*)(const fm_ext_codec *))R_GetCCallable("Rfmalloc", "Rfmalloc_ext_release");
   return fun(codec);
 }
+
+/* The matrix behind a handle of fmalloc_view() (R) for one core call: *x
+ * and, when aff is not NULL, *aff with the view's transform (a standardized
+ * view's centre, scale and fill). Checks at each use that the storage is
+ * still open and its file not truncated. Raises fm_error_earg for anything
+ * that is not a handle, fm_error_eclosed for a dead one or closed storage.
+ * Borrowed: valid until the .Call returns, while h stays protected. */
+static inline void Rfmalloc_view_get(SEXP h, fm_mat *x, fm_affine *aff) {
+  static void (*fun)(SEXP, fm_mat *, fm_affine *) = NULL;
+  if (!fun) fun = (void (*)(SEXP, fm_mat *, fm_affine *))R_GetCCallable("Rfmalloc", "Rfmalloc_view_get");
+  fun(h, x, aff);
+}
 #endif
 
 #ifdef FM_BACKEND_H

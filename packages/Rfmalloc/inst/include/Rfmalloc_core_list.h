@@ -150,3 +150,13 @@ FM_CORE_FN(fm_status, fm_tok_tokenize,
             fm_err *err),
            (t, text, n_bytes, flags, out, err))
 FM_CORE_FN(int, fm_tok_eog_ids, (const fm_tok *t, const int32_t **ids), (t, ids))
+/* fm_stats_glm.h: association tests */
+FM_CORE_FN(fm_status, fm_stats_glm_linear,
+           (const fm_mat *x, const fm_glm_design *d, const fm_glm_opts *opts,
+            const fm_glm_out *out, const fm_ctl *ctl, fm_err *err),
+           (x, d, opts, out, ctl, err))
+FM_CORE_FN(fm_status, fm_stats_glm_logistic,
+           (const fm_mat *x, const fm_glm_design *d, const fm_glm_opts *opts,
+            const fm_glm_out *out, const fm_ctl *ctl, fm_err *err),
+           (x, d, opts, out, ctl, err))
+FM_CORE_FN(const char *, fm_glm_code_name, (int code), (code))

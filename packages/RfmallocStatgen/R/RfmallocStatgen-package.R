@@ -1,0 +1,13 @@
+#' RfmallocStatgen: streamed statistical genetics on Rfmalloc matrices
+#'
+#' Association studies over any genotype matrix of the Rfmalloc stack, in
+#' bounded memory: [statgen_gwas()] (linear and logistic regression with
+#' Firth fallback, many phenotypes in one pass, plink2's rows and codes),
+#' with [summary()][statgen_gwas-methods], Manhattan and QQ plots, and
+#' [statgen_write_glm()] for plink2's files. The regression kernels are the
+#' Rfmalloc core's (`fm_stats_glm.h`), reached through Rfmalloc's C API.
+#'
+#' @keywords internal
+#' @useDynLib RfmallocStatgen, .registration = TRUE, .fixes = "C_"
+#' @importFrom Rfmalloc fm_abort fm_arg_choice fmalloc_samples fmalloc_variants fmalloc_view
+"_PACKAGE"

@@ -1,0 +1,230 @@
+# The design of an association study from user input: phenotypes and
+# covariates matched to the genotype matrix's samples, coded, checked, and
+# turned into the double matrices the core takes (fm_stats_glm.h).
+
+# Sample IDs of X: data frame with iid and fid (fid may be NA).
+.x_samples <- function(X, samples) {
+  s <- if (!is.null(samples)) samples else tryCatch(fmalloc_samples(X), error = function(e) NULL)
+  n <- nrow(X)
+  if (is.null(s)) {
+    rn <- rownames(X)
+    return(data.frame(iid = if (is.null(rn)) rep(NA_character_, n) else rn,
+                      fid = NA_character_, sex = NA_integer_, stringsAsFactors = FALSE))
+  }
+  if (!is.data.frame(s) || nrow(s) != n || is.null(s$iid)) {
+    fm_abort("earg", sprintf("samples must be a data frame of %d rows with an iid column, as ",
+                             n), "fmalloc_samples() gives")
+  }
+  data.frame(iid = as.character(s$iid),
+             fid = if (is.null(s$fid)) NA_character_ else as.character(s$fid),
+             sex = if (is.null(s$sex)) NA_integer_ else as.integer(s$sex),
+             stringsAsFactors = FALSE)
+}
+
+# Variant metadata of X: CHROM POS ID REF ALT A1 columns (NA where unknown).
+.x_variants <- function(X, variants) {
+  v <- if (!is.null(variants)) variants else tryCatch(fmalloc_variants(X), error = function(e) NULL)
+  p <- ncol(X)
+  if (is.null(v)) {
+    cn <- colnames(X)
+    v <- data.frame(chr = NA_character_, pos = NA_real_,
+                    id = if (is.null(cn)) paste0("V", seq_len(p)) else cn,
+                    ref = NA_character_, alt = NA_character_, stringsAsFactors = FALSE)
+  }
+  if (!is.data.frame(v) || nrow(v) != p) {
+    fm_abort("earg", sprintf("variants must be a data frame of %s rows (one per column of X)",
+                             format(p)))
+  }
+  col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
+  data.frame(CHROM = as.character(col("chr", NA_character_)), POS = as.numeric(col("pos", NA)),
+             ID = as.character(col("id", NA_character_)), REF = as.character(col("ref", NA)),
+             ALT = as.character(col("alt", NA)), A1 = as.character(col("alt", NA)),
+             check.names = FALSE, stringsAsFactors = FALSE)
+}
+
+# Rows of `obj` (a vector, matrix or data frame of phenotypes or
+# covariates) in the order of X's samples. By ID when obj is a data frame
+# with an IID column (and FID, matched too when present) or has row names
+# that are not 1..n; else by position (its length must be n). Samples of X
+# missing from obj get NA; IDs of obj not in X are dropped.
+.align_samples <- function(obj, xs, what) {
+  n <- nrow(xs)
+  if (is.data.frame(obj)) {
+    nm <- sub("^#", "", names(obj))
+    iid <- match("IID", toupper(nm))
+    fid <- match("FID", toupper(nm))
+    if (!is.na(iid)) {
+      key_x <- xs$iid
+      key_o <- as.character(obj[[iid]])
+      if (!is.na(fid) && !all(is.na(xs$fid))) {
+        key_x <- paste(xs$fid, xs$iid, sep = "\r")
+        key_o <- paste(as.character(obj[[fid]]), key_o, sep = "\r")
+      }
+      rest <- obj[, -c(iid, if (!is.na(fid)) fid), drop = FALSE]
+      return(.by_key(rest, key_o, key_x, what))
+    }
+  }
+  rn <- if (is.data.frame(obj) || is.matrix(obj)) rownames(obj) else names(obj)
+  auto <- is.null(rn) || identical(rn, as.character(seq_along(rn)))
+  if (!auto && !all(is.na(xs$iid)) && any(rn %in% xs$iid)) {
+    return(.by_key(obj, rn, xs$iid, what))
+  }
+  len <- if (is.data.frame(obj) || is.matrix(obj)) nrow(obj) else length(obj)
+  if (len != n) {
+    fm_abort("earg", sprintf("%s has %d samples but X has %d rows; give them in X's order, or ",
+                             what, len, n),
+             "as a data frame with an IID column (and FID) or with row names to match by ID")
+  }
+  obj
+}
+
+.by_key <- function(obj, key_o, key_x, what) {
+  dup <- key_o[duplicated(key_o)]
+  if (length(dup)) {
+    fm_abort("earg", sprintf("%s has sample ID '%s' more than once", what,
+                             sub("\r", " ", dup[1], fixed = TRUE)))
+  }
+  at <- match(key_x, key_o)
+  if (all(is.na(at))) {
+    fm_abort("earg", sprintf("no sample ID of %s matches X's samples (e.g. '%s' vs '%s')", what,
+                             sub("\r", " ", key_o[1], fixed = TRUE),
+                             sub("\r", " ", key_x[1], fixed = TRUE)))
+  }
+  if (is.data.frame(obj) || is.matrix(obj)) obj[at, , drop = FALSE] else obj[at]
+}
+
+# Phenotypes as an n x k double matrix with column names (NA: left out).
+# Logistic phenotypes are coded 0/1 here; attr "coding" says what was read.
+.pheno_matrix <- function(y, xs, logistic) {
+  if (is.null(y)) fm_abort("earg", "y is required")
+  y <- .align_samples(y, xs, "y")
+  if (is.data.frame(y)) {
+    if (!ncol(y)) fm_abort("earg", "y has no phenotype column")
+    nm <- names(y)
+    bad <- !vapply(y, function(v) is.numeric(v) || is.logical(v), TRUE)
+    if (any(bad)) {
+      fm_abort("earg", sprintf("phenotype '%s' is %s, not numeric or logical", nm[bad][1],
+                               class(y[[which(bad)[1]]])[1]))
+    }
+    m <- vapply(y, as.numeric, numeric(nrow(y)))
+    dim(m) <- c(nrow(y), ncol(y))
+    colnames(m) <- nm
+  } else {
+    if (!is.numeric(y) && !is.logical(y)) {
+      fm_abort("earg", sprintf("y must be numeric or logical (a vector, a matrix or a data frame), not %s",
+                               class(y)[1]))
+    }
+    m <- if (is.matrix(y)) y else matrix(y, ncol = 1L)
+    storage.mode(m) <- "double"
+    if (is.null(colnames(m))) colnames(m) <- paste0("PHENO", seq_len(ncol(m)))
+  }
+  coding <- character(ncol(m))
+  for (c in seq_len(ncol(m))) {
+    v <- m[, c]
+    name <- colnames(m)[c]
+    if (any(is.infinite(v))) {
+      fm_abort("earg", sprintf("phenotype '%s' is infinite for sample %d", name,
+                               which(is.infinite(v))[1]))
+    }
+    if (all(is.na(v))) fm_abort("earg", sprintf("phenotype '%s' has no non-missing value", name))
+    if (logistic) {
+      u <- sort(unique(v[!is.na(v)]))
+      if (all(u %in% c(0, 1))) {
+        coding[c] <- "0 = control, 1 = case"
+      } else if (all(u %in% c(1, 2))) {
+        coding[c] <- "1 = control, 2 = case (plink)"
+        v <- v - 1
+      } else {
+        fm_abort("earg", sprintf("phenotype '%s' has values %s; a case/control phenotype is ",
+                                 name, paste(utils::head(u, 4), collapse = ", ")),
+                 "coded 0/1 or plink's 1/2 (control/case), with NA for missing")
+      }
+      if (length(unique(v[!is.na(v)])) < 2) {
+        fm_abort("earg", sprintf("phenotype '%s' has only %s", name,
+                                 if (v[!is.na(v)][1] == 1) "cases" else "controls"))
+      }
+      m[, c] <- v
+    } else if (length(unique(v[!is.na(v)])) < 2) {
+      fm_abort("earg", sprintf("phenotype '%s' is constant", name))
+    }
+  }
+  attr(m, "coding") <- coding
+  m
+}
+
+# Covariates as an n x q0 double matrix with names (factors and character
+# columns expanded to indicators of every level but the first).
+.covar_matrix <- function(covar, xs) {
+  n <- nrow(xs)
+  if (is.null(covar)) return(matrix(numeric(0), n, 0L))
+  covar <- .align_samples(covar, xs, "covar")
+  if (is.matrix(covar)) {
+    if (!is.numeric(covar) && !is.logical(covar)) fm_abort("earg", "covar must be numeric")
+    m <- covar
+    storage.mode(m) <- "double"
+    if (is.null(colnames(m))) colnames(m) <- paste0("COVAR", seq_len(ncol(m)))
+    return(m)
+  }
+  if (!is.data.frame(covar)) {
+    if (!is.numeric(covar)) fm_abort("earg", "covar must be a matrix or a data frame")
+    return(matrix(as.numeric(covar), ncol = 1L, dimnames = list(NULL, "COVAR1")))
+  }
+  cols <- list()
+  for (nm in names(covar)) {
+    v <- covar[[nm]]
+    if (is.character(v) || is.factor(v)) {
+      f <- factor(v)
+      for (l in levels(f)[-1]) cols[[paste0(nm, "=", l)]] <- ifelse(is.na(f), NA, as.numeric(f == l))
+    } else if (is.numeric(v) || is.logical(v)) {
+      cols[[nm]] <- as.numeric(v)
+    } else {
+      fm_abort("earg", sprintf("covariate '%s' is %s, not numeric, logical or a factor", nm,
+                               class(v)[1]))
+    }
+  }
+  m <- matrix(unlist(cols, use.names = FALSE), n, length(cols))
+  colnames(m) <- names(cols)
+  m
+}
+
+# The core's design for the rows used: intercept + covariates, with every
+# phenotype NA where a covariate is NA; stops for a non-finite, constant or
+# collinear covariate, naming it.
+.design <- function(pheno, cov) {
+  n <- nrow(pheno)
+  if (any(is.infinite(cov))) {
+    bad <- which(apply(is.infinite(cov), 2, any))[1]
+    fm_abort("earg", sprintf("covariate '%s' is infinite", colnames(cov)[bad]))
+  }
+  drop <- rowSums(is.na(cov)) > 0
+  pheno[drop, ] <- NA
+  used <- rowSums(!is.na(pheno)) > 0
+  if (!any(used)) fm_abort("earg", "no sample has both a phenotype and every covariate")
+  cmat <- cbind(`(Intercept)` = 1, cov)
+  for (c in seq_len(ncol(pheno))) {
+    if (all(is.na(pheno[, c]))) {
+      fm_abort("earg", sprintf("phenotype '%s' has no sample with every covariate",
+                               colnames(pheno)[c]))
+    }
+  }
+  for (l in seq_len(ncol(cov))) {
+    v <- cov[used, l]
+    if (length(unique(v)) < 2) {
+      fm_abort("earg", sprintf("covariate '%s' is constant over the samples used", colnames(cov)[l]))
+    }
+  }
+  # Collinearity over every phenotype's own samples (as the core checks).
+  for (c in seq_len(ncol(pheno))) {
+    rows <- !is.na(pheno[, c])
+    cm <- cmat[rows, , drop = FALSE]
+    qr_c <- qr(cm, tol = 1e-9)
+    if (qr_c$rank < ncol(cm)) {
+      bad <- qr_c$pivot[qr_c$rank + 1L]
+      fm_abort("earg", sprintf("covariate '%s' is collinear with the other covariates over the ",
+                               colnames(cmat)[bad]),
+               sprintf("%d samples of phenotype '%s'", sum(rows), colnames(pheno)[c]))
+    }
+  }
+  cmat[drop, ] <- 0 # rows no phenotype uses: finite for the core, never read
+  list(covar = unname(cmat), pheno = pheno, names = colnames(cmat))
+}

@@ -1,0 +1,234 @@
+#' Genome-wide association: linear and logistic regression, streamed
+#'
+#' Tests every variant (column) of a samples x variants genotype matrix for
+#' association with one or more phenotypes, adjusted for covariates, in one
+#' pass over the matrix and in bounded memory. The rows agree with
+#' `plink2 --glm hide-covar` line by line (same columns, same `ERRCODE`
+#' vocabulary; [statgen_write_glm()] writes plink2's files).
+#'
+#' @section Model: For each variant \eqn{x} (the dosage or hardcall count of
+#'   the `A1` allele, the `ALT` allele of [Rfmalloc::fmalloc_variants()])
+#'   and phenotype \eqn{y}, with \eqn{C} the intercept and the covariates:
+#'   * `"linear"`: least squares \eqn{y = C a + x b + e}; `BETA` = \eqn{b},
+#'     `SE` its standard error, `T_STAT` = `BETA / SE`, `P` two-sided on
+#'     `OBS_CT - ncol(C) - 1` degrees of freedom. Computed by
+#'     Frisch-Waugh-Lovell: the covariates are projected out once per set of
+#'     samples, and each variant needs \eqn{x'My} and \eqn{x'Mx} from
+#'     products over bounded panels (exact downdates for the samples a
+#'     missing call removes).
+#'   * `"logistic"`: maximum likelihood by Newton's method from the
+#'     covariates-only fit; `OR` = \eqn{e^b}, `LOG(OR)_SE` the Wald standard
+#'     error from the inverse information, `Z_STAT`, `P` normal two-sided.
+#'     Firth's penalized likelihood (Firth 1993; Heinze and Schemper 2002)
+#'     is used for every variant (`firth = "always"`), never (`"never"`,
+#'     plink2's `no-firth`: a separated variant gets `ERRCODE`
+#'     `SEPARATION`), or, by default, as plink2's `firth-fallback` decides:
+#'     the `FIRTH?` column says which rows. Firth's `LOG(OR)_SE` is
+#'     \eqn{\sqrt{[(X'WX)^{-1}]_{bb}}} at the penalized estimate with a Wald
+#'     `P`, plink2's definition; `logistf`'s `vcov()` and profile-likelihood
+#'     P values differ from it.
+#' @section Samples and missing values: Each phenotype uses its own samples:
+#'   those with a non-missing value and every covariate non-missing
+#'   (`OBS_CT` counts them per variant). A missing genotype call leaves the
+#'   sample out of that variant's fit (plink2's rule, `impute = "none"`), or
+#'   takes the variant's mean over all observed calls (`impute = "mean"`, as
+#'   `bigsnpr::snp_fastImputeSimple(method = "mean2")` before
+#'   `big_univLinReg`). Phenotypes with the same missing samples share the
+#'   covariate work.
+#' @section chrX: With `chrX = "sex"` (plink2 a3.5's default), variants whose
+#'   `CHROM` is `X`, `23` or `chrX` get `SEX` (1 male, 2 female, from
+#'   `samples$sex`) as an extra covariate; samples of unknown sex are left
+#'   out there. Male genotypes are taken as the reader gives them (0/2 for a
+#'   `.bed`, as plink2 a3.5 reads it); `chrX = "sex-haploid"` counts male
+#'   calls as 0/1 instead, `chrX = "none"` tests chrX like an autosome.
+#'   When every sample used has the same sex, `SEX` is not added.
+#' @section Errors: classed `fm_error_earg` naming the column, value or
+#'   sample: `y` or `covar` of another length than `nrow(X)` without IDs to
+#'   match, IDs that match no sample of `X` or occur twice, a phenotype with
+#'   no value, infinite values, a constant phenotype or one class only
+#'   (logistic), values other than 0/1 or 1/2 (logistic), a constant or
+#'   collinear covariate, an infinite genotype; `fm_error_ecancelled` on
+#'   interrupt. No partial result is returned.
+#'
+#' @param X samples x variants genotype matrix: a mapped `.bed`
+#'   ([Rfmalloc::fmalloc_bed_open()]), hardcalls or dosages from
+#'   `Rpgen::rpgen_read()`, [Rfmalloc::fmalloc_bed()] or
+#'   [Rfmalloc::fmalloc_dosage()], a column selection of these, or a
+#'   numeric matrix (plain or mapped).
+#' @param y phenotypes: a numeric or logical vector (one per row of `X`), or
+#'   a matrix or data frame of several (one column each, analysed in the
+#'   same pass). `NA` is missing. Matched to `X`'s samples by ID when it is a
+#'   data frame with an `IID` (or `#IID`) column, and `FID` when both have
+#'   one, or when it has row names; otherwise taken in `X`'s row order.
+#'   Logistic phenotypes are 0/1 or plink's 1/2 (control/case); a message
+#'   says which coding was read.
+#' @param covar `NULL`, or covariates as a numeric matrix or a data frame
+#'   (factor and character columns become indicators of each level but the
+#'   first), matched to `X`'s samples as `y` is. An intercept is added.
+#' @param family `"linear"` or `"logistic"`.
+#' @param firth logistic only: `"fallback"` (default), `"always"` or `"never"`.
+#' @param impute `"none"` (default: a missing call drops the sample for that
+#'   variant) or `"mean"`.
+#' @param chrX `"sex"` (default), `"sex-haploid"` or `"none"`; see chrX.
+#' @param a1 the tested allele `A1`: `"minor"` (default, plink2's: `ALT`
+#'   unless its frequency over all observed calls of `X` exceeds 1/2, a
+#'   male chrX call counting one allele; then `REF`, with `BETA` and the
+#'   statistic negated and `OR` inverted) or `"alt"` (always `ALT`, plink2's
+#'   `omit-ref`).
+#' @param variants,samples `NULL` (the metadata of `X`, from
+#'   [Rfmalloc::fmalloc_variants()] and [Rfmalloc::fmalloc_samples()]) or
+#'   data frames in their schema, for matrices without metadata.
+#' @param max_iter,tol logistic fits: iteration limit and convergence
+#'   tolerance (largest coefficient step).
+#' @return A data frame of class `statgen_gwas`, one row per phenotype and
+#'   variant (phenotypes one after another), with plink2's columns:
+#'   `PHENO`, `#CHROM`, `POS`, `ID`, `REF`, `ALT`, `A1`, (`FIRTH?`, logistic
+#'   with `firth = "fallback"`), `TEST` (`"ADD"`), `OBS_CT`, `BETA` or `OR`,
+#'   `SE` or `LOG(OR)_SE`, `T_STAT` or `Z_STAT`, `P`, `ERRCODE` (`"."` when
+#'   the fit is fine, else plink2's code: `CONST_OMITTED_ALLELE`,
+#'   `SAMPLE_CT<=PREDICTOR_CT`, `RANK_DEFICIENT`, `SEPARATION`,
+#'   `LOGISTIC_CONVERGE_FAIL`, `FIRTH_CONVERGE_FAIL`, `UNFINISHED`; the
+#'   statistics are then `NA`). `print()`, `summary()` and `plot()`
+#'   (Manhattan and QQ plots) have methods.
+#' @references Chang CC et al. (2015) Second-generation PLINK. GigaScience
+#'   4:7 (and www.cog-genomics.org/plink/2.0/assoc#glm). Frisch R, Waugh FV
+#'   (1933) Econometrica 1:387-401; Lovell MC (1963) JASA 58:993-1010.
+#'   Firth D (1993) Biometrika 80:27-38. Heinze G, Schemper M (2002) Stat
+#'   Med 21:2409-2419.
+#' @examples
+#' rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' set.seed(1)
+#' g <- matrix(rbinom(300 * 40, 2, 0.3), 300, 40)
+#' X <- Rfmalloc::fmalloc_bed(g, rt)
+#' y <- data.frame(QT = rnorm(300) + 0.4 * g[, 7], BT = rbinom(300, 1, 0.4))
+#' res <- statgen_gwas(X, y["QT"], covar = data.frame(age = runif(300, 20, 70)))
+#' res
+#' summary(res)
+#' statgen_gwas(X, y["BT"], family = "logistic")[1:3, ]
+#' @export
+statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
+                         firth = c("fallback", "always", "never"), impute = c("none", "mean"),
+                         chrX = c("sex", "sex-haploid", "none"), a1 = c("minor", "alt"),
+                         variants = NULL,
+                         samples = NULL, max_iter = 25L, tol = 1e-10) {
+  family <- fm_arg_choice(family, c("linear", "logistic"))
+  firth <- fm_arg_choice(firth, c("fallback", "always", "never"))
+  impute <- fm_arg_choice(impute, c("none", "mean"))
+  chrX <- fm_arg_choice(chrX, c("sex", "sex-haploid", "none"))
+  a1 <- fm_arg_choice(a1, c("minor", "alt"))
+  if (length(dim(X)) != 2L) fm_abort("earg", "X must be a samples x variants matrix")
+  if (!is.numeric(max_iter) || length(max_iter) != 1L || !(max_iter >= 1)) {
+    fm_abort("earg", "max_iter must be a number >= 1")
+  }
+  if (!is.numeric(tol) || length(tol) != 1L || !(tol > 0)) fm_abort("earg", "tol must be > 0")
+  logistic <- family == "logistic"
+  xs <- .x_samples(X, samples)
+  vs <- .x_variants(X, variants)
+  pheno <- .pheno_matrix(y, xs, logistic)
+  coding <- attr(pheno, "coding")
+  if (logistic) {
+    for (c in seq_len(ncol(pheno))) {
+      cli::cli_inform("{.field {colnames(pheno)[c]}}: read as {coding[c]}")
+    }
+  }
+  cov <- .covar_matrix(covar, xs)
+  on_x <- vs$CHROM %in% c("X", "23", "chrX") & chrX != "none"
+  parts <- list(list(cols = which(!on_x), sex = FALSE))
+  if (any(on_x)) parts[[2]] <- list(cols = which(on_x), sex = TRUE)
+  opts <- c(logistic, impute == "mean", match(firth, c("never", "fallback", "always")) - 1,
+            max_iter, tol)
+  p <- ncol(X)
+  k <- ncol(pheno)
+  res <- list(beta = matrix(NA_real_, p, k), se = matrix(NA_real_, p, k),
+              stat = matrix(NA_real_, p, k), obs = matrix(NA_real_, p, k),
+              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k), freq = rep(NA_real_, p))
+  df_pred <- matrix(NA_real_, p, k) # predictors: covariates + intercept + genotype
+  bar <- .progress_bar(p, sprintf("statgen_gwas: %s regression", family))
+  done <- 0
+  for (part in parts) {
+    if (!length(part$cols)) next
+    cv <- cov
+    scale <- haploid <- NULL
+    if (part$sex) {
+      sex <- ifelse(xs$sex %in% c(1L, 2L), as.numeric(xs$sex), NA_real_)
+      haploid <- as.raw(!is.na(sex) & sex == 1)
+      used <- rowSums(!is.na(pheno)) > 0 & !is.na(sex)
+      if (length(unique(sex[used])) > 1) cv <- cbind(cv, SEX = sex)
+      if (chrX == "sex-haploid") scale <- ifelse(!is.na(sex) & sex == 1, 0.5, 1)
+    }
+    des <- .design(pheno, cv)
+    view <- fmalloc_view(X, part$cols)
+    prog <- if (is.null(bar)) NULL else {
+      off <- done
+      function(d, total) cli::cli_progress_update(id = bar, set = off + d)
+    }
+    r <- .Call(C_stg_glm, view, des$covar, des$pheno, scale, haploid, as.numeric(opts), prog)
+    rows <- part$cols
+    res$beta[rows, ] <- r[[1]]
+    res$se[rows, ] <- r[[2]]
+    res$stat[rows, ] <- r[[3]]
+    res$obs[rows, ] <- r[[4]]
+    res$code[rows, ] <- r[[5]]
+    if (logistic) res$firth[rows, ] <- r[[6]]
+    res$freq[rows] <- r[[7]]
+    df_pred[rows, ] <- ncol(des$covar) + 1
+    done <- done + length(rows)
+  }
+  if (!is.null(bar)) cli::cli_progress_done(id = bar)
+  if (a1 == "minor") { # plink2's default: the major allele is omitted
+    flip <- !is.na(res$freq) & res$freq > 0.5
+    vs$A1[flip] <- vs$REF[flip]
+    res$beta[flip, ] <- -res$beta[flip, ]
+    res$stat[flip, ] <- -res$stat[flip, ]
+  }
+  .gwas_table(res, vs, colnames(pheno), family, firth, df_pred, coding, impute, chrX)
+}
+
+# A cli progress bar over n variants, or NULL when fmalloc.progress is FALSE.
+.progress_bar <- function(n, what) {
+  if (!isTRUE(getOption("fmalloc.progress", TRUE))) return(NULL)
+  cli::cli_progress_bar(what, total = n, .envir = parent.frame())
+}
+
+# The long result table (see ?statgen_gwas).
+.gwas_table <- function(res, vs, pheno_names, family, firth, df_pred, coding, impute, chrX) {
+  p <- nrow(vs)
+  k <- length(pheno_names)
+  codes <- .Call(C_stg_glm_codes)
+  code <- codes[as.vector(res$code) + 1L]
+  beta <- as.vector(res$beta)
+  se <- as.vector(res$se)
+  stat <- as.vector(res$stat)
+  obs <- as.vector(res$obs)
+  ok <- code %in% c(".", "UNFINISHED")
+  beta[!ok] <- se[!ok] <- stat[!ok] <- NA
+  if (family == "linear") {
+    pval <- 2 * stats::pt(-abs(stat), df = obs - as.vector(df_pred))
+  } else {
+    pval <- 2 * stats::pnorm(-abs(stat))
+  }
+  rep_v <- function(col) rep(col, times = k)
+  out <- data.frame(PHENO = rep(pheno_names, each = p), `#CHROM` = rep_v(vs$CHROM),
+                    POS = rep_v(vs$POS), ID = rep_v(vs$ID), REF = rep_v(vs$REF),
+                    ALT = rep_v(vs$ALT), A1 = rep_v(vs$A1), check.names = FALSE,
+                    stringsAsFactors = FALSE)
+  if (family == "logistic" && firth == "fallback") {
+    out[["FIRTH?"]] <- ifelse(as.vector(res$firth) == 1L, "Y", "N")
+  }
+  out$TEST <- "ADD"
+  out$OBS_CT <- as.integer(obs)
+  if (family == "linear") {
+    out$BETA <- beta
+    out$SE <- se
+    out$T_STAT <- stat
+  } else {
+    out$OR <- exp(beta)
+    out[["LOG(OR)_SE"]] <- se
+    out$Z_STAT <- stat
+  }
+  out$P <- pval
+  out$ERRCODE <- code
+  rownames(out) <- NULL
+  structure(out, class = c("statgen_gwas", "data.frame"), family = family, firth = firth,
+            coding = stats::setNames(coding, pheno_names), impute = impute, chrX = chrX)
+}

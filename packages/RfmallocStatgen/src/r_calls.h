@@ -1,0 +1,14 @@
+/* r_calls.h: the .Call tables of RfmallocStatgen's glue modules (r_init.c
+ * joins them; the convention of r_calls.h in every package of the stack). */
+#ifndef STG_R_CALLS_H
+#define STG_R_CALLS_H
+
+#include <R.h>
+#include <Rinternals.h>
+#include <R_ext/Rdynload.h>
+
+#define STG_CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
+
+extern const R_CallMethodDef stg_gwas_calls[]; /* r_gwas.c: association tests */
+
+#endif

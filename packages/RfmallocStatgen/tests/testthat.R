@@ -1,0 +1,3 @@
+library(testthat)
+library(RfmallocStatgen)
+test_check("RfmallocStatgen")
