@@ -22,7 +22,9 @@ FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
 ISA_ENV    = FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
 RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) RLLM_ORACLE_DIR=$(ORACLE) $(ISA_ENV)
 CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
-PKGS      := packages/Rfmalloc packages/Rpgen packages/RfmallocStatgen packages/Rgguf packages/Rllm
+# The R packages in install (dependency) order: tools/packages, read by
+# every script and test that goes over them.
+PKGS      := $(addprefix packages/,$(shell cat tools/packages))
 JOBS      ?= 2
 
 .PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs site clean

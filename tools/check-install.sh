@@ -10,7 +10,7 @@
 set -euo pipefail
 deps_lib=${1:?library that holds ggmlR}
 top=$(cd "$(dirname "$0")/.." && pwd)
-pkgs="Rfmalloc Rpgen Rgguf Rllm"
+pkgs=$(cat "$top/tools/packages")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # Dependencies: ggmlR alone (the site library holds the other CRAN packages).
@@ -19,9 +19,10 @@ ln -s "$deps_lib/ggmlR" "$tmp/deps/ggmlR"
 (cd "$top" && git ls-files -z --cached --others --exclude-standard |
   tar --null -T - -cf - 2>/dev/null) | (mkdir -p "$tmp/clone" && cd "$tmp/clone" && tar -xf -)
 
-smoke() { # lib: load all four and make one core call through each
+smoke() { # lib: load every package and make one core call through each
   R_LIBS="$1:$tmp/deps" Rscript -e '
-    suppressPackageStartupMessages({library(Rfmalloc); library(Rpgen); library(Rgguf); library(Rllm)})
+    suppressPackageStartupMessages({library(Rfmalloc); library(Rpgen); library(RfmallocStatgen)
+                                    library(Rgguf); library(Rllm)})
     d <- tempfile(); dir.create(d)
     rt <- open_fmalloc(file.path(d, "rt.fm"), 0.01, "scratch")
     g <- matrix(c(0L, 1L, 2L, NA), 2)
@@ -32,7 +33,11 @@ smoke() { # lib: load all four and make one core call through each
     gguf_write(file.path(d, "t.gguf"), metadata = list(general.name = "t"))
     stopifnot(identical(gguf_metadata(gguf_open(file.path(d, "t.gguf")))[["general.name"]], "t"))
     stopifnot(is.character(rllm_ggml_info()$isa))
-    cat("loaded and ran:", paste(sapply(c("Rfmalloc", "Rpgen", "Rgguf", "Rllm"),
+    y <- c(0.1, 0.9, -0.2, 1.4, 0.3, 2.2)
+    G <- fmalloc_bed(matrix(c(0L, 1L, 0L, 1L, 0L, 2L), 6, 1), rt)
+    b <- statgen_gwas(G, y)$BETA
+    stopifnot(isTRUE(all.equal(b, unname(coef(lm(y ~ as.vector(G[, 1])))[2]))))
+    cat("loaded and ran:", paste(sapply(readLines("'"$top"'/tools/packages"),
         function(p) paste(p, packageVersion(p))), collapse = ", "), "\n")'
 }
 

@@ -12,7 +12,7 @@
 set -euo pipefail
 rlib=${1:?library of the installed packages}
 core=${2:?build folder of the standalone core}
-pkgs="Rfmalloc Rpgen Rgguf Rllm"
+pkgs=$(cat "$(dirname "$0")/packages")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for lib in "$core"/libfmalloc.a "$core"/libfmalloc_ggml.a; do

@@ -13,7 +13,7 @@ mkdir -p "$lib"
 export R_LIBS="$lib:${DOCS_RLIB:-$root/build/rlib}"
 Rscript -e 'if (!requireNamespace("roxygen2", quietly = TRUE))
   install.packages("roxygen2", lib = .libPaths()[1], quiet = TRUE)'
-for p in Rfmalloc Rpgen RfmallocStatgen Rgguf Rllm; do
+for p in $(cat "$root/tools/packages"); do
   Rscript -e "roxygen2::roxygenise('$root/packages/$p', roclets = c('rd', 'namespace'),
                                    load_code = roxygen2::load_installed)"
 done

@@ -6,7 +6,7 @@
 args <- commandArgs(trailingOnly = TRUE)
 root <- normalizePath(args[1])
 dest <- normalizePath(args[2])
-pkgs <- c("Rfmalloc", "Rpgen", "Rgguf", "Rllm")
+pkgs <- readLines(file.path(root, "tools", "packages"))
 
 esc <- function(x) {
   x <- gsub("&", "&amp;", x, fixed = TRUE)

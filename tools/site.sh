@@ -10,7 +10,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-$root/build/site}
 export R_LIBS=${R_LIBS:-$root/build/rlib}
-pkgs=(Rfmalloc Rpgen Rgguf Rllm)
+mapfile -t pkgs < "$root/tools/packages"
 
 bash "$root/tools/apt-need.sh" site pandoc r-cran-pkgdown r-cran-knitr r-cran-rmarkdown
 

@@ -16,3 +16,8 @@ expect_script_ran <- function(out, last, label) {
   if (!ok) cat(utils::tail(out, 40), sep = "\n")
   expect_true(ok, label = label)
 }
+
+# The stack's R packages in install order (tools/packages, the one list).
+stack_packages <- function() {
+  readLines(file.path(testthat::test_path(), "..", "..", "tools", "packages"))
+}

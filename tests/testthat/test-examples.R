@@ -1,7 +1,7 @@
 # Every package's help-page examples run (issue 14, defect 2): the
 # \examples of each installed package, extracted with tools::Rd2ex() as
 # R CMD check does, run in one fresh session per package.
-for (pkg in c("Rfmalloc", "Rpgen", "Rgguf", "Rllm")) {
+for (pkg in stack_packages()) {
   test_that(paste("every example of", pkg, "runs"), {
     db <- tools::Rd_db(pkg)
     code <- unlist(lapply(names(db), function(topic) {

@@ -13,7 +13,7 @@ help_text <- function(pkg) {
   }, "")
 }
 
-for (pkg in c("Rfmalloc", "Rpgen", "Rgguf", "Rllm")) {
+for (pkg in stack_packages()) {
   test_that(paste("the help pages of", pkg, "cite no uninstalled file as if it were there"), {
     pages <- help_text(pkg)
     bad <- unlist(lapply(names(pages), function(topic) {

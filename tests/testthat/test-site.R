@@ -3,7 +3,7 @@
 # as HTML, and as headless Chromium screenshots (home page, one reference
 # page, one article), kept in build/site-shots/ for a person to look at.
 chromium <- "/usr/bin/chromium"
-site_pkgs <- c("Rfmalloc", "Rpgen", "Rgguf", "Rllm")
+site_pkgs <- stack_packages()
 repo_root <- normalizePath(file.path(testthat::test_path(), "..", ".."))
 
 skip_without_pkgdown <- function() {
