@@ -99,7 +99,7 @@ typedef struct fm_glm_design {
                                their calls 0/1) */
   const unsigned char *haploid; /* NULL, or n_rows flags: nonzero for rows
                                whose calls are hemizygous and stored as 0/2
-                               (chrX males): out->freq counts them once */
+                               (chrX males): out->allele_ct counts them once */
 } fm_glm_design;
 
 typedef struct fm_glm_opts {
@@ -122,11 +122,12 @@ typedef struct fm_glm_out {
   int32_t *code;    /* fm_glm_code */
   int32_t *firth;   /* logistic: 1 where the row was fitted by Firth's
                        method, else 0; may be NULL (linear: not written) */
-  double *freq;     /* NULL, or n_cols: the frequency of the counted allele
-                       over every row of x with an observed call (whatever
-                       the phenotypes use), sum x / (2 rows), a haploid row
-                       counting x / 2 of 1 allele (plink2 --freq's count,
-                       which decides its default A1); NaN with no call */
+  double *allele_ct; /* NULL, or n_cols x 2 (leading dimension n_cols): the
+                       counted allele's count over every row of x with an
+                       observed call (whatever the phenotypes use), and the
+                       alleles observed there: 2 per row, a haploid row
+                       adding x / 2 of 1 allele (plink2 --freq's counts,
+                       from which it picks its default A1) */
 } fm_glm_out;
 
 /* Linear regression of every phenotype on covariates + each column of x.

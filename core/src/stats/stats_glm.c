@@ -239,9 +239,9 @@ void glm_put(const fm_glm_out *out, int64_t p, int64_t j, int64_t c, const glm_f
   if (out->firth) out->firth[at] = f->firth;
 }
 
-void glm_freqs(const double *panel, int64_t n, int64_t nb, int64_t c0,
-               const fm_glm_design *d, const fm_glm_out *out) {
-  if (!out->freq) return;
+void glm_allele_cts(const double *panel, int64_t n, int64_t nb, int64_t c0, int64_t p,
+                    const fm_glm_design *d, const fm_glm_out *out) {
+  if (!out->allele_ct) return;
   for (int64_t b = 0; b < nb; b++) {
     const double *col = panel + b * n;
     double alleles = 0.0, ploidy = 0.0;
@@ -251,7 +251,8 @@ void glm_freqs(const double *panel, int64_t n, int64_t nb, int64_t c0,
       alleles += hap ? 0.5 * col[i] : col[i];
       ploidy += hap ? 1.0 : 2.0;
     }
-    out->freq[c0 + b] = ploidy > 0 ? alleles / ploidy : NAN;
+    out->allele_ct[c0 + b] = alleles;
+    out->allele_ct[c0 + b + p] = ploidy;
   }
 }
 

@@ -83,10 +83,10 @@ fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, glm_b
 /* out's row (variant j of p, phenotype c) from f. */
 void glm_put(const fm_glm_out *out, int64_t p, int64_t j, int64_t c, const glm_fit *f);
 
-/* out->freq (when set) of the block's columns c0 ... c0 + nb - 1 from their
- * decoded panel (fm_glm_out's definition). */
-void glm_freqs(const double *panel, int64_t n, int64_t nb, int64_t c0,
-               const fm_glm_design *d, const fm_glm_out *out);
+/* out->allele_ct (when set) of the block's columns c0 ... c0 + nb - 1 of
+ * x's p columns from their decoded panel (fm_glm_out's definition). */
+void glm_allele_cts(const double *panel, int64_t n, int64_t nb, int64_t c0, int64_t p,
+                    const fm_glm_design *d, const fm_glm_out *out);
 
 /* Per column of a panel, the mean of its observed values (0 when none). */
 void glm_column_means(const double *panel, int64_t n, int64_t nb, double *mean);

@@ -194,7 +194,7 @@ static fm_status lin_block(void *ud, const fm_mat *blk, int64_t c0, const double
   const int64_t nb = blk->n_cols;
   fm_status st = glm_check_finite(panel, blk->n_rows, nb, c0, err);
   if (st != FM_OK) return st;
-  glm_freqs(panel, blk->n_rows, blk->n_cols, c0, j->d, j->out);
+  glm_allele_cts(panel, blk->n_rows, blk->n_cols, c0, j->p, j->d, j->out);
   fm_affine aff = {0};
   if (j->fill) {
     glm_column_means(panel, blk->n_rows, nb, j->fill);

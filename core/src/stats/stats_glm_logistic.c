@@ -62,7 +62,7 @@ static fm_status logit_block(void *ud, const fm_mat *blk, int64_t c0, const doub
   if (fill) glm_column_means(panel, blk->n_rows, blk->n_cols, fill);
   fm_status st = glm_check_finite(panel, blk->n_rows, blk->n_cols, c0, err);
   if (st != FM_OK) return st;
-  glm_freqs(panel, blk->n_rows, blk->n_cols, c0, j->d, j->out);
+  glm_allele_cts(panel, blk->n_rows, blk->n_cols, c0, j->p, j->d, j->out);
   j->panel = panel;
   j->c0 = c0;
   glm_parallel(logit_col, j, blk->n_cols, j->nt);

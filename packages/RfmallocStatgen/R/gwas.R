@@ -71,10 +71,10 @@
 #'   variant) or `"mean"`.
 #' @param chrX `"sex"` (default), `"sex-haploid"` or `"none"`; see chrX.
 #' @param a1 the tested allele `A1`: `"minor"` (default, plink2's: `ALT`
-#'   unless its frequency over all observed calls of `X` exceeds 1/2, a
-#'   male chrX call counting one allele; then `REF`, with `BETA` and the
-#'   statistic negated and `OR` inverted) or `"alt"` (always `ALT`, plink2's
-#'   `omit-ref`).
+#'   unless `REF`'s frequency over all observed calls of `X` is below 1/2,
+#'   a male chrX call counting one allele, computed as plink2 computes it;
+#'   then `REF`, with `BETA` and the statistic negated and `OR` inverted)
+#'   or `"alt"` (always `ALT`, plink2's `omit-ref`).
 #' @param variants,samples `NULL` (the metadata of `X`, from
 #'   [Rfmalloc::fmalloc_variants()] and [Rfmalloc::fmalloc_samples()]) or
 #'   data frames in their schema, for matrices without metadata.
@@ -141,7 +141,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   k <- ncol(pheno)
   res <- list(beta = matrix(NA_real_, p, k), se = matrix(NA_real_, p, k),
               stat = matrix(NA_real_, p, k), obs = matrix(NA_real_, p, k),
-              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k), freq = rep(NA_real_, p))
+              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k), allele_ct = matrix(NA_real_, p, 2))
   df_pred <- matrix(NA_real_, p, k) # predictors: covariates + intercept + genotype
   bar <- .progress_bar(p, sprintf("statgen_gwas: %s regression", family))
   done <- 0
@@ -170,13 +170,17 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
     res$obs[rows, ] <- r[[4]]
     res$code[rows, ] <- r[[5]]
     if (logistic) res$firth[rows, ] <- r[[6]]
-    res$freq[rows] <- r[[7]]
+    res$allele_ct[rows, ] <- r[[7]]
     df_pred[rows, ] <- ncol(des$covar) + 1
     done <- done + length(rows)
   }
   if (!is.null(bar)) cli::cli_progress_done(id = bar)
-  if (a1 == "minor") { # plink2's default: the major allele is omitted
-    flip <- !is.na(res$freq) & res$freq > 0.5
+  if (a1 == "minor") {
+    # plink2's default omits the major allele: REF when its frequency,
+    # computed as plink2 does (count times the reciprocal of the total),
+    # is not below 1/2, so a tie keeps ALT unless that product rounds down.
+    tot <- res$allele_ct[, 2]
+    flip <- tot > 0 & (tot - res$allele_ct[, 1]) * (1 / tot) < 0.5
     vs$A1[flip] <- vs$REF[flip]
     res$beta[flip, ] <- -res$beta[flip, ]
     res$stat[flip, ] <- -res$stat[flip, ]

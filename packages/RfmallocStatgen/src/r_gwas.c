@@ -26,9 +26,9 @@ static void need_rows(SEXP m, const char *what, R_xlen_t n) {
 }
 
 /* .Call(stg_glm, view, covar, pheno, scale, haploid, opts, progress):
- * list(beta, se, stat, obs_ct, code, firth, freq): the first six
+ * list(beta, se, stat, obs_ct, code, firth, allele_ct): the first six
  * n_variants x n_pheno (obs_ct double; code and firth integer; firth NULL
- * for linear), freq the counted allele's frequency per variant.
+ * for linear), allele_ct n_variants x 2 (fm_glm_out.allele_ct).
  * opts: double c(logistic, impute_mean, firth, max_iter, tol); scale NULL
  * or n doubles; haploid NULL or n raw flags; progress NULL or
  * function(done, total) in variants. */
@@ -59,10 +59,10 @@ static SEXP stg_glm(SEXP view, SEXP covar, SEXP pheno, SEXP scale, SEXP haploid,
   SEXP code = PROTECT(Rf_allocMatrix(INTSXP, (int)p, (int)k)); nprot++;
   SEXP firth = logistic ? PROTECT(Rf_allocMatrix(INTSXP, (int)p, (int)k)) : R_NilValue;
   if (logistic) nprot++;
-  SEXP freq = PROTECT(Rf_allocVector(REALSXP, (R_xlen_t)p)); nprot++;
+  SEXP act = PROTECT(Rf_allocMatrix(REALSXP, (int)p, 2)); nprot++;
   int64_t *obs64 = (int64_t *)R_alloc((size_t)(p * k > 0 ? p * k : 1), sizeof(int64_t));
   const fm_glm_out out = {REAL(beta), REAL(se), REAL(stat), obs64, INTEGER(code),
-                          logistic ? INTEGER(firth) : NULL, REAL(freq)};
+                          logistic ? INTEGER(firth) : NULL, REAL(act)};
   fm_err err;
   fm_err_clear(&err);
   fm_ctl ctl = Rfmalloc_ctl(progress);
@@ -77,7 +77,7 @@ static SEXP stg_glm(SEXP view, SEXP covar, SEXP pheno, SEXP scale, SEXP haploid,
   SET_VECTOR_ELT(res, 3, obs);
   SET_VECTOR_ELT(res, 4, code);
   SET_VECTOR_ELT(res, 5, firth);
-  SET_VECTOR_ELT(res, 6, freq);
+  SET_VECTOR_ELT(res, 6, act);
   UNPROTECT(nprot);
   return res;
 }

@@ -149,15 +149,15 @@ typedef struct res {
   double beta[P * K], se[P * K], stat[P * K];
   int64_t obs[P * K];
   int32_t code[P * K];
-  double freq[P];
+  double allele_ct[P * 2];
 } res;
 
 static fm_glm_out out_of(res *r) {
-  return (fm_glm_out){r->beta, r->se, r->stat, r->obs, r->code, NULL, r->freq};
+  return (fm_glm_out){r->beta, r->se, r->stat, r->obs, r->code, NULL, r->allele_ct};
 }
 
-/* The counted allele's frequency over all observed calls, haploid rows
- * (with use_scale) counting x / 2 of one allele. */
+/* The counted allele's count and the alleles over all observed calls,
+ * haploid rows (with use_scale) counting x / 2 of one allele. */
 static void check_freq(const data *d, const res *r, int use_scale) {
   for (int64_t j = 0; j < P; j++) {
     double a = 0, pl = 0;
@@ -168,7 +168,7 @@ static void check_freq(const data *d, const res *r, int use_scale) {
       a += hap ? x / 2 : x;
       pl += hap ? 1 : 2;
     }
-    CHECK_CLOSE(r->freq[j], a / pl, 1e-13);
+    CHECK(r->allele_ct[j] == a && r->allele_ct[j + P] == pl); /* halves and integers: exact */
   }
 }
 
