@@ -11,8 +11,9 @@
  *   Firth   maximizes l(beta) + 1/2 log det I (Firth 1993, eq. 3 for the
  *           canonical link): the score becomes U* = X'(y - p + h(1/2 - p)),
  *           h_i = w_i x_i'I^-1 x_i the hat diagonal, and the step I^-1 U*
- *           (Heinze and Schemper 2002, sect. 2), capped at 5 in max-norm as
- *           logistf's maxstep.
+ *           (Heinze and Schemper 2002, sect. 2), scaled by a secant estimate
+ *           of the curvature the penalty adds (see newton) and capped at 5
+ *           in max-norm as logistf's maxstep.
  *   Both halve the step while the (penalized) log-likelihood would drop and
  *   stop when max |step| < tol. se(b) = sqrt([I^-1]_bb) at the estimate,
  *   which with x last is 1 / L_kk; stat = b / se (Wald z). For Firth too
@@ -38,7 +39,8 @@
  *   firth-fallback           uses Firth on exactly those rows, and on rows
  *                            whose plain fit fails to converge (there plain
  *                            is LOGISTIC_CONVERGE_FAIL without Firth);
- *   FIRTH_CONVERGE_FAIL      the Firth fit failed;
+ *   FIRTH_CONVERGE_FAIL      the Firth fit failed (the row still counts as
+ *                            Firth's: plink2's FIRTH? is Y there);
  *   UNFINISHED               the iteration limit came first, but near a
  *                            solution (last max |step| < sqrt(tol)): the last
  *                            iterate is reported. plink2's float iteration
