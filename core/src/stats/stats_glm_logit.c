@@ -1,0 +1,419 @@
+/* stats_glm_logit.c: one logistic regression per (variant, phenotype) for
+ * fm_stats_glm_logistic, by maximum likelihood or by Firth's penalized
+ * likelihood, with plink2 --glm's choice between them and its error codes.
+ *
+ * Model: logit P(y_i = 1) = c_i'a + x_i b over the rows with x_i not NaN.
+ * X = [C x] (k = q + 1 columns, x last), p = logistic(X beta), w = p(1 - p),
+ * information I = X'WX, factored I = LL' (Cholesky).
+ *
+ *   plain   Newton-Raphson: beta += I^-1 X'(y - p), from (a = the
+ *           covariates-only fit, b = 0).
+ *   Firth   maximizes l(beta) + 1/2 log det I (Firth 1993, eq. 3 for the
+ *           canonical link): the score becomes U* = X'(y - p + h(1/2 - p)),
+ *           h_i = w_i x_i'I^-1 x_i the hat diagonal, and the step I^-1 U*
+ *           (Heinze and Schemper 2002, sect. 2), scaled by a secant estimate
+ *           of the curvature the penalty adds (see newton) and capped at 5
+ *           in max-norm as logistf's maxstep.
+ *   Both halve the step while the (penalized) log-likelihood would drop and
+ *   stop when max |step| < tol. se(b) = sqrt([I^-1]_bb) at the estimate,
+ *   which with x last is 1 / L_kk; stat = b / se (Wald z). For Firth too
+ *   this is plink2's se (not logistf's profile likelihood).
+ *
+ * plink2 --glm rules (v2.00a3.5, plink2_glm.cc GlmLogisticThread and
+ * plink2_glm_logistic.cc GlmLogisticThreadF/D in later versions), in order:
+ *   SAMPLE_CT<=PREDICTOR_CT  rows with an observed genotype <= q + 1;
+ *   CONST_OMITTED_ALLELE     the genotype is constant over those rows;
+ *   (VIF_TOO_HIGH / CORR_TOO_HIGH in plink2)  the genotype's variance
+ *                            inflation factor 1/(1 - R^2) on the covariates
+ *                            exceeds 50 (--vif) -- a |correlation| above
+ *                            0.999 (--max-corr) with a covariate implies it
+ *                            -- reported here as RANK_DEFICIENT; plink2 also
+ *                            applies the limits to the covariates' own VIFs,
+ *                            which the caller checks once per phenotype;
+ *   SEPARATION               no Firth, and an allele's dosage is zero over
+ *                            the cases or over the controls: x = 0 (no A1,
+ *                            plink2's "SEPARATION,ALT1") or x = 2 (no other
+ *                            allele, "SEPARATION,REF") on every case or every
+ *                            control (plink2 skips the fit rather than wait
+ *                            for it to diverge);
+ *   firth-fallback           uses Firth on exactly those rows, and on rows
+ *                            whose plain fit fails to converge (there plain
+ *                            is LOGISTIC_CONVERGE_FAIL without Firth);
+ *   FIRTH_CONVERGE_FAIL      the Firth fit failed (the row still counts as
+ *                            Firth's: plink2's FIRTH? is Y there);
+ *   UNFINISHED               the iteration limit came first, but near a
+ *                            solution (last max |step| < sqrt(tol)): the last
+ *                            iterate is reported. plink2's float iteration
+ *                            stops on loose criteria (1e-4 plain, 1e-5
+ *                            Firth); ours, in double to tol, converges where
+ *                            plink2 reports UNFINISHED for Firth.
+ * plink2 tests dosage sums (zero, or the allele count) where this tests the
+ * values, the same for dosages in [0, 2]. It judges a genotype scaled by
+ * geno_scale (chrX males 0.5) before scaling, so there a variant constant or
+ * absent from a class only before scaling is not seen as such here.
+ *
+ * Sources: Firth D (1993) Biometrika 80:27-38; Heinze G, Schemper M (2002)
+ * Stat Med 21:2409-2419; plink2 --glm documentation
+ * (www.cog-genomics.org/plink/2.0/assoc#glm) and its source, read, not
+ * copied. */
+#include <math.h>
+#include <string.h>
+
+#include "stats_glm_impl.h"
+
+/* logistf's maxstep: bounds the first Firth steps, which start far from a
+ * separated solution. */
+#define FIRTH_MAX_STEP 5.0
+/* Bounds of the Firth step's secant scale (newton). */
+#define FIRTH_MAX_SCALE 10.0
+/* Halvings before a step is given up (2^-30 of a Newton step). */
+#define MAX_HALVINGS 30
+/* plink2's --vif default. */
+#define VIF_MAX 50.0
+
+const char *fm_glm_code_name(int code) {
+  static const char *const names[FM_GLM_CODE_COUNT] = {
+      ".",          "CONST_OMITTED_ALLELE",   "SAMPLE_CT<=PREDICTOR_CT", "RANK_DEFICIENT",
+      "SEPARATION", "LOGISTIC_CONVERGE_FAIL", "FIRTH_CONVERGE_FAIL",     "UNFINISHED"};
+  return code >= 0 && code < FM_GLM_CODE_COUNT ? names[code] : "?";
+}
+
+/* The rows of one fit: column j < q of X is c + j * ldc, column q (when
+ * x is not NULL) is x. */
+typedef struct design {
+  int64_t m, q, k;
+  const double *c;
+  int64_t ldc;
+  const double *x, *y;
+} design;
+
+static inline const double *col(const design *d, int64_t j) {
+  return j < d->q ? d->c + j * d->ldc : d->x;
+}
+
+/* Workspace of one fit (glm_logit_ws_doubles). */
+typedef struct work {
+  double *p, *w, *r, *h; /* m each: probability, weight, residual/scratch, hat */
+  double *z;             /* m x k: X L^-T, for the hat diagonal */
+  double *info, *l;      /* k x k, lower triangle, column-major: I, L */
+  double *beta, *beta_old, *grad, *step, *step_prev; /* k each */
+} work;
+
+size_t glm_logit_ws_doubles(int64_t n, int64_t q) {
+  size_t nn = (size_t)n, k = (size_t)q + 1;
+  /* compacted C, x, y; p, w, r, h; z; info, l; five k-vectors */
+  return nn * (size_t)q + 2 * nn + 4 * nn + nn * k + 2 * k * k + 5 * k;
+}
+
+static work work_at(double *ws, int64_t n, int64_t k) {
+  work wk;
+  double *t = ws;
+  wk.p = t, t += n;
+  wk.w = t, t += n;
+  wk.r = t, t += n;
+  wk.h = t, t += n;
+  wk.z = t, t += n * k;
+  wk.info = t, t += k * k;
+  wk.l = t, t += k * k;
+  wk.beta = t, t += k;
+  wk.beta_old = t, t += k;
+  wk.grad = t, t += k;
+  wk.step = t, t += k;
+  wk.step_prev = t;
+  return wk;
+}
+
+/* Four partial sums: the loop vectorizes without reassociation flags, and
+ * the result depends only on m and the values (not on where they sit). */
+static double dot(const double *restrict u, const double *restrict v, int64_t m) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    s0 += u[i] * v[i];
+    s1 += u[i + 1] * v[i + 1];
+    s2 += u[i + 2] * v[i + 2];
+    s3 += u[i + 3] * v[i + 3];
+  }
+  for (; i < m; i++) s0 += u[i] * v[i];
+  return (s0 + s1) + (s2 + s3);
+}
+
+/* Lower triangle of X'WX (w NULL: X'X) into info; tmp: m scratch. */
+static void cross(const design *d, const double *w, double *tmp, double *info) {
+  int64_t m = d->m, k = d->k;
+  for (int64_t a = 0; a < k; a++) {
+    const double *xa = col(d, a);
+    const double *wa = xa;
+    if (w) {
+      for (int64_t i = 0; i < m; i++) tmp[i] = w[i] * xa[i];
+      wa = tmp;
+    }
+    for (int64_t b = a; b < k; b++) info[a * k + b] = dot(wa, col(d, b), m);
+  }
+}
+
+/* info = LL' (lower triangles, column-major). 0, or -1 when info is not
+ * numerically positive definite. */
+static int cholesky(int64_t k, const double *info, double *l) {
+  for (int64_t j = 0; j < k; j++) {
+    double djj = info[j * k + j];
+    for (int64_t p = 0; p < j; p++) djj -= l[p * k + j] * l[p * k + j];
+    if (!(djj > 0) || !isfinite(djj)) return -1;
+    double ljj = sqrt(djj);
+    l[j * k + j] = ljj;
+    for (int64_t i = j + 1; i < k; i++) {
+      double s = info[j * k + i];
+      for (int64_t p = 0; p < j; p++) s -= l[p * k + i] * l[p * k + j];
+      l[j * k + i] = s / ljj;
+    }
+  }
+  return 0;
+}
+
+/* s = (LL')^-1 g. */
+static void chol_solve(int64_t k, const double *l, const double *g, double *s) {
+  for (int64_t i = 0; i < k; i++) {
+    double t = g[i];
+    for (int64_t p = 0; p < i; p++) t -= l[p * k + i] * s[p];
+    s[i] = t / l[i * k + i];
+  }
+  for (int64_t i = k - 1; i >= 0; i--) {
+    double t = s[i];
+    for (int64_t p = i + 1; p < k; p++) t -= l[i * k + p] * s[p];
+    s[i] = t / l[i * k + i];
+  }
+}
+
+/* p, w, the information and its factor at beta; *ll = the log-likelihood,
+ * plus 1/2 log det I = sum log L_jj with firth. -1 when I is singular.
+ * With t = exp(-|eta|), p, w = t/(1+t)^2 and log(1 + e^eta) keep their
+ * precision where p is near 0 or 1, unlike p(1 - p). */
+static int evaluate(const design *d, const double *beta, int firth, work *wk, double *ll) {
+  int64_t m = d->m, k = d->k;
+  double *eta = wk->p;
+  const double *x0 = col(d, 0);
+  for (int64_t i = 0; i < m; i++) eta[i] = beta[0] * x0[i];
+  for (int64_t j = 1; j < k; j++) {
+    const double *xj = col(d, j), bj = beta[j];
+    for (int64_t i = 0; i < m; i++) eta[i] += bj * xj[i];
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < m; i++) {
+    double e = eta[i], t = exp(-fabs(e)), u = 1 / (1 + t);
+    sum += d->y[i] * e - (fmax(e, 0) + log1p(t));
+    wk->p[i] = e >= 0 ? u : t * u;
+    wk->w[i] = t * u * u;
+  }
+  cross(d, wk->w, wk->r, wk->info);
+  if (cholesky(k, wk->info, wk->l) != 0) return -1;
+  if (firth)
+    for (int64_t j = 0; j < k; j++) sum += log(wk->l[j * k + j]);
+  if (!isfinite(sum)) return -1;
+  *ll = sum;
+  return 0;
+}
+
+/* grad = X'(y - p) or, with firth, X'(y - p + h(1/2 - p)), with
+ * h_i = w_i ||L^-1 x_i||^2 from the columns of Z = X L^-T. */
+static void score(const design *d, int firth, work *wk) {
+  int64_t m = d->m, k = d->k;
+  double *r = wk->r;
+  for (int64_t i = 0; i < m; i++) r[i] = d->y[i] - wk->p[i];
+  if (firth) {
+    double *h = wk->h;
+    for (int64_t i = 0; i < m; i++) h[i] = 0;
+    for (int64_t a = 0; a < k; a++) {
+      double *za = wk->z + a * m;
+      memcpy(za, col(d, a), (size_t)m * sizeof *za);
+      for (int64_t b = 0; b < a; b++) {
+        const double *zb = wk->z + b * m, lab = wk->l[b * k + a];
+        for (int64_t i = 0; i < m; i++) za[i] -= lab * zb[i];
+      }
+      double inv = 1 / wk->l[a * k + a];
+      for (int64_t i = 0; i < m; i++) {
+        za[i] *= inv;
+        h[i] += za[i] * za[i];
+      }
+    }
+    for (int64_t i = 0; i < m; i++) r[i] += wk->w[i] * h[i] * (0.5 - wk->p[i]);
+  }
+  for (int64_t j = 0; j < k; j++) wk->grad[j] = dot(col(d, j), r, m);
+}
+
+enum { FIT_CONVERGED, FIT_UNFINISHED, FIT_FAILED };
+
+/* Newton iterations from wk->beta; on return wk->l factors the information
+ * at (within tol of) wk->beta.
+ * Firth's step I^-1 U* leaves out the penalty's curvature, so alone it
+ * converges only linearly, and along a nearly separated genotype (where
+ * that curvature is about I's) it cycles between two points. The step is
+ * therefore scaled by 1/a, a the secant estimate of the curvature along
+ * it relative to I: after a step c s, the next raw step is s' ~ (1 - c a) s,
+ * so a = (1 - s's / s's) / c. It stays an ascent direction, and the
+ * halving below still guards it. */
+static int newton(const design *d, int firth, int max_iter, double tol, work *wk) {
+  int64_t k = d->k;
+  double ll, last = INFINITY, c_prev = 0;
+  if (evaluate(d, wk->beta, firth, wk, &ll) != 0) return FIT_FAILED;
+  for (int it = 0; it < max_iter; it++) {
+    score(d, firth, wk);
+    chol_solve(k, wk->l, wk->grad, wk->step);
+    double smax = 0;
+    for (int64_t j = 0; j < k; j++) smax = fmax(smax, fabs(wk->step[j]));
+    if (!isfinite(smax)) return FIT_FAILED;
+    if (smax < tol) {
+      for (int64_t j = 0; j < k; j++) wk->beta[j] += wk->step[j];
+      return FIT_CONVERGED;
+    }
+    double c = 1;
+    if (firth && c_prev > 0) {
+      double ss = 0, sp = 0;
+      for (int64_t j = 0; j < k; j++) {
+        ss += wk->step[j] * wk->step_prev[j];
+        sp += wk->step_prev[j] * wk->step_prev[j];
+      }
+      double a = (1 - ss / sp) / c_prev;
+      c = a > 1.0 / FIRTH_MAX_SCALE ? fmin(1 / a, FIRTH_MAX_SCALE) : FIRTH_MAX_SCALE;
+      c = fmax(c, 1.0 / FIRTH_MAX_SCALE);
+    }
+    if (firth && c * smax > FIRTH_MAX_STEP) c = FIRTH_MAX_STEP / smax;
+    memcpy(wk->beta_old, wk->beta, (size_t)k * sizeof *wk->beta);
+    /* Near the optimum the change in ll is below its rounding error: the
+     * slack lets those last, tiny steps through. */
+    double slack = 1e-12 * (1 + fabs(ll)), ll_new = -INFINITY;
+    for (int half = 0;; half++) {
+      for (int64_t j = 0; j < k; j++) wk->beta[j] = wk->beta_old[j] + c * wk->step[j];
+      if (evaluate(d, wk->beta, firth, wk, &ll_new) == 0 && ll_new >= ll - slack) break;
+      if (half == MAX_HALVINGS) return FIT_FAILED;
+      c *= 0.5;
+    }
+    memcpy(wk->step_prev, wk->step, (size_t)k * sizeof *wk->step);
+    c_prev = c;
+    ll = ll_new;
+    last = c * smax;
+  }
+  return last < sqrt(tol) ? FIT_UNFINISHED : FIT_FAILED;
+}
+
+int glm_logit_null(int64_t n, int64_t q, const double *c, const double *y, int max_iter,
+                   double tol, double *beta_out, double *ws) {
+  design d = {n, q, q, c, n, NULL, y};
+  work wk = work_at(ws, n, q + 1);
+  double cases = 0;
+  for (int64_t i = 0; i < n; i++) cases += y[i];
+  if (!(cases > 0 && cases < (double)n)) return -1;
+  /* Start at the intercept-only fit (the first covariate is the
+   * intercept); Newton takes the rest from there. */
+  for (int64_t j = 0; j < q; j++) wk.beta[j] = 0;
+  wk.beta[0] = log(cases / ((double)n - cases));
+  int st = newton(&d, 0, max_iter, tol, &wk);
+  memcpy(beta_out, wk.beta, (size_t)q * sizeof *beta_out);
+  return st == FIT_CONVERGED ? 0 : -1;
+}
+
+/* plink2's multicollinearity test of the genotype: VIF = 1/(1 - R^2) of x
+ * on the covariates (unweighted, over the rows used) above VIF_MAX. The
+ * squared last diagonal of the Cholesky factor of X'X is the residual sum of
+ * squares of x on C, and C holds the intercept, so 1 - R^2 = RSS / TSS. */
+static int collinear(const design *d, work *wk) {
+  int64_t m = d->m, k = d->k;
+  cross(d, NULL, NULL, wk->info);
+  if (cholesky(k, wk->info, wk->l) != 0) return 1;
+  double mean = 0, tss = 0, lkk = wk->l[(k - 1) * k + (k - 1)];
+  for (int64_t i = 0; i < m; i++) mean += d->x[i];
+  mean /= (double)m;
+  for (int64_t i = 0; i < m; i++) tss += (d->x[i] - mean) * (d->x[i] - mean);
+  return lkk * lkk * VIF_MAX < tss;
+}
+
+/* plink2's separation test: some allele is absent from the cases or from
+ * the controls, i.e. x is 0 (no A1) or 2 (no other allele) on every case or
+ * on every control. */
+static int allele_absent_in_a_class(const design *d) {
+  int not0[2] = {0, 0}, not2[2] = {0, 0};
+  for (int64_t i = 0; i < d->m; i++) {
+    int cls = d->y[i] != 0;
+    not0[cls] |= d->x[i] != 0;
+    not2[cls] |= d->x[i] != 2;
+  }
+  return !not0[0] || !not0[1] || !not2[0] || !not2[1];
+}
+
+void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const double *x,
+                   const double *start, int firth, int max_iter, double tol, double *ws,
+                   glm_fit *out) {
+  int64_t k = q + 1, m = 0;
+  out->beta = out->se = out->stat = NAN;
+  out->firth = 0;
+  out->code = FM_GLM_OK;
+  if (max_iter <= 0) max_iter = GLM_MAX_ITER_DEFAULT;
+  if (!(tol > 0)) tol = GLM_TOL_DEFAULT;
+  for (int64_t i = 0; i < n; i++) m += !isnan(x[i]);
+  out->obs_ct = m;
+  if (m <= k) {
+    out->code = FM_GLM_SAMPLE_CT_LE_PREDICTOR;
+    return;
+  }
+  design d = {m, q, k, c, n, x, y};
+  double *rest = ws;
+  if (m < n) { /* drop the missing calls: compact C, x, y */
+    double *cc = ws, *xc = cc + m * q, *yc = xc + m;
+    for (int64_t j = 0; j < q; j++) {
+      const double *src = c + j * n;
+      double *dst = cc + j * m;
+      for (int64_t i = 0, t = 0; i < n; i++)
+        if (!isnan(x[i])) dst[t++] = src[i];
+    }
+    for (int64_t i = 0, t = 0; i < n; i++)
+      if (!isnan(x[i])) xc[t] = x[i], yc[t++] = y[i];
+    d = (design){m, q, k, cc, m, xc, yc};
+  }
+  rest += n * q + 2 * n;
+  work wk = work_at(rest, m, k);
+
+  int64_t i = 1;
+  while (i < m && d.x[i] == d.x[0]) i++;
+  if (i == m) {
+    out->code = FM_GLM_CONST_OMITTED_ALLELE;
+    return;
+  }
+  if (collinear(&d, &wk)) {
+    out->code = FM_GLM_RANK_DEFICIENT;
+    return;
+  }
+  int use_firth = firth == FM_GLM_FIRTH_ALWAYS;
+  if (!use_firth && allele_absent_in_a_class(&d)) {
+    if (firth == FM_GLM_FIRTH_NEVER) {
+      out->code = FM_GLM_SEPARATION;
+      return;
+    }
+    use_firth = 1;
+  }
+  memcpy(wk.beta, start, (size_t)q * sizeof *wk.beta);
+  wk.beta[q] = 0;
+  int st = FIT_FAILED;
+  if (!use_firth) {
+    st = newton(&d, 0, max_iter, tol, &wk);
+    if (st == FIT_FAILED) {
+      if (firth == FM_GLM_FIRTH_NEVER) {
+        out->code = FM_GLM_LOGISTIC_CONVERGE_FAIL;
+        return;
+      }
+      use_firth = 1;
+      memcpy(wk.beta, start, (size_t)q * sizeof *wk.beta);
+      wk.beta[q] = 0;
+    }
+  }
+  if (use_firth) {
+    out->firth = 1;
+    st = newton(&d, 1, max_iter, tol, &wk);
+    if (st == FIT_FAILED) {
+      out->code = FM_GLM_FIRTH_CONVERGE_FAIL;
+      return;
+    }
+  }
+  out->beta = wk.beta[q];
+  out->se = 1 / wk.l[q * k + q];
+  out->stat = out->beta / out->se;
+  if (st == FIT_UNFINISHED) out->code = FM_GLM_UNFINISHED;
+}
