@@ -66,13 +66,17 @@ typedef enum fm_glm_code {
   FM_GLM_CONST_OMITTED_ALLELE = 1,   /* the genotype is constant over the samples used */
   FM_GLM_SAMPLE_CT_LE_PREDICTOR = 2, /* "SAMPLE_CT<=PREDICTOR_CT": too few samples */
   FM_GLM_RANK_DEFICIENT = 3,         /* the genotype lies in the covariates' span */
-  FM_GLM_SEPARATION = 4,             /* logistic without Firth: (quasi-)separation */
+  FM_GLM_SEPARATION = 4,             /* logistic without Firth: the counted allele is
+                                        absent from the cases or from the controls
+                                        ("SEPARATION,ALT1": the stack counts ALT) */
   FM_GLM_LOGISTIC_CONVERGE_FAIL = 5, /* logistic without Firth: no convergence */
   FM_GLM_FIRTH_CONVERGE_FAIL = 6,    /* Firth: no convergence */
-  FM_GLM_UNFINISHED = 7              /* the iteration limit was reached near a solution */
+  FM_GLM_UNFINISHED = 7,             /* the iteration limit was reached near a solution */
+  FM_GLM_SEPARATION_REF = 8          /* as FM_GLM_SEPARATION for the other allele
+                                        ("SEPARATION,REF") */
 } fm_glm_code;
 
-#define FM_GLM_CODE_COUNT 8
+#define FM_GLM_CODE_COUNT 9
 
 /* plink2's ERRCODE text of code ("." for FM_GLM_OK); "?" when unknown. */
 const char *fm_glm_code_name(int code);

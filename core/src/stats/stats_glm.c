@@ -25,8 +25,15 @@
 
 const char *fm_glm_code_name(int code) {
   static const char *const names[FM_GLM_CODE_COUNT] = {
-      ".",          "CONST_OMITTED_ALLELE",   "SAMPLE_CT<=PREDICTOR_CT", "RANK_DEFICIENT",
-      "SEPARATION", "LOGISTIC_CONVERGE_FAIL", "FIRTH_CONVERGE_FAIL",     "UNFINISHED"};
+      ".",
+      "CONST_OMITTED_ALLELE",
+      "SAMPLE_CT<=PREDICTOR_CT",
+      "RANK_DEFICIENT",
+      "SEPARATION,ALT1",
+      "LOGISTIC_CONVERGE_FAIL",
+      "FIRTH_CONVERGE_FAIL",
+      "UNFINISHED",
+      "SEPARATION,REF"};
   return code >= 0 && code < FM_GLM_CODE_COUNT ? names[code] : "?";
 }
 

@@ -71,13 +71,6 @@
 /* plink2's --vif default. */
 #define VIF_MAX 50.0
 
-const char *fm_glm_code_name(int code) {
-  static const char *const names[FM_GLM_CODE_COUNT] = {
-      ".",          "CONST_OMITTED_ALLELE",   "SAMPLE_CT<=PREDICTOR_CT", "RANK_DEFICIENT",
-      "SEPARATION", "LOGISTIC_CONVERGE_FAIL", "FIRTH_CONVERGE_FAIL",     "UNFINISHED"};
-  return code >= 0 && code < FM_GLM_CODE_COUNT ? names[code] : "?";
-}
-
 /* The rows of one fit: column j < q of X is c + j * ldc, column q (when
  * x is not NULL) is x. */
 typedef struct design {
@@ -327,8 +320,9 @@ static int collinear(const design *d, work *wk) {
 }
 
 /* plink2's separation test: some allele is absent from the cases or from
- * the controls, i.e. x is 0 (no A1) or 2 (no other allele) on every case or
- * on every control. */
+ * the controls, i.e. x is 0 (no counted allele: FM_GLM_SEPARATION) or 2 (no
+ * other allele: FM_GLM_SEPARATION_REF) on every case or on every control;
+ * FM_GLM_OK when neither. */
 static int allele_absent_in_a_class(const design *d) {
   int not0[2] = {0, 0}, not2[2] = {0, 0};
   for (int64_t i = 0; i < d->m; i++) {
@@ -336,7 +330,8 @@ static int allele_absent_in_a_class(const design *d) {
     not0[cls] |= d->x[i] != 0;
     not2[cls] |= d->x[i] != 2;
   }
-  return !not0[0] || !not0[1] || !not2[0] || !not2[1];
+  if (!not0[0] || !not0[1]) return FM_GLM_SEPARATION;
+  return !not2[0] || !not2[1] ? FM_GLM_SEPARATION_REF : FM_GLM_OK;
 }
 
 void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const double *x,
@@ -382,9 +377,10 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
     return;
   }
   int use_firth = firth == FM_GLM_FIRTH_ALWAYS;
-  if (!use_firth && allele_absent_in_a_class(&d)) {
+  const int absent = use_firth ? FM_GLM_OK : allele_absent_in_a_class(&d);
+  if (absent != FM_GLM_OK) {
     if (firth == FM_GLM_FIRTH_NEVER) {
-      out->code = FM_GLM_SEPARATION;
+      out->code = absent;
       return;
     }
     use_firth = 1;

@@ -149,7 +149,8 @@ static void test_code_names(void) {
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_CONST_OMITTED_ALLELE), "CONST_OMITTED_ALLELE"));
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_SAMPLE_CT_LE_PREDICTOR), "SAMPLE_CT<=PREDICTOR_CT"));
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_RANK_DEFICIENT), "RANK_DEFICIENT"));
-  CHECK(!strcmp(fm_glm_code_name(FM_GLM_SEPARATION), "SEPARATION"));
+  CHECK(!strcmp(fm_glm_code_name(FM_GLM_SEPARATION), "SEPARATION,ALT1"));
+  CHECK(!strcmp(fm_glm_code_name(FM_GLM_SEPARATION_REF), "SEPARATION,REF"));
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_LOGISTIC_CONVERGE_FAIL), "LOGISTIC_CONVERGE_FAIL"));
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_FIRTH_CONVERGE_FAIL), "FIRTH_CONVERGE_FAIL"));
   CHECK(!strcmp(fm_glm_code_name(FM_GLM_UNFINISHED), "UNFINISHED"));
@@ -228,7 +229,7 @@ static void test_separation(void) {
    * SEPARATION,REF) */
   for (int i = 0; i < N; i++) x[i] = y[i] ? 2 : (double)(i % 3 == 1);
   fit(N, Q, c, y, x, FM_GLM_FIRTH_NEVER, &never);
-  CHECK(never.code == FM_GLM_SEPARATION);
+  CHECK(never.code == FM_GLM_SEPARATION_REF);
 }
 
 /* Constant over the rows used (here once the missing calls are gone). */
