@@ -5,8 +5,11 @@
 # (k = 10) on autosomal variants with MAF >= 0.05 (the filter of
 # `plink2 --autosome --maf 0.05 --pca 10`), prints the eigenvalues in plink2's
 # convention, the elapsed time and the peak resident memory, and writes a
-# PC1/PC2 scatter plot coloured by population.
-suppressPackageStartupMessages(library(Rfmalloc))
+# PC1/PC2 scatter plot coloured by population; then a GWAS of the
+# fixture's simulated phenotypes (QT linear, BT logistic with Firth
+# fallback, the 10 PCs as covariates: plink2 --glm's rows) and a Manhattan
+# plot of both beside the PCA plot.
+suppressPackageStartupMessages({library(Rfmalloc); library(RfmallocStatgen)})
 
 args <- commandArgs(trailingOnly = FALSE)
 script <- sub("^--file=", "", args[grep("^--file=", args)])
@@ -104,5 +107,41 @@ graphics::plot(pca$x[, 1], pca$x[, 2], col = cols[k], bg = cols[k], pch = pchs[k
                       else "Rfmalloc randomized PCA on GENERATED data (fixtures absent)")
 graphics::legend("topright", inset = c(-0.24, 0), legend = paste(pops, ifelse(sp == "other", "", sp)),
                  col = cols, pt.bg = cols, pch = pchs, cex = 0.8, bty = "n")
+invisible(grDevices::dev.off())
+cat("Wrote", png_path, "\n")
+
+# ---- GWAS: the fixture's simulated phenotypes, adjusted for the 10 PCs -----
+if (real) {
+  pheno <- utils::read.delim(file.path(dirname(prefix), "pheno", "1kg_pheno.tsv"), check.names = FALSE)
+  cat("\nGWAS of the simulated phenotypes QT (quantitative) and BT (case/control) of",
+      "pheno/1kg_pheno.tsv,\nadjusted for the 10 PCs, every variant (plink2 --glm's model and rows)\n")
+} else {
+  set.seed(7)
+  causal <- sample(keep, 5)
+  g_c <- as.matrix(G[, causal])
+  qt <- drop(scale(g_c) %*% stats::rnorm(5, 0, 0.5)) + stats::rnorm(nrow(G))
+  pheno <- data.frame(IID = rownames(G), QT = qt, BT = as.integer(qt > stats::quantile(qt, 0.7)))
+  cat("\nGWAS of GENERATED phenotypes (5 simulated causal variants), adjusted for the 10 PCs\n")
+}
+options(fmalloc.progress = FALSE)
+t0 <- proc.time()[["elapsed"]]
+qt <- statgen_gwas(G, pheno[intersect(c("#FID", "IID", "QT"), names(pheno))], covar = pca$x)
+t_qt <- proc.time()[["elapsed"]] - t0
+t0 <- proc.time()[["elapsed"]]
+bt <- statgen_gwas(G, pheno[intersect(c("#FID", "IID", "BT"), names(pheno))], covar = pca$x,
+                   family = "logistic")
+t_bt <- proc.time()[["elapsed"]] - t0
+print(qt, n = 3)
+cat(sprintf("linear: %.2f s\n\n", t_qt))
+print(bt, n = 3)
+cat(sprintf("logistic with Firth fallback: %.2f s\n", t_bt))
+out <- statgen_write_glm(qt, file.path(out_dir, "gwas"))
+cat("plink2-layout result files:", paste(c(out, statgen_write_glm(bt, file.path(out_dir, "gwas"))),
+                                         collapse = ", "), "\n")
+png_path <- file.path(out_dir, if (real) "gwas_manhattan.png" else "gwas_manhattan_GENERATED.png")
+grDevices::png(png_path, width = 1200, height = 900, res = 110)
+graphics::par(mfrow = c(2, 1), mar = c(4, 4.5, 3, 1))
+plot(qt)
+plot(bt)
 invisible(grDevices::dev.off())
 cat("Wrote", png_path, "\n")
