@@ -1,0 +1,73 @@
+# The progress bar over variant blocks, and interrupts: a real SIGINT sent
+# to this process from a handler of a progress update stops the pass within
+# a block; the same call then runs to the same result. cli's update throttle
+# is lifted (cli:::cli_with_ticks) and blocks are made small.
+
+with_every_tick <- function(expr) {
+  skip_if_not(exists("cli_with_ticks", asNamespace("cli"), inherits = FALSE),
+              "this cli has no cli_with_ticks() to lift its update throttle")
+  op <- options(cli.dynamic = FALSE, cli.ansi = FALSE, fmalloc.progress = TRUE)
+  on.exit(options(op))
+  cli:::cli_with_ticks(expr)
+}
+
+collect_updates <- function(expr, on_update = function(n) NULL) {
+  seen <- character()
+  res <- withCallingHandlers(expr, cliMessage = function(m) {
+    seen <<- c(seen, conditionMessage(m))
+    on_update(length(seen))
+    tryInvokeRestart("cli_message_handled")
+  })
+  list(value = res, updates = seen)
+}
+
+small_blocks <- function(n_rows, cols, env = parent.frame()) {
+  old <- Rfmalloc::fmalloc_panel_budget()
+  Rfmalloc::fmalloc_panel_budget(8 * n_rows * cols)
+  withr::defer(Rfmalloc::fmalloc_panel_budget(old), envir = env)
+}
+
+sim <- function(n = 200, p = 120) {
+  set.seed(11)
+  g <- matrix(rbinom(n * p, 2, 0.3), n, p)
+  list(g = g, y = rnorm(n) + 0.2 * g[, 3], b = rbinom(n, 1, 0.4))
+}
+
+test_that("a GWAS shows a progress bar updated once per block of variants", {
+  s <- sim()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime())
+  small_blocks(nrow(s$g), 30)
+  r <- with_every_tick(collect_updates(statgen_gwas(X, s$y)))
+  expect_gte(length(r$updates), 4)
+  expect_match(r$updates[length(r$updates)], "statgen_gwas: linear regression .*100%")
+  expect_equal(nrow(r$value), ncol(s$g))
+})
+
+test_that("an interrupt stops the pass within a block; the next call gives the full result", {
+  skip_on_os("windows")
+  s <- sim()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime())
+  full <- suppressMessages(statgen_gwas(X, s$b, family = "logistic", firth = "always"))
+  small_blocks(nrow(s$g), 10)
+  after <- 0
+  cond <- with_every_tick(tryCatch(
+    collect_updates(statgen_gwas(X, s$b, family = "logistic", firth = "always"), function(n) {
+      if (n == 3) tools::pskill(Sys.getpid(), tools::SIGINT) else if (n > 3) after <<- after + 1
+    }),
+    interrupt = function(e) e))
+  expect_s3_class(cond, "interrupt")
+  expect_s3_class(cond, "fm_error_ecancelled")
+  expect_equal(after, 0)
+  again <- suppressMessages(statgen_gwas(X, s$b, family = "logistic", firth = "always"))
+  expect_identical(again$OR, full$OR)
+})
+
+test_that("an error raised by a progress handler reaches the caller", {
+  s <- sim()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime())
+  small_blocks(nrow(s$g), 10)
+  expect_error(with_every_tick(collect_updates(statgen_gwas(X, s$y),
+                                               function(n) if (n == 2) stop("stop at update 2"))),
+               "stop at update 2")
+  expect_equal(nrow(statgen_gwas(X, s$y)), ncol(s$g))
+})
