@@ -74,7 +74,9 @@
 #'   unless `REF`'s frequency over all observed calls of `X` is below 1/2,
 #'   a male chrX call counting one allele, computed as plink2 computes it;
 #'   then `REF`, with `BETA` and the statistic negated and `OR` inverted)
-#'   or `"alt"` (always `ALT`, plink2's `omit-ref`).
+#'   or `"alt"` (always `ALT`, plink2's `omit-ref`). A variant without `REF`
+#'   and `ALT` (a matrix without variant metadata) is never flipped: `A1` is
+#'   then `NA` and `BETA` is the effect of the value stored.
 #' @param variants,samples `NULL` (the metadata of `X`, from
 #'   [Rfmalloc::fmalloc_variants()] and [Rfmalloc::fmalloc_samples()]) or
 #'   data frames in their schema, for matrices without metadata.
@@ -162,7 +164,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
       off <- done
       function(d, total) cli::cli_progress_update(id = bar, set = off + d)
     }
-    r <- .Call(C_stg_glm, view, des$covar, des$pheno, scale, haploid, as.numeric(opts), prog)
+    r <- .glm_call(view, des, scale, haploid, opts, prog, part$cols, vs, xs)
     rows <- part$cols
     res$beta[rows, ] <- r[[1]]
     res$se[rows, ] <- r[[2]]
@@ -175,17 +177,35 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
     done <- done + length(rows)
   }
   if (!is.null(bar)) cli::cli_progress_done(id = bar)
-  if (a1 == "minor") {
+  if (a1 == "minor") { # variants without alleles (a plain matrix) keep their coding
     # plink2's default omits the major allele: REF when its frequency,
     # computed as plink2 does (count times the reciprocal of the total),
     # is not below 1/2, so a tie keeps ALT unless that product rounds down.
     tot <- res$allele_ct[, 2]
-    flip <- tot > 0 & (tot - res$allele_ct[, 1]) * (1 / tot) < 0.5
+    flip <- !is.na(vs$REF) & !is.na(vs$ALT) & tot > 0 & (tot - res$allele_ct[, 1]) * (1 / tot) < 0.5
     vs$A1[flip] <- vs$REF[flip]
     res$beta[flip, ] <- -res$beta[flip, ]
     res$stat[flip, ] <- -res$stat[flip, ]
   }
   .gwas_table(res, vs, colnames(pheno), family, firth, df_pred, coding, impute, chrX)
+}
+
+# The core pass over the columns cols of X; the core's message about an
+# infinite genotype counts within those columns, so it is said again with
+# X's column, the variant's ID and the sample.
+.glm_call <- function(view, des, scale, haploid, opts, prog, cols, vs, xs) {
+  call <- sys.call(-1)
+  tryCatch(.Call(C_stg_glm, view, des$covar, des$pheno, scale, haploid, as.numeric(opts), prog),
+           fm_error_earg = function(e) {
+             at <- regmatches(conditionMessage(e),
+                              regexec("variant ([0-9]+) is infinite at row ([0-9]+)", conditionMessage(e)))[[1]]
+             if (!length(at)) stop(e)
+             j <- cols[as.integer(at[2])]
+             i <- as.integer(at[3])
+             fm_abort("earg", sprintf("the genotype of variant %d (%s) is infinite at row %d%s", j,
+                                      vs$ID[j], i, if (is.na(xs$iid[i])) "" else
+                                        sprintf(" (sample %s)", xs$iid[i])), call = call)
+           })
 }
 
 # A cli progress bar over n variants, or NULL when fmalloc.progress is FALSE.

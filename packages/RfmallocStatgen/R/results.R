@@ -14,7 +14,9 @@
 #' they appear, with the genome-wide line at `threshold`) or a QQ plot of
 #' the observed against the expected \eqn{-\log_{10} P} under the null,
 #' with \eqn{\lambda_{GC}} in the title; one phenotype per plot.
-#' [statgen_write_glm()] writes plink2's files.
+#' [statgen_write_glm()] writes plink2's files. Subsetting rows keeps the
+#' class; a subset without the `PHENO`, `P` or `ERRCODE` column is a plain
+#' data frame.
 #'
 #' @param x,object a result of [statgen_gwas()].
 #' @param threshold genome-wide significance level (default 5e-8).
@@ -185,6 +187,16 @@ statgen_write_glm <- function(res, prefix) {
     out[p] <- path
   }
   invisible(out)
+}
+
+#' @rdname statgen_gwas-methods
+#' @export
+`[.statgen_gwas` <- function(x, ...) {
+  out <- NextMethod()
+  keep <- is.data.frame(out) && all(c("PHENO", "P", "ERRCODE") %in% names(out))
+  if (!keep) return(if (is.data.frame(out)) .plain(out) else out)
+  for (a in c("family", "firth", "coding", "impute", "chrX")) attr(out, a) <- attr(x, a)
+  out
 }
 
 # The rows as a plain data frame (no statgen_gwas methods).
