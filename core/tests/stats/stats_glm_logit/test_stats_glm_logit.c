@@ -22,7 +22,7 @@
 #include "stats/stats_glm_impl.h"
 
 #define TOL 1e-10
-#define QMAX 16
+#define QMAX 17
 #define KMAX (QMAX + 1)
 
 static uint64_t rng = 20240611;
