@@ -15,25 +15,40 @@
 #define INL __attribute__((target("avx2,fma"), always_inline)) static inline
 
 /* Rows' sum of wx_ia x_i' for the four columns a0 ... a0 + 3 against the
- * nb vectors of x from vector bv0 (nb constant after inlining). */
-INL void cross_tile(int64_t m, int64_t kp, const double *xr, const double *wx, int64_t a0,
-                    int64_t bv0, int nb, __m256d acc[4][3]) {
+ * nb vectors of x from vector bv0 (nb constant after inlining), into
+ * info's lower triangle. */
+INL void cross_tile(int64_t m, int64_t k, int64_t kp, const double *xr, const double *wx,
+                    int64_t a0, int64_t bv0, int nb, double *info) {
+  __m256d acc0[3], acc1[3], acc2[3], acc3[3];
 #pragma GCC unroll 4
-  for (int a = 0; a < 4; a++)
-#pragma GCC unroll 4
-    for (int v = 0; v < 3; v++) acc[a][v] = _mm256_setzero_pd();
+  for (int v = 0; v < nb; v++)
+    acc0[v] = acc1[v] = acc2[v] = acc3[v] = _mm256_setzero_pd();
   const double *xp = xr + 4 * bv0, *wp = wx + a0;
   for (int64_t i = 0; i < m; i++, xp += kp, wp += kp) {
-    __m256d xv[3];
+    const __m256d w0 = _mm256_broadcast_sd(wp), w1 = _mm256_broadcast_sd(wp + 1);
+    const __m256d w2 = _mm256_broadcast_sd(wp + 2), w3 = _mm256_broadcast_sd(wp + 3);
 #pragma GCC unroll 4
-    for (int v = 0; v < nb; v++) xv[v] = _mm256_loadu_pd(xp + 4 * v);
-#pragma GCC unroll 4
-    for (int a = 0; a < 4; a++) {
-      const __m256d wa = _mm256_broadcast_sd(wp + a);
-#pragma GCC unroll 4
-      for (int v = 0; v < nb; v++) acc[a][v] = _mm256_fmadd_pd(wa, xv[v], acc[a][v]);
+    for (int v = 0; v < nb; v++) {
+      const __m256d xv = _mm256_loadu_pd(xp + 4 * v);
+      acc0[v] = _mm256_fmadd_pd(w0, xv, acc0[v]);
+      acc1[v] = _mm256_fmadd_pd(w1, xv, acc1[v]);
+      acc2[v] = _mm256_fmadd_pd(w2, xv, acc2[v]);
+      acc3[v] = _mm256_fmadd_pd(w3, xv, acc3[v]);
     }
   }
+  double t[4][12];
+#pragma GCC unroll 4
+  for (int v = 0; v < nb; v++) {
+    _mm256_storeu_pd(t[0] + 4 * v, acc0[v]);
+    _mm256_storeu_pd(t[1] + 4 * v, acc1[v]);
+    _mm256_storeu_pd(t[2] + 4 * v, acc2[v]);
+    _mm256_storeu_pd(t[3] + 4 * v, acc3[v]);
+  }
+  for (int a = 0; a < 4 && a0 + a < k; a++)
+    for (int j = 0; j < 4 * nb; j++) {
+      const int64_t b = 4 * bv0 + j;
+      if (b >= a0 + a && b < k) info[(a0 + a) * k + b] = t[a][j];
+    }
 }
 
 ATTR static void cross_avx2(int64_t m, int64_t k, int64_t kp, const double *xr, const double *wx,
@@ -42,22 +57,12 @@ ATTR static void cross_avx2(int64_t m, int64_t k, int64_t kp, const double *xr, 
   for (int64_t a0 = 0; a0 < k; a0 += 4)
     for (int64_t bv0 = a0 / 4; bv0 < nv; bv0 += 3) {
       const int nb = nv - bv0 < 3 ? (int)(nv - bv0) : 3;
-      __m256d acc[4][3];
       if (nb == 3)
-        cross_tile(m, kp, xr, wx, a0, bv0, 3, acc);
+        cross_tile(m, k, kp, xr, wx, a0, bv0, 3, info);
       else if (nb == 2)
-        cross_tile(m, kp, xr, wx, a0, bv0, 2, acc);
+        cross_tile(m, k, kp, xr, wx, a0, bv0, 2, info);
       else
-        cross_tile(m, kp, xr, wx, a0, bv0, 1, acc);
-      for (int a = 0; a < 4 && a0 + a < k; a++)
-        for (int v = 0; v < nb; v++) {
-          double t[4];
-          _mm256_storeu_pd(t, acc[a][v]);
-          for (int l = 0; l < 4; l++) {
-            const int64_t b = 4 * (bv0 + v) + l;
-            if (b >= a0 + a && b < k) info[(a0 + a) * k + b] = t[l];
-          }
-        }
+        cross_tile(m, k, kp, xr, wx, a0, bv0, 1, info);
     }
 }
 
