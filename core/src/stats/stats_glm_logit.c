@@ -60,6 +60,7 @@
 #include <string.h>
 
 #include "stats_glm_impl.h"
+#include "stats_glm_logit_kern.h"
 
 /* logistf's maxstep: bounds the first Firth steps, which start far from a
  * separated solution. */
@@ -70,79 +71,49 @@
 #define MAX_HALVINGS 30
 /* plink2's --vif default. */
 #define VIF_MAX 50.0
-
-/* The rows of one fit: column j < q of X is c + j * ldc, column q (when
- * x is not NULL) is x. */
+/* The rows of one fit: X = [C x] row-major (xr, row i at xr + i * kp, k
+ * values and zeros up to kp), x and y of the rows used. x is NULL for the
+ * covariates-only fit (k = q). */
 typedef struct design {
-  int64_t m, q, k;
-  const double *c;
-  int64_t ldc;
+  int64_t m, q, k, kp;
+  const double *xr;
   const double *x, *y;
+  const logit_kern *kern;
 } design;
-
-static inline const double *col(const design *d, int64_t j) {
-  return j < d->q ? d->c + j * d->ldc : d->x;
-}
 
 /* Workspace of one fit (glm_logit_ws_doubles). */
 typedef struct work {
-  double *p, *w, *r, *h; /* m each: probability, weight, residual/scratch, hat */
-  double *z;             /* m x k: X L^-T, for the hat diagonal */
+  double *p, *w;         /* m each: probability, weight */
+  double *wx;            /* m x kp: the rows of X scaled by w */
   double *info, *l;      /* k x k, lower triangle, column-major: I, L */
-  double *beta, *beta_old, *grad, *step, *step_prev; /* k each */
+  double *linvt;         /* kp x kp: L^-1 transposed, zeros elsewhere */
+  double *beta, *beta_old, *grad, *step, *step_prev; /* kp each */
 } work;
 
+static int64_t round4(int64_t k) { return (k + 3) / 4 * 4; }
+
 size_t glm_logit_ws_doubles(int64_t n, int64_t q) {
-  size_t nn = (size_t)n, k = (size_t)q + 1;
-  /* compacted C, x, y; p, w, r, h; z; info, l; five k-vectors */
-  return nn * (size_t)q + 2 * nn + 4 * nn + nn * k + 2 * k * k + 5 * k;
+  size_t nn = (size_t)n, kp = (size_t)round4(q + 1);
+  /* compacted x, y; row-major X; p, w; wx; info, l, linvt; five kp-vectors */
+  return 2 * nn + nn * kp + 2 * nn + nn * kp + 3 * kp * kp + 5 * kp;
 }
 
-static work work_at(double *ws, int64_t n, int64_t k) {
+static work work_at(double *ws, int64_t m, int64_t kp) {
   work wk;
   double *t = ws;
-  wk.p = t, t += n;
-  wk.w = t, t += n;
-  wk.r = t, t += n;
-  wk.h = t, t += n;
-  wk.z = t, t += n * k;
-  wk.info = t, t += k * k;
-  wk.l = t, t += k * k;
-  wk.beta = t, t += k;
-  wk.beta_old = t, t += k;
-  wk.grad = t, t += k;
-  wk.step = t, t += k;
+  wk.p = t, t += m;
+  wk.w = t, t += m;
+  wk.wx = t, t += m * kp;
+  wk.info = t, t += kp * kp;
+  wk.l = t, t += kp * kp;
+  wk.linvt = t, t += kp * kp;
+  wk.beta = t, t += kp;
+  wk.beta_old = t, t += kp;
+  wk.grad = t, t += kp;
+  wk.step = t, t += kp;
   wk.step_prev = t;
+  for (int64_t j = 0; j < kp; j++) wk.beta[j] = 0;
   return wk;
-}
-
-/* Four partial sums: the loop vectorizes without reassociation flags, and
- * the result depends only on m and the values (not on where they sit). */
-static double dot(const double *restrict u, const double *restrict v, int64_t m) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  int64_t i = 0;
-  for (; i + 4 <= m; i += 4) {
-    s0 += u[i] * v[i];
-    s1 += u[i + 1] * v[i + 1];
-    s2 += u[i + 2] * v[i + 2];
-    s3 += u[i + 3] * v[i + 3];
-  }
-  for (; i < m; i++) s0 += u[i] * v[i];
-  return (s0 + s1) + (s2 + s3);
-}
-
-/* Lower triangle of X'WX (w NULL: X'X) into info; tmp: m scratch. */
-static void cross(const design *d, const double *w, double *tmp, double *info) {
-  int64_t m = d->m, k = d->k;
-  for (int64_t a = 0; a < k; a++) {
-    const double *xa = col(d, a);
-    const double *wa = xa;
-    if (w) {
-      for (int64_t i = 0; i < m; i++) tmp[i] = w[i] * xa[i];
-      wa = tmp;
-    }
-    for (int64_t b = a; b < k; b++) info[a * k + b] = dot(wa, col(d, b), m);
-  }
 }
 
 /* info = LL' (lower triangles, column-major). 0, or -1 when info is not
@@ -177,27 +148,30 @@ static void chol_solve(int64_t k, const double *l, const double *g, double *s) {
   }
 }
 
+/* linvt[b * kp + a] = (L^-1)_ab for a >= b, 0 elsewhere (kp x kp): column
+ * b of L^-1 solves L v = e_b. */
+static void chol_inverse_t(int64_t k, int64_t kp, const double *l, double *linvt) {
+  for (int64_t b = 0; b < kp; b++) {
+    double *v = linvt + b * kp;
+    for (int64_t a = 0; a < kp; a++) v[a] = 0;
+    if (b >= k) continue;
+    for (int64_t a = b; a < k; a++) {
+      double t = a == b ? 1 : 0;
+      for (int64_t p = b; p < a; p++) t -= l[p * k + a] * v[p];
+      v[a] = t / l[a * k + a];
+    }
+  }
+}
+
 /* p, w, the information and its factor at beta; *ll = the log-likelihood,
  * plus 1/2 log det I = sum log L_jj with firth. -1 when I is singular.
  * With t = exp(-|eta|), p, w = t/(1+t)^2 and log(1 + e^eta) keep their
- * precision where p is near 0 or 1, unlike p(1 - p). */
+ * precision where p is near 0 or 1, unlike p(1 - p). One pass over the
+ * rows, then the information from the weighted rows. */
 static int evaluate(const design *d, const double *beta, int firth, work *wk, double *ll) {
-  int64_t m = d->m, k = d->k;
-  double *eta = wk->p;
-  const double *x0 = col(d, 0);
-  for (int64_t i = 0; i < m; i++) eta[i] = beta[0] * x0[i];
-  for (int64_t j = 1; j < k; j++) {
-    const double *xj = col(d, j), bj = beta[j];
-    for (int64_t i = 0; i < m; i++) eta[i] += bj * xj[i];
-  }
-  double sum = 0;
-  for (int64_t i = 0; i < m; i++) {
-    double e = eta[i], t = exp(-fabs(e)), u = 1 / (1 + t);
-    sum += d->y[i] * e - (fmax(e, 0) + log1p(t));
-    wk->p[i] = e >= 0 ? u : t * u;
-    wk->w[i] = t * u * u;
-  }
-  cross(d, wk->w, wk->r, wk->info);
+  const int64_t m = d->m, k = d->k, kp = d->kp;
+  double sum = d->kern->rows(m, kp, d->xr, d->y, beta, wk->p, wk->w, wk->wx);
+  d->kern->cross(m, k, kp, d->xr, wk->wx, wk->info);
   if (cholesky(k, wk->info, wk->l) != 0) return -1;
   if (firth)
     for (int64_t j = 0; j < k; j++) sum += log(wk->l[j * k + j]);
@@ -207,30 +181,10 @@ static int evaluate(const design *d, const double *beta, int firth, work *wk, do
 }
 
 /* grad = X'(y - p) or, with firth, X'(y - p + h(1/2 - p)), with
- * h_i = w_i ||L^-1 x_i||^2 from the columns of Z = X L^-T. */
+ * h_i = w_i ||L^-1 x_i||^2. */
 static void score(const design *d, int firth, work *wk) {
-  int64_t m = d->m, k = d->k;
-  double *r = wk->r;
-  for (int64_t i = 0; i < m; i++) r[i] = d->y[i] - wk->p[i];
-  if (firth) {
-    double *h = wk->h;
-    for (int64_t i = 0; i < m; i++) h[i] = 0;
-    for (int64_t a = 0; a < k; a++) {
-      double *za = wk->z + a * m;
-      memcpy(za, col(d, a), (size_t)m * sizeof *za);
-      for (int64_t b = 0; b < a; b++) {
-        const double *zb = wk->z + b * m, lab = wk->l[b * k + a];
-        for (int64_t i = 0; i < m; i++) za[i] -= lab * zb[i];
-      }
-      double inv = 1 / wk->l[a * k + a];
-      for (int64_t i = 0; i < m; i++) {
-        za[i] *= inv;
-        h[i] += za[i] * za[i];
-      }
-    }
-    for (int64_t i = 0; i < m; i++) r[i] += wk->w[i] * h[i] * (0.5 - wk->p[i]);
-  }
-  for (int64_t j = 0; j < k; j++) wk->grad[j] = dot(col(d, j), r, m);
+  if (firth) chol_inverse_t(d->k, d->kp, wk->l, wk->linvt);
+  d->kern->score(d->m, d->kp, d->xr, d->y, wk->p, wk->w, firth ? wk->linvt : NULL, wk->grad);
 }
 
 enum { FIT_CONVERGED, FIT_UNFINISHED, FIT_FAILED };
@@ -288,16 +242,35 @@ static int newton(const design *d, int firth, int max_iter, double tol, work *wk
   return last < sqrt(tol) ? FIT_UNFINISHED : FIT_FAILED;
 }
 
+/* Row-major X = [C x] of the rows with x not NaN (all rows when x is
+ * NULL) into xr (kp per row), their x and y into xc and yc (when not
+ * NULL). */
+static void rows_make(int64_t n, int64_t q, int64_t kp, const double *c, const double *y,
+                      const double *x, double *xr, double *xc, double *yc) {
+  for (int64_t i = 0, t = 0; i < n; i++) {
+    if (x && isnan(x[i])) continue;
+    double *r = xr + t * kp;
+    for (int64_t j = 0; j < q; j++) r[j] = c[j * n + i];
+    int64_t j = q;
+    if (x) r[j++] = x[i];
+    for (; j < kp; j++) r[j] = 0;
+    if (xc) xc[t] = x[i], yc[t] = y[i];
+    t++;
+  }
+}
+
 int glm_logit_null(int64_t n, int64_t q, const double *c, const double *y, int max_iter,
                    double tol, double *beta_out, double *ws) {
-  design d = {n, q, q, c, n, NULL, y};
-  work wk = work_at(ws, n, q + 1);
+  const int64_t kp = round4(q);
+  double *xr = ws + 2 * n;
+  rows_make(n, q, kp, c, y, NULL, xr, NULL, NULL);
+  design d = {n, q, q, kp, xr, NULL, y, logit_kern_get()};
+  work wk = work_at(xr + n * kp, n, kp);
   double cases = 0;
   for (int64_t i = 0; i < n; i++) cases += y[i];
   if (!(cases > 0 && cases < (double)n)) return -1;
   /* Start at the intercept-only fit (the first covariate is the
    * intercept); Newton takes the rest from there. */
-  for (int64_t j = 0; j < q; j++) wk.beta[j] = 0;
   wk.beta[0] = log(cases / ((double)n - cases));
   int st = newton(&d, 0, max_iter, tol, &wk);
   memcpy(beta_out, wk.beta, (size_t)q * sizeof *beta_out);
@@ -310,7 +283,7 @@ int glm_logit_null(int64_t n, int64_t q, const double *c, const double *y, int m
  * squares of x on C, and C holds the intercept, so 1 - R^2 = RSS / TSS. */
 static int collinear(const design *d, work *wk) {
   int64_t m = d->m, k = d->k;
-  cross(d, NULL, NULL, wk->info);
+  d->kern->cross(m, k, d->kp, d->xr, d->xr, wk->info);
   if (cholesky(k, wk->info, wk->l) != 0) return 1;
   double mean = 0, tss = 0, lkk = wk->l[(k - 1) * k + (k - 1)];
   for (int64_t i = 0; i < m; i++) mean += d->x[i];
@@ -349,22 +322,11 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
     out->code = FM_GLM_SAMPLE_CT_LE_PREDICTOR;
     return;
   }
-  design d = {m, q, k, c, n, x, y};
-  double *rest = ws;
-  if (m < n) { /* drop the missing calls: compact C, x, y */
-    double *cc = ws, *xc = cc + m * q, *yc = xc + m;
-    for (int64_t j = 0; j < q; j++) {
-      const double *src = c + j * n;
-      double *dst = cc + j * m;
-      for (int64_t i = 0, t = 0; i < n; i++)
-        if (!isnan(x[i])) dst[t++] = src[i];
-    }
-    for (int64_t i = 0, t = 0; i < n; i++)
-      if (!isnan(x[i])) xc[t] = x[i], yc[t++] = y[i];
-    d = (design){m, q, k, cc, m, xc, yc};
-  }
-  rest += n * q + 2 * n;
-  work wk = work_at(rest, m, k);
+  const int64_t kp = round4(k);
+  double *xc = ws, *yc = xc + n, *xr = yc + n;
+  rows_make(n, q, kp, c, y, x, xr, xc, yc);
+  design d = {m, q, k, kp, xr, xc, yc, logit_kern_get()};
+  work wk = work_at(xr + n * kp, m, kp);
 
   int64_t i = 1;
   while (i < m && d.x[i] == d.x[0]) i++;

@@ -6,17 +6,23 @@
  * X'(y - p + h(1/2 - p)) Firth, and se = sqrt([(X'WX)^-1]_bb), all computed
  * here independently. Tolerances: the fit stops when max |step| < tol
  * (1e-10), so the score it leaves is below ||X'WX|| tol <= tol sum x^2 / 4;
- * se moves by a relative O(tol) over such a step. */
+ * se moves by a relative O(tol) over such a step.
+ * The row kernels run at each instruction-set level the CPU has (fm_cpu.h;
+ * the test hook fm_cpu_cap forces the portable one): each level must meet
+ * the score equations, and the levels must agree on codes and Firth flags
+ * and, within what the stopping rule leaves (a few tol), on the estimates;
+ * FMA and the vector exp round differently, so not bit for bit. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fm/fm_cpu.h"
 #include "fm_test.h"
 #include "stats/stats_glm_impl.h"
 
 #define TOL 1e-10
-#define QMAX 4
+#define QMAX 17
 #define KMAX (QMAX + 1)
 
 static uint64_t rng = 20240611;
@@ -326,6 +332,62 @@ static void test_collinear(void) {
   }
 }
 
+/* The kernels at every level: on randomized designs (q up to 11, the
+ * GWAS's intercept + 10 PCs, and 17, beyond the vector kernels' widths;
+ * row counts not a multiple of 4; common and rare genotypes, the latter
+ * taking Firth), each level solves the (Firth) score equations, and the
+ * levels agree. */
+static void test_isa_paths(void) {
+  static const int qs[] = {1, 2, 3, 5, 8, 11, 17};
+  static const int64_t ns[] = {37, 203, 1111};
+  const fm_isa top = fm_cpu_isa();
+  printf("  kernels: %s and portable\n", fm_cpu_isa_name(top));
+  int firth_seen = 0;
+  for (size_t qi = 0; qi < sizeof qs / sizeof *qs; qi++)
+    for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++)
+      for (int rare = 0; rare < 2; rare++) {
+        const int q = qs[qi];
+        const int64_t n = ns[ni];
+        if (n < 8 * (q + 1)) continue;
+        double *c = malloc((size_t)n * (size_t)q * sizeof *c), *y = malloc((size_t)n * sizeof *y),
+               *x = malloc((size_t)n * sizeof *x);
+        gen(n, q, rare ? 3.0 / (double)n : 0.3, 0.5, c, y, x);
+        if (rare) x[0] = 1, y[0] = 1; /* at least one allele, in a case */
+        for (int64_t i = 5; i < n; i += 11) x[i] = NAN; /* missing calls */
+        for (int mode = FM_GLM_FIRTH_FALLBACK; mode <= FM_GLM_FIRTH_ALWAYS; mode++) {
+          glm_fit f[2];
+          for (int lv = 0; lv < 2; lv++) {
+            fm_cpu_cap(lv ? FM_ISA_PORTABLE : FM_ISA_AVX512);
+            fit(n, q, c, y, x, mode, &f[lv]);
+          }
+          fm_cpu_cap(FM_ISA_AVX512);
+          CHECK(f[0].code == f[1].code && f[0].firth == f[1].firth && f[0].obs_ct == f[1].obs_ct);
+          if (f[0].code != FM_GLM_OK) continue;
+          firth_seen += f[0].firth;
+          CHECK(fabs(f[0].beta - f[1].beta) <= 100 * TOL * (1 + fabs(f[1].beta)));
+          CHECK(fabs(f[0].se / f[1].se - 1) <= 100 * TOL);
+          if (q <= 11 && n <= 203) { /* the oracle: the score at the estimate */
+            double *cc = malloc((size_t)n * (size_t)q * sizeof *cc), *yc = malloc((size_t)n * sizeof *yc),
+                   *xc = malloc((size_t)n * sizeof *xc), ub, se;
+            int64_t m = 0;
+            for (int64_t i = 0; i < n; i++)
+              if (!isnan(x[i])) yc[m] = y[i], xc[m++] = x[i];
+            for (int j = 0; j < q; j++)
+              for (int64_t i = 0, t = 0; i < n; i++)
+                if (!isnan(x[i])) cc[j * m + t++] = c[j * n + i];
+            for (int lv = 0; lv < 2; lv++) {
+              profile(m, q, cc, yc, xc, f[lv].beta, f[lv].firth, &ub, &se);
+              CHECK(fabs(ub) <= TOL * sumsq(xc, m));
+              CHECK_CLOSE(f[lv].se, se, 1e-8);
+            }
+            free(cc), free(yc), free(xc);
+          }
+        }
+        free(c), free(y), free(x);
+      }
+  CHECK(firth_seen > 0);
+}
+
 int main(void) {
   FM_RUN(test_code_names);
   FM_RUN(test_null_fit);
@@ -336,5 +398,6 @@ int main(void) {
   FM_RUN(test_missing_rows);
   FM_RUN(test_too_few_rows);
   FM_RUN(test_collinear);
+  FM_RUN(test_isa_paths);
   FM_TEST_END();
 }
