@@ -31,16 +31,24 @@ static double rows_portable(int64_t m, int64_t kp, const double *xr, const doubl
   return sum - (logs + log(prod));
 }
 
+/* In tiles of 2 x 4 entries whose eight sums stay in registers over all
+ * rows (each sum runs over the rows in order, as the header requires); a
+ * tile reaching above the diagonal computes a few entries it does not store. */
 static void cross_portable(int64_t m, int64_t k, int64_t kp, const double *xr, const double *wx,
                            double *info) {
-  for (int64_t a = 0; a < k; a++)
-    for (int64_t b = a; b < k; b++) info[a * k + b] = 0;
-  for (int64_t i = 0; i < m; i++) {
-    const double *xi = xr + i * kp, *wi = wx + i * kp;
-    for (int64_t a = 0; a < k; a++) {
-      const double wa = wi[a];
-      double *col = info + a * k;
-      for (int64_t b = a; b < k; b++) col[b] += wa * xi[b];
+  for (int64_t a = 0; a < k; a += 2) {
+    const int64_t a2 = a + 1 < k ? 2 : 1;
+    for (int64_t b = a - a % 4; b < k; b += 4) { /* kp >= b + 4: rows are padded */
+      double s[2][4] = {{0, 0, 0, 0}, {0, 0, 0, 0}};
+      for (int64_t i = 0; i < m; i++) {
+        const double *xi = xr + i * kp + b, *wi = wx + i * kp + a;
+        const double w0 = wi[0], w1 = a2 > 1 ? wi[1] : 0;
+        s[0][0] += w0 * xi[0], s[0][1] += w0 * xi[1], s[0][2] += w0 * xi[2], s[0][3] += w0 * xi[3];
+        s[1][0] += w1 * xi[0], s[1][1] += w1 * xi[1], s[1][2] += w1 * xi[2], s[1][3] += w1 * xi[3];
+      }
+      for (int64_t r = 0; r < a2; r++)
+        for (int64_t c = 0; c < 4 && b + c < k; c++)
+          if (b + c >= a + r) info[(a + r) * k + b + c] = s[r][c];
     }
   }
 }
