@@ -110,7 +110,9 @@ typedef struct fm_glm_opts {
   int impute_mean; /* 0: a missing call drops the sample from that variant's
                       fit (plink2); 1: it takes the column's mean */
   int firth;       /* fm_glm_firth (logistic only) */
-  int max_iter;    /* logistic iterations per fit; 0: the default (25, as plink2) */
+  int max_iter;    /* logistic iterations per plain fit (after which
+                      firth-fallback turns to Firth); 0: the default (25, as
+                      plink2); a Firth fit gets 4 times as many */
   double tol;      /* logistic convergence: max |step| on the coefficients;
                       0: the default (1e-10) */
 } fm_glm_opts;

@@ -364,7 +364,7 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
   }
   if (use_firth) {
     out->firth = 1;
-    st = newton(&d, 1, max_iter, tol, &wk);
+    st = newton(&d, 1, GLM_FIRTH_ITER_FACTOR * max_iter, tol, &wk);
     if (st == FIT_FAILED) {
       out->code = FM_GLM_FIRTH_CONVERGE_FAIL;
       return;

@@ -80,7 +80,9 @@
 #' @param variants,samples `NULL` (the metadata of `X`, from
 #'   [Rfmalloc::fmalloc_variants()] and [Rfmalloc::fmalloc_samples()]) or
 #'   data frames in their schema, for matrices without metadata.
-#' @param max_iter,tol logistic fits: iteration limit and convergence
+#' @param max_iter,tol logistic fits: iteration limit (plink2's 25 for a
+#'   plain fit, after which `firth = "fallback"` turns to Firth; a Firth fit,
+#'   whose iteration converges linearly, gets 4 times as many) and convergence
 #'   tolerance (largest coefficient step).
 #' @return A data frame of class `statgen_gwas`, one row per phenotype and
 #'   variant (phenotypes one after another), with plink2's columns:
