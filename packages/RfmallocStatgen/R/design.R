@@ -21,13 +21,24 @@
              stringsAsFactors = FALSE)
 }
 
-# Variant metadata of X: CHROM POS ID REF ALT A1 columns (NA where unknown).
-.x_variants <- function(X, variants) {
-  v <- if (!is.null(variants)) variants else tryCatch(fmalloc_variants(X), error = function(e) NULL)
+# The variant metadata of X in order: src$read(n) gives CHROM POS ID REF
+# ALT A1 of the next n variants (NA where unknown; A1 = ALT, the counted
+# allele). From `variants` (a data frame in fmalloc_variants()'s schema, or
+# the path of a .bim or .pvar file, read n lines at a time so that millions
+# of variants never sit in memory at once), else X's own metadata, else its
+# column names. src$close() closes the file.
+.variant_source <- function(X, variants) {
   p <- ncol(X)
+  if (is.character(variants)) {
+    if (length(variants) != 1L || is.na(variants) || !file.exists(variants)) {
+      fm_abort("earg", "variants must be a data frame or the path of an existing .bim or .pvar file")
+    }
+    return(.variant_file(variants, p))
+  }
+  v <- if (!is.null(variants)) variants else tryCatch(fmalloc_variants(X), error = function(e) NULL)
   if (is.null(v)) {
     cn <- colnames(X)
-    v <- data.frame(chr = NA_character_, pos = NA_real_,
+    v <- data.frame(chr = rep(NA_character_, p), pos = NA_real_,
                     id = if (is.null(cn)) paste0("V", seq_len(p)) else cn,
                     ref = NA_character_, alt = NA_character_, stringsAsFactors = FALSE)
   }
@@ -36,10 +47,58 @@
                              format(p)))
   }
   col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
-  data.frame(CHROM = as.character(col("chr", NA_character_)), POS = as.numeric(col("pos", NA)),
-             ID = as.character(col("id", NA_character_)), REF = as.character(col("ref", NA)),
-             ALT = as.character(col("alt", NA)), A1 = as.character(col("alt", NA)),
+  v <- .variant_frame(col("chr", NA_character_), col("pos", NA), col("id", NA_character_),
+                      col("ref", NA), col("alt", NA))
+  at <- 0
+  list(read = function(n) {
+    r <- v[at + seq_len(n), , drop = FALSE]
+    at <<- at + n
+    r
+  }, close = function() NULL)
+}
+
+.variant_frame <- function(chr, pos, id, ref, alt) {
+  data.frame(CHROM = as.character(chr), POS = as.numeric(pos), ID = as.character(id),
+             REF = as.character(ref), ALT = as.character(alt), A1 = as.character(alt),
              check.names = FALSE, stringsAsFactors = FALSE)
+}
+
+# A .bim (chr id cm pos ALT REF: PLINK 1's A1 is the counted ALT) or .pvar
+# (#CHROM POS ID REF ALT ... after its ## lines) read n records at a time.
+.variant_file <- function(path, p) {
+  con <- file(path, "r")
+  bim <- grepl("\\.bim$", path)
+  if (!bim) {
+    repeat {
+      l <- readLines(con, n = 1L)
+      if (!length(l)) fm_abort("earg", sprintf("'%s' has no #CHROM header line", path))
+      if (startsWith(l, "#CHROM")) break
+      if (!startsWith(l, "##")) fm_abort("earg", sprintf("'%s' is neither a .bim nor a .pvar with a #CHROM line", path))
+    }
+    hdr <- strsplit(sub("^#", "", l), "\t")[[1]]
+    need <- match(c("CHROM", "POS", "ID", "REF", "ALT"), hdr)
+    if (anyNA(need)) fm_abort("earg", sprintf("'%s': the #CHROM line lacks POS, ID, REF or ALT", path))
+  }
+  at <- 0
+  list(read = function(n) {
+    if (bim) {
+      f <- scan(con, what = list("", "", "", "", "", ""), nmax = n, quiet = TRUE)
+      r <- .variant_frame(f[[1]], f[[4]], f[[2]], f[[6]], f[[5]])
+    } else {
+      f <- scan(con, what = rep(list(""), length(hdr)), nmax = n, sep = "\t", quiet = TRUE,
+                flush = TRUE)
+      r <- .variant_frame(f[[need[1]]], f[[need[2]]], f[[need[3]]], f[[need[4]]], f[[need[5]]])
+    }
+    if (nrow(r) != n) {
+      fm_abort("earg", sprintf("'%s' has %s variants but X has %s columns", path,
+                               format(at + nrow(r)), format(p)))
+    }
+    at <<- at + n
+    if (at == p && length(extra <- readLines(con, n = 1L)) && nzchar(extra)) {
+      fm_abort("earg", sprintf("'%s' has more variants than X's %s columns", path, format(p)))
+    }
+    r
+  }, close = function() close(con))
 }
 
 # Rows of `obj` (a vector, matrix or data frame of phenotypes or

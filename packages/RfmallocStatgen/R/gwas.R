@@ -79,7 +79,18 @@
 #'   then `NA` and `BETA` is the effect of the value stored.
 #' @param variants,samples `NULL` (the metadata of `X`, from
 #'   [Rfmalloc::fmalloc_variants()] and [Rfmalloc::fmalloc_samples()]) or
-#'   data frames in their schema, for matrices without metadata.
+#'   data frames in their schema, for matrices without metadata. `variants`
+#'   may also be the path of a `.bim` or `.pvar` file (one line per column
+#'   of `X`), read a chunk at a time: with `X` from
+#'   `fmalloc_bed_open(prefix, variants = FALSE)` and `out`, millions of
+#'   variants then never sit in memory at once.
+#' @param out `NULL` (return the rows) or a path prefix: the rows are written
+#'   as they are computed, `chunk` variants at a time, to plink2's files
+#'   (as [statgen_write_glm()] names and lays them out), and only the
+#'   summary is returned. Memory then stays bounded whatever the number of
+#'   variants (about 8 bytes per variant and phenotype, for the P values of
+#'   the summary).
+#' @param chunk variants per written chunk (with `out`).
 #' @param max_iter,tol logistic fits: iteration limit (plink2's 25 for a
 #'   plain fit, after which `firth = "fallback"` turns to Firth; a Firth fit,
 #'   whose iteration converges linearly, gets 4 times as many) and convergence
@@ -93,7 +104,10 @@
 #'   `SAMPLE_CT<=PREDICTOR_CT`, `RANK_DEFICIENT`, `SEPARATION`,
 #'   `LOGISTIC_CONVERGE_FAIL`, `FIRTH_CONVERGE_FAIL`, `UNFINISHED`; the
 #'   statistics are then `NA`). `print()`, `summary()` and `plot()`
-#'   (Manhattan and QQ plots) have methods.
+#'   (Manhattan and QQ plots) have methods. With `out`: the
+#'   `summary()` of those rows (class `summary.statgen_gwas`), with the
+#'   paths written as attribute `files`; the rows of each chunk are the rows
+#'   the whole call would return (every variant's fit depends only on it).
 #' @references Chang CC et al. (2015) Second-generation PLINK. GigaScience
 #'   4:7 (and www.cog-genomics.org/plink/2.0/assoc#glm). Frisch R, Waugh FV
 #'   (1933) Econometrica 1:387-401; Lovell MC (1963) JASA 58:993-1010.
@@ -113,8 +127,8 @@
 statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
                          firth = c("fallback", "always", "never"), impute = c("none", "mean"),
                          chrX = c("sex", "sex-haploid", "none"), a1 = c("minor", "alt"),
-                         variants = NULL,
-                         samples = NULL, max_iter = 25L, tol = 1e-10) {
+                         variants = NULL, samples = NULL, max_iter = 25L, tol = 1e-10,
+                         out = NULL, chunk = 32768L) {
   family <- fm_arg_choice(family, c("linear", "logistic"))
   firth <- fm_arg_choice(firth, c("fallback", "always", "never"))
   impute <- fm_arg_choice(impute, c("none", "mean"))
@@ -125,9 +139,14 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
     fm_abort("earg", "max_iter must be a number >= 1")
   }
   if (!is.numeric(tol) || length(tol) != 1L || !(tol > 0)) fm_abort("earg", "tol must be > 0")
+  if (!is.null(out) && (!is.character(out) || length(out) != 1L || is.na(out))) {
+    fm_abort("earg", "out must be NULL or one path prefix")
+  }
+  if (!is.numeric(chunk) || length(chunk) != 1L || !(chunk >= 1)) {
+    fm_abort("earg", "chunk must be a number of variants >= 1")
+  }
   logistic <- family == "logistic"
   xs <- .x_samples(X, samples)
-  vs <- .x_variants(X, variants)
   pheno <- .pheno_matrix(y, xs, logistic)
   coding <- attr(pheno, "coding")
   if (logistic) {
@@ -135,51 +154,80 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
       cli::cli_inform("{.field {colnames(pheno)[c]}}: read as {coding[c]}")
     }
   }
-  cov <- .covar_matrix(covar, xs)
-  on_x <- vs$CHROM %in% c("X", "23", "chrX") & chrX != "none"
-  parts <- list(list(cols = which(!on_x), sex = FALSE))
-  if (any(on_x)) parts[[2]] <- list(cols = which(on_x), sex = TRUE)
-  opts <- c(logistic, impute == "mean", match(firth, c("never", "fallback", "always")) - 1,
-            max_iter, tol)
+  ctx <- list(X = X, xs = xs, pheno = pheno, cov = .covar_matrix(covar, xs), chrX = chrX,
+              a1 = a1, logistic = logistic,
+              opts = c(logistic, impute == "mean", match(firth, c("never", "fallback", "always")) - 1,
+                       max_iter, tol),
+              meta = list(family = family, firth = firth, coding = coding, impute = impute,
+                          chrX = chrX))
+  ctx$designs <- .part_designs(ctx)
   p <- ncol(X)
+  src <- .variant_source(X, variants)
+  on.exit(src$close(), add = TRUE)
+  bar <- .progress_bar(p, sprintf("statgen_gwas: %s regression", family))
+  if (is.null(out)) {
+    tab <- .gwas_pass(ctx, seq_len(p), src$read(p), bar, 0)
+    if (!is.null(bar)) cli::cli_progress_done(id = bar)
+    return(tab)
+  }
+  # Streamed to plink2's files, chunk by chunk: memory holds one chunk's
+  # rows and the P values (for summary()), not the whole table.
+  writer <- .glm_writer(out, colnames(pheno), family, firth)
+  on.exit(writer$abort(), add = TRUE, after = FALSE)
+  acc <- NULL
+  for (c0 in seq(0, max(p - 1, 0), by = chunk)) {
+    cols <- (c0 + 1):min(p, c0 + chunk)
+    tab <- .gwas_pass(ctx, cols, src$read(length(cols)), bar, c0)
+    writer$write(tab)
+    acc <- .summary_add(acc, tab)
+    rm(tab)
+    # A chunk's rows become garbage at once: collecting it now keeps the
+    # heap at about one chunk (R would otherwise raise its trigger and grow).
+    invisible(gc(verbose = FALSE))
+  }
+  if (!is.null(bar)) cli::cli_progress_done(id = bar)
+  files <- writer$finish()
+  structure(.summary_of(acc, 5e-8, family), files = files)
+}
+
+# One pass over the columns cols of X (their variants vs): per part
+# (autosomes, and chrX with plink2's SEX covariate), the core's fits; then
+# plink2's A1 and the rows (.gwas_table). done: variants already reported
+# on the progress bar.
+.gwas_pass <- function(ctx, cols, vs, bar, done) {
+  xs <- ctx$xs
+  pheno <- ctx$pheno
+  p <- length(cols)
   k <- ncol(pheno)
+  on_x <- vs$CHROM %in% c("X", "23", "chrX") & ctx$chrX != "none"
   res <- list(beta = matrix(NA_real_, p, k), se = matrix(NA_real_, p, k),
               stat = matrix(NA_real_, p, k), obs = matrix(NA_real_, p, k),
-              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k), allele_ct = matrix(NA_real_, p, 2))
+              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k),
+              allele_ct = matrix(NA_real_, p, 2))
   df_pred <- matrix(NA_real_, p, k) # predictors: covariates + intercept + genotype
-  bar <- .progress_bar(p, sprintf("statgen_gwas: %s regression", family))
-  done <- 0
-  for (part in parts) {
-    if (!length(part$cols)) next
-    cv <- cov
-    scale <- haploid <- NULL
-    if (part$sex) {
-      sex <- ifelse(xs$sex %in% c(1L, 2L), as.numeric(xs$sex), NA_real_)
-      haploid <- as.raw(!is.na(sex) & sex == 1)
-      used <- rowSums(!is.na(pheno)) > 0 & !is.na(sex)
-      if (length(unique(sex[used])) > 1) cv <- cbind(cv, SEX = sex)
-      if (chrX == "sex-haploid") scale <- ifelse(!is.na(sex) & sex == 1, 0.5, 1)
-    }
-    des <- .design(pheno, cv)
-    view <- fmalloc_view(X, part$cols)
+  for (sex_part in c(FALSE, TRUE)) {
+    rows <- which(on_x == sex_part)
+    if (!length(rows)) next
+    d <- ctx$designs[[if (sex_part) "x" else "auto"]]
+    des <- d$des
+    if (inherits(des, "error")) stop(des) # chrX's design (no sample of known sex, ...)
     prog <- if (is.null(bar)) NULL else {
       off <- done
       function(d, total) cli::cli_progress_update(id = bar, set = off + d)
     }
-    r <- .glm_call(view, des, scale, haploid, opts, prog, part$cols, vs, xs)
-    rows <- part$cols
+    r <- .glm_call(fmalloc_view(ctx$X, cols[rows]), des, d$scale, d$haploid, ctx$opts, prog,
+                   cols[rows], rows, vs, xs)
     res$beta[rows, ] <- r[[1]]
     res$se[rows, ] <- r[[2]]
     res$stat[rows, ] <- r[[3]]
     res$obs[rows, ] <- r[[4]]
     res$code[rows, ] <- r[[5]]
-    if (logistic) res$firth[rows, ] <- r[[6]]
+    if (ctx$logistic) res$firth[rows, ] <- r[[6]]
     res$allele_ct[rows, ] <- r[[7]]
     df_pred[rows, ] <- ncol(des$covar) + 1
     done <- done + length(rows)
   }
-  if (!is.null(bar)) cli::cli_progress_done(id = bar)
-  if (a1 == "minor") { # variants without alleles (a plain matrix) keep their coding
+  if (ctx$a1 == "minor") { # variants without alleles (a plain matrix) keep their coding
     # plink2's default omits the major allele: REF when its frequency,
     # computed as plink2 does (count times the reciprocal of the total),
     # is not below 1/2, so a tie keeps ALT unless that product rounds down.
@@ -189,23 +237,40 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
     res$beta[flip, ] <- -res$beta[flip, ]
     res$stat[flip, ] <- -res$stat[flip, ]
   }
-  .gwas_table(res, vs, colnames(pheno), family, firth, df_pred, coding, impute, chrX)
+  .gwas_table(res, vs, colnames(pheno), df_pred, ctx$meta)
+}
+
+# The designs of the autosomes and of chrX (plink2's SEX covariate, and the
+# haploid flags and genotype scale of males), checked once for every pass.
+.part_designs <- function(ctx) {
+  xs <- ctx$xs
+  pheno <- ctx$pheno
+  sex <- ifelse(xs$sex %in% c(1L, 2L), as.numeric(xs$sex), NA_real_)
+  used <- rowSums(!is.na(pheno)) > 0 & !is.na(sex)
+  cv <- ctx$cov
+  if (length(unique(sex[used])) > 1) cv <- cbind(cv, SEX = sex)
+  list(auto = list(des = .design(pheno, ctx$cov)),
+       x = if (ctx$chrX != "none") {
+         list(des = tryCatch(.design(pheno, cv), error = function(e) e),
+              haploid = as.raw(!is.na(sex) & sex == 1),
+              scale = if (ctx$chrX == "sex-haploid") ifelse(!is.na(sex) & sex == 1, 0.5, 1))
+       })
 }
 
 # The core pass over the columns cols of X; the core's message about an
 # infinite genotype counts within those columns, so it is said again with
 # X's column, the variant's ID and the sample.
-.glm_call <- function(view, des, scale, haploid, opts, prog, cols, vs, xs) {
+.glm_call <- function(view, des, scale, haploid, opts, prog, cols, rows, vs, xs) {
   call <- sys.call(-1)
   tryCatch(.Call(C_stg_glm, view, des$covar, des$pheno, scale, haploid, as.numeric(opts), prog),
            fm_error_earg = function(e) {
              at <- regmatches(conditionMessage(e),
                               regexec("variant ([0-9]+) is infinite at row ([0-9]+)", conditionMessage(e)))[[1]]
              if (!length(at)) stop(e)
-             j <- cols[as.integer(at[2])]
+             j <- as.integer(at[2])
              i <- as.integer(at[3])
-             fm_abort("earg", sprintf("the genotype of variant %d (%s) is infinite at row %d%s", j,
-                                      vs$ID[j], i, if (is.na(xs$iid[i])) "" else
+             fm_abort("earg", sprintf("the genotype of variant %.0f (%s) is infinite at row %d%s",
+                                      cols[j], vs$ID[rows[j]], i, if (is.na(xs$iid[i])) "" else
                                         sprintf(" (sample %s)", xs$iid[i])), call = call)
            })
 }
@@ -217,7 +282,8 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
 }
 
 # The long result table (see ?statgen_gwas).
-.gwas_table <- function(res, vs, pheno_names, family, firth, df_pred, coding, impute, chrX) {
+.gwas_table <- function(res, vs, pheno_names, df_pred, meta) {
+  family <- meta$family
   p <- nrow(vs)
   k <- length(pheno_names)
   codes <- .Call(C_stg_glm_codes)
@@ -238,7 +304,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
                     POS = rep_v(vs$POS), ID = rep_v(vs$ID), REF = rep_v(vs$REF),
                     ALT = rep_v(vs$ALT), A1 = rep_v(vs$A1), check.names = FALSE,
                     stringsAsFactors = FALSE)
-  if (family == "logistic" && firth == "fallback") {
+  if (family == "logistic" && meta$firth == "fallback") {
     out[["FIRTH?"]] <- ifelse(as.vector(res$firth) == 1L, "Y", "N")
   }
   out$TEST <- "ADD"
@@ -255,6 +321,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   out$P <- pval
   out$ERRCODE <- code
   rownames(out) <- NULL
-  structure(out, class = c("statgen_gwas", "data.frame"), family = family, firth = firth,
-            coding = stats::setNames(coding, pheno_names), impute = impute, chrX = chrX)
+  structure(out, class = c("statgen_gwas", "data.frame"), family = family, firth = meta$firth,
+            coding = stats::setNames(meta$coding, pheno_names), impute = meta$impute,
+            chrX = meta$chrX)
 }

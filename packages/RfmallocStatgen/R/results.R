@@ -46,25 +46,49 @@ summary.statgen_gwas <- function(object, threshold = 5e-8, ...) {
   if (!is.numeric(threshold) || length(threshold) != 1L || !(threshold > 0 && threshold < 1)) {
     Rfmalloc::fm_abort("earg", "threshold must be a number between 0 and 1")
   }
-  ph <- unique(object$PHENO)
-  rows <- lapply(ph, function(p) {
-    d <- object[object$PHENO == p, , drop = FALSE]
-    pv <- d$P[!is.na(d$P)]
-    data.frame(PHENO = p, tests = nrow(d), errors = sum(d$ERRCODE != "."),
-               firth = if (is.null(d[["FIRTH?"]])) NA_integer_ else sum(d[["FIRTH?"]] == "Y"),
-               hits = sum(pv < threshold), lambda_gc = .lambda_gc(pv),
-               stringsAsFactors = FALSE)
-  })
-  out <- do.call(rbind, rows)
-  codes <- table(PHENO = object$PHENO, ERRCODE = object$ERRCODE)
-  structure(out, class = c("summary.statgen_gwas", "data.frame"), errcodes = codes,
-            threshold = threshold, family = attr(object, "family"))
+  .summary_of(.summary_add(NULL, object), threshold, attr(object, "family"))
 }
 
-# Median 1-df chi-square over its null median qchisq(0.5, 1) = 0.4549.
+# What summary() needs of rows, accumulated over chunks of a result: per
+# phenotype the ERRCODE counts, the Firth rows and the P values.
+.summary_add <- function(acc, tab) {
+  if (is.null(acc)) acc <- list()
+  for (p in unique(tab$PHENO)) {
+    d <- tab[tab$PHENO == p, , drop = FALSE]
+    a <- acc[[p]]
+    if (is.null(a)) a <- list(codes = integer(0), firth = if (is.null(d[["FIRTH?"]])) NA_integer_ else 0L, p = list())
+    cc <- table(d$ERRCODE)
+    for (nm in names(cc)) a$codes[nm] <- (if (is.na(a$codes[nm])) 0L else a$codes[nm]) + as.integer(cc[[nm]])
+    if (!is.na(a$firth)) a$firth <- a$firth + sum(d[["FIRTH?"]] == "Y")
+    a$p[[length(a$p) + 1L]] <- d$P[!is.na(d$P)]
+    acc[[p]] <- a
+  }
+  acc
+}
+
+.summary_of <- function(acc, threshold, family) {
+  out <- do.call(rbind, lapply(names(acc), function(p) {
+    a <- acc[[p]]
+    pv <- unlist(a$p, use.names = FALSE)
+    data.frame(PHENO = p, tests = sum(a$codes), errors = sum(a$codes[names(a$codes) != "."]),
+               firth = a$firth, hits = sum(pv < threshold), lambda_gc = .lambda_gc(pv),
+               stringsAsFactors = FALSE)
+  }))
+  codes <- unique(unlist(lapply(acc, function(a) names(a$codes))))
+  tab <- matrix(0L, length(acc), length(codes), dimnames = list(PHENO = names(acc), ERRCODE = codes))
+  for (p in names(acc)) tab[p, names(acc[[p]]$codes)] <- acc[[p]]$codes
+  structure(out, class = c("summary.statgen_gwas", "data.frame"), errcodes = as.table(tab),
+            threshold = threshold, family = family)
+}
+
+# Median 1-df chi-square over its null median qchisq(0.5, 1) = 0.4549. The
+# chi-square falls as P rises, so its median is that of the middle P values
+# (both middle ones, transformed, for an even count): no transform of every P.
 .lambda_gc <- function(p) {
-  if (!length(p)) return(NA_real_)
-  stats::median(stats::qchisq(p, 1, lower.tail = FALSE)) / stats::qchisq(0.5, 1)
+  n <- length(p)
+  if (!n) return(NA_real_)
+  mid <- sort(p, partial = unique(c((n + 1) %/% 2, (n + 2) %/% 2)))[c((n + 1) %/% 2, (n + 2) %/% 2)]
+  mean(stats::qchisq(mid, 1, lower.tail = FALSE)) / stats::qchisq(0.5, 1)
 }
 
 #' @rdname statgen_gwas-methods
@@ -84,6 +108,7 @@ print.summary.statgen_gwas <- function(x, ...) {
     cat("ERRCODE counts:\n")
     print(codes)
   }
+  if (!is.null(attr(x, "files"))) cat("written:", paste(attr(x, "files"), collapse = ", "), "\n")
   invisible(x)
 }
 
@@ -164,29 +189,45 @@ statgen_write_glm <- function(res, prefix) {
   if (!is.character(prefix) || length(prefix) != 1L || is.na(prefix)) {
     Rfmalloc::fm_abort("earg", "prefix must be one path")
   }
-  fam <- attr(res, "family")
-  ext <- if (fam == "linear") "glm.linear" else switch(attr(res, "firth"),
+  w <- .glm_writer(prefix, unique(res$PHENO), attr(res, "family"), attr(res, "firth"))
+  on.exit(w$abort())
+  w$write(res)
+  invisible(w$finish())
+}
+
+# plink2's .glm files of the phenotypes, written a chunk of rows at a time
+# (w$write(rows)) under temporary names, renamed by w$finish() (which returns
+# the paths, named by phenotype); w$abort() removes what finish() did not
+# rename.
+.glm_writer <- function(prefix, phenos, family, firth) {
+  ext <- if (family == "linear") "glm.linear" else switch(firth,
     fallback = "glm.logistic.hybrid", never = "glm.logistic", always = "glm.firth")
-  out <- character(0)
-  for (p in unique(res$PHENO)) {
-    d <- .plain(res)[res$PHENO == p, -1L, drop = FALSE]
-    for (nm in names(d)) {
-      if (is.double(d[[nm]]) && nm != "POS") d[[nm]] <- .g6(d[[nm]])
-    }
-    d$POS <- format(d$POS, scientific = FALSE, trim = TRUE)
-    path <- sprintf("%s.%s.%s", prefix, p, ext)
-    tmp <- paste0(path, ".tmp")
-    ok <- tryCatch({
-      utils::write.table(d, tmp, sep = "\t", quote = FALSE, row.names = FALSE, na = "NA")
-      file.rename(tmp, path)
-    }, error = function(e) FALSE, warning = function(w) FALSE)
-    if (!isTRUE(ok)) {
-      unlink(tmp)
-      Rfmalloc::fm_abort("eio", sprintf("cannot write '%s'", path))
-    }
-    out[p] <- path
-  }
-  invisible(out)
+  paths <- stats::setNames(sprintf("%s.%s.%s", prefix, phenos, ext), phenos)
+  tmps <- stats::setNames(paste0(paths, ".tmp"), phenos)
+  started <- stats::setNames(logical(length(phenos)), phenos)
+  done <- FALSE
+  fail <- function(path) Rfmalloc::fm_abort("eio", sprintf("cannot write '%s'", path))
+  list(
+    write = function(rows) {
+      for (p in phenos) {
+        d <- .plain(rows)[rows$PHENO == p, -1L, drop = FALSE]
+        for (nm in names(d)) if (is.double(d[[nm]]) && nm != "POS") d[[nm]] <- .g6(d[[nm]])
+        d$POS <- format(d$POS, scientific = FALSE, trim = TRUE)
+        ok <- tryCatch({
+          utils::write.table(d, tmps[[p]], sep = "\t", quote = FALSE, row.names = FALSE,
+                             na = "NA", append = started[[p]], col.names = !started[[p]])
+          TRUE
+        }, error = function(e) FALSE, warning = function(w) FALSE)
+        if (!ok) fail(paths[[p]])
+        started[[p]] <<- TRUE
+      }
+    },
+    finish = function() {
+      for (p in phenos) if (!file.rename(tmps[[p]], paths[[p]])) fail(paths[[p]])
+      done <<- TRUE
+      paths
+    },
+    abort = function() if (!done) unlink(tmps))
 }
 
 #' @rdname statgen_gwas-methods

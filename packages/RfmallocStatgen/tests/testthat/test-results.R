@@ -184,3 +184,32 @@ test_that("subsets: rows keep the class and its attributes, a column subset is a
   expect_equal(statgen_gwas(g, y)$BETA[2], unname(stats::coef(stats::lm(y ~ g[, 2]))[2]),
                tolerance = 1e-10)
 })
+
+test_that("out = streams plink2's files chunk by chunk: the same bytes as the whole result", {
+  X <- Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))
+  X0 <- Rfmalloc::fmalloc_bed_open(sub("\\.bed$", "", kg("1kg_bi.bed")), variants = FALSE)
+  ph <- kg_pheno()[c("#FID", "IID", "QT", "BT")]
+  ph$QT2 <- ph$QT + stats::rnorm(nrow(ph))
+  whole <- statgen_gwas(X, ph[c("#FID", "IID", "QT", "QT2")])
+  ref <- statgen_write_glm(whole, file.path(tempdir(), "whole"))
+  for (src in c("1kg_bi.bim", "1kg_bi.pvar")) {
+    s <- statgen_gwas(X0, ph[c("#FID", "IID", "QT", "QT2")], samples = Rfmalloc::fmalloc_samples(X),
+                      variants = kg(src), out = file.path(tempdir(), "streamed"), chunk = 7001)
+    expect_s3_class(s, "summary.statgen_gwas")
+    expect_identical(names(attr(s, "files")), c("QT", "QT2"))
+    for (p in c("QT", "QT2")) expect_identical(readLines(attr(s, "files")[[p]]), readLines(ref[[p]]))
+    expect_equal(unclass(s)[names(s)], unclass(summary(whole))[names(s)])
+    expect_false(any(file.exists(paste0(attr(s, "files"), ".tmp"))))
+  }
+  lo <- suppressMessages(statgen_gwas(X0, ph[c("#FID", "IID", "BT")], samples = Rfmalloc::fmalloc_samples(X),
+                                      variants = kg("1kg_bi.bim"), family = "logistic",
+                                      out = file.path(tempdir(), "lo"), chunk = 9000))
+  expect_match(attr(lo, "files"), "lo\\.BT\\.glm\\.logistic\\.hybrid$")
+  # a variants file of another length is refused, naming it; nothing is left behind
+  short <- tempfile(fileext = ".bim")
+  writeLines(readLines(kg("1kg_bi.bim"))[-5], short)
+  expect_error(statgen_gwas(X0, ph[c("#FID", "IID", "QT")], samples = Rfmalloc::fmalloc_samples(X),
+                            variants = short, out = file.path(tempdir(), "bad"), chunk = 9000),
+               class = "fm_error_earg", regexp = "has 25160 variants but X has 25161 columns")
+  expect_false(any(file.exists(Sys.glob(file.path(tempdir(), "bad.*")))))
+})
