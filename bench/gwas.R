@@ -74,12 +74,13 @@ add <- function(input, what, tool, t, peer = NA, goal = NA, rel = NA) {
     cpu_s = attr(t, "cpu"), peer_over_ours = peer, goal = goal, rel_diff_plink2 = rel,
     stringsAsFactors = FALSE)
 }
-# bigstatsr on a .bed: its FBM.code256 (snp_readBed once, cached beside the .bed).
-fbm_of <- function(prefix) {
-  rds <- paste0(prefix, "_bigsnpr.rds")
+# bigstatsr on a .bed: its FBM.code256 (snp_readBed once; cached as
+# <backing>_bigsnpr.rds/.bk).
+fbm_of <- function(bed, backing) {
+  rds <- paste0(backing, "_bigsnpr.rds")
   if (!file.exists(rds)) {
-    unlink(paste0(prefix, "_bigsnpr.bk"))
-    bigsnpr::snp_readBed(paste0(prefix, ".bed"), backingfile = paste0(prefix, "_bigsnpr"))
+    unlink(paste0(backing, "_bigsnpr.bk"))
+    bigsnpr::snp_readBed(bed, backingfile = paste0(backing, "_bigsnpr"))
   }
   bigsnpr::snp_attach(rds)$genotypes
 }
@@ -95,7 +96,7 @@ if (dir.exists(fx)) {
   pcs <- utils::read.delim(pcs_file, check.names = FALSE)
   ph <- utils::read.delim(pheno_file, check.names = FALSE)
   X <- fmalloc_bed_open(paste0(bfile, ".bed"))
-  G <- fbm_of(file.path(work, "kg"))
+  G <- fbm_of(paste0(bfile, ".bed"), file.path(work, "kg"))
   for (fam in c("linear", "logistic")) {
     col <- if (fam == "linear") "QT" else "BT"
     res <- NULL
@@ -140,7 +141,7 @@ covar_file <- file.path(work, "gen.cov")
 utils::write.table(phen, pheno_file, sep = "\t", quote = FALSE, row.names = FALSE)
 utils::write.table(cov, covar_file, sep = "\t", quote = FALSE, row.names = FALSE)
 X <- fmalloc_bed_open(paste0(prefix, ".bed"))
-G <- fbm_of(prefix)
+G <- fbm_of(paste0(prefix, ".bed"), prefix)
 cvm <- as.matrix(cov[, -(1:2)])
 input <- sprintf("generated %d x %d", n, m)
 one <- NULL

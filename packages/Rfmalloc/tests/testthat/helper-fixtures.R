@@ -1,20 +1,5 @@
-# Locating ../shared/fixtures (beside the repository root) and external tools.
-fixture_path <- function(...) {
-  root <- Sys.getenv("RFMALLOC_FIXTURES", "")
-  if (!nzchar(root)) {
-    root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
-  }
-  p <- file.path(root, ...)
-  if (!file.exists(p)) {
-    testthat::skip(sprintf("fixture %s not found: ../shared/fixtures is absent", file.path(...)))
-  }
-  normalizePath(p)
-}
-
-skip_if_no_plink2 <- function() {
-  if (!nzchar(Sys.which("plink2"))) testthat::skip("plink2 is not installed (Debian package plink2)")
-}
-
+# plink2 runs of the tests (fixture_path() and skip_if_no_plink2() are in
+# helper-shared.R, from Rfmalloc's inst/testhelpers/fixtures.R).
 # Run plink2 quietly in a temporary folder; returns the output prefix.
 run_plink2 <- function(args) {
   out <- file.path(tempfile("plink2_"), "out")

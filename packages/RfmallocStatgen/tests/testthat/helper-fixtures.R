@@ -1,17 +1,5 @@
 # Fixtures live in ../shared/fixtures (env RFMALLOC_FIXTURES, set by the
 # Makefile); tests that need them skip, saying why, when they are absent.
-fixture_path <- function(...) {
-  root <- Sys.getenv("RFMALLOC_FIXTURES", "")
-  if (!nzchar(root)) {
-    root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
-  }
-  p <- file.path(root, ...)
-  if (!file.exists(p)) {
-    testthat::skip(sprintf("fixture %s not found: ../shared/fixtures is absent", file.path(...)))
-  }
-  normalizePath(p)
-}
-
 kg <- function(...) fixture_path("genotypes", "1kg_phase3_subset", ...)
 
 new_runtime <- function(env = parent.frame(), size_gb = 0.5) {
@@ -20,17 +8,13 @@ new_runtime <- function(env = parent.frame(), size_gb = 0.5) {
   rt
 }
 
-skip_without_plink2 <- function() {
-  if (!nzchar(Sys.which("plink2"))) testthat::skip("plink2 (Debian package plink2) is not installed")
-}
-
 # plink2 on the fixture's 1kg_bi fileset with the fixture's phenotypes;
 # returns the ADD rows of <out>.<pheno>.glm.<ext> (cached per argument set).
 plink2_cache <- new.env()
 plink2_glm <- function(pheno, ext, args = character(0)) {
   key <- paste(c(pheno, ext, args), collapse = " ")
   if (!is.null(plink2_cache[[key]])) return(plink2_cache[[key]])
-  skip_without_plink2()
+  skip_if_no_plink2()
   out <- file.path(tempdir(), sprintf("p2_%d", length(ls(plink2_cache)) + 1))
   res <- system2("plink2", c("--bfile", sub("\\.bed$", "", kg("1kg_bi.bed")), "--pheno", kg("pheno", "1kg_pheno.tsv"),
                              "--pheno-name", pheno, "--threads", "2", args, "--out", out),
@@ -47,7 +31,7 @@ plink2_glm <- function(pheno, ext, args = character(0)) {
 # plink2 --pca 10 of the fixture: its .eigenvec as a data frame (#FID IID PC1..).
 plink2_pcs <- function() {
   if (!is.null(plink2_cache$pcs)) return(plink2_cache$pcs)
-  skip_without_plink2()
+  skip_if_no_plink2()
   out <- file.path(tempdir(), "p2_pca")
   system2("plink2", c("--bfile", sub("\\.bed$", "", kg("1kg_bi.bed")), "--pca", "10", "--threads", "2", "--out", out),
           stdout = FALSE, stderr = FALSE)
@@ -56,6 +40,23 @@ plink2_pcs <- function() {
 }
 
 kg_pheno <- function() utils::read.delim(kg("pheno", "1kg_pheno.tsv"), check.names = FALSE)
+
+# The fixture's BT with plink2's 10 PCs as the tests' oracles see it: the
+# result (firth as given, A1 = ALT), and in X's sample order the 0/1
+# phenotype y, the covariates C with the intercept, and the rows with a
+# phenotype (keep); Firth's autosomal rows that fitted (firth_rows).
+kg_bt_pcs <- function(firth = "fallback") {
+  X <- Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))
+  pcs <- plink2_pcs()
+  ph <- kg_pheno()
+  res <- suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "BT")], covar = pcs,
+                                       family = "logistic", firth = firth, a1 = "alt"))
+  s <- Rfmalloc::fmalloc_samples(X)
+  y <- ph$BT[match(s$iid, ph$IID)] - 1
+  list(X = X, res = res, y = y, keep = !is.na(y),
+       C = cbind(1, as.matrix(pcs[match(s$iid, pcs$IID), -(1:2)])),
+       firth_rows = which(res[["FIRTH?"]] %in% "Y" & res$ERRCODE == "." & res[["#CHROM"]] != "X"))
+}
 
 # Every row agrees with plink2's: same variants, OBS_CT and ERRCODE; BETA and
 # SE within 1e-4 relative (plink2 prints 6 significant digits: its value
@@ -76,4 +77,13 @@ expect_plink2_rows <- function(ours, p2, beta = "BETA", se = "SE") {
   expect_lt(max(rs), 1e-4)
   expect_lt(max(rp), 1e-3)
   c(beta = max(rb), se = max(rs), p = max(rp))
+}
+
+# Rpgen is a suggested package: the reader tests skip, saying why, without it.
+skip_without_rpgen_reader <- function() {
+  ok <- tryCatch({
+    loadNamespace("Rpgen")
+    TRUE
+  }, error = function(e) conditionMessage(e))
+  if (!isTRUE(ok)) testthat::skip(paste("Rpgen does not load:", ok))
 }

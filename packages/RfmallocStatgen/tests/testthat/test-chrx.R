@@ -131,7 +131,7 @@ test_that("SEX is not added when the samples used have one sex; unknown sex then
   for (jj in j) expect_lm_row(res[jj, ], lm_chrx(ph$QT, as.matrix(k$X[, jj])[, 1]), n_used)
   # plink2 given the same samples (--update-sex, --remove-males keeps the
   # females and the samples of unknown sex)
-  skip_without_plink2()
+  skip_if_no_plink2()
   f <- tempfile(fileext = ".sex")
   utils::write.table(data.frame(`#FID` = s$fid[unknown_males], IID = s$iid[unknown_males], SEX = "NA",
                                 check.names = FALSE), f, sep = "\t", quote = FALSE, row.names = FALSE)

@@ -15,14 +15,6 @@
 
 dos_path <- function(...) fixture_path("genotypes", "1kg_phase1_chr22_dosage", ...)
 
-skip_without_rpgen_reader <- function() {
-  ok <- tryCatch({
-    loadNamespace("Rpgen")
-    TRUE
-  }, error = function(e) conditionMessage(e))
-  if (!isTRUE(ok)) testthat::skip(paste("Rpgen does not load:", ok))
-}
-
 read_dosages <- function(rt) {
   Rpgen::rpgen_read(dos_path("1kg_p1_chr22.pgen"), destination = "dosage", runtime = rt)
 }
@@ -46,7 +38,7 @@ sim_dosage_pheno <- function(X) {
 }
 
 plink2_dosage_glm <- function(ph) {
-  skip_without_plink2()
+  skip_if_no_plink2()
   f <- tempfile(fileext = ".pheno")
   utils::write.table(ph, f, sep = "\t", quote = FALSE, row.names = FALSE)
   out <- tempfile("p2_dos")

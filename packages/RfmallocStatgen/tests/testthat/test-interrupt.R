@@ -3,24 +3,6 @@
 # a block; the same call then runs to the same result. cli's update throttle
 # is lifted (cli:::cli_with_ticks) and blocks are made small.
 
-with_every_tick <- function(expr) {
-  skip_if_not(exists("cli_with_ticks", asNamespace("cli"), inherits = FALSE),
-              "this cli has no cli_with_ticks() to lift its update throttle")
-  op <- options(cli.dynamic = FALSE, cli.ansi = FALSE, fmalloc.progress = TRUE)
-  on.exit(options(op))
-  cli:::cli_with_ticks(expr)
-}
-
-collect_updates <- function(expr, on_update = function(n) NULL) {
-  seen <- character()
-  res <- withCallingHandlers(expr, cliMessage = function(m) {
-    seen <<- c(seen, conditionMessage(m))
-    on_update(length(seen))
-    tryInvokeRestart("cli_message_handled")
-  })
-  list(value = res, updates = seen)
-}
-
 small_blocks <- function(n_rows, cols, env = parent.frame()) {
   old <- Rfmalloc::fmalloc_panel_budget()
   Rfmalloc::fmalloc_panel_budget(8 * n_rows * cols)

@@ -8,22 +8,13 @@
 
 test_that("Firth estimates equal logistf(pl = FALSE) to 1e-6 on 50 separated variants", {
   skip_if_not_installed("logistf")
-  X <- Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))
-  pcs <- plink2_pcs()
-  ph <- kg_pheno()
-  res <- suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "BT")], covar = pcs,
-                                       family = "logistic", a1 = "alt"))
-  s <- Rfmalloc::fmalloc_samples(X)
-  y <- ph$BT[match(s$iid, ph$IID)] - 1
-  C <- as.matrix(pcs[match(s$iid, pcs$IID), -(1:2)])
-  keep <- !is.na(y)
-  sep <- which(res[["FIRTH?"]] == "Y" & res$ERRCODE == "." & res[["#CHROM"]] != "X")
+  d <- kg_bt_pcs()
   set.seed(10)
-  for (j in sample(sep, 50)) {
-    d <- data.frame(y = y, C, x = X[, j])[keep, ]
-    f <- logistf::logistf(y ~ ., data = d, pl = FALSE,
+  for (j in sample(d$firth_rows, 50)) {
+    dat <- data.frame(y = d$y, d$C[, -1], x = d$X[, j])[d$keep, ]
+    f <- logistf::logistf(y ~ ., data = dat, pl = FALSE,
                           control = logistf::logistf.control(maxit = 1000, maxstep = 5,
                                                              xconv = 1e-12, gconv = 1e-12, lconv = 1e-14))
-    expect_equal(log(res$OR[j]), unname(stats::coef(f)["x"]), tolerance = 1e-6)
+    expect_equal(log(d$res$OR[j]), unname(stats::coef(f)["x"]), tolerance = 1e-6)
   }
 })

@@ -14,14 +14,6 @@
 # IID, so the phenotypes are matched on both; a VCF names samples by IID only,
 # so there statgen_gwas() matches the same phenotype table by IID alone.
 
-skip_without_rpgen_reader <- function() {
-  ok <- tryCatch({
-    loadNamespace("Rpgen")
-    TRUE
-  }, error = function(e) conditionMessage(e))
-  if (!isTRUE(ok)) testthat::skip(paste("Rpgen does not load:", ok))
-}
-
 read_kg_hardcall <- function(file, rt, ...) {
   Rpgen::rpgen_read(kg(file), destination = "hardcall", runtime = rt, ...)
 }

@@ -1,17 +1,5 @@
 # Fixtures live in ../shared/fixtures (env RFMALLOC_FIXTURES, set by the
 # Makefile); tests that need them skip, saying why, when they are absent.
-fixture_path <- function(...) {
-  root <- Sys.getenv("RFMALLOC_FIXTURES", "")
-  if (!nzchar(root)) {
-    root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
-  }
-  p <- file.path(root, ...)
-  if (!file.exists(p)) {
-    testthat::skip(sprintf("fixture %s not found: ../shared/fixtures is absent", file.path(...)))
-  }
-  normalizePath(p)
-}
-
 kg <- function(...) fixture_path("genotypes", "1kg_phase3_subset", ...)
 
 new_runtime <- function(env = parent.frame(), size_gb = 1) {

@@ -3,26 +3,6 @@
 # due, the bar shows at once) and blocks are small; interrupts are real
 # SIGINTs sent to this process from a calling handler on a progress update.
 
-with_every_tick <- function(expr) {
-  skip_if_not(exists("cli_with_ticks", asNamespace("cli"), inherits = FALSE),
-              "this cli has no cli_with_ticks() to lift its update throttle")
-  op <- options(cli.dynamic = FALSE, cli.ansi = FALSE)
-  on.exit(options(op))
-  cli:::cli_with_ticks(expr)
-}
-
-# Run expr; on each cli progress message, record its text (and keep it out of
-# the test output), then call on_update(n) with the message's number.
-collect_updates <- function(expr, on_update = function(n) NULL) {
-  seen <- character()
-  res <- withCallingHandlers(expr, cliMessage = function(m) {
-    seen <<- c(seen, conditionMessage(m))
-    on_update(length(seen))
-    tryInvokeRestart("cli_message_handled")
-  })
-  list(value = res, updates = seen)
-}
-
 open_fds <- function() {
   if (!dir.exists("/proc/self/fd")) return(NA_integer_)
   length(list.files("/proc/self/fd"))
