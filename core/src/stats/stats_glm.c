@@ -189,23 +189,25 @@ void glm_parallel(glm_col_fn fn, void *ud, int64_t nb, int nt) {
 
 /* ---- the block loop -------------------------------------------------------- */
 
-int64_t glm_block_cols(const fm_mat *x, const fm_ctl *ctl) {
+int64_t glm_block_cols(const fm_mat *x, int decode, const fm_ctl *ctl) {
   size_t target = fm_panel_budget(ctl);
   if (target > GLM_BLOCK_BYTES) target = GLM_BLOCK_BYTES;
-  const double col_bytes = 8.0 * (double)(x->n_rows > 0 ? x->n_rows : 1);
+  /* a decoded double, or a stored code (a quarter byte: only BED2 streams
+   * undecoded) per row */
+  const double col_bytes = (decode ? 8.0 : 0.25) * (double)(x->n_rows > 0 ? x->n_rows : 1);
   int64_t block = (int64_t)((double)target / col_bytes);
   if (block < 1) block = 1;
   if (block > x->n_cols) block = x->n_cols > 0 ? x->n_cols : 1;
   return block;
 }
 
-fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, glm_block_fn fn,
-                     void *ud, fm_err *err) {
-  const int64_t n = x->n_rows, p = x->n_cols, block = glm_block_cols(x, ctl);
+fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, int decode,
+                     glm_block_fn fn, void *ud, fm_err *err) {
+  const int64_t n = x->n_rows, p = x->n_cols, block = glm_block_cols(x, decode, ctl);
   fm_status st = FM_OK;
   int64_t *idx = malloc((size_t)block * sizeof *idx);
-  double *panel = malloc((size_t)(n > 0 ? n : 1) * (size_t)block * sizeof *panel);
-  if (!idx || !panel) {
+  double *panel = decode ? malloc((size_t)(n > 0 ? n : 1) * (size_t)block * sizeof *panel) : NULL;
+  if (!idx || (decode && !panel)) {
     st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate a %lld x %lld panel", what,
                     (long long)n, (long long)block);
     goto done;
@@ -222,7 +224,7 @@ fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, glm_b
     fm_mat blk = *x;
     blk.col_index = idx;
     blk.n_cols = nb;
-    if (n > 0) {
+    if (decode && n > 0) {
       st = fm_panel_decode(&blk, NULL, 0, n, 0, nb, panel, n, err);
       if (st != FM_OK) goto done;
     }

@@ -70,18 +70,20 @@ void glm_groups_free(glm_groups *g);
 typedef void (*glm_col_fn)(void *ud, int64_t b, int t);
 void glm_parallel(glm_col_fn fn, void *ud, int64_t nb, int nt);
 
-/* Columns per block of glm_stream: a decoded block holds at most the
- * panel budget (capped at 8 MB) of doubles, at least one column. */
-int64_t glm_block_cols(const fm_mat *x, const fm_ctl *ctl);
+/* Columns per block of glm_stream: a block holds at most the panel budget
+ * (capped at 8 MB) of decoded doubles, or without decode of 2-bit codes (so
+ * each product over a block has thousands of columns), at least one. */
+int64_t glm_block_cols(const fm_mat *x, int decode, const fm_ctl *ctl);
 
 /* The streamed pass: for each block of x's columns, blk (a view of them:
- * logical columns c0 ... c0 + blk->n_cols - 1 of x) and panel (their
- * decoded values, n_rows x blk->n_cols, missing NaN, no transform); polls
- * ctl, reports progress in columns and evicts each block. */
+ * logical columns c0 ... c0 + blk->n_cols - 1 of x) and, with decode,
+ * panel (their decoded values, n_rows x blk->n_cols, missing NaN, no
+ * transform; NULL without decode); polls ctl, reports progress in columns
+ * and evicts each block. */
 typedef fm_status (*glm_block_fn)(void *ud, const fm_mat *blk, int64_t c0, const double *panel,
                                   fm_err *err);
-fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, glm_block_fn fn,
-                     void *ud, fm_err *err);
+fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, int decode,
+                     glm_block_fn fn, void *ud, fm_err *err);
 
 /* out's row (variant j of p, phenotype c) from f. */
 void glm_put(const fm_glm_out *out, int64_t p, int64_t j, int64_t c, const glm_fit *f);

@@ -22,11 +22,19 @@
  * Then b = x'My / x'Mx, RSS = y'My - b x'My, se = sqrt(RSS / df / x'Mx)
  * with df = |I| - q - 1, and t = b / se.
  *
+ * Hardcalls (BED2) without a genotype scale are never decoded: a column's
+ * counts of 0, 1 and 2 copies over all rows (fm_codec_bed2_col_counts),
+ * less those of the rows outside a group, give its x'x and sum x there
+ * exactly, and the rows of its missing calls come from a scan of the codes:
+ * the sums and rows the decoding path forms, bit for bit (with impute_mean,
+ * the imputed calls add a multiple of the mean rather than its copies).
+ *
  * Error codes (fm_glm_code): |I| <= q + 1 is SAMPLE_CT<=PREDICTOR_CT; a
  * genotype whose decoded values (before the genotype scale) are all equal
  * over I is CONST_OMITTED_ALLELE; one whose part outside the
  * covariates' span is below 1e-9 of its centred sum of squares, or whose
  * downdated A is not positive definite, is RANK_DEFICIENT. */
+#define _POSIX_C_SOURCE 200809L /* fm_fault.h */
 #include "stats_glm_impl.h"
 
 #include <math.h>
@@ -35,6 +43,8 @@
 
 #include "../base/blas.h"
 #include "fm/fm_backend.h"
+#include "fm/fm_codec_bed2.h"
+#include "fm/fm_fault.h"
 
 /* The fused backend takes at most 64 columns of B per product. */
 #define GLM_PRODUCT_COLS 64
@@ -56,7 +66,48 @@ typedef struct lin_job {
   int64_t nb, c0;
   const double *panel;
   int nt;
+  int bed2;          /* moments from the codes (see the header) */
+  int64_t *ex_off;   /* G + 1 offsets into ex_rows */
+  int64_t *ex_rows;  /* per group, the rows outside it, ascending */
+  int64_t *counts;   /* block x 4: counts of 0, 1, 2 copies and missing, all rows */
+  int64_t *gcounts;  /* block x G x 4: the same over each group's rows */
+  int64_t *miss_off; /* block + 1 offsets into miss_rows */
+  int64_t *miss_rows; /* each column's rows with a missing call, ascending */
+  int64_t miss_cap;   /* entries miss_rows holds */
 } lin_job;
+
+/* fm_codec_bed2_col_counts's bin of each 2-bit code (00 two copies, 01
+ * missing, 10 one copy, 11 none). */
+static const int bin_of_code[4] = {2, 3, 1, 0};
+
+/* The block's rows with a missing call and its counts over each group, from
+ * its codes, after fm_codec_bed2_col_counts filled j->counts (the caller
+ * guards the reads: a truncated mapping faults here). */
+static void bed2_scan(lin_job *j, const fm_mat *blk) {
+  const glm_groups *g = j->g;
+  const int64_t n = j->n, nb = blk->n_cols, G = g->n_groups, bytes = (n + 3) / 4;
+  int64_t m = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *col = (const uint8_t *)blk->data + blk->col_index[b] * blk->col_stride;
+    j->miss_off[b] = m;
+    if (j->counts[4 * b + 3] > 0)
+      for (int64_t k = 0; k < bytes; k++) {
+        const unsigned v = col[k], miss = v & 0x55u & ~(v >> 1);
+        if (miss)
+          for (int s = 0; s < 4; s++)
+            if ((miss >> (2 * s)) & 1u && 4 * k + s < n) j->miss_rows[m++] = 4 * k + s;
+      }
+    for (int64_t h = 0; h < G; h++) {
+      int64_t *gc = j->gcounts + 4 * (b * G + h);
+      memcpy(gc, j->counts + 4 * b, 4 * sizeof *gc);
+      for (int64_t e = j->ex_off[h]; e < j->ex_off[h + 1]; e++) {
+        const int64_t i = j->ex_rows[e];
+        gc[bin_of_code[(col[i >> 2] >> (2 * (i & 3))) & 3]]--;
+      }
+    }
+  }
+  j->miss_off[nb] = m;
+}
 
 /* Cholesky of the m x m matrix a (lower, in place); 0 when not positive
  * definite (a pivot <= 1e-12 of the largest diagonal: A = I - Q_S'Q_S has
@@ -107,7 +158,7 @@ static void lin_col(void *ud, int64_t b, int t) {
   const lin_job *j = ud;
   const glm_groups *g = j->g;
   const int64_t n = j->n, q = j->q, G = g->n_groups, nb = j->nb, col_j = j->c0 + b;
-  const double *x = j->panel + b * n, *s = j->d->geno_scale;
+  const double *x = j->panel ? j->panel + b * n : NULL, *s = j->d->geno_scale;
   double *a = j->scratch + (size_t)t * j->scratch_len; /* q */
   double *A = a + q, *v = A + q * q, *u = v + q, *w = u + q;
   int64_t *miss = (int64_t *)(w + q); /* n */
@@ -116,7 +167,25 @@ static void lin_col(void *ud, int64_t b, int t) {
     const int64_t off = g->g_off[h], ng = g->g_off[h + 1] - off;
     double xx = 0.0, sx = 0.0, x0 = NAN; /* x0: the first value used */
     int64_t nobs = 0, ns = 0, same = 0;   /* same: values equal to x0 */
-    for (int64_t r = 0; r < ng; r++) {
+    if (j->bed2) {
+      const int64_t *gc = j->gcounts + 4 * (b * G + h);
+      nobs = gc[0] + gc[1] + gc[2];
+      sx = (double)(gc[1] + 2 * gc[2]);
+      xx = (double)(gc[1] + 4 * gc[2]);
+      const int distinct = (gc[0] > 0) + (gc[1] > 0) + (gc[2] > 0);
+      const double v0 = gc[2] > 0 ? 2.0 : gc[1] > 0 ? 1.0 : 0.0;
+      if (j->fill) {
+        sx += (double)gc[3] * m;
+        xx += (double)gc[3] * m * m;
+        same = distinct <= 1 && (gc[3] == 0 || nobs == 0 || m == v0) ? nobs + gc[3] : 0;
+        nobs += gc[3];
+      } else {
+        same = distinct <= 1 ? nobs : 0;
+        for (int64_t e = j->miss_off[b]; e < j->miss_off[b + 1]; e++)
+          if (g->in[j->miss_rows[e] * G + h]) miss[ns++] = j->miss_rows[e];
+      }
+    }
+    for (int64_t r = 0; !j->bed2 && r < ng; r++) {
       const int64_t i = g->g_rows[off + r];
       double xi = x[i];
       if (isnan(xi)) {
@@ -188,16 +257,56 @@ static void lin_col(void *ud, int64_t b, int t) {
   }
 }
 
+/* The codes' moments of a block (its counts, then bed2_scan, each behind a
+ * SIGBUS jump point; the missing rows' buffer grows between them),
+ * with the imputation means and the allele counts they give. */
+static fm_status bed2_block(lin_job *j, const fm_mat *blk, int64_t c0, fm_err *err) {
+  const int64_t n = j->n, nb = blk->n_cols;
+  fm_fault_jmp jp;
+  fm_fault_push(&jp);
+  if (sigsetjmp(jp.jb, 0) != 0) return fm_fault_caught(&jp, err);
+  fm_codec_bed2_col_counts(blk->data, n, blk->col_stride, blk->col_index, nb, j->counts);
+  fm_fault_pop(&jp);
+  int64_t missing = 0; /* the scan's buffer is sized here, outside the guard */
+  for (int64_t b = 0; b < nb; b++) missing += j->counts[4 * b + 3];
+  if (missing > j->miss_cap) {
+    int64_t *grown = realloc(j->miss_rows, (size_t)missing * sizeof *grown);
+    if (!grown)
+      return fm_err_set(err, FM_ENOMEM, "fm_stats_glm_linear: cannot list %lld missing calls",
+                        (long long)missing);
+    j->miss_rows = grown;
+    j->miss_cap = missing;
+  }
+  fm_fault_push(&jp);
+  if (sigsetjmp(jp.jb, 0) != 0) return fm_fault_caught(&jp, err);
+  bed2_scan(j, blk);
+  fm_fault_pop(&jp);
+  for (int64_t b = 0; b < nb; b++) {
+    const int64_t *ct = j->counts + 4 * b, obs = n - ct[3], alleles = ct[1] + 2 * ct[2];
+    if (j->fill) j->fill[b] = obs > 0 ? (double)alleles / (double)obs : 0.0;
+    if (j->out->allele_ct) {
+      j->out->allele_ct[c0 + b] = (double)alleles;
+      j->out->allele_ct[c0 + b + j->p] = 2.0 * (double)obs;
+    }
+  }
+  return FM_OK;
+}
+
 static fm_status lin_block(void *ud, const fm_mat *blk, int64_t c0, const double *panel,
                            fm_err *err) {
   lin_job *j = ud;
   const int64_t nb = blk->n_cols;
-  fm_status st = glm_check_finite(panel, blk->n_rows, nb, c0, err);
+  fm_status st = FM_OK;
+  if (j->bed2) {
+    st = bed2_block(j, blk, c0, err);
+  } else {
+    st = glm_check_finite(panel, blk->n_rows, nb, c0, err);
+    if (st == FM_OK) glm_allele_cts(panel, blk->n_rows, blk->n_cols, c0, j->p, j->d, j->out);
+    if (j->fill) glm_column_means(panel, blk->n_rows, nb, j->fill);
+  }
   if (st != FM_OK) return st;
-  glm_allele_cts(panel, blk->n_rows, blk->n_cols, c0, j->p, j->d, j->out);
   fm_affine aff = {0};
   if (j->fill) {
-    glm_column_means(panel, blk->n_rows, nb, j->fill);
     aff.fill = j->fill;
   } else {
     aff.fill_all_set = 1; /* a missing call adds nothing to x'B */
@@ -291,10 +400,11 @@ fm_status fm_stats_glm_linear(const fm_mat *x, const fm_glm_design *d, const fm_
   if (st != FM_OK) return st;
   const int64_t n = d->n_rows, q = d->n_covar, k = d->n_pheno, G = g.n_groups;
   const int nt = fm_threads(ctl);
-  lin_job j = {d, opts, out, &g, ctl, n, q, k, G * q + k, x->n_cols, NULL, NULL, NULL, NULL,
-               NULL, NULL, 0, 0, 0, NULL, nt};
+  lin_job j = {.d = d, .o = opts, .out = out, .g = &g, .ctl = ctl, .n = n, .q = q, .k = k,
+               .K = G * q + k, .p = x->n_cols, .nt = nt};
   const size_t nn = (size_t)(n > 0 ? n : 1);
-  const size_t zrows = (size_t)glm_block_cols(x, ctl); /* the largest block */
+  const int bed2 = x->codec == FM_CODEC_BED2 && !d->geno_scale && !d->haploid;
+  const size_t zrows = (size_t)glm_block_cols(x, !bed2, ctl); /* the largest block */
   const fm_blas_int lwork = (fm_blas_int)(64 * q);
   double *cg = malloc(nn * (size_t)q * sizeof *cg);
   double *tau = malloc((size_t)q * sizeof *tau);
@@ -321,7 +431,26 @@ fm_status fm_stats_glm_linear(const fm_mat *x, const fm_glm_design *d, const fm_
     st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate the products", what);
     goto done;
   }
-  st = glm_stream(x, ctl, what, lin_block, &j, err);
+  j.bed2 = bed2;
+  if (j.bed2) {
+    const int64_t G = g.n_groups, out_rows = G * n - g.g_off[G];
+    j.ex_off = malloc((size_t)(G + 1) * sizeof *j.ex_off);
+    j.ex_rows = malloc((size_t)(out_rows > 0 ? out_rows : 1) * sizeof *j.ex_rows);
+    j.counts = malloc(zrows * 4 * sizeof *j.counts);
+    j.gcounts = malloc(zrows * (size_t)G * 4 * sizeof *j.gcounts);
+    j.miss_off = malloc((zrows + 1) * sizeof *j.miss_off);
+    if (!j.ex_off || !j.ex_rows || !j.counts || !j.gcounts || !j.miss_off) {
+      st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate the code counts", what);
+      goto done;
+    }
+    for (int64_t h = 0, e = 0; h < G; h++) {
+      j.ex_off[h] = e;
+      for (int64_t i = 0; i < n; i++)
+        if (!g.in[i * G + h]) j.ex_rows[e++] = i;
+      j.ex_off[h + 1] = e;
+    }
+  }
+  st = glm_stream(x, ctl, what, !j.bed2, lin_block, &j, err);
 done:
   free(cg);
   free(tau);
@@ -332,6 +461,12 @@ done:
   free(j.scratch);
   free(j.fill);
   free(j.z);
+  free(j.ex_off);
+  free(j.ex_rows);
+  free(j.counts);
+  free(j.gcounts);
+  free(j.miss_off);
+  free(j.miss_rows);
   glm_groups_free(&g);
   return st;
 }

@@ -101,7 +101,7 @@ fm_status fm_stats_glm_logistic(const fm_mat *x, const fm_glm_design *d, const f
     const int64_t ng = g.g_off[h + 1] - g.g_off[h];
     if (ng > n_max) n_max = ng;
   }
-  const int64_t block_max = glm_block_cols(x, ctl);
+  const int64_t block_max = glm_block_cols(x, 1, ctl);
   j.ws_len = glm_logit_ws_doubles(n_max, q);
   double *cg = malloc((size_t)(g.g_off[g.n_groups] > 0 ? g.g_off[g.n_groups] : 1) * (size_t)q *
                       sizeof *cg);
@@ -137,7 +137,7 @@ fm_status fm_stats_glm_logistic(const fm_mat *x, const fm_glm_design *d, const f
   }
   j = (logit_job){d, opts, out, &g, cg, yc, ypos, start, xg, ws, j.ws_len, n_max, x->n_cols, 0,
                   NULL, fill, nt};
-  st = glm_stream(x, ctl, what, logit_block, &j, err);
+  st = glm_stream(x, ctl, what, 1, logit_block, &j, err);
 done:
   free(cg);
   free(ypos);
