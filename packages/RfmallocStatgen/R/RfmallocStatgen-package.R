@@ -5,7 +5,8 @@
 #' Firth fallback, many phenotypes in one pass, plink2's rows and codes),
 #' with [summary()][statgen_gwas-methods], Manhattan and QQ plots, and
 #' [statgen_write_glm()] for plink2's files. The regression kernels are the
-#' Rfmalloc core's (`fm_stats_glm.h`), reached through Rfmalloc's C API.
+#' Rfmalloc core's (`fm_stats_glm.h` in the source repository), reached
+#' through Rfmalloc's C API.
 #'
 #' @keywords internal
 #' @useDynLib RfmallocStatgen, .registration = TRUE, .fixes = "C_"

@@ -3,9 +3,13 @@
 # a block; the same call then runs to the same result. cli's update throttle
 # is lifted (cli:::cli_with_ticks) and blocks are made small.
 
+# Blocks of `cols` variants on the hardcall (code-counting) path of linear
+# fits, and of 1 variant on the decoding path of logistic ones: the panel
+# budget counts a quarter byte per sample and variant on the first, 8 bytes
+# on the second.
 small_blocks <- function(n_rows, cols, env = parent.frame()) {
   old <- Rfmalloc::fmalloc_panel_budget()
-  Rfmalloc::fmalloc_panel_budget(8 * n_rows * cols)
+  Rfmalloc::fmalloc_panel_budget(n_rows * cols / 4)
   withr::defer(Rfmalloc::fmalloc_panel_budget(old), envir = env)
 }
 

@@ -77,9 +77,10 @@ test_that("results are bit-identical for every block size and thread count", {
     Rfmalloc::fmalloc_threads(old[[2]])
   })
   ref <- statgen_gwas(X, s$y, covar = s$covar)
-  # blocks of 1, 7, 4096 and all columns (the block is the budget over 8 n bytes)
+  # blocks of 1, 7, 4096 and all columns: hardcalls are streamed as codes (a
+  # block is the budget over n / 4 bytes), other storage decoded (over 8 n)
   for (cols in c(1, 7, 4096)) for (th in 1:2) {
-    Rfmalloc::fmalloc_panel_budget(8 * 400 * cols)
+    Rfmalloc::fmalloc_panel_budget(400 * cols / 4)
     Rfmalloc::fmalloc_threads(th)
     r <- statgen_gwas(X, s$y, covar = s$covar)
     expect_identical(r$BETA, ref$BETA)
