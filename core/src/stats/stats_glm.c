@@ -37,6 +37,35 @@ const char *fm_glm_code_name(int code) {
   return code >= 0 && code < FM_GLM_CODE_COUNT ? names[code] : "?";
 }
 
+int glm_chol(double *a, int64_t m, double min_pivot) {
+  for (int64_t j = 0; j < m; j++) {
+    double s = a[j + j * m];
+    for (int64_t l = 0; l < j; l++) s -= a[j + l * m] * a[j + l * m];
+    if (!(s > min_pivot) || !isfinite(s)) return 0;
+    const double ljj = sqrt(s);
+    a[j + j * m] = ljj;
+    for (int64_t i = j + 1; i < m; i++) {
+      double t = a[i + j * m];
+      for (int64_t l = 0; l < j; l++) t -= a[i + l * m] * a[j + l * m];
+      a[i + j * m] = t / ljj;
+    }
+  }
+  return 1;
+}
+
+void glm_chol_solve(const double *l, int64_t m, double *v) {
+  for (int64_t i = 0; i < m; i++) {
+    double s = v[i];
+    for (int64_t t = 0; t < i; t++) s -= l[i + t * m] * v[t];
+    v[i] = s / l[i + i * m];
+  }
+  for (int64_t i = m - 1; i >= 0; i--) {
+    double s = v[i];
+    for (int64_t t = i + 1; t < m; t++) s -= l[t + i * m] * v[t];
+    v[i] = s / l[i + i * m];
+  }
+}
+
 void glm_groups_free(glm_groups *g) {
   free(g->group_of);
   free(g->g_off);

@@ -49,6 +49,14 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
 
 /* ---- stats_glm.c: shared by the methods -------------------------------- */
 
+/* Cholesky factor L of the m x m matrix a (its lower triangle, column-major,
+ * a[i + j * m] for i >= j), in place; 0 when a pivot is not above min_pivot
+ * or not finite (not numerically positive definite), else 1. */
+int glm_chol(double *a, int64_t m, double min_pivot);
+
+/* v = (L L')^-1 v in place, L from glm_chol. */
+void glm_chol_solve(const double *l, int64_t m, double *v);
+
 /* Phenotypes with the same used rows (pheno not NaN) form a group. */
 typedef struct glm_groups {
   int64_t n_groups;

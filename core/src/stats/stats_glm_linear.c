@@ -109,39 +109,6 @@ static void bed2_scan(lin_job *j, const fm_mat *blk) {
   j->miss_off[nb] = m;
 }
 
-/* Cholesky of the m x m matrix a (lower, in place); 0 when not positive
- * definite (a pivot <= 1e-12 of the largest diagonal: A = I - Q_S'Q_S has
- * a unit scale). */
-static int chol(double *a, int64_t m) {
-  for (int64_t j = 0; j < m; j++) {
-    double s = a[j + j * m];
-    for (int64_t l = 0; l < j; l++) s -= a[j + l * m] * a[j + l * m];
-    if (!(s > 1e-12)) return 0;
-    const double ljj = sqrt(s);
-    a[j + j * m] = ljj;
-    for (int64_t i = j + 1; i < m; i++) {
-      double t = a[i + j * m];
-      for (int64_t l = 0; l < j; l++) t -= a[i + l * m] * a[j + l * m];
-      a[i + j * m] = t / ljj;
-    }
-  }
-  return 1;
-}
-
-/* v = (L L')^-1 v for the factor of chol. */
-static void chol_solve(const double *l, int64_t m, double *v) {
-  for (int64_t i = 0; i < m; i++) {
-    double s = v[i];
-    for (int64_t t = 0; t < i; t++) s -= l[i + t * m] * v[t];
-    v[i] = s / l[i + i * m];
-  }
-  for (int64_t i = m - 1; i >= 0; i--) {
-    double s = v[i];
-    for (int64_t t = i + 1; t < m; t++) s -= l[t + i * m] * v[t];
-    v[i] = s / l[i + i * m];
-  }
-}
-
 static double dot(const double *a, const double *b, int64_t m) {
   double s = 0.0;
   for (int64_t i = 0; i < m; i++) s += a[i] * b[i];
@@ -215,9 +182,10 @@ static void lin_col(void *ud, int64_t b, int t) {
           for (int64_t e = 0; e < ns; e++) acc -= Q[miss[e] + r1 * n] * Q[miss[e] + c1 * n];
           A[r1 + c1 * q] = acc;
         }
-      if (!chol(A, q)) code = FM_GLM_RANK_DEFICIENT;
+      /* A = I - Q_S'Q_S has a unit scale */
+      if (!glm_chol(A, q, 1e-12)) code = FM_GLM_RANK_DEFICIENT;
       memcpy(v, a, (size_t)q * sizeof *v);
-      if (code == FM_GLM_OK) chol_solve(A, q, v);
+      if (code == FM_GLM_OK) glm_chol_solve(A, q, v);
       xmx = xx - dot(a, v, q);
     } else {
       xmx = xx - dot(a, a, q);
@@ -242,7 +210,7 @@ static void lin_col(void *ud, int64_t b, int t) {
           for (int64_t l = 0; l < q; l++) u[l] += Q[miss[e] + l * n] * ri;
         }
         memcpy(w, u, (size_t)q * sizeof *w);
-        chol_solve(A, q, w);
+        glm_chol_solve(A, q, w);
         xmy += dot(v, u, q);
         ymy -= rs + dot(u, w, q);
       }

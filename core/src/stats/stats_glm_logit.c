@@ -116,36 +116,17 @@ static work work_at(double *ws, int64_t m, int64_t kp) {
   return wk;
 }
 
-/* info = LL' (lower triangles, column-major). 0, or -1 when info is not
- * numerically positive definite. */
+/* info = LL' (lower triangles, column-major): glm_chol on a copy. 0, or -1
+ * when info is not numerically positive definite. */
 static int cholesky(int64_t k, const double *info, double *l) {
-  for (int64_t j = 0; j < k; j++) {
-    double djj = info[j * k + j];
-    for (int64_t p = 0; p < j; p++) djj -= l[p * k + j] * l[p * k + j];
-    if (!(djj > 0) || !isfinite(djj)) return -1;
-    double ljj = sqrt(djj);
-    l[j * k + j] = ljj;
-    for (int64_t i = j + 1; i < k; i++) {
-      double s = info[j * k + i];
-      for (int64_t p = 0; p < j; p++) s -= l[p * k + i] * l[p * k + j];
-      l[j * k + i] = s / ljj;
-    }
-  }
-  return 0;
+  memcpy(l, info, (size_t)(k * k) * sizeof *l);
+  return glm_chol(l, k, 0.0) ? 0 : -1;
 }
 
 /* s = (LL')^-1 g. */
 static void chol_solve(int64_t k, const double *l, const double *g, double *s) {
-  for (int64_t i = 0; i < k; i++) {
-    double t = g[i];
-    for (int64_t p = 0; p < i; p++) t -= l[p * k + i] * s[p];
-    s[i] = t / l[i * k + i];
-  }
-  for (int64_t i = k - 1; i >= 0; i--) {
-    double t = s[i];
-    for (int64_t p = i + 1; p < k; p++) t -= l[i * k + p] * s[p];
-    s[i] = t / l[i * k + i];
-  }
+  memcpy(s, g, (size_t)k * sizeof *s);
+  glm_chol_solve(l, k, s);
 }
 
 /* linvt[b * kp + a] = (L^-1)_ab for a >= b, 0 elsewhere (kp x kp): column
