@@ -11,7 +11,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 lib="$root/build/rlib-docs"
 mkdir -p "$lib"
 export R_LIBS="$lib:${DOCS_RLIB:-$root/build/rlib}"
-Rscript -e 'if (!requireNamespace("roxygen2", quietly = TRUE))
+# (the version the man pages were written with: a Debian roxygen2 7 elsewhere
+# on the library path rewrites every page)
+Rscript -e 'if (!requireNamespace("roxygen2", quietly = TRUE) ||
+                packageVersion("roxygen2") < "8.1.1")
   install.packages("roxygen2", lib = .libPaths()[1], quiet = TRUE)'
 for p in $(cat "$root/tools/packages"); do
   Rscript -e "roxygen2::roxygenise('$root/packages/$p', roclets = c('rd', 'namespace'),

@@ -13,6 +13,9 @@
  * 1kg fixture, a few past 25): it gets this many times max_iter. */
 #define GLM_FIRTH_ITER_FACTOR 4
 
+/* k rounded up to a multiple of 4 (the row kernels' vector width). */
+static inline int64_t glm_round4(int64_t k) { return (k + 3) / 4 * 4; }
+
 /* The result of one fit (one variant, one phenotype). */
 typedef struct glm_fit {
   double beta, se, stat; /* of the genotype's coefficient; NaN unless code is OK
@@ -34,18 +37,66 @@ size_t glm_logit_ws_doubles(int64_t n, int64_t q);
 int glm_logit_null(int64_t n, int64_t q, const double *c, const double *y, int max_iter,
                    double tol, double *beta_out, double *ws);
 
+/* What every variant's fit of one phenotype shares, for the fixed
+ * covariate information fit (stats_glm_logit_fast.c): over the group's n
+ * rows, the covariates row-major (cr: n x qp, qp = q rounded up to a
+ * multiple of 4, zeros beyond q), cc = C'C and its Cholesky factor lcc, and
+ * at the covariates-only fit (the start): per row the weight w0, the
+ * residual r0 = y - p0 and the log-likelihood term l0 (n each), their sums
+ * g0 = C'r0 (qp) and ll0, a0 = C'W0C and its factor f0 (q x q each, lower
+ * triangle, column-major). */
+typedef struct glm_logit_pre {
+  int64_t n, q, qp;
+  const double *cr, *cc, *lcc;
+  double *w0, *r0, *l0, *g0, *a0, *f0;
+  double ll0;
+} glm_logit_pre;
+
+/* Doubles of glm_logit_pre's per-phenotype arrays (w0 ... f0). */
+size_t glm_logit_pre_doubles(int64_t n, int64_t q);
+
+/* Points pre's per-phenotype arrays into mem (glm_logit_pre_doubles). */
+void glm_logit_pre_place(glm_logit_pre *pre, double *mem);
+
+/* The group's part: cr, cc and lcc (q * q each) from c (n x q,
+ * column-major). 0, or -1 when C'C is not numerically positive definite. */
+int glm_logit_pre_rows(int64_t n, int64_t q, const double *c, double *cr, double *cc,
+                       double *lcc);
+
+/* The phenotype's part at beta = start (w0 ... f0 and ll0, into the
+ * arrays glm_logit_pre_place set), given pre's n, q, qp and cr. 0, or -1
+ * when a0 is not numerically positive definite. ws: at least
+ * glm_logit_ws_doubles(n, q) doubles. */
+int glm_logit_pre_start(glm_logit_pre *pre, const double *y, const double *start, double *ws);
+
+/* The plain fit by the fixed covariate information (stats_glm_logit_fast.c)
+ * for glm_logit_fit, which has made its checks (more rows than q + 1, x not
+ * constant, no allele absent from a class). Returns 1 with *out complete
+ * (the estimate, or FM_GLM_RANK_DEFICIENT), or 0: the full Newton
+ * iteration is to decide (out's estimate not set). */
+int glm_logit_fit_fast(const glm_logit_pre *pre, const double *y, const double *x,
+                       const double *start, int max_iter, double tol, double *ws, glm_fit *out);
+
+/* plink2's --vif default. */
+#define GLM_VIF_MAX 50.0
+/* Halvings before a step is given up (2^-30 of a Newton step). */
+#define GLM_MAX_HALVINGS 30
+
 /* One fit: logit P(y_i = 1) = c_i' a + x_i b over the rows i < n with x[i]
  * not NaN (the others are left out: a missing call). c: n x q column-major
  * (leading dimension n), y: n values 0/1, x: n values, start: the q
  * coefficients of glm_logit_null (b starts at 0). firth: fm_glm_firth.
+ * pre: NULL, or the same rows' glm_logit_pre, which lets a plain fit take
+ * glm_logit_fit_fast first (the same estimate within the stopping rule's
+ * tol).
  * Writes *out (obs_ct = rows used; code and firth as fm_stats_glm.h and
  * plink2's --glm rules: a constant x is FM_GLM_CONST_OMITTED_ALLELE; with
  * FM_GLM_FIRTH_FALLBACK, Firth is used where plink2 uses it). Reads only
  * its inputs; ws: at least glm_logit_ws_doubles(n, q) doubles. Thread-safe
  * with distinct ws and out. */
 void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const double *x,
-                   const double *start, int firth, int max_iter, double tol, double *ws,
-                   glm_fit *out);
+                   const double *start, const glm_logit_pre *pre, int firth, int max_iter,
+                   double tol, double *ws, glm_fit *out);
 
 /* ---- stats_glm.c: shared by the methods -------------------------------- */
 

@@ -1,6 +1,7 @@
 /* stats_glm_logistic.c: logistic regression of fm_stats_glm.h: the
  * phenotype checks, each group's covariate rows and each phenotype's
- * covariates-only fit (the start of every variant's fit), then one
+ * covariates-only fit (the start of every variant's fit, with the parts
+ * of stats_glm_logit_fast.c's fit it fixes), then one
  * glm_logit_fit (stats_glm_logit.c) per variant and phenotype, threaded
  * over the columns of each streamed block. */
 #include "stats_glm_impl.h"
@@ -18,6 +19,7 @@ typedef struct logit_job {
   const double *yc;      /* per phenotype: its rows' values (offset ypos[c]) */
   const int64_t *ypos;
   const double *start;   /* per phenotype: q coefficients of the null fit */
+  const glm_logit_pre *pre; /* per phenotype: the fast fit's shared parts, or n = 0 */
   double *xg;            /* per thread: n_max gathered genotypes */
   double *ws;            /* per thread: ws_len doubles */
   size_t ws_len;
@@ -33,6 +35,7 @@ static void logit_col(void *ud, int64_t b, int t) {
   const glm_groups *g = j->g;
   const int64_t n = d->n_rows, q = d->n_covar;
   const double *col = j->panel + b * n;
+  glm_allele_cts(col, n, 1, j->c0 + b, j->p, d, j->out);
   double *xg = j->xg + (size_t)t * (size_t)j->n_max;
   double *ws = j->ws + (size_t)t * j->ws_len;
   int64_t gathered = -1;
@@ -48,7 +51,8 @@ static void logit_col(void *ud, int64_t b, int t) {
       gathered = h;
     }
     glm_fit f;
-    glm_logit_fit(ng, q, j->cg + q * off, j->yc + j->ypos[c], xg, j->start + q * c, j->o->firth,
+    glm_logit_fit(ng, q, j->cg + q * off, j->yc + j->ypos[c], xg, j->start + q * c,
+                  j->pre[c].n ? j->pre + c : NULL, j->o->firth,
                   j->o->max_iter > 0 ? j->o->max_iter : GLM_MAX_ITER_DEFAULT,
                   j->o->tol > 0 ? j->o->tol : GLM_TOL_DEFAULT, ws, &f);
     glm_put(j->out, j->p, j->c0 + b, c, &f);
@@ -62,7 +66,6 @@ static fm_status logit_block(void *ud, const fm_mat *blk, int64_t c0, const doub
   if (fill) glm_column_means(panel, blk->n_rows, blk->n_cols, fill);
   fm_status st = glm_check_finite(panel, blk->n_rows, blk->n_cols, c0, err);
   if (st != FM_OK) return st;
-  glm_allele_cts(panel, blk->n_rows, blk->n_cols, c0, j->p, j->d, j->out);
   j->panel = panel;
   j->c0 = c0;
   glm_parallel(logit_col, j, blk->n_cols, j->nt);
@@ -111,7 +114,15 @@ fm_status fm_stats_glm_logistic(const fm_mat *x, const fm_glm_design *d, const f
   double *xg = malloc((size_t)(n_max > 0 ? n_max : 1) * (size_t)nt * sizeof *xg);
   double *ws = malloc(j.ws_len * (size_t)nt * sizeof *ws);
   double *fill = opts->impute_mean ? malloc((size_t)block_max * sizeof *fill) : NULL;
-  if (!cg || !ypos || !yc || !start || !xg || !ws || (opts->impute_mean && !fill)) {
+  /* the fast fit's parts (glm_logit_pre): per group n_g x qp + 2 q^2
+   * doubles, per phenotype glm_logit_pre_doubles */
+  const int64_t qp = glm_round4(q), n_all = g.g_off[g.n_groups];
+  glm_logit_pre *pre = calloc((size_t)(k > 0 ? k : 1), sizeof *pre);
+  const size_t pre_len = (size_t)n_all * (size_t)qp + (size_t)g.n_groups * 2 * (size_t)(q * q) +
+                         (size_t)k * glm_logit_pre_doubles(n_max, q);
+  double *pre_mem = malloc((pre_len > 0 ? pre_len : 1) * sizeof *pre_mem);
+  if (!cg || !ypos || !yc || !start || !xg || !ws || (opts->impute_mean && !fill) || !pre ||
+      !pre_mem) {
     st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate the design's work space", what);
     goto done;
   }
@@ -135,8 +146,24 @@ fm_status fm_stats_glm_logistic(const fm_mat *x, const fm_glm_design *d, const f
       goto done;
     }
   }
-  j = (logit_job){d, opts, out, &g, cg, yc, ypos, start, xg, ws, j.ws_len, n_max, x->n_cols, 0,
-                  NULL, fill, nt};
+  /* a group (or phenotype) whose covariate information is not numerically
+   * positive definite goes without: the full iteration says what fails */
+  double *pm = pre_mem;
+  for (int64_t h = 0; h < g.n_groups; h++) {
+    const int64_t off = g.g_off[h], ng = g.g_off[h + 1] - off;
+    double *cr = pm, *cc = cr + ng * qp, *lcc = cc + q * q;
+    pm = lcc + q * q;
+    if (glm_logit_pre_rows(ng, q, cg + q * off, cr, cc, lcc) != 0) continue;
+    for (int64_t c = 0; c < k; c++) {
+      if (g.group_of[c] != h) continue;
+      glm_logit_pre p = {.n = ng, .q = q, .qp = qp, .cr = cr, .cc = cc, .lcc = lcc};
+      glm_logit_pre_place(&p, pm);
+      pm += glm_logit_pre_doubles(ng, q);
+      if (glm_logit_pre_start(&p, yc + ypos[c], start + q * c, ws) == 0) pre[c] = p;
+    }
+  }
+  j = (logit_job){d, opts, out, &g, cg, yc, ypos, start, pre, xg, ws, j.ws_len, n_max,
+                  x->n_cols, 0, NULL, fill, nt};
   st = glm_stream(x, ctl, what, 1, logit_block, &j, err);
 done:
   free(cg);
@@ -146,6 +173,8 @@ done:
   free(xg);
   free(ws);
   free(fill);
+  free(pre);
+  free(pre_mem);
   glm_groups_free(&g);
   return st;
 }

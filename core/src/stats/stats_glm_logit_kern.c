@@ -6,19 +6,24 @@
 
 #include "fm/fm_cpu.h"
 
+/* x_i'beta over kp values (a multiple of 4), in four interleaved sums. */
+static double row_dot(int64_t kp, const double *xi, const double *beta) {
+  double e0 = 0, e1 = 0, e2 = 0, e3 = 0;
+  for (int64_t j = 0; j < kp; j += 4) {
+    e0 += beta[j] * xi[j];
+    e1 += beta[j + 1] * xi[j + 1];
+    e2 += beta[j + 2] * xi[j + 2];
+    e3 += beta[j + 3] * xi[j + 3];
+  }
+  return (e0 + e1) + (e2 + e3);
+}
+
 static double rows_portable(int64_t m, int64_t kp, const double *xr, const double *y,
                             const double *beta, double *p, double *w, double *wx) {
   double sum = 0, logs = 0, prod = 1;
   for (int64_t i = 0; i < m; i++) {
     const double *xi = xr + i * kp;
-    double e0 = 0, e1 = 0, e2 = 0, e3 = 0; /* kp is a multiple of 4 */
-    for (int64_t j = 0; j < kp; j += 4) {
-      e0 += beta[j] * xi[j];
-      e1 += beta[j + 1] * xi[j + 1];
-      e2 += beta[j + 2] * xi[j + 2];
-      e3 += beta[j + 3] * xi[j + 3];
-    }
-    const double e = (e0 + e1) + (e2 + e3);
+    const double e = row_dot(kp, xi, beta);
     const double t = exp(-fabs(e)), u = 1 / (1 + t), wi = t * u * u;
     sum += y[i] * e - fmax(e, 0);
     prod *= 1 + t;
@@ -53,6 +58,20 @@ static void cross_portable(int64_t m, int64_t k, int64_t kp, const double *xr, c
   }
 }
 
+/* cross with wx_i = w_i x_i: row by row into the triangle. */
+static void wcross_portable(int64_t m, int64_t k, int64_t kp, const double *xr, const double *w,
+                            double *info) {
+  for (int64_t a = 0; a < k; a++)
+    for (int64_t b = a; b < k; b++) info[a * k + b] = 0;
+  for (int64_t i = 0; i < m; i++) {
+    const double *xi = xr + i * kp;
+    for (int64_t a = 0; a < k; a++) {
+      const double wa = w[i] * xi[a];
+      for (int64_t b = a; b < k; b++) info[a * k + b] += wa * xi[b];
+    }
+  }
+}
+
 static void score_portable(int64_t m, int64_t kp, const double *xr, const double *y,
                            const double *p, const double *w, const double *linvt, double *grad) {
   for (int64_t j = 0; j < kp; j++) grad[j] = 0;
@@ -79,7 +98,64 @@ static void score_portable(int64_t m, int64_t kp, const double *xr, const double
   }
 }
 
-const logit_kern logit_kern_portable = {rows_portable, cross_portable, score_portable};
+static double pass_portable(int64_t n, int64_t qp, const double *cr, const double *x,
+                            const double *y, const double *beta, double *w, double *acc,
+                            double *cx) {
+  double *gc = acc, *bc = acc + qp, gx = 0, dxx = 0, sum = 0, logs = 0, prod = 1;
+  const double bx = beta[qp];
+  for (int64_t j = 0; j < qp; j++) {
+    gc[j] = bc[j] = 0;
+    if (cx) cx[j] = 0;
+  }
+  for (int64_t i = 0, used = 0; i < n; i++) {
+    const double xi = x[i], *ci = cr + i * qp;
+    if (isnan(xi)) {
+      w[i] = 0;
+      continue;
+    }
+    const double e = row_dot(qp, ci, beta) + xi * bx;
+    const double t = exp(-fabs(e)), u = 1 / (1 + t), wi = t * u * u;
+    sum += y[i] * e - fmax(e, 0);
+    prod *= 1 + t;
+    if (++used % LOGIT_LOG_CHUNK == 0) logs += log(prod), prod = 1;
+    const double r = y[i] - (e >= 0 ? u : t * u), wxi = wi * xi;
+    w[i] = wi;
+    gx += r * xi;
+    dxx += wxi * xi;
+    for (int64_t j = 0; j < qp; j++) {
+      gc[j] += r * ci[j];
+      bc[j] += wxi * ci[j];
+      if (cx) cx[j] += xi * ci[j];
+    }
+  }
+  acc[2 * qp] = gx;
+  acc[2 * qp + 1] = dxx;
+  return sum - (logs + log(prod));
+}
+
+static void start_portable(int64_t n, int64_t qp, const double *cr, const double *x,
+                           const double *w0, const double *r0, double *w, double *acc,
+                           double *cx) {
+  double *bc = acc + qp, gx = 0, dxx = 0;
+  for (int64_t j = 0; j < qp; j++) bc[j] = cx[j] = 0;
+  for (int64_t i = 0; i < n; i++) {
+    const double xi = x[i], *ci = cr + i * qp;
+    w[i] = isnan(xi) ? 0 : w0[i];
+    if (isnan(xi)) continue;
+    const double wxi = w0[i] * xi;
+    gx += r0[i] * xi;
+    dxx += wxi * xi;
+    for (int64_t j = 0; j < qp; j++) {
+      bc[j] += wxi * ci[j];
+      cx[j] += xi * ci[j];
+    }
+  }
+  acc[2 * qp] = gx;
+  acc[2 * qp + 1] = dxx;
+}
+
+const logit_kern logit_kern_portable = {rows_portable,  cross_portable, wcross_portable,
+                                        score_portable, pass_portable,  start_portable};
 
 const logit_kern *logit_kern_get(void) {
 #if LOGIT_HAVE_AVX2

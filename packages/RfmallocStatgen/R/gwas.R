@@ -17,8 +17,12 @@
 #'     products over bounded panels (exact downdates for the samples a
 #'     missing call removes).
 #'   * `"logistic"`: maximum likelihood by Newton's method from the
-#'     covariates-only fit; `OR` = \eqn{e^b}, `LOG(OR)_SE` the Wald standard
-#'     error from the inverse information, `Z_STAT`, `P` normal two-sided.
+#'     covariates-only fit (a plain fit first iterates with the covariates'
+#'     block of the information fixed at that fit's, which reaches the same
+#'     maximum at a fraction of the work per step, and falls back to full
+#'     Newton steps where it does not converge); `OR` = \eqn{e^b},
+#'     `LOG(OR)_SE` the Wald standard error from the inverse information at
+#'     the estimate, `Z_STAT`, `P` normal two-sided.
 #'     Firth's penalized likelihood (Firth 1993; Heinze and Schemper 2002)
 #'     is used for every variant (`firth = "always"`), never (`"never"`,
 #'     plink2's `no-firth`: a separated variant gets `ERRCODE`
@@ -94,7 +98,10 @@
 #' @param max_iter,tol logistic fits: iteration limit (plink2's 25 for a
 #'   plain fit, after which `firth = "fallback"` turns to Firth; a Firth fit,
 #'   whose iteration converges linearly, gets 4 times as many) and convergence
-#'   tolerance (largest coefficient step).
+#'   tolerance: the estimate is within about `tol` of the maximum (the fit
+#'   stops when the largest coefficient step is below `tol`, or when a plain
+#'   fit's steps, shrinking geometrically, predict the next one below
+#'   `tol / 100`).
 #' @return A data frame of class `statgen_gwas`, one row per phenotype and
 #'   variant (phenotypes one after another), with plink2's columns:
 #'   `PHENO`, `#CHROM`, `POS`, `ID`, `REF`, `ALT`, `A1`, (`FIRTH?`, logistic

@@ -141,13 +141,28 @@ static double sumsq(const double *x, int64_t n) {
   return s;
 }
 
-/* Fit with the null start. */
+/* Fit with the null start; fast: with the shared parts of the fixed
+ * covariate information fit (glm_logit_pre), as the GWAS driver does. */
+static void fit_with(int64_t n, int q, const double *c, const double *y, const double *x,
+                     int firth, int fast, glm_fit *out) {
+  const int64_t qp = (q + 3) / 4 * 4;
+  double *ws = malloc(glm_logit_ws_doubles(n, q) * sizeof *ws), start[QMAX];
+  double *mem = malloc(((size_t)n * (size_t)qp + 2 * (size_t)(q * q) +
+                       glm_logit_pre_doubles(n, q)) * sizeof *mem);
+  CHECK(glm_logit_null(n, q, c, y, 25, TOL, start, ws) == 0);
+  double *cr = mem, *cc = cr + n * qp, *lcc = cc + q * q;
+  glm_logit_pre pre = {.n = n, .q = q, .qp = qp, .cr = cr, .cc = cc, .lcc = lcc};
+  glm_logit_pre_place(&pre, lcc + q * q);
+  CHECK(glm_logit_pre_rows(n, q, c, cr, cc, lcc) == 0);
+  CHECK(glm_logit_pre_start(&pre, y, start, ws) == 0);
+  glm_logit_fit(n, q, c, y, x, start, fast ? &pre : NULL, firth, 25, TOL, ws, out);
+  free(ws);
+  free(mem);
+}
+
 static void fit(int64_t n, int q, const double *c, const double *y, const double *x, int firth,
                 glm_fit *out) {
-  double *ws = malloc(glm_logit_ws_doubles(n, q) * sizeof *ws), start[QMAX];
-  CHECK(glm_logit_null(n, q, c, y, 25, TOL, start, ws) == 0);
-  glm_logit_fit(n, q, c, y, x, start, firth, 25, TOL, ws, out);
-  free(ws);
+  fit_with(n, q, c, y, x, firth, 1, out);
 }
 
 static void test_code_names(void) {
@@ -174,6 +189,39 @@ static void test_null_fit(void) {
   beta[Q] = 0;
   score_at(N, Q, c, y, x, beta, 0, u, inv);
   for (int j = 0; j < Q; j++) CHECK(fabs(u[j]) <= TOL * sumsq(c + j * N, N));
+  free(ws);
+}
+
+/* The fixed covariate information fit decides itself on ordinary variants
+ * (no fallback to the full iteration), at every level, with and without
+ * missing calls, for small and large effects. */
+static void test_fast_decides(void) {
+  enum { N = 600, Q = 4, QP = 4 };
+  static double c[N * Q], y[N], x[N], cr[N * QP], mem[3 * N + QP + 2 * Q * Q];
+  double cc[Q * Q], lcc[Q * Q], start[Q];
+  double *ws = malloc(glm_logit_ws_doubles(N, Q) * sizeof *ws);
+  for (int lv = 0; lv < 2; lv++) {
+    fm_cpu_cap(lv ? FM_ISA_PORTABLE : FM_ISA_AVX512);
+    for (int effect = 0; effect < 3; effect++) {
+      gen(N, Q, 0.3, effect * 0.5, c, y, x);
+      if (effect == 2)
+        for (int i = 3; i < N; i += 13) x[i] = NAN;
+      CHECK(glm_logit_null(N, Q, c, y, 25, TOL, start, ws) == 0);
+      glm_logit_pre pre = {.n = N, .q = Q, .qp = QP, .cr = cr, .cc = cc, .lcc = lcc};
+      CHECK(glm_logit_pre_doubles(N, Q) == sizeof mem / sizeof *mem);
+      glm_logit_pre_place(&pre, mem);
+      CHECK(glm_logit_pre_rows(N, Q, c, cr, cc, lcc) == 0);
+      CHECK(glm_logit_pre_start(&pre, y, start, ws) == 0);
+      glm_fit f = {.code = FM_GLM_OK, .obs_ct = 0}, g;
+      for (int i = 0; i < N; i++) f.obs_ct += !isnan(x[i]);
+      CHECK(glm_logit_fit_fast(&pre, y, x, start, 25, TOL, ws, &f) == 1);
+      glm_logit_fit(N, Q, c, y, x, start, NULL, FM_GLM_FIRTH_NEVER, 25, TOL, ws, &g);
+      CHECK(f.code == FM_GLM_OK && g.code == FM_GLM_OK);
+      CHECK(fabs(f.beta - g.beta) <= 100 * TOL * (1 + fabs(g.beta)));
+      CHECK(fabs(f.se / g.se - 1) <= 100 * TOL);
+    }
+  }
+  fm_cpu_cap(FM_ISA_AVX512);
   free(ws);
 }
 
@@ -253,7 +301,9 @@ static void test_constant(void) {
         out.firth == 0);
 }
 
-/* Missing calls: the fit is the one on the compacted rows, bit for bit. */
+/* Missing calls: the full iteration's fit is the one on the compacted
+ * rows, bit for bit; the fast fit's (whose vector lanes and downdated
+ * covariate information differ) within what the stopping rule leaves. */
 static void test_missing_rows(void) {
   enum { N = 300, Q = 3 };
   double c[N * Q], y[N], x[N], cc[N * Q], yc[N], xc[N];
@@ -270,11 +320,17 @@ static void test_missing_rows(void) {
   CHECK(glm_logit_null(N, Q, c, y, 25, TOL, start, ws) == 0);
   for (int mode = FM_GLM_FIRTH_NEVER; mode <= FM_GLM_FIRTH_ALWAYS; mode++) {
     glm_fit full, comp;
-    glm_logit_fit(N, Q, c, y, x, start, mode, 25, TOL, ws, &full);
-    glm_logit_fit(m, Q, cc, yc, xc, start, mode, 25, TOL, ws, &comp);
+    glm_logit_fit(N, Q, c, y, x, start, NULL, mode, 25, TOL, ws, &full);
+    glm_logit_fit(m, Q, cc, yc, xc, start, NULL, mode, 25, TOL, ws, &comp);
     CHECK(full.code == FM_GLM_OK && full.obs_ct == m && comp.obs_ct == m);
     CHECK(full.beta == comp.beta && full.se == comp.se && full.stat == comp.stat);
     CHECK(full.firth == (mode == FM_GLM_FIRTH_ALWAYS));
+    glm_fit fast_full, fast_comp;
+    fit_with(N, Q, c, y, x, mode, 1, &fast_full);
+    fit_with(m, Q, cc, yc, xc, mode, 1, &fast_comp);
+    CHECK(fast_full.code == FM_GLM_OK && fast_comp.code == FM_GLM_OK);
+    CHECK(fabs(fast_full.beta - fast_comp.beta) <= 100 * TOL * (1 + fabs(full.beta)));
+    CHECK(fabs(fast_full.se / fast_comp.se - 1) <= 100 * TOL);
   }
   free(ws);
 }
@@ -355,12 +411,21 @@ static void test_isa_paths(void) {
         if (rare) x[0] = 1, y[0] = 1; /* at least one allele, in a case */
         for (int64_t i = 5; i < n; i += 11) x[i] = NAN; /* missing calls */
         for (int mode = FM_GLM_FIRTH_FALLBACK; mode <= FM_GLM_FIRTH_ALWAYS; mode++) {
-          glm_fit f[2];
+          /* per level, the fast fit (f[lv]) and the full iteration alone */
+          glm_fit f[2], g[2];
           for (int lv = 0; lv < 2; lv++) {
             fm_cpu_cap(lv ? FM_ISA_PORTABLE : FM_ISA_AVX512);
-            fit(n, q, c, y, x, mode, &f[lv]);
+            fit_with(n, q, c, y, x, mode, 1, &f[lv]);
+            fit_with(n, q, c, y, x, mode, 0, &g[lv]);
           }
           fm_cpu_cap(FM_ISA_AVX512);
+          for (int lv = 0; lv < 2; lv++) {
+            CHECK(f[lv].code == g[lv].code && f[lv].firth == g[lv].firth);
+            if (f[lv].code == FM_GLM_OK) {
+              CHECK(fabs(f[lv].beta - g[lv].beta) <= 100 * TOL * (1 + fabs(g[lv].beta)));
+              CHECK(fabs(f[lv].se / g[lv].se - 1) <= 100 * TOL);
+            }
+          }
           CHECK(f[0].code == f[1].code && f[0].firth == f[1].firth && f[0].obs_ct == f[1].obs_ct);
           if (f[0].code != FM_GLM_OK) continue;
           firth_seen += f[0].firth;
@@ -392,6 +457,7 @@ int main(void) {
   FM_RUN(test_code_names);
   FM_RUN(test_null_fit);
   FM_RUN(test_plain_mle);
+  FM_RUN(test_fast_decides);
   FM_RUN(test_firth_always);
   FM_RUN(test_separation);
   FM_RUN(test_constant);
