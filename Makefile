@@ -120,11 +120,15 @@ demo: setup install
 # bench/p2_freq.R (allele frequencies and variances vs plink2 --freq),
 # bench/p3_prodmat.R (X %*% B vs bigsnpr big_prodMat), bench/p6_crossprod.R
 # (BLAS on a mapped matrix vs the heap); bench/llm.R,
-# bench/alp.R (ALP compression and fused products vs dense f64).
+# bench/alp.R (ALP compression and fused products vs dense f64),
+# issue 15: bench/gwas.R (statgen_gwas vs plink2 --glm and bigstatsr's
+# big_univLinReg/big_univLogReg; with BENCH_RSS=1 also its peak RSS on the
+# 5,000 x 2,000,000 .bed).
 # P1-P3 share bench/lib.R and the .bed that bench/gen_bed.R writes once under
 # build/bench (5,000 x 200,000, 250 MB; P3 uses a copy without missing
 # calls); P1's pcaone peer needs 8 GB of RAM, else it runs on a subset.
-# tools/bench-setup.sh installs bigsnpr (P3) into build/rlib once.
+# tools/bench-setup.sh installs bigsnpr (P3, gwas) and logistf (the Firth
+# oracle test) into build/rlib once.
 # BENCH_THREADS (default 2), BENCH_REPS, BENCH_N and BENCH_M size the runs.
 # BENCH_RSS=1 adds bench/readers_rss.R (peak RSS reading 1 GB inputs; it
 # generates about 2.3 GB under build/bench/rss once) and bench/pca_rss.R
@@ -140,6 +144,7 @@ bench: setup install
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/alp.R
+	@$(RENV) Rscript bench/gwas.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/pca_rss.R; fi
 
