@@ -121,7 +121,8 @@ demo: setup install
 # bench/p3_prodmat.R (X %*% B vs bigsnpr big_prodMat), bench/p6_crossprod.R
 # (BLAS on a mapped matrix vs the heap); bench/llm.R,
 # bench/alp.R (ALP compression and fused products vs dense f64),
-# issue 15: bench/gwas.R (statgen_gwas vs plink2 --glm and bigstatsr's
+# issue 15: bench/gwas_accuracy.R (the largest differences from plink2 --glm
+# on the fixture), bench/gwas.R (statgen_gwas vs plink2 --glm and bigstatsr's
 # big_univLinReg/big_univLogReg; with BENCH_RSS=1 also its peak RSS on the
 # 5,000 x 2,000,000 .bed).
 # P1-P3 share bench/lib.R and the .bed that bench/gen_bed.R writes once under
@@ -144,6 +145,7 @@ bench: setup install
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/alp.R
+	@$(RENV) Rscript bench/gwas_accuracy.R
 	@$(RENV) Rscript bench/gwas.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/pca_rss.R; fi

@@ -1,0 +1,91 @@
+# gwas_accuracy.R (issue 15): the largest differences of
+# RfmallocStatgen::statgen_gwas() from plink2 --glm (Debian plink2) on the
+# 1kg fixture, every variant, for the closing note's table; the tests
+# (packages/RfmallocStatgen/tests/testthat/test-*-plink2.R) assert the
+# bounds, this prints the figures. No timing.
+# Rows: linear QT without covariates, with plink2's 10 PCs, and with
+# fmalloc_pca's 10 PCs (plink2 given the same PCs); logistic BT no-firth and
+# hybrid (firth-fallback), without and with plink2's PCs. Columns: relative
+# differences of BETA (or OR) and SE, P where P > 1e-300, rows compared,
+# rows whose OBS_CT, ERRCODE or FIRTH? differ, and plink2's UNFINISHED rows
+# (ours converge there; their OR gap is printed apart). Writes
+# bench/results/gwas_accuracy.csv.
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), "lib.R"))
+suppressPackageStartupMessages({library(Rfmalloc); library(RfmallocStatgen)})
+if (!nzchar(Sys.which("plink2"))) stop("gwas_accuracy: plink2 is not installed (apt-get install plink2)")
+root <- bench_root()
+fx <- file.path(bench_fixtures(root), "genotypes", "1kg_phase3_subset")
+if (!dir.exists(fx)) stop("gwas_accuracy: the 1kg fixture is absent: ", fx)
+options(fmalloc.progress = FALSE)
+work <- file.path(tempdir(), "gwas_accuracy")
+dir.create(work, showWarnings = FALSE)
+bfile <- file.path(fx, "1kg_bi")
+pheno_file <- file.path(fx, "pheno", "1kg_pheno.tsv")
+ph <- utils::read.delim(pheno_file, check.names = FALSE)
+X <- fmalloc_bed_open(paste0(bfile, ".bed"))
+s <- fmalloc_samples(X)
+
+plink2 <- function(pheno, args, tag) {
+  out <- file.path(work, tag)
+  st <- system2("plink2", c("--bfile", bfile, "--pheno", pheno_file, "--pheno-name", pheno,
+                            "--threads", "2", args, "--out", out), stdout = FALSE, stderr = FALSE)
+  f <- Sys.glob(sprintf("%s.%s.glm.*", out, pheno))
+  if (st != 0 || length(f) != 1L) stop("gwas_accuracy: plink2 failed: ", paste(args, collapse = " "))
+  d <- utils::read.delim(f, check.names = FALSE)
+  d[d$TEST == "ADD", ]
+}
+system2("plink2", c("--bfile", bfile, "--pca", "10", "--threads", "2", "--out",
+                    file.path(work, "pca")), stdout = FALSE, stderr = FALSE)
+pcs_file <- file.path(work, "pca.eigenvec")
+pcs <- utils::read.delim(pcs_file, check.names = FALSE)
+ours_pcs <- fmalloc_pca(X, k = 10, scale = "binomial", drop_constant = TRUE)
+own <- data.frame(`#FID` = s$fid, IID = s$iid, ours_pcs$x[, 1:10], check.names = FALSE)
+colnames(own)[-(1:2)] <- paste0("PC", 1:10)
+own_file <- file.path(work, "own_pcs.tsv")
+utils::write.table(own, own_file, sep = "\t", quote = FALSE, row.names = FALSE)
+
+compare <- function(what, ours, p2) {
+  beta <- if (is.null(p2$BETA)) "OR" else "BETA"
+  se <- if (is.null(p2$SE)) "LOG(OR)_SE" else "SE"
+  stopifnot(identical(ours$ID, p2$ID), identical(ours$A1, p2$A1))
+  unf <- p2$ERRCODE == "UNFINISHED"
+  ok <- p2$ERRCODE == "." & ours$ERRCODE == "."
+  rel <- function(a, b) abs(a / b - 1)
+  big <- ok & p2$P > 1e-300
+  firth_diff <- if (is.null(p2[["FIRTH?"]])) 0L else sum(ours[["FIRTH?"]] != p2[["FIRTH?"]])
+  data.frame(
+    comparison = what, rows = sum(ok), beta_max = max(rel(ours[[beta]][ok], p2[[beta]][ok])),
+    beta_median = stats::median(rel(ours[[beta]][ok], p2[[beta]][ok])),
+    se_max = max(rel(ours[[se]][ok], p2[[se]][ok])), p_max = max(rel(ours$P[big], p2$P[big])),
+    obs_ct_differ = sum(ours$OBS_CT != p2$OBS_CT),
+    errcode_differ = sum(ours$ERRCODE[!unf] != p2$ERRCODE[!unf]), firth_differ = firth_diff,
+    rows_beyond_1e3 = sum(rel(ours[[beta]][ok], p2[[beta]][ok]) > 1e-3),
+    plink2_unfinished = sum(unf),
+    unfinished_logor_gap_max = if (any(unf)) max(abs(log(ours$OR[unf]) - log(p2$OR[unf]))) else NA,
+    stringsAsFactors = FALSE)
+}
+
+y <- function(col) ph[c("#FID", "IID", col)]
+rows <- list(
+  compare("linear QT, no covariates", statgen_gwas(X, y("QT")),
+          plink2("QT", c("--glm", "allow-no-covars", "hide-covar"), "qt")),
+  compare("linear QT, plink2's 10 PCs", statgen_gwas(X, y("QT"), covar = pcs),
+          plink2("QT", c("--covar", pcs_file, "--glm", "hide-covar"), "qt_pc")),
+  compare("linear QT, fmalloc_pca's 10 PCs", statgen_gwas(X, y("QT"), covar = own),
+          plink2("QT", c("--covar", own_file, "--glm", "hide-covar"), "qt_own")),
+  compare("logistic BT no-firth, no covariates",
+          suppressMessages(statgen_gwas(X, y("BT"), family = "logistic", firth = "never")),
+          plink2("BT", c("--glm", "allow-no-covars", "hide-covar", "no-firth"), "bt_nf")),
+  compare("logistic BT hybrid, no covariates",
+          suppressMessages(statgen_gwas(X, y("BT"), family = "logistic")),
+          plink2("BT", c("--glm", "allow-no-covars", "hide-covar"), "bt_hy")),
+  compare("logistic BT no-firth, plink2's 10 PCs",
+          suppressMessages(statgen_gwas(X, y("BT"), covar = pcs, family = "logistic",
+                                        firth = "never")),
+          plink2("BT", c("--covar", pcs_file, "--glm", "hide-covar", "no-firth"), "bt_nf_pc")),
+  compare("logistic BT hybrid, plink2's 10 PCs",
+          suppressMessages(statgen_gwas(X, y("BT"), covar = pcs, family = "logistic")),
+          plink2("BT", c("--covar", pcs_file, "--glm", "hide-covar"), "bt_hy_pc")))
+res <- do.call(rbind, rows)
+print(format(res, digits = 3), right = FALSE)
+bench_write_csv(root, res, "gwas_accuracy.csv")
