@@ -9,7 +9,8 @@
 # differences of BETA (or OR) and SE, P where P > 1e-300, rows compared,
 # rows whose OBS_CT, ERRCODE or FIRTH? differ, and plink2's UNFINISHED rows
 # (ours converge there; their OR gap is printed apart). Writes
-# bench/results/gwas_accuracy.csv.
+# bench/results/gwas_accuracy.csv; then per-variant glm() and logistf
+# oracles (printed).
 source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), "lib.R"))
 suppressPackageStartupMessages({library(Rfmalloc); library(RfmallocStatgen)})
 if (!nzchar(Sys.which("plink2"))) stop("gwas_accuracy: plink2 is not installed (apt-get install plink2)")
@@ -89,3 +90,46 @@ rows <- list(
 res <- do.call(rbind, rows)
 print(format(res, digits = 3), right = FALSE)
 bench_write_csv(root, res, "gwas_accuracy.csv")
+
+# Per-variant oracles with plink2's 10 PCs: glm(binomial, epsilon = 1e-14)
+# polished by Newton steps on 200 random autosomal variants (plain fits),
+# and logistf(pl = FALSE) on 50 of the Firth rows when it is installed
+# (make bench installs it). Relative differences of log(OR) and its SE.
+yb <- ph$BT[match(s$iid, ph$IID)] - 1
+keep <- !is.na(yb)
+C <- cbind(1, as.matrix(pcs[match(s$iid, pcs$IID), -(1:2)]))[keep, ]
+plain <- suppressMessages(statgen_gwas(X, y("BT"), covar = pcs, family = "logistic", firth = "never",
+                                       a1 = "alt"))
+hy <- suppressMessages(statgen_gwas(X, y("BT"), covar = pcs, family = "logistic", a1 = "alt"))
+auto <- plain[["#CHROM"]] != "X"
+col_of <- function(j) X[, j][keep]
+set.seed(7)
+glm_rel <- t(vapply(sample(which(auto & plain$ERRCODE == "."), 200), function(j) {
+  D <- cbind(C, col_of(j))
+  f <- stats::glm.fit(D, yb[keep], family = stats::binomial(),
+                      control = stats::glm.control(epsilon = 1e-14, maxit = 100))
+  b <- f$coefficients
+  for (it in 1:5) {
+    p <- stats::plogis(drop(D %*% b))
+    b <- b + solve(crossprod(D, D * (p * (1 - p))), crossprod(D, yb[keep] - p))
+  }
+  p <- stats::plogis(drop(D %*% b))
+  se <- sqrt(diag(solve(crossprod(D, D * (p * (1 - p))))))[12]
+  c(abs(log(plain$OR[j]) / b[12] - 1), abs(plain[["LOG(OR)_SE"]][j] / se - 1))
+}, numeric(2)))
+cat(sprintf("glm (200 variants, plain fits): log(OR) max rel %.2e, SE max rel %.2e\n",
+            max(glm_rel[, 1]), max(glm_rel[, 2])))
+if (requireNamespace("logistf", quietly = TRUE)) {
+  firth_rows <- which(hy[["FIRTH?"]] %in% "Y" & hy$ERRCODE == "." & auto)
+  set.seed(10)
+  lf <- vapply(sample(firth_rows, 50), function(j) {
+    dat <- data.frame(y = yb[keep], C[, -1], x = col_of(j))
+    f <- logistf::logistf(y ~ ., data = dat, pl = FALSE,
+                          control = logistf::logistf.control(maxit = 1000, maxstep = 5, xconv = 1e-12,
+                                                             gconv = 1e-12, lconv = 1e-14))
+    abs(log(hy$OR[j]) / unname(stats::coef(f)["x"]) - 1)
+  }, numeric(1))
+  cat(sprintf("logistf (50 Firth rows): log(OR) max rel %.2e\n", max(lf)))
+} else {
+  cat("logistf is not installed (tools/bench-setup.sh installs it): its comparison skipped\n")
+}
