@@ -144,6 +144,11 @@
                              sub("\r", " ", dup[1], fixed = TRUE)))
   }
   at <- match(key_x, key_o)
+  twice <- key_x[!is.na(key_x) & !is.na(at) & duplicated(key_x)]
+  if (length(twice)) {
+    fm_abort("earg", sprintf("X has sample ID '%s' more than once: %s cannot be matched by ID",
+                             sub("\r", " ", twice[1], fixed = TRUE), what))
+  }
   if (all(is.na(at))) {
     fm_abort("earg", sprintf("no sample ID of %s matches X's samples (e.g. '%s' vs '%s')", what,
                              sub("\r", " ", key_o[1], fixed = TRUE),
@@ -175,8 +180,12 @@
     }
     m <- if (is.matrix(y)) y else matrix(y, ncol = 1L)
     storage.mode(m) <- "double"
-    if (is.null(colnames(m))) colnames(m) <- paste0("PHENO", seq_len(ncol(m)))
+    if (is.null(colnames(m))) colnames(m) <- rep("", ncol(m))
   }
+  unnamed <- is.na(colnames(m)) | !nzchar(colnames(m))
+  colnames(m)[unnamed] <- paste0("PHENO", which(unnamed))
+  dup <- colnames(m)[duplicated(colnames(m))]
+  if (length(dup)) fm_abort("earg", sprintf("two phenotypes are named '%s'", dup[1]))
   coding <- character(ncol(m))
   for (c in seq_len(ncol(m))) {
     v <- m[, c]
@@ -261,9 +270,15 @@
   if (!any(used)) fm_abort("earg", "no sample has both a phenotype and every covariate")
   cmat <- cbind(`(Intercept)` = 1, cov)
   for (c in seq_len(ncol(pheno))) {
-    if (all(is.na(pheno[, c]))) {
+    v <- pheno[!is.na(pheno[, c]), c]
+    if (!length(v)) {
       fm_abort("earg", sprintf("phenotype '%s' has no sample with every covariate",
                                colnames(pheno)[c]))
+    }
+    if (all(v == v[1])) {
+      fm_abort("earg", sprintf("phenotype '%s' takes one value (%g) over its %d samples with ",
+                               colnames(pheno)[c], v[1], length(v)),
+               "every covariate")
     }
   }
   for (l in seq_len(ncol(cov))) {

@@ -41,24 +41,27 @@
 #'   covariate work.
 #' @section chrX: With `chrX = "sex"` (plink2 a3.5's default), variants whose
 #'   `CHROM` is `X`, `23` or `chrX` get `SEX` (1 male, 2 female, from
-#'   `samples$sex`) as an extra covariate; samples of unknown sex are left
-#'   out there. Male genotypes are taken as the reader gives them (0/2 for a
+#'   `samples$sex`) as an extra covariate; samples of unknown sex are then
+#'   left out there. Male genotypes are taken as the reader gives them (0/2 for a
 #'   `.bed`, as plink2 a3.5 reads it); `chrX = "sex-haploid"` counts male
 #'   calls as 0/1 instead, `chrX = "none"` tests chrX like an autosome.
 #'   When every sample used has the same sex, `SEX` is not added.
 #' @section Errors: classed `fm_error_earg` naming the column, value or
 #'   sample: `y` or `covar` of another length than `nrow(X)` without IDs to
-#'   match, IDs that match no sample of `X` or occur twice, a phenotype with
-#'   no value, infinite values, a constant phenotype or one class only
-#'   (logistic), values other than 0/1 or 1/2 (logistic), a constant or
+#'   match, IDs that match no sample of `X` or occur twice (in `y`,
+#'   `covar` or `X`), `X` without variants, two phenotypes of one name, a
+#'   phenotype with no value, infinite values, a phenotype constant (or of
+#'   one class only, logistic) over the samples with every covariate, values other than 0/1 or 1/2 (logistic), a constant or
 #'   collinear covariate, an infinite genotype; `fm_error_ecancelled` on
 #'   interrupt. No partial result is returned.
 #'
 #' @param X samples x variants genotype matrix: a mapped `.bed`
 #'   ([Rfmalloc::fmalloc_bed_open()]), hardcalls or dosages from
 #'   `Rpgen::rpgen_read()`, [Rfmalloc::fmalloc_bed()] or
-#'   [Rfmalloc::fmalloc_dosage()], a column selection of these, or a
-#'   numeric matrix (plain or mapped).
+#'   [Rfmalloc::fmalloc_dosage()], a column selection of these
+#'   ([Rfmalloc::fmalloc_select()], which keeps the variants' metadata;
+#'   `X[, j]` decodes to a plain matrix without it), or a numeric matrix
+#'   (plain or mapped).
 #' @param y phenotypes: a numeric or logical vector (one per row of `X`), or
 #'   a matrix or data frame of several (one column each, analysed in the
 #'   same pass). `NA` is missing. Matched to `X`'s samples by ID when it is a
@@ -108,9 +111,12 @@
 #'   with `firth = "fallback"`), `TEST` (`"ADD"`), `OBS_CT`, `BETA` or `OR`,
 #'   `SE` or `LOG(OR)_SE`, `T_STAT` or `Z_STAT`, `P`, `ERRCODE` (`"."` when
 #'   the fit is fine, else plink2's code: `CONST_OMITTED_ALLELE`,
-#'   `SAMPLE_CT<=PREDICTOR_CT`, `RANK_DEFICIENT`, `SEPARATION`,
-#'   `LOGISTIC_CONVERGE_FAIL`, `FIRTH_CONVERGE_FAIL`, `UNFINISHED`; the
-#'   statistics are then `NA`). `print()`, `summary()` and `plot()`
+#'   `SAMPLE_CT<=PREDICTOR_CT`, `RANK_DEFICIENT`, `SEPARATION,ALT1` (no
+#'   A1 allele among the cases or among the controls, `firth = "never"`),
+#'   `SEPARATION,REF` (no other allele there), `LOGISTIC_CONVERGE_FAIL`,
+#'   `FIRTH_CONVERGE_FAIL`; the statistics are then `NA`; `UNFINISHED`: the
+#'   iteration limit came first, near a solution, whose last iterate is
+#'   reported). `print()`, `summary()` and `plot()`
 #'   (Manhattan and QQ plots) have methods. With `out`: the
 #'   `summary()` of those rows (class `summary.statgen_gwas`), with the
 #'   paths written as attribute `files`; the rows of each chunk are the rows
@@ -142,15 +148,18 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   chrX <- fm_arg_choice(chrX, c("sex", "sex-haploid", "none"))
   a1 <- fm_arg_choice(a1, c("minor", "alt"))
   if (length(dim(X)) != 2L) fm_abort("earg", "X must be a samples x variants matrix")
-  if (!is.numeric(max_iter) || length(max_iter) != 1L || !(max_iter >= 1)) {
-    fm_abort("earg", "max_iter must be a number >= 1")
+  if (ncol(X) < 1) fm_abort("earg", "X has no variant (0 columns)")
+  whole <- function(v, hi) is.numeric(v) && length(v) == 1L && !is.na(v) && v >= 1 && v <= hi &&
+    v == round(v)
+  if (!whole(max_iter, 1e6)) fm_abort("earg", "max_iter must be a whole number from 1 to 1e6")
+  if (!is.numeric(tol) || length(tol) != 1L || !is.finite(tol) || !(tol > 0)) {
+    fm_abort("earg", "tol must be a finite number > 0")
   }
-  if (!is.numeric(tol) || length(tol) != 1L || !(tol > 0)) fm_abort("earg", "tol must be > 0")
   if (!is.null(out) && (!is.character(out) || length(out) != 1L || is.na(out))) {
     fm_abort("earg", "out must be NULL or one path prefix")
   }
-  if (!is.numeric(chunk) || length(chunk) != 1L || !(chunk >= 1)) {
-    fm_abort("earg", "chunk must be a number of variants >= 1")
+  if (!whole(chunk, .Machine$integer.max)) {
+    fm_abort("earg", "chunk must be a whole number of variants >= 1")
   }
   logistic <- family == "logistic"
   xs <- .x_samples(X, samples)
@@ -207,11 +216,9 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   p <- length(cols)
   k <- ncol(pheno)
   on_x <- vs$CHROM %in% c("X", "23", "chrX") & ctx$chrX != "none"
-  res <- list(beta = matrix(NA_real_, p, k), se = matrix(NA_real_, p, k),
-              stat = matrix(NA_real_, p, k), obs = matrix(NA_real_, p, k),
-              code = matrix(NA_integer_, p, k), firth = matrix(0L, p, k),
-              allele_ct = matrix(NA_real_, p, 2))
-  df_pred <- matrix(NA_real_, p, k) # predictors: covariates + intercept + genotype
+  fields <- c("beta", "se", "stat", "obs", "code", "firth", "allele_ct")
+  res <- NULL
+  df_pred <- numeric(p) # predictors: covariates + intercept + genotype
   for (sex_part in c(FALSE, TRUE)) {
     rows <- which(on_x == sex_part)
     if (!length(rows)) next
@@ -224,14 +231,16 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
     }
     r <- .glm_call(fmalloc_view(ctx$X, cols[rows]), des, d$scale, d$haploid, ctx$opts, prog,
                    cols[rows], rows, vs, xs)
-    res$beta[rows, ] <- r[[1]]
-    res$se[rows, ] <- r[[2]]
-    res$stat[rows, ] <- r[[3]]
-    res$obs[rows, ] <- r[[4]]
-    res$code[rows, ] <- r[[5]]
-    if (ctx$logistic) res$firth[rows, ] <- r[[6]]
-    res$allele_ct[rows, ] <- r[[7]]
-    df_pred[rows, ] <- ncol(des$covar) + 1
+    names(r) <- fields
+    if (length(rows) == p) { # one part: the core's matrices as they are
+      res <- r
+    } else {
+      if (is.null(res))
+        res <- lapply(r, function(m) if (is.null(m)) NULL else m[rep(NA_integer_, p), , drop = FALSE])
+      for (f in fields) if (!is.null(r[[f]])) res[[f]][rows, ] <- r[[f]]
+    }
+    rm(r)
+    df_pred[rows] <- ncol(des$covar) + 1
     done <- done + length(rows)
   }
   if (ctx$a1 == "minor") { # variants without alleles (a plain matrix) keep their coding
@@ -294,15 +303,17 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   p <- nrow(vs)
   k <- length(pheno_names)
   codes <- .Call(C_stg_glm_codes)
-  code <- codes[as.vector(res$code) + 1L]
-  beta <- as.vector(res$beta)
-  se <- as.vector(res$se)
-  stat <- as.vector(res$stat)
-  obs <- as.vector(res$obs)
-  ok <- code %in% c(".", "UNFINISHED")
-  beta[!ok] <- se[!ok] <- stat[!ok] <- NA
+  flat <- function(m) `dim<-`(m, NULL) # no copy of the core's matrix
+  code_int <- flat(res$code)
+  code <- codes[code_int + 1L]
+  beta <- flat(res$beta)
+  se <- flat(res$se)
+  stat <- flat(res$stat)
+  obs <- flat(res$obs)
+  bad <- which(code_int != 0L & code_int != match("UNFINISHED", codes) - 1L)
+  beta[bad] <- se[bad] <- stat[bad] <- NA
   if (family == "linear") {
-    pval <- 2 * stats::pt(-abs(stat), df = obs - as.vector(df_pred))
+    pval <- 2 * stats::pt(-abs(stat), df = obs - rep(df_pred, times = k))
   } else {
     pval <- 2 * stats::pnorm(-abs(stat))
   }
@@ -312,7 +323,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
                     ALT = rep_v(vs$ALT), A1 = rep_v(vs$A1), check.names = FALSE,
                     stringsAsFactors = FALSE)
   if (family == "logistic" && meta$firth == "fallback") {
-    out[["FIRTH?"]] <- ifelse(as.vector(res$firth) == 1L, "Y", "N")
+    out[["FIRTH?"]] <- c("N", "Y")[flat(res$firth) + 1L]
   }
   out$TEST <- "ADD"
   out$OBS_CT <- as.integer(obs)

@@ -73,6 +73,44 @@ test_that("phenotypes with no value, infinite, constant or not numeric are refus
                class = "fm_error_earg", regexp = "phenotype 'late' has no sample with every covariate")
 })
 
+test_that("a phenotype constant over the samples with every covariate is refused naming it", {
+  s <- err_data()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime(size_gb = 0.05))
+  # varies only on the samples a missing covariate leaves out
+  y <- replace(s$y, 11:60, 1)
+  age <- replace(stats::runif(60), 1:10, NA)
+  expect_error(statgen_gwas(X, data.frame(Q = y), covar = data.frame(age = age)),
+               class = "fm_error_earg",
+               regexp = "phenotype 'Q' takes one value \\(1\\) over its 50 samples with every covariate")
+  b <- replace(rep(0, 60), 1:10, 1)
+  expect_error(suppressMessages(statgen_gwas(X, data.frame(B = b), covar = data.frame(age = age),
+                                             family = "logistic")),
+               class = "fm_error_earg", regexp = "phenotype 'B' takes one value \\(0\\)")
+})
+
+test_that("two phenotypes of one name are refused; unnamed ones are named PHENO<i>", {
+  s <- err_data()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime(size_gb = 0.05))
+  expect_error(statgen_gwas(X, data.frame(A = s$y, A = rev(s$y), check.names = FALSE)),
+               class = "fm_error_earg", regexp = "two phenotypes are named 'A'")
+  res <- statgen_gwas(X, cbind(s$y, rev(s$y)))
+  expect_identical(unique(res$PHENO), c("PHENO1", "PHENO2"))
+  res <- statgen_gwas(X, cbind(Y = s$y, rev(s$y)))
+  expect_identical(unique(res$PHENO), c("Y", "PHENO2"))
+})
+
+test_that("a sample ID of X that occurs twice is refused when matching by ID", {
+  s <- err_data()
+  X <- Rfmalloc::fmalloc_bed(s$g, new_runtime(size_gb = 0.05))
+  ids <- s$samples
+  ids$iid[2] <- ids$iid[1]
+  expect_error(statgen_gwas(X, data.frame(IID = s$samples$iid, Y = s$y), samples = ids),
+               class = "fm_error_earg",
+               regexp = "X has sample ID 's01' more than once: y cannot be matched by ID")
+  # in X's order (no IDs to match) it is fine
+  expect_s3_class(statgen_gwas(X, s$y, samples = ids), "statgen_gwas")
+})
+
 test_that("constant, collinear and infinite covariates are refused naming them", {
   s <- err_data()
   X <- Rfmalloc::fmalloc_bed(s$g, new_runtime(size_gb = 0.05))
@@ -122,7 +160,18 @@ test_that("unknown arguments and bad choices are refused", {
   expect_error(statgen_gwas(X, s$y, a1 = "ref"), class = "fm_error_earg", regexp = "a1 must be one of")
   expect_error(statgen_gwas(X, s$y, firth = "sometimes"), class = "fm_error_earg", regexp = "firth must be one of")
   expect_error(statgen_gwas(X, s$y, max_iter = 0), class = "fm_error_earg", regexp = "max_iter")
-  expect_error(statgen_gwas(X, s$y, tol = -1), class = "fm_error_earg", regexp = "tol must be > 0")
+  expect_error(statgen_gwas(X, s$y, tol = -1), class = "fm_error_earg", regexp = "tol must be a finite number > 0")
+  expect_error(statgen_gwas(X, s$y, tol = Inf), class = "fm_error_earg", regexp = "tol must be a finite")
+  for (mi in list(Inf, 1e12, 1.5, NA_real_)) {
+    expect_error(statgen_gwas(X, s$y, max_iter = mi), class = "fm_error_earg",
+                 regexp = "max_iter must be a whole number from 1 to 1e6")
+  }
+  for (ch in list(Inf, 1.5, 0)) {
+    expect_error(statgen_gwas(X, s$y, chunk = ch, out = tempfile()), class = "fm_error_earg",
+                 regexp = "chunk must be a whole number of variants >= 1")
+  }
+  expect_error(statgen_gwas(Rfmalloc::fmalloc_select(X, integer(0)), s$y), class = "fm_error_earg",
+               regexp = "X has no variant \\(0 columns\\)")
   expect_error(statgen_gwas(1:10, s$y), class = "fm_error_earg", regexp = "X must be a samples x variants matrix")
   expect_error(statgen_gwas(X, NULL), class = "fm_error_earg", regexp = "y is required")
   expect_error(statgen_gwas(X, s$y, samples = data.frame(iid = 1:3)), class = "fm_error_earg",
