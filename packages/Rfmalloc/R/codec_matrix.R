@@ -289,7 +289,8 @@ fmalloc_codec_matrix <- function(storage, codec = c("bed2", "dos8"), nrow, ncol,
 #'   logical matrix (plain, or an fmalloc matrix mapped from a runtime;
 #'   logical is read as integer), samples x variants.
 #' @param cols `NULL`, or the 1-based columns of `x` to keep (in any order).
-#' @return An external pointer of class `"fmalloc_view"`; it keeps `x`'s
+#' @return An external pointer (`class()` `"externalptr"`, tagged
+#'   `fmalloc_view`, which `Rfmalloc_view_get()` checks); it keeps `x`'s
 #'   storage reachable. It does not survive `saveRDS()`.
 #' @section Errors: `fm_error_earg` when `x` is none of the above or `cols`
 #'   are outside it; `fm_error_eclosed` when its runtime was closed.

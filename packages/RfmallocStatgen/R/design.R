@@ -242,6 +242,10 @@
     v <- covar[[nm]]
     if (is.character(v) || is.factor(v)) {
       f <- factor(v)
+      if (nlevels(f) < 2) {
+        fm_abort("earg", sprintf("covariate '%s' is constant (%s)", nm,
+                                 if (nlevels(f)) sprintf("one level, '%s'", levels(f)) else "no value"))
+      }
       for (l in levels(f)[-1]) cols[[paste0(nm, "=", l)]] <- ifelse(is.na(f), NA, as.numeric(f == l))
     } else if (is.numeric(v) || is.logical(v)) {
       cols[[nm]] <- as.numeric(v)

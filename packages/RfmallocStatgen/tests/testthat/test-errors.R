@@ -128,6 +128,10 @@ test_that("constant, collinear and infinite covariates are refused naming them",
   site <- rep(c("a", "b", "c"), 20)
   expect_error(statgen_gwas(X, s$y, covar = data.frame(is_b = as.numeric(site == "b"), site = site)),
                class = "fm_error_earg", regexp = "covariate 'site=b' is collinear")
+  expect_error(statgen_gwas(X, s$y, covar = data.frame(age = age, site = "a")), class = "fm_error_earg",
+               regexp = "covariate 'site' is constant \\(one level, 'a'\\)")
+  expect_error(statgen_gwas(X, s$y, covar = data.frame(age = age, site = factor(NA))),
+               class = "fm_error_earg", regexp = "covariate 'site' is constant \\(no value\\)")
   expect_error(statgen_gwas(X, s$y, covar = data.frame(age = replace(age, 5, Inf))), class = "fm_error_earg",
                regexp = "covariate 'age' is infinite")
   expect_error(statgen_gwas(X, s$y, covar = data.frame(when = as.Date("2020-01-01") + 1:60)),
