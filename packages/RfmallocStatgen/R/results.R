@@ -28,6 +28,9 @@
 #'   row per phenotype (`PHENO`, `tests`, `errors`, `firth`, `hits`,
 #'   `lambda_gc`), with the error counts by code as attribute `errcodes`.
 #'   `print()` and `plot()`: `x`, invisibly.
+#' @section Errors: `fm_error_earg` for a `threshold` outside (0, 1), a
+#'   `type` or `pheno` not in `x`, or a phenotype without any P value to
+#'   plot (every row has an ERRCODE).
 #' @name statgen_gwas-methods
 #' @examples
 #' rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
@@ -67,13 +70,15 @@ summary.statgen_gwas <- function(object, threshold = 5e-8, ...) {
 }
 
 .summary_of <- function(acc, threshold, family) {
-  out <- do.call(rbind, lapply(names(acc), function(p) {
+  out <- data.frame(PHENO = character(0), tests = integer(0), errors = integer(0),
+                    firth = integer(0), hits = integer(0), lambda_gc = numeric(0))
+  out <- do.call(rbind, c(list(out), lapply(names(acc), function(p) {
     a <- acc[[p]]
     pv <- unlist(a$p, use.names = FALSE)
     data.frame(PHENO = p, tests = sum(a$codes), errors = sum(a$codes[names(a$codes) != "."]),
                firth = a$firth, hits = sum(pv < threshold), lambda_gc = .lambda_gc(pv),
                stringsAsFactors = FALSE)
-  }))
+  })))
   codes <- unique(unlist(lapply(acc, function(a) names(a$codes))))
   tab <- matrix(0L, length(acc), length(codes), dimnames = list(PHENO = names(acc), ERRCODE = codes))
   for (p in names(acc)) tab[p, names(acc[[p]]$codes)] <- acc[[p]]$codes
@@ -132,6 +137,10 @@ plot.statgen_gwas <- function(x, type = c("manhattan", "qq"), pheno = NULL, thre
   if (is.null(pheno)) pheno <- x$PHENO[1]
   if (!pheno %in% x$PHENO) Rfmalloc::fm_abort("earg", sprintf("no phenotype '%s' in x", pheno))
   d <- x[x$PHENO == pheno & !is.na(x$P), , drop = FALSE]
+  if (!nrow(d)) {
+    Rfmalloc::fm_abort("earg", sprintf("phenotype '%s' has no P value to plot (every row has an ERRCODE)",
+                                       pheno))
+  }
   lp <- -log10(pmax(d$P, .Machine$double.xmin))
   if (type == "qq") {
     e <- -log10(stats::ppoints(length(lp)))
@@ -173,7 +182,7 @@ plot.statgen_gwas <- function(x, type = c("manhattan", "qq"), pheno = NULL, thre
 #' @param prefix output path prefix (its folder must exist).
 #' @return The paths written (invisibly), named by phenotype.
 #' @section Errors: `fm_error_earg` when `res` is not a `statgen_gwas`
-#'   result or `prefix` is not one string; `fm_error_eio` when a file cannot
+#'   result, has no rows, or `prefix` is not one string; `fm_error_eio` when a file cannot
 #'   be written. A file is written under a temporary name and renamed when
 #'   complete, so an interrupted write leaves no partial `.glm` file.
 #' @examples
@@ -189,6 +198,7 @@ statgen_write_glm <- function(res, prefix) {
   if (!is.character(prefix) || length(prefix) != 1L || is.na(prefix)) {
     Rfmalloc::fm_abort("earg", "prefix must be one path")
   }
+  if (!nrow(res)) Rfmalloc::fm_abort("earg", "res has no rows to write")
   w <- .glm_writer(prefix, unique(res$PHENO), attr(res, "family"), attr(res, "firth"))
   on.exit(w$abort())
   w$write(res)

@@ -213,3 +213,25 @@ test_that("out = streams plink2's files chunk by chunk: the same bytes as the wh
                class = "fm_error_earg", regexp = "has 25160 variants but X has 25161 columns")
   expect_false(any(file.exists(Sys.glob(file.path(tempdir(), "bad.*")))))
 })
+
+test_that("an empty result summarises to no phenotype; plotting or writing nothing is an error", {
+  rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+  on.exit(Rfmalloc::cleanup_fmalloc(rt))
+  set.seed(4)
+  X <- Rfmalloc::fmalloc_bed(matrix(stats::rbinom(100 * 6, 2, 0.3), 100, 6), rt)
+  res <- statgen_gwas(X, data.frame(QT = stats::rnorm(100)))
+  empty <- res[0, ]
+  expect_no_warning(s <- summary(empty))
+  expect_identical(nrow(s), 0L)
+  expect_output(expect_no_warning(print(empty)), "0 phenotypes")
+  expect_error(statgen_write_glm(empty, file.path(tempdir(), "empty")), class = "fm_error_earg",
+               regexp = "res has no rows to write")
+  # every row with an ERRCODE: nothing to plot
+  X0 <- Rfmalloc::fmalloc_bed(matrix(1, 100, 3), rt)
+  flat <- statgen_gwas(X0, data.frame(QT = stats::rnorm(100)))
+  expect_true(all(flat$ERRCODE == "CONST_OMITTED_ALLELE"))
+  grDevices::png(tempfile(fileext = ".png"))
+  on.exit(grDevices::dev.off(), add = TRUE)
+  expect_error(plot(flat), class = "fm_error_earg",
+               regexp = "phenotype 'QT' has no P value to plot \\(every row has an ERRCODE\\)")
+})
