@@ -53,17 +53,31 @@ int glm_chol(double *a, int64_t m, double min_pivot) {
   return 1;
 }
 
-void glm_chol_solve(const double *l, int64_t m, double *v) {
+void glm_chol_forward(const double *l, int64_t m, double *v) {
   for (int64_t i = 0; i < m; i++) {
     double s = v[i];
     for (int64_t t = 0; t < i; t++) s -= l[i + t * m] * v[t];
     v[i] = s / l[i + i * m];
   }
+}
+
+void glm_chol_backward(const double *l, int64_t m, double *v) {
   for (int64_t i = m - 1; i >= 0; i--) {
     double s = v[i];
     for (int64_t t = i + 1; t < m; t++) s -= l[t + i * m] * v[t];
     v[i] = s / l[i + i * m];
   }
+}
+
+void glm_chol_solve(const double *l, int64_t m, double *v) {
+  glm_chol_forward(l, m, v);
+  glm_chol_backward(l, m, v);
+}
+
+double glm_dot(const double *a, const double *b, int64_t m) {
+  double s = 0;
+  for (int64_t i = 0; i < m; i++) s += a[i] * b[i];
+  return s;
 }
 
 void glm_groups_free(glm_groups *g) {

@@ -105,8 +105,14 @@ void glm_logit_fit(int64_t n, int64_t q, const double *c, const double *y, const
  * or not finite (not numerically positive definite), else 1. */
 int glm_chol(double *a, int64_t m, double min_pivot);
 
-/* v = (L L')^-1 v in place, L from glm_chol. */
+/* v = (L L')^-1 v in place, L from glm_chol: v = L^-1 v
+ * (glm_chol_forward), then v = L'^-1 v (glm_chol_backward). */
 void glm_chol_solve(const double *l, int64_t m, double *v);
+void glm_chol_forward(const double *l, int64_t m, double *v);
+void glm_chol_backward(const double *l, int64_t m, double *v);
+
+/* a'b over m values, in order. */
+double glm_dot(const double *a, const double *b, int64_t m);
 
 /* Phenotypes with the same used rows (pheno not NaN) form a group. */
 typedef struct glm_groups {

@@ -109,12 +109,6 @@ static void bed2_scan(lin_job *j, const fm_mat *blk) {
   j->miss_off[nb] = m;
 }
 
-static double dot(const double *a, const double *b, int64_t m) {
-  double s = 0.0;
-  for (int64_t i = 0; i < m; i++) s += a[i] * b[i];
-  return s;
-}
-
 static void put_code(const lin_job *j, int64_t col, int64_t c, int code, int64_t obs) {
   const glm_fit f = {NAN, NAN, NAN, obs, code, 0};
   glm_put(j->out, j->p, col, c, &f);
@@ -186,9 +180,9 @@ static void lin_col(void *ud, int64_t b, int t) {
       if (!glm_chol(A, q, 1e-12)) code = FM_GLM_RANK_DEFICIENT;
       memcpy(v, a, (size_t)q * sizeof *v);
       if (code == FM_GLM_OK) glm_chol_solve(A, q, v);
-      xmx = xx - dot(a, v, q);
+      xmx = xx - glm_dot(a, v, q);
     } else {
-      xmx = xx - dot(a, a, q);
+      xmx = xx - glm_dot(a, a, q);
     }
     if (code == FM_GLM_OK && !(xmx > 1e-9 * (xx - sx * sx / (double)nobs)))
       code = FM_GLM_RANK_DEFICIENT;
@@ -211,8 +205,8 @@ static void lin_col(void *ud, int64_t b, int t) {
         }
         memcpy(w, u, (size_t)q * sizeof *w);
         glm_chol_solve(A, q, w);
-        xmy += dot(v, u, q);
-        ymy -= rs + dot(u, w, q);
+        xmy += glm_dot(v, u, q);
+        ymy -= rs + glm_dot(u, w, q);
       }
       const double beta = xmy / xmx;
       double rss = ymy - beta * xmy;

@@ -34,30 +34,6 @@
 #include "stats_glm_impl.h"
 #include "stats_glm_logit_kern.h"
 
-/* v = L^-1 v (forward substitution; L from glm_chol, m x m). */
-static void forward(const double *l, int64_t m, double *v) {
-  for (int64_t i = 0; i < m; i++) {
-    double s = v[i];
-    for (int64_t t = 0; t < i; t++) s -= l[i + t * m] * v[t];
-    v[i] = s / l[i + i * m];
-  }
-}
-
-/* v = L'^-1 v (back substitution). */
-static void backward(const double *l, int64_t m, double *v) {
-  for (int64_t i = m - 1; i >= 0; i--) {
-    double s = v[i];
-    for (int64_t t = i + 1; t < m; t++) s -= l[t + i * m] * v[t];
-    v[i] = s / l[i + i * m];
-  }
-}
-
-static double dot(const double *a, const double *b, int64_t m) {
-  double s = 0;
-  for (int64_t i = 0; i < m; i++) s += a[i] * b[i];
-  return s;
-}
-
 int glm_logit_pre_rows(int64_t n, int64_t q, const double *c, double *cr, double *cc,
                        double *lcc) {
   const int64_t qp = glm_round4(q);
@@ -91,7 +67,7 @@ int glm_logit_pre_start(glm_logit_pre *pre, const double *y, const double *start
   memcpy(pre->g0, acc, (size_t)qp * sizeof *pre->g0);
   /* per row, for the rows a missing call leaves out */
   for (int64_t i = 0; i < n; i++) {
-    const double e = dot(pre->cr + i * qp, beta, q), t = exp(-fabs(e)), u = 1 / (1 + t);
+    const double e = glm_dot(pre->cr + i * qp, beta, q), t = exp(-fabs(e)), u = 1 / (1 + t);
     pre->r0[i] = y[i] - (e >= 0 ? u : t * u);
     pre->l0[i] = y[i] * e - fmax(e, 0) - log1p(t);
   }
@@ -151,8 +127,8 @@ int glm_logit_fit_fast(const glm_logit_pre *pre, const double *y, const double *
   for (int64_t i = 0; i < n; i++)
     if (!isnan(x[i])) tss += (x[i] - mean) * (x[i] - mean);
   memcpy(z, cx, (size_t)q * sizeof *z);
-  forward(lcc, q, z);
-  if ((xx - dot(z, z, q)) * GLM_VIF_MAX < tss) {
+  glm_chol_forward(lcc, q, z);
+  if ((xx - glm_dot(z, z, q)) * GLM_VIF_MAX < tss) {
     out->code = FM_GLM_RANK_DEFICIENT;
     return 1;
   }
@@ -162,13 +138,13 @@ int glm_logit_fit_fast(const glm_logit_pre *pre, const double *y, const double *
   for (int it = 0; it < max_iter && !converged; it++) {
     memcpy(z, bc, (size_t)q * sizeof *z);
     memcpy(h, gc, (size_t)q * sizeof *h);
-    forward(f0, q, z);
-    forward(f0, q, h);
-    const double s_schur = *dxx - dot(z, z, q);
+    glm_chol_forward(f0, q, z);
+    glm_chol_forward(f0, q, h);
+    const double s_schur = *dxx - glm_dot(z, z, q);
     if (!(s_schur > 0)) return 0;
-    step[q] = (*gx - dot(z, h, q)) / s_schur;
+    step[q] = (*gx - glm_dot(z, h, q)) / s_schur;
     for (int64_t j = 0; j < q; j++) h[j] -= z[j] * step[q];
-    backward(f0, q, h);
+    glm_chol_backward(f0, q, h);
     memcpy(step, h, (size_t)q * sizeof *step);
     double smax = 0;
     for (int64_t j = 0; j < k; j++) smax = fmax(smax, fabs(step[j]));
@@ -203,8 +179,8 @@ int glm_logit_fit_fast(const glm_logit_pre *pre, const double *y, const double *
   memcpy(l, a, (size_t)(q * q) * sizeof *l);
   if (!glm_chol(l, q, 0.0)) return 0;
   memcpy(z, bc, (size_t)q * sizeof *z);
-  forward(l, q, z);
-  const double s_exact = *dxx - dot(z, z, q);
+  glm_chol_forward(l, q, z);
+  const double s_exact = *dxx - glm_dot(z, z, q);
   if (!(s_exact > 0)) return 0;
   out->beta = beta[qp] + step[q];
   out->se = 1 / sqrt(s_exact);
