@@ -42,8 +42,8 @@
 #' @section chrX: With `chrX = "sex"` (plink2 a3.5's default), variants whose
 #'   `CHROM` is `X`, `23` or `chrX` get `SEX` (1 male, 2 female, from
 #'   `samples$sex`) as an extra covariate; samples of unknown sex are then
-#'   left out there. Male genotypes are taken as the reader gives them (0/2 for a
-#'   `.bed`, as plink2 a3.5 reads it); `chrX = "sex-haploid"` counts male
+#'   left out there. Male genotypes are taken as the reader gives them (0/2
+#'   for a `.bed`, as plink2 a3.5 reads it); `chrX = "sex-haploid"` counts male
 #'   calls as 0/1 instead, `chrX = "none"` tests chrX like an autosome.
 #'   When every sample used has the same sex, `SEX` is not added.
 #' @section Errors: classed `fm_error_earg` naming the column, value or
@@ -51,9 +51,10 @@
 #'   match, IDs that match no sample of `X` or occur twice (in `y`,
 #'   `covar` or `X`), `X` without variants, two phenotypes of one name, a
 #'   phenotype with no value, infinite values, a phenotype constant (or of
-#'   one class only, logistic) over the samples with every covariate, values other than 0/1 or 1/2 (logistic), a constant or
-#'   collinear covariate, an infinite genotype; `fm_error_ecancelled` on
-#'   interrupt. No partial result is returned.
+#'   one class only, logistic) over the samples with every covariate,
+#'   values other than 0/1 or 1/2 (logistic), a constant or collinear
+#'   covariate, an infinite genotype; `fm_error_ecancelled` on interrupt.
+#'   No partial result is returned.
 #'
 #' @param X samples x variants genotype matrix: a mapped `.bed`
 #'   ([Rfmalloc::fmalloc_bed_open()]), hardcalls or dosages from
