@@ -191,16 +191,16 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
 # The band's parts saved under name/colptr, name/rowidx, name/values and
 # its description under name.
 .ld_save <- function(ld, name, runtime) {
-  parts <- c("colptr", "rowidx", "values")
-  for (part in parts)
-    ld[[part]] <- Rfmalloc::fmalloc_save(ld[[part]], paste0(name, "/", part), runtime, sync = FALSE)
+  saved <- lapply(c(colptr = "colptr", rowidx = "rowidx", values = "values"), function(part)
+    Rfmalloc::fmalloc_save(ld[[part]], paste0(name, "/", part), runtime, sync = FALSE))
   info <- ld$info
   info$runtime <- NULL
   desc <- list(format = "statgen_ld", version = 1L, dtype = ld$dtype, variants = ld$variants,
                info = info)
   Rfmalloc::fmalloc_save(serialize(desc, NULL, xdr = TRUE), name, runtime)
-  ld$info$name <- name
-  ld
+  info$runtime <- runtime
+  info$name <- name
+  new_statgen_ld(saved$colptr, saved$rowidx, saved$values, ld$dtype, ld$variants, info)
 }
 
 #' Reopen a saved LD band

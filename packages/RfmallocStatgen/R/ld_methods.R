@@ -7,9 +7,6 @@ dim.statgen_ld <- function(x) rep(length(x$colptr) - 1L, 2L)
 #' @export
 dimnames.statgen_ld <- function(x) list(x$variants$ID, x$variants$ID)
 
-#' @export
-length.statgen_ld <- function(x) prod(dim(x))
-
 # Stored entries of 1-based column j: list(rows (1-based), values).
 .ld_col <- function(x, j) {
   a <- x$colptr[j]
@@ -132,7 +129,7 @@ statgen_ld_sparse <- function(x, max_entries = 1e8) {
                        symmetric = TRUE, dimnames = list(x$variants$ID, x$variants$ID))
 }
 
-methods::setOldClass("statgen_ld")
+methods::setMethod("show", "statgen_ld", function(object) print.statgen_ld(object))
 
 #' Products with an LD band
 #'
