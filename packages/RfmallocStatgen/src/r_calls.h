@@ -10,5 +10,6 @@
 #define STG_CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
 
 extern const R_CallMethodDef stg_gwas_calls[]; /* r_gwas.c: association tests */
+extern const R_CallMethodDef stg_ldscore_calls[]; /* r_ldscore.c: LD scores */
 
 #endif

@@ -160,3 +160,8 @@ FM_CORE_FN(fm_status, fm_stats_glm_logistic,
             const fm_glm_out *out, const fm_ctl *ctl, fm_err *err),
            (x, d, opts, out, ctl, err))
 FM_CORE_FN(const char *, fm_glm_code_name, (int code), (code))
+/* fm_stats_ldscore.h: LD scores of a band */
+FM_CORE_FN(fm_status, fm_stats_ldscore,
+           (const fm_band *b, int64_t n_samples, double *scores_out, const fm_ctl *ctl,
+            fm_err *err),
+           (b, n_samples, scores_out, ctl, err))
