@@ -76,7 +76,9 @@ statgen_ld_scores <- function(ld, adjust = c("none", "ldsc"), n_samples = ld$inf
 #' @section Model: \eqn{E[\chi^2_j] = a + h^2 x_j}, \eqn{x_j = n_j l_j / M}
 #'   (\eqn{l_j} the LD score, \eqn{n_j} the sample size, \eqn{M} =
 #'   `ld_size`). Before anything, \eqn{10^{-8}} is added to every
-#'   `chi2` (as bigsnpr does, so that a 0 gets a finite weight). Weights
+#'   `chi2`, so that a 0 gets a finite weight (as bigsnpr does; with
+#'   `blocks`, bigsnpr adds it a second time inside its jackknife, and so
+#'   does this function, so that its values are bigsnpr's to the bit). Weights
 #'   are \eqn{1 / (\hat\chi^2_j{}^2 \max(l_j, 1))} (heteroscedasticity,
 #'   then over-counting of variants in LD), \eqn{\hat\chi^2} the current
 #'   fit, iterated from \eqn{\hat\chi^2 = \chi^2} until the fitted values
@@ -87,12 +89,18 @@ statgen_ld_scores <- function(ld, adjust = c("none", "ldsc"), n_samples = ld$inf
 #'   \eqn{x} over the variants with \eqn{\chi^2 <} `chi2_thr2`.
 #' @section Standard errors: block jackknife over `blocks` contiguous
 #'   blocks of variants (in the order given; sizes differ by at most one,
-#'   the larger first): each block is left out in turn and both steps
-#'   rerun; with pseudovalues \eqn{B \hat\theta - (B-1) \hat\theta_{-b}},
-#'   the returned `int` and `h2` are their means (the jackknife's
-#'   bias-corrected estimates, bigsnpr's values) and `int_se`, `h2_se`
-#'   their standard deviations over \eqn{\sqrt B}. With `blocks = NULL`:
-#'   the full-data estimates and no standard errors.
+#'   the larger first) or over the groups a vector `blocks` labels: each
+#'   group \eqn{b} of \eqn{m_b} of the \eqn{m} variants is left out in
+#'   turn and both steps rerun, giving \eqn{\hat\theta_{-b}}. With
+#'   \eqn{h_b = m / m_b} and pseudovalues \eqn{p_b = h_b \hat\theta - (h_b -
+#'   1) \hat\theta_{-b}} (the delete-a-group jackknife for unequal groups,
+#'   Busing et al. 1999), the returned `int` and `h2` are
+#'   \eqn{\theta_J = \sum_b p_b / h_b} (bias-corrected: bigsnpr's values,
+#'   not the full-data fit) and `int_se`, `h2_se` are
+#'   \eqn{\sqrt{B^{-1} \sum_b (p_b - \theta_J)^2 / (h_b - 1)}} (for equal
+#'   groups, the sample standard deviation of the pseudovalues over
+#'   \eqn{\sqrt B}). With `blocks = NULL`: the full-data estimates and no
+#'   standard errors.
 #' @section Plausibility: \eqn{h^2} is a share of the phenotype's variance,
 #'   so an estimate above 1 comes with a warning (class
 #'   `c("statgen_warning_h2", "fm_warning_edegenerate", "warning")`) that
@@ -143,7 +151,9 @@ statgen_ld_scores <- function(ld, adjust = c("none", "ldsc"), n_samples = ld$inf
 #'   `n_blocks`, `ld_size` and `intercept_fixed`. `print()` has a method.
 #' @references Bulik-Sullivan BK et al. (2015) LD Score regression
 #'   distinguishes confounding from polygenicity in genome-wide association
-#'   studies. Nat Genet 47:291-295. Privé F et al. (2020) LDpred2: better,
+#'   studies. Nat Genet 47:291-295. Busing FMTA, Meijer E, van der Leeden R
+#'   (1999) Delete-m jackknife for unequal m. Stat Comput 9:3-8. Privé F et
+#'   al. (2020) LDpred2: better,
 #'   faster, stronger. Bioinformatics 36:5424-5431 (bigsnpr's
 #'   implementation).
 #' @seealso [statgen_ld_scores()]
@@ -216,7 +226,10 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
     }
   }
 
+  # bigsnpr's guard against chi2 = 0, added once more (by its recursive
+  # call) to every fit of its jackknife
   chi2 <- chi2 + 1e-8
+  if (!is.null(groups)) chi2 <- chi2 + 1e-8
   x <- ld_scores / ld_size * n
   w_ld <- pmax(ld_scores, 1)
   fit <- function(ind) .ldsc_two_step(x[ind], chi2[ind], w_ld[ind], intercept, chi2_thr1,
@@ -224,11 +237,14 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
   est <- fit(seq_len(m_used))
   se <- c(NA_real_, NA_real_)
   if (!is.null(groups)) {
-    B <- length(groups)
+    # delete-a-group jackknife for unequal groups (Busing et al. 1999):
+    # h = m / (group size), pseudovalues h est - (h - 1) est_without_group
+    h <- m_used / lengths(groups)
     del <- vapply(groups, function(g) fit(-g), numeric(2))
-    pseudo <- B * est - (B - 1) * del
-    est <- rowMeans(pseudo)
-    se <- apply(pseudo, 1L, stats::sd) / sqrt(B)
+    pseudo <- rbind(h * est[1L] - (h - 1) * del[1L, ], h * est[2L] - (h - 1) * del[2L, ])
+    est <- c(sum(pseudo[1L, ] / h), sum(pseudo[2L, ] / h))
+    se <- c(sqrt(mean((pseudo[1L, ] - est[1L])^2 / (h - 1))),
+            sqrt(mean((pseudo[2L, ] - est[2L])^2 / (h - 1))))
   }
   res <- structure(list(int = est[[1L]], int_se = se[[1L]], h2 = est[[2L]], h2_se = se[[2L]],
                         n_variants = m_used, n_dropped = sum(miss),
@@ -264,17 +280,23 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
 # Weighted least squares of y on x with weights w: with an intercept
 # (c(intercept, slope)) or through the origin (slope), from the weighted
 # normal equations; fitted values in $pred.
+# Design note (2026-12): the weighted cross products are BLAS dot products
+# (crossprod) and the plain sums R's sum(), as in bigsnpr, so that the
+# reweighting stops after the same number of fits: a fit that stops one
+# iteration earlier or later moves an estimate by up to about 1e-7
+# relative, which the jackknife multiplies by the number of blocks.
 .ldsc_wls <- function(x, y, w, with_intercept) {
+  dot <- function(a, b) drop(crossprod(a, b))
   wx <- w * x
-  sxx <- sum(wx * x)
-  sxy <- sum(wx * y)
+  sxx <- dot(wx, x)
+  sxy <- dot(wx, y)
   if (!with_intercept) {
     b <- sxy / sxx
     return(list(coef = c(0, b), pred = x * b))
   }
   sw <- sum(w)
   sx <- sum(wx)
-  sy <- sum(w * y)
+  sy <- dot(w, y)
   det <- sw * sxx - sx * sx
   b <- (sw * sxy - sx * sy) / det
   a <- (sxx * sy - sx * sxy) / det

@@ -91,8 +91,9 @@ test_that("statgen_ldsc() recovers intercept and h2 from exact data", {
   d <- exact_data()
   r <- statgen_ldsc(d$l, d$chi2, d$n)
   expect_s3_class(r, "statgen_ldsc")
-  # 1e-8 is added to every chi2 (bigsnpr's guard), i.e. to the intercept
-  expect_equal(r$int, 1.1 + 1e-8, tolerance = 1e-10)
+  # 1e-8 is added to every chi2 (bigsnpr's guard; twice with the
+  # jackknife), i.e. to the intercept
+  expect_equal(r$int, 1.1 + 2e-8, tolerance = 1e-12)
   expect_equal(r$h2, 0.4, tolerance = 1e-10)
   expect_lt(r$h2_se, 1e-8)
   expect_identical(r$n_blocks, 200L)
@@ -177,8 +178,50 @@ test_that("bigsnpr's snp_cor reference of chr22 is the plain-R correlation band"
   expect_lt(max(abs(c22$x[both] - R[got_pairs][both])), 1e-12)
   # NaN exactly for the pairs of the constant variants
   expect_identical(is.nan(c22$x), is.na(R[got_pairs]))
-  const <- colnames(R)[apply(is.na(R), 2, any)]
+  g22 <- ldsc_cache$G[, which(ld$variants$CHR == "22")]
+  const <- colnames(R)[apply(g22, 2, stats::var) == 0]
   expect_identical(sort(c22$nan_ids), sort(const))
   expect_length(const, 14L)
   expect_identical(ref$meta$n_missing_calls, 0L)
+})
+
+test_that("LD scores of the fixture band are bigsnpr's snp_ld_scores()", {
+  ref <- ldsc_ref()
+  ld <- fixture_ld()
+  s <- statgen_ld_scores(ld)
+  expect_identical(names(s), ref$ids)
+  expect_lt(max(abs(s - ref$ld_scores) / ref$ld_scores), 1e-12)
+})
+
+test_that("statgen_ldsc() is bigsnpr's snp_ldsc() on the same inputs", {
+  ref <- ldsc_ref()
+  ok <- !is.na(ref$chi2)
+  for (nm in names(ref$ldsc)) {
+    a <- ref$ldsc[[nm]]$args
+    want <- ref$ldsc[[nm]]$value
+    got <- suppressWarnings(do.call(statgen_ldsc, c(list(ref$ld_scores[ok], ref$chi2[ok], ref$n,
+                                                         ld_size = length(ref$ld_scores)), a)))
+    got <- unlist(got[names(want)])
+    # relative, or absolute for an SE of 0 (intercept fixed)
+    expect_lt(max(abs(got - want) / pmax(abs(want), 1e-6)), 1e-10, label = nm)
+  }
+})
+
+test_that("the fixture pipeline (our band, our GWAS) gives bigsnpr's LDSC values", {
+  ref <- ldsc_ref()
+  ld <- fixture_ld()
+  ph <- utils::read.delim(kg("pheno", "1kg_pheno.tsv"), check.names = FALSE)
+  # chrX = "none": bigsnpr's big_univLinReg adds no sex covariate on chrX
+  qt <- statgen_gwas(ldsc_cache$G, ph[c("#FID", "IID", "QT")], chrX = "none")
+  expect_identical(qt$ID, ref$ids)
+  chi2 <- (qt$BETA / qt$SE)^2
+  expect_identical(is.na(chi2), is.na(ref$chi2))
+  expect_lt(max(abs(chi2 - ref$chi2) / pmax(ref$chi2, 1), na.rm = TRUE), 1e-9)
+  expect_true(all(qt$OBS_CT[!is.na(chi2)] == ref$n))
+  w <- expect_warning(r <- statgen_ldsc(statgen_ld_scores(ld), chi2, qt$OBS_CT, na_rm = TRUE),
+                      class = "statgen_warning_h2")
+  want <- ref$ldsc$default$value
+  expect_identical(r$n_dropped, sum(is.na(ref$chi2)))
+  got <- unlist(r[names(want)])
+  expect_lt(max(abs(got - want) / abs(want)), 1e-8)
 })
