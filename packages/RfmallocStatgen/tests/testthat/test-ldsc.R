@@ -225,3 +225,27 @@ test_that("the fixture pipeline (our band, our GWAS) gives bigsnpr's LDSC values
   got <- unlist(r[names(want)])
   expect_lt(max(abs(got - want) / abs(want)), 1e-8)
 })
+
+test_that("the issue's h2 = 1.49 (chr22 alone) is bigsnpr's and warns", {
+  # Pipeline: GWAS of QT on the 1111 samples with a value, no covariates;
+  # LD scores of the chr22 band (1126 samples, 1000 kb); the chr22 variants
+  # with a chi2 (1080), which are also ld_size; intercept estimated.
+  ref <- ldsc_ref()
+  ld <- fixture_ld()
+  ph <- utils::read.delim(kg("pheno", "1kg_pheno.tsv"), check.names = FALSE)
+  qt <- statgen_gwas(ldsc_cache$G, ph[c("#FID", "IID", "QT")], chrX = "none")
+  chi2 <- (qt$BETA / qt$SE)^2
+  k <- ld$variants$CHR == "22" & !is.na(chi2)
+  expect_identical(sum(k), 1080L)
+  s <- statgen_ld_scores(ld)[k]
+  for (b in names(ref$ldsc22)) {
+    want <- ref$ldsc22[[b]]
+    w <- expect_warning(r <- statgen_ldsc(s, chi2[k], qt$OBS_CT[k], ld_size = sum(k),
+                                          blocks = if (b == "blocks200") 200),
+                        class = "statgen_warning_h2")
+    expect_match(conditionMessage(w), "only 1080 variants")
+    got <- unlist(r[names(want)])
+    expect_lt(max(abs(got - want) / abs(want)), 1e-8, label = b)
+  }
+  expect_equal(ref$ldsc22$noblocks[["h2"]], 1.49, tolerance = 0.01)
+})
