@@ -10,9 +10,12 @@
 #
 #   R_LIBS=/work/oracle-lib Rscript tools/oracle-ldsc.R ../shared/fixtures
 #
-# What it computes (all samples: 1126; the fixture has no missing calls, so
-# bigsnpr's missing-value rules, snp_fastImputeSimple() and the pairwise
-# complete cases of snp_cor()/snp_ld_scores(), do not come into play):
+# What it computes (all samples: 1126; the fixture has no missing calls,
+# which the script checks, so bigsnpr's missing-value rules do not come into
+# play: snp_cor() and snp_ld_scores() take each pair's complete cases, as
+# cor(use = "pairwise.complete.obs"), checked on generated data with bigsnpr
+# 1.12.21; big_univLinReg() refuses missing calls, which
+# snp_fastImputeSimple() must fill first, by mean, mode or at random):
 # - cor22: snp_cor() of the 1097 chr22 variants, size = 1000 with
 #   infos.pos = the .bim positions (bigsnpr then reads size in kb: pairs at
 #   most 1,000,000 bp apart), alpha = 1 and thr_r2 = 0 (nothing thresholded);
@@ -48,6 +51,7 @@ G <- obj$genotypes
 map <- obj$map
 stopifnot(nrow(map) == 25161, !anyNA(G[, 1:10]))
 n_missing <- sum(big_counts(G)[4, ], na.rm = TRUE)
+stopifnot(n_missing == 0)
 
 # chr22 correlations within 1000 kb
 j22 <- which(map$chromosome == "22")

@@ -12,7 +12,8 @@
 #'
 #' @section Definition: \eqn{l_j = \sum_k r_{jk}^2} over the entries
 #'   \eqn{k} stored in column \eqn{j} of `ld` (the diagonal, 1, included;
-#'   a pair outside the window counts 0). A variant of zero variance (whose
+#'   a pair outside the window, or below the `r2_min` of a thresholded
+#'   band, counts 0). A variant of zero variance (whose
 #'   correlations the band stores as 0) scores 1, as in bigsnpr, which
 #'   skips its `NaN` correlations. `adjust = "ldsc"` sums instead the
 #'   approximately unbiased \eqn{r^2 - (1 - r^2)/(n - 2)} of the LDSC
