@@ -191,6 +191,11 @@ test_that("LD scores of the fixture band are bigsnpr's snp_ld_scores()", {
   s <- statgen_ld_scores(ld)
   expect_identical(names(s), ref$ids)
   expect_lt(max(abs(s - ref$ld_scores) / ref$ld_scores), 1e-12)
+  # the same band stored as floats (r to about 6e-8 relative)
+  ld32 <- ld
+  ld32$values <- .f32_bytes(ld$values)
+  ld32$dtype <- "f32"
+  expect_lt(max(abs(statgen_ld_scores(ld32) - ref$ld_scores) / ref$ld_scores), 1e-7)
 })
 
 test_that("statgen_ldsc() is bigsnpr's snp_ldsc() on the same inputs", {
