@@ -130,7 +130,9 @@ statgen_ld_scores <- function(ld, adjust = c("none", "ldsc"), n_samples = ld$inf
 #'   number in 2 to the number of variants or a vector of labels (one per
 #'   variant, no `NA`, at least two distinct); `fm_error_emismatch` when
 #'   `chi2`, a vector `n` or a vector `blocks` is not as long as
-#'   `ld_scores`; `fm_error_edegenerate` when a regression has fewer than
+#'   `ld_scores`, or when `ld_scores` and `chi2` both have names (variant
+#'   IDs, as [statgen_ld_scores()] gives) that differ (nothing is matched
+#'   or reordered: give both in one order); `fm_error_edegenerate` when a regression has fewer than
 #'   two distinct values of \eqn{x} to fit (or gives no finite estimate).
 #'
 #' @param ld_scores LD scores, one per variant (for example
@@ -181,6 +183,12 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
   .ldsc_need_numbers(n, "n")
   if (length(chi2) != m)
     fm_abort("emismatch", "chi2 has ", length(chi2), " values for ", m, " LD scores")
+  if (!is.null(names(ld_scores)) && !is.null(names(chi2)) &&
+      !identical(names(ld_scores), names(chi2))) {
+    k <- which(names(ld_scores) != names(chi2))[1L]
+    fm_abort("emismatch", "ld_scores and chi2 name other variants (the first difference is at ",
+             k, ": '", names(ld_scores)[k], "' and '", names(chi2)[k], "')")
+  }
   if (length(n) != 1L && length(n) != m)
     fm_abort("emismatch", "n has ", length(n), " values: give one, or one per LD score (", m, ")")
   if (!is.numeric(ld_size) || length(ld_size) != 1L || !is.finite(ld_size) || ld_size < 1 ||

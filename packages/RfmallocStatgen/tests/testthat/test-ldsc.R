@@ -139,6 +139,11 @@ test_that("statgen_ldsc() bad input is a classed error or a reported drop", {
   expect_identical(statgen_ldsc(l, d$chi2, nv, na_rm = TRUE)$n_dropped, 1L)
   expect_error(statgen_ldsc(l, d$chi2[-1], d$n), class = "fm_error_emismatch")
   expect_error(statgen_ldsc(l, d$chi2, c(1, 2)), class = "fm_error_emismatch")
+  ids <- sprintf("v%d", 1:1000)
+  expect_error(statgen_ldsc(setNames(l, ids), setNames(d$chi2, rev(ids)), d$n),
+               class = "fm_error_emismatch")
+  expect_identical(statgen_ldsc(setNames(l, ids), setNames(d$chi2, ids), d$n),
+                   statgen_ldsc(l, d$chi2, d$n))
   expect_error(statgen_ldsc(l, d$chi2, 0), class = "fm_error_earg")
   expect_error(statgen_ldsc(l, d$chi2, -5), class = "fm_error_earg")
   expect_error(statgen_ldsc(l, d$chi2, Inf), class = "fm_error_earg")
