@@ -18,8 +18,9 @@ case $isa in
 esac
 
 # knitr, rmarkdown and pandoc build the vignettes (R CMD build, tests/testthat/test-vignettes.R).
+# plink1.9: the oracle of statgen_ld (its --r2 is plain allele-count r^2).
 apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev libutf8proc-dev
-          r-base-dev plink2 python3 tabix time
+          r-base-dev plink2 plink1.9 python3 tabix time
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind
           r-cran-knitr r-cran-rmarkdown pandoc)
 # Optional test dependencies: the tests that use them skip with a message

@@ -42,6 +42,27 @@ typedef struct fm_band {
   fm_band_dtype dtype;
 } fm_band;
 
+/* Y = R B: for each of the k columns of B, y_i = sum over the stored rows
+ * r of column i of R[r, i] b_r (R is symmetric, so column i is row i).
+ * Shape:  B is n x k, column-major, ld ldb >= n; Y likewise (ldy >= n);
+ *         k >= 0. B and Y must not overlap.
+ * Work:   one read of the band per call (each column once, in order),
+ *         2 k flops per stored value; columns spread over fm_threads(ctl)
+ *         threads, each output element summed by one thread in the stored
+ *         order: the same bits for every thread count. A non-finite entry
+ *         of B reaches exactly the outputs whose rows use it (IEEE).
+ *         release: nonzero when the band's arrays are a file mapping whose
+ *         pages may be dropped once read (madvise), so a band larger than
+ *         memory streams through it.
+ * Errors: FM_EARG (NULL arguments with n, k > 0; ld too small),
+ *         FM_ECANCELLED (Y unspecified). The band must follow the layout
+ *         (row indices in 0..n-1): its maker or reader checks it (in R,
+ *         stg_band_get does on every call).
+ * Progress: columns done of n, polled with cancel every 4096 columns. */
+FM_NODISCARD fm_status fm_band_matmul(const fm_band *b, const double *B, int64_t k, int64_t ldb,
+                                      double *Y, int64_t ldy, int release, const fm_ctl *ctl,
+                                      fm_err *err);
+
 /* Value k (0 <= k < colptr[n]) of b as a double. */
 static inline double fm_band_value(const fm_band *b, int64_t k) {
   return b->dtype == FM_BAND_F32 ? (double)((const float *)b->values)[k]

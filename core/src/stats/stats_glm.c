@@ -9,12 +9,9 @@
  * guard) and hands the panel to the method, which spreads its columns over
  * worker threads. A column's results depend only on that column, so the
  * block geometry and the thread count change nothing in them. */
-#define _POSIX_C_SOURCE 200809L /* pthread_sigmask */
 #include "stats_glm_impl.h"
 
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -187,47 +184,6 @@ nomem:
   free(first);
   glm_groups_free(g);
   return fm_err_set(err, FM_ENOMEM, "fm_stats_glm: cannot allocate the phenotype groups");
-}
-
-/* ---- worker threads over the columns of a block ------------------------- */
-
-typedef struct glm_par {
-  glm_col_fn fn;
-  void *ud;
-  int64_t nb;
-  int t, nt;
-} glm_par;
-
-static void *par_main(void *arg) {
-  const glm_par *p = arg;
-  sigset_t all;
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, NULL); /* signals stay with the caller's thread */
-  for (int64_t b = p->t; b < p->nb; b += p->nt) p->fn(p->ud, b, p->t);
-  return NULL;
-}
-
-void glm_parallel(glm_col_fn fn, void *ud, int64_t nb, int nt) {
-  if (nt > nb) nt = (int)nb;
-  if (nt <= 1) {
-    for (int64_t b = 0; b < nb; b++) fn(ud, b, 0);
-    return;
-  }
-  pthread_t tid[FM_THREADS_MAX];
-  glm_par par[FM_THREADS_MAX];
-  int started = 0;
-  for (int t = 1; t < nt; t++) {
-    par[t] = (glm_par){fn, ud, nb, t, nt};
-    if (pthread_create(&tid[t], NULL, par_main, &par[t]) != 0) break;
-    started = t;
-  }
-  /* columns of threads that failed to start run here (t > started) */
-  const int ran = started + 1;
-  for (int64_t b = 0; b < nb; b++) {
-    const int owner = (int)(b % nt);
-    if (owner == 0 || owner >= ran) fn(ud, b, 0);
-  }
-  for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
 }
 
 /* ---- the block loop -------------------------------------------------------- */

@@ -6,6 +6,7 @@
 #define FM_STATS_GLM_IMPL_H
 
 #include "fm/fm_stats_glm.h"
+#include "stats_par.h"
 
 #define GLM_MAX_ITER_DEFAULT 25
 #define GLM_TOL_DEFAULT 1e-10
@@ -130,10 +131,6 @@ fm_status glm_check(const char *what, const fm_mat *x, const fm_glm_design *d,
 fm_status glm_groups_make(const fm_glm_design *d, glm_groups *g, fm_err *err);
 void glm_groups_free(glm_groups *g);
 
-/* fn(ud, b, t) for every column b < nb of a block, on nt threads (t the
- * thread's number, 0 the caller's); columns are dealt round-robin. */
-typedef void (*glm_col_fn)(void *ud, int64_t b, int t);
-void glm_parallel(glm_col_fn fn, void *ud, int64_t nb, int nt);
 
 /* Columns per block of glm_stream: a block holds at most the panel budget
  * (capped at 8 MB) of decoded doubles, or without decode of 2-bit codes (so

@@ -286,7 +286,7 @@ static fm_status lin_block(void *ud, const fm_mat *blk, int64_t c0, const double
   j->nb = nb;
   j->c0 = c0;
   j->panel = panel;
-  glm_parallel(lin_col, j, nb, j->nt);
+  stats_par_for(lin_col, j, nb, j->nt);
   return FM_OK;
 }
 

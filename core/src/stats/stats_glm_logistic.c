@@ -68,7 +68,7 @@ static fm_status logit_block(void *ud, const fm_mat *blk, int64_t c0, const doub
   if (st != FM_OK) return st;
   j->panel = panel;
   j->c0 = c0;
-  glm_parallel(logit_col, j, blk->n_cols, j->nt);
+  stats_par_for(logit_col, j, blk->n_cols, j->nt);
   return FM_OK;
 }
 

@@ -11,4 +11,5 @@
 #' @keywords internal
 #' @useDynLib RfmallocStatgen, .registration = TRUE, .fixes = "C_"
 #' @importFrom Rfmalloc fm_abort fm_arg_choice fmalloc_samples fmalloc_variants fmalloc_view
+#' @importFrom methods new setClass setMethod show
 "_PACKAGE"

@@ -11,17 +11,25 @@
 # POS, CM, A1, A2 where known), and info (list: n_samples, window, missing,
 # r2_min, runtime, name).
 
+#' The statgen_ld class
+#'
+#' An S4 class extending `list` (so that `%*%` dispatches on it): the LD
+#' band of [statgen_ld()]; see there for its fields and methods.
+#' @keywords internal
+#' @exportClass statgen_ld
+methods::setClass("statgen_ld", contains = "list")
+
 new_statgen_ld <- function(colptr, rowidx, values, dtype = c("f64", "f32"), variants = NULL,
                            info = list()) {
   dtype <- match.arg(dtype)
   n <- length(colptr) - 1L
   if (is.null(variants)) variants <- data.frame(ID = sprintf("v%d", seq_len(n)))
-  structure(list(colptr = colptr, rowidx = rowidx, values = values, dtype = dtype,
-                 variants = variants, info = info), class = "statgen_ld")
+  methods::new("statgen_ld", list(colptr = colptr, rowidx = rowidx, values = values,
+                                  dtype = dtype, variants = variants, info = info))
 }
 
 # The arrays stg_band_get() reads.
-.ld_parts <- function(ld) ld[c("colptr", "rowidx", "values")]
+.ld_parts <- function(ld) unclass(ld)[c("colptr", "rowidx", "values")]
 
 # A statgen_ld of a dense symmetric matrix R on the heap, storing every
 # entry of each column's window: rows first..last where the entries outside

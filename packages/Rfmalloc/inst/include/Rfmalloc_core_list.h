@@ -160,6 +160,20 @@ FM_CORE_FN(fm_status, fm_stats_glm_logistic,
             const fm_glm_out *out, const fm_ctl *ctl, fm_err *err),
            (x, d, opts, out, ctl, err))
 FM_CORE_FN(const char *, fm_glm_code_name, (int code), (code))
+/* fm_stats_ld.h, fm_band.h: LD bands */
+FM_CORE_FN(fm_status, fm_stats_ld_count,
+           (const fm_mat *x, const fm_affine *aff, const int64_t *win_end,
+            const fm_ld_opts *opts, int64_t *count_out, const fm_ctl *ctl, fm_err *err),
+           (x, aff, win_end, opts, count_out, ctl, err))
+FM_CORE_FN(fm_status, fm_stats_ld_fill,
+           (const fm_mat *x, const fm_affine *aff, const int64_t *win_end,
+            const fm_ld_opts *opts, const int64_t *colptr, int32_t *rowidx, void *values,
+            const fm_ctl *ctl, fm_err *err),
+           (x, aff, win_end, opts, colptr, rowidx, values, ctl, err))
+FM_CORE_FN(fm_status, fm_band_matmul,
+           (const fm_band *b, const double *B, int64_t k, int64_t ldb, double *Y, int64_t ldy,
+            int release, const fm_ctl *ctl, fm_err *err),
+           (b, B, k, ldb, Y, ldy, release, ctl, err))
 /* fm_stats_ldscore.h: LD scores of a band */
 FM_CORE_FN(fm_status, fm_stats_ldscore,
            (const fm_band *b, int64_t n_samples, double *scores_out, const fm_ctl *ctl,
