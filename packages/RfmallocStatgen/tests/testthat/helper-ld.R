@@ -2,8 +2,9 @@
 # chromosome, cor() of the genotype columns over all samples (the fixture
 # has no missing calls), 0 for pairs more than window_bp apart, and for a
 # constant variant 0 off the diagonal and 1 on it (the band's convention);
-# the chromosomes' bands are joined block-diagonally. One function, so that
-# it can later be replaced by statgen_ld() on the same arguments.
+# the chromosomes' bands are joined block-diagonally. test-ldsc.R uses it
+# on chr22 as an oracle independent of statgen_ld() (which gives the
+# genome-wide band there).
 fixture_ld_band <- function(G, window_bp = 1e6, chroms = NULL, dtype = "f64") {
   v <- Rfmalloc::fmalloc_variants(G)
   if (!is.null(chroms)) v$keep <- v$chr %in% chroms else v$keep <- TRUE

@@ -9,13 +9,14 @@ ldsc_ref <- function() {
   readRDS(path)
 }
 
-# The fixture's genotypes and plain-R band, made once for the file.
+# The fixture's genotypes and its band within 1000 kb from statgen_ld(),
+# made once for the file (the plain-R band of helper-ld.R checks chr22).
 ldsc_cache <- new.env()
 fixture_ld <- function() {
   if (is.null(ldsc_cache$ld)) {
     G <- Rfmalloc::fmalloc_bed_open(sub("\\.bed$", "", kg("1kg_bi.bed")))
     ldsc_cache$G <- G
-    ldsc_cache$ld <- fixture_ld_band(G)
+    ldsc_cache$ld <- statgen_ld(G, window = 1000, unit = "kb")
   }
   ldsc_cache$ld
 }
@@ -196,11 +197,13 @@ test_that("LD scores of the fixture band are bigsnpr's snp_ld_scores()", {
   s <- statgen_ld_scores(ld)
   expect_identical(names(s), ref$ids)
   expect_lt(max(abs(s - ref$ld_scores) / ref$ld_scores), 1e-12)
-  # the same band stored as floats (r to about 6e-8 relative)
-  ld32 <- ld
-  ld32$values <- .f32_bytes(ld$values)
-  ld32$dtype <- "f32"
+  # stored as floats (r to about 6e-8 relative)
+  ld32 <- statgen_ld(ldsc_cache$G, window = 1000, unit = "kb", dtype = "f32")
   expect_lt(max(abs(statgen_ld_scores(ld32) - ref$ld_scores) / ref$ld_scores), 1e-7)
+  # and the plain-R band of chr22 (cor() of the genotype columns)
+  b22 <- fixture_ld_band(ldsc_cache$G, chroms = "22")
+  k <- ld$variants$CHR == "22"
+  expect_lt(max(abs(statgen_ld_scores(b22) - ref$ld_scores[k]) / ref$ld_scores[k]), 1e-12)
 })
 
 test_that("statgen_ldsc() is bigsnpr's snp_ldsc() on the same inputs", {
@@ -238,7 +241,7 @@ test_that("the fixture pipeline (our band, our GWAS) gives bigsnpr's LDSC values
 
 test_that("the issue's h2 = 1.49 (chr22 alone) is bigsnpr's and warns", {
   # Pipeline: GWAS of QT on the 1111 samples with a value, no covariates;
-  # LD scores of the chr22 band (1126 samples, 1000 kb); the chr22 variants
+  # LD scores of the band (statgen_ld: 1126 samples, 1000 kb); the chr22 variants
   # with a chi2 (1080), which are also ld_size; intercept estimated.
   ref <- ldsc_ref()
   ld <- fixture_ld()
