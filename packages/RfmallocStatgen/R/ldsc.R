@@ -25,7 +25,7 @@
 #'   \eqn{[-1, 1]}, naming its column: a damaged object); an R error naming
 #'   the part when the band's arrays do not have its layout.
 #'
-#' @param ld an LD matrix, class `statgen_ld`.
+#' @param ld an LD matrix, class `statgen_ld` ([statgen_ld()]).
 #' @param adjust `"none"` (default: plain \eqn{r^2}, bigsnpr's definition)
 #'   or `"ldsc"` (the LDSC software's sample-size adjustment).
 #' @param n_samples samples the correlations were computed from (used with
@@ -40,11 +40,13 @@
 #' set.seed(1)
 #' g <- matrix(rbinom(200 * 6, 2, 0.4), 200, 6)
 #' g[, 2] <- g[, 1]
-#' R <- cor(g)
-#' R[abs(row(R) - col(R)) > 2] <- 0           # a window of 2 variants each side
-#' ld <- RfmallocStatgen:::.ld_from_dense(R)
+#' X <- Rfmalloc::fmalloc_bed(g)
+#' ld <- statgen_ld(X, window = 2, unit = "variants")  # 2 variants each side
 #' statgen_ld_scores(ld)
-#' colSums(R^2)                                # the same
+#' R <- cor(g)
+#' R[abs(row(R) - col(R)) > 2] <- 0
+#' colSums(R^2)                                         # the same
+#' statgen_ld_scores(ld, adjust = "ldsc")               # n_samples = 200, from ld
 #' @export
 statgen_ld_scores <- function(ld, adjust = c("none", "ldsc"), n_samples = ld$info$n_samples) {
   if (!inherits(ld, "statgen_ld"))
