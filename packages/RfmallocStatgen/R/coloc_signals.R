@@ -78,9 +78,10 @@
 #'   (L_{1ik} + L_{2jk})} (lse: log-sum-exp). The coupling terms
 #'   \eqn{lse_k (L_{1ik} + L_{2jk})} of all pairs come from one matrix
 #'   product \eqn{E_1 E_2'} of the max-shifted exponentials over bounded
-#'   panels of signals (BLAS), in the core (`fm_stats_coloc.h`); pairs where
-#'   that product could have underflowed (below 1e-250) or where the H3 sum
-#'   would cancel are recomputed exactly in the log domain. The result
+#'   panels of signals (BLAS), in the C core (`fm_stats_coloc.h` in the
+#'   source repository); pairs where that product could have underflowed
+#'   (below 1e-250) or where the H3 sum would cancel are recomputed exactly
+#'   in the log domain. The result
 #'   equals the per-pair computation to about 1e-12, and
 #'   `coloc.bf_bf(trim_by_posterior = FALSE)` to 1e-10 (tests).
 #' @section Differences from coloc.bf_bf: SNPs are matched by column name
