@@ -206,3 +206,79 @@
        lABF = .coloc_labf(z, V, sd_prior), type = type,
        sdY = if (type == "quant" && !is.null(sdY)) sdY else NA_real_, sdY_estimated = sdy_est)
 }
+
+#' A coloc data set from association results
+#'
+#' Turns the rows of one phenotype of a [statgen_gwas()] result into the
+#' data set [statgen_coloc_abf()] takes, so that the variance of each
+#' effect is `SE^2` by construction (never the standard error: see "The
+#' varbeta trap" in [statgen_coloc_abf()]). Linear results give `type =
+#' "quant"` with `beta = BETA`; logistic results `type = "cc"` with `beta =
+#' log(OR)` and `varbeta = LOG(OR)_SE^2`. `snp` is `ID`, `position` `POS`
+#' and `N` `OBS_CT`.
+#'
+#' Rows without statistics (an `ERRCODE` other than `"."`, such as
+#' monomorphic variants) are left out, and a message says how many:
+#' colocalisation takes no missing value.
+#'
+#' @param gwas a result of [statgen_gwas()] (returned rows, not `out =`).
+#' @param pheno the phenotype (default: the only one; required when there
+#'   are several).
+#' @param maf `NULL`, or the allele frequency of each row of that
+#'   phenotype, in the order of the rows (for example
+#'   `Rfmalloc::fmalloc_allele_freq(X)$alt_freq` for the `X` tested): needed
+#'   to estimate `sdY` when it is not given, and for the varbeta check.
+#' @param sdY quantitative traits: the phenotype's standard deviation
+#'   (`NULL`: estimated by [statgen_coloc_abf()] from `maf`).
+#' @param s case-control traits: the proportion of cases (optional with
+#'   `beta` and `varbeta`).
+#' @return A list with `beta`, `varbeta`, `snp`, `position`, `N`, `type`
+#'   and, when given, `MAF`, `sdY` and `s`.
+#' @section Errors: `fm_error_earg` when `gwas` is not a `statgen_gwas`
+#'   result, `pheno` is not one of its phenotypes (or missing with several),
+#'   or `maf` has another length than that phenotype's rows.
+#' @examples
+#' rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+#' set.seed(4)
+#' g <- matrix(rbinom(400 * 60, 2, 0.3), 400, 60)
+#' X <- Rfmalloc::fmalloc_bed(g, rt)
+#' y <- data.frame(QT = rnorm(400) + 0.8 * g[, 20], BT = rbinom(400, 1, plogis(1.2 * g[, 20] - 1.5)))
+#' maf <- Rfmalloc::fmalloc_allele_freq(X)$alt_freq
+#' d1 <- statgen_coloc_dataset(statgen_gwas(X, y["QT"]), maf = maf, sdY = sd(y$QT))
+#' d2 <- statgen_coloc_dataset(statgen_gwas(X, y["BT"], family = "logistic"), maf = maf)
+#' statgen_coloc_abf(d1, d2)$summary
+#' @export
+statgen_coloc_dataset <- function(gwas, pheno = NULL, maf = NULL, sdY = NULL, s = NULL) {
+  if (!inherits(gwas, "statgen_gwas"))
+    .coloc_abort("earg", "gwas must be a statgen_gwas() result, not ", class(gwas)[1L])
+  phenos <- unique(gwas$PHENO)
+  if (is.null(pheno)) {
+    if (length(phenos) != 1L) {
+      .coloc_abort("earg", "gwas holds ", length(phenos), " phenotypes (",
+                   paste(phenos, collapse = ", "), "): name one with pheno")
+    }
+    pheno <- phenos
+  }
+  if (!is.character(pheno) || length(pheno) != 1L || !pheno %in% phenos)
+    .coloc_abort("earg", "pheno must be one of the phenotypes of gwas: ", paste(phenos, collapse = ", "))
+  d <- .plain(gwas)[gwas$PHENO == pheno, , drop = FALSE]
+  if (!is.null(maf) && (!is.numeric(maf) || length(maf) != nrow(d))) {
+    .coloc_abort("earg", "maf must give one allele frequency per row of phenotype '", pheno, "' (",
+                 nrow(d), "), not ", length(maf))
+  }
+  logistic <- identical(attr(gwas, "family"), "logistic")
+  beta <- if (logistic) log(d$OR) else d$BETA
+  se <- if (logistic) d[["LOG(OR)_SE"]] else d$SE
+  ok <- d$ERRCODE == "." & is.finite(beta) & is.finite(se) & se > 0
+  if (!all(ok)) {
+    message(sprintf("statgen_coloc_dataset: %d of %d rows of '%s' have no statistics (ERRCODE) and are left out",
+                    sum(!ok), length(ok), pheno))
+  }
+  out <- list(beta = beta[ok], varbeta = se[ok]^2, snp = d$ID[ok], N = d$OBS_CT[ok],
+              type = if (logistic) "cc" else "quant")
+  if (!anyNA(d$POS[ok])) out$position <- d$POS[ok]
+  if (!is.null(maf)) out$MAF <- maf[ok]
+  if (!is.null(sdY)) out$sdY <- sdY
+  if (!is.null(s)) out$s <- s
+  out
+}

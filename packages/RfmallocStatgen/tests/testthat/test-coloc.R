@@ -119,7 +119,8 @@ kg_coloc_sets <- function() {
   ok <- qt$ERRCODE == "." & bt$ERRCODE == "."
   f <- af$alt_freq[ok]
   cases <- mean(ph$BT[!is.na(ph$BT)] == 2)
-  list(qt = list(beta = qt$BETA[ok], varbeta = qt$SE[ok]^2, snp = qt$ID[ok], position = qt$POS[ok],
+  list(qt_res = qt, bt_res = bt, maf = af$alt_freq,
+       qt = list(beta = qt$BETA[ok], varbeta = qt$SE[ok]^2, snp = qt$ID[ok], position = qt$POS[ok],
                  type = "quant", sdY = stats::sd(ph$QT, na.rm = TRUE), MAF = f, N = qt$OBS_CT[ok]),
        bt = list(beta = log(bt$OR[ok]), varbeta = bt[["LOG(OR)_SE"]][ok]^2, snp = bt$ID[ok],
                  position = bt$POS[ok], type = "cc", MAF = f, N = bt$OBS_CT[ok], s = cases),
@@ -144,6 +145,17 @@ test_that("coloc.abf on the fixture's GWAS of QT and BT (chr21), both forms of d
   q <- s$qt
   q$varbeta <- s$se
   expect_warning(statgen_coloc_abf(q, s$bt), class = "statgen_warning_varbeta")
+  # statgen_coloc_dataset() makes the same data sets from the results
+  expect_message(q <- statgen_coloc_dataset(s$qt_res, maf = s$maf, sdY = s$qt$sdY), "left out")
+  b <- suppressMessages(statgen_coloc_dataset(s$bt_res, maf = s$maf, s = s$bt$s))
+  k <- match(s$qt$snp, q$snp)
+  expect_equal(lapply(q[names(s$qt)], function(v) if (length(v) > 1L) v[k] else v), s$qt)
+  k <- match(s$bt$snp, b$snp)
+  expect_equal(lapply(b[names(s$bt)], function(v) if (length(v) > 1L) v[k] else v), s$bt)
+  expect_equal(suppressMessages(statgen_coloc_abf(q, b))$summary, statgen_coloc_abf(s$qt, s$bt)$summary)
+  expect_error(statgen_coloc_dataset(s$qt_res, pheno = "BT"), class = "fm_error_earg")
+  expect_error(statgen_coloc_dataset(s$qt_res, maf = 1:3), class = "fm_error_earg")
+  expect_error(statgen_coloc_dataset(data.frame(a = 1)), class = "fm_error_earg")
   # rows without a fit (monomorphic on chr21) have NA statistics: an error, not dropped
   if (s$n_dropped > 0) {
     q <- s$qt
