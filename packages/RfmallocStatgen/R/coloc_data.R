@@ -32,18 +32,21 @@
 }
 
 # A numeric field of d: NULL when absent; else numeric, of length n (or 1
-# when scalar_ok), without NA, else a classed error naming it.
+# when scalar_ok; exactly 1 when snp is NULL: a scalar field), without NA,
+# else a classed error naming it.
 .coloc_num <- function(d, field, what, n, snp, scalar_ok = FALSE) {
   v <- d[[field]]
   if (is.null(v)) return(NULL)
   if (!is.numeric(v) || is.matrix(v))
     .coloc_abort("earg", what, "$", field, " must be a numeric vector, not ", typeof(v))
+  if (is.null(snp) && length(v) != 1L)
+    .coloc_abort("earg", what, "$", field, " must be one number, not ", length(v), " numbers")
   if (!(length(v) == n || (scalar_ok && length(v) == 1L)))
     .coloc_abort("emismatch", what, "$", field, " has ", length(v), " values for ", n, " SNPs")
   if (anyNA(v)) {
     .coloc_abort("earg", what, "$", field, " has ", sum(is.na(v)), " missing value(s), the first at ",
-                 if (length(v) == n) .coloc_where(is.na(v), snp) else "its only entry",
-                 ": coloc drops nothing silently; remove those SNPs first")
+                 if (!is.null(snp) && length(v) == n) .coloc_where(is.na(v), snp) else "its only entry",
+                 ": nothing is dropped silently; remove those SNPs first")
   }
   as.double(v)
 }
@@ -132,8 +135,8 @@
   pvalues <- .coloc_num(d, "pvalues", what, n, snp)
   maf <- .coloc_num(d, "MAF", what, n, snp)
   N <- .coloc_num(d, "N", what, n, snp, scalar_ok = TRUE)
-  s <- .coloc_num(d, "s", what, 1L, snp)
-  sdY <- .coloc_num(d, "sdY", what, 1L, snp)
+  s <- .coloc_num(d, "s", what, 1L, NULL)
+  sdY <- .coloc_num(d, "sdY", what, 1L, NULL)
   position <- .coloc_num(d, "position", what, n, snp)
   if (!is.null(maf) && any(!(maf > 0 & maf < 1)))
     .coloc_abort("earg", what, "$MAF must lie in (0, 1): ", .coloc_where(!(maf > 0 & maf < 1), snp),

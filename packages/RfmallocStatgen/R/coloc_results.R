@@ -26,7 +26,7 @@
 #'   `trimmed`, pairs in the order of `expand.grid(idx1, idx2)` (coloc's).
 #'   `print()` and `plot()`: `x`, invisibly.
 #' @section Errors: `fm_error_earg` for a `which` that is not one of its
-#'   choices.
+#'   choices, or a `statgen_coloc_signals` result without pairs to plot.
 #' @name statgen_coloc-methods
 #' @examples
 #' set.seed(3)
@@ -142,6 +142,7 @@ print.statgen_coloc_signals <- function(x, n = 5L, ...) {
 #' @rdname statgen_coloc-methods
 #' @export
 plot.statgen_coloc_signals <- function(x, ...) {
+  if (!length(x$pp)) Rfmalloc::fm_abort("earg", "x has no pair of signals to plot")
   h4 <- x$pp[, , "PP.H4.abf", drop = TRUE]
   h4 <- matrix(h4, dim(x$pp)[1L], dim(x$pp)[2L])
   graphics::image(seq_len(nrow(h4)), seq_len(ncol(h4)), h4, zlim = c(0, 1),

@@ -14,13 +14,9 @@
       .coloc_abort("earg", name, " is a susie fit whose lbf_variable has no column names: ",
                    "fit it on a matrix with SNP names as column names")
     }
-    if (!length(cs)) {
-      message(sprintf("%s: the susie fit has no credible set: no signal", name))
-      return(lbf[0L, , drop = FALSE])
-    }
-    out <- lbf[cs, , drop = FALSE]
-    rownames(out) <- paste0("L", cs)
-    return(out)
+    if (!length(cs)) message(sprintf("%s: the susie fit has no credible set: no signal", name))
+    x <- lbf[cs, , drop = FALSE]
+    rownames(x) <- if (length(cs)) paste0("L", cs) else character(0)
   }
   if (is.numeric(x) && is.null(dim(x))) {
     if (is.null(names(x))) .coloc_abort("earg", name, " must have SNP names (names())")

@@ -348,6 +348,9 @@ test_that("bad data sets are classed errors naming the field", {
   d <- p; d$MAF[4] <- NA; bad(d, "fm_error_earg", "MAF has 1 missing")
   d <- p; d$N <- -5; bad(d, "fm_error_earg", "N")
   d <- g$ccp; d$s <- 1.5; bad(d, "fm_error_earg", "proportion of cases")
+  d <- g$ccp; d$s <- c(0.3, 0.4); bad(d, "fm_error_earg", "one number")
+  d <- q; d$sdY <- NA_real_; bad(d, "fm_error_earg", "sdY has 1 missing")
+  d <- q; d$sdY <- -1; bad(d, "fm_error_earg", "sdY")
   d <- p; d$pvalues <- NULL; bad(d, "fm_error_earg", "needs beta and varbeta")
   d <- q; d$sdY <- NULL; d$MAF <- NULL; bad(d, "fm_error_earg", "sdY")
   d <- q; d$type <- "binary"; bad(d, "fm_error_earg", "type")
@@ -380,6 +383,11 @@ test_that("bad signal matrices are classed errors", {
   # one signal as a named vector
   r <- statgen_coloc_signals(a[1, ], b)
   expect_identical(dim(r$pp), c(1L, 2L, 5L))
+  # no signal (a susie fit without credible set gives none): no pair
+  r <- statgen_coloc_signals(a[0, , drop = FALSE], b)
+  expect_identical(dim(r$pp), c(0L, 2L, 5L))
+  expect_identical(nrow(as.data.frame(r)), 0L)
+  expect_error(plot(r), class = "fm_error_earg")
 })
 
 test_that("print, summary and plot methods", {
