@@ -28,7 +28,10 @@ apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-de
 # r-bioc-delayedarray: Rfmalloc's DelayedArray seed (test-delayedarray.R).
 # r-cran-pkgdown, pandoc, chromium, r-cran-png: the documentation site, built
 # and looked at in headless Chromium (tests/testthat/test-site.R).
-opt_pkgs=(r-bioc-delayedarray r-cran-pkgdown pandoc chromium r-cran-png)
+# r-cran-susier, r-cran-data.table, r-cran-ggplot2, r-cran-viridis: coloc's
+# dependencies, prebuilt (coloc itself comes from CRAN below).
+opt_pkgs=(r-bioc-delayedarray r-cran-pkgdown pandoc chromium r-cran-png
+          r-cran-susier r-cran-data.table r-cran-ggplot2 r-cran-viridis)
 missing=()
 for p in "${apt_pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -59,6 +62,17 @@ Rscript -e '
   if (length(miss)) {
     message("setup: installing CRAN packages: ", paste(miss, collapse = " "))
     install.packages(miss, quiet = TRUE)
+  }'
+
+# coloc, the oracle of RfmallocStatgen's colocalisation tests (test-coloc.R,
+# which skip with a message without it): pure R, about 15 s from CRAN once
+# its dependencies above are there. Optional: a failure only warns.
+Rscript -e '
+  if (!requireNamespace("coloc", quietly = TRUE)) {
+    message("setup: installing CRAN package coloc (test oracle)")
+    try(install.packages("coloc", quiet = TRUE))
+    if (!requireNamespace("coloc", quietly = TRUE))
+      message("setup: warning: coloc could not be installed; test-coloc.R will skip its comparisons")
   }'
 
 # GGML comes from the CRAN package ggmlR, built for this CPU into the

@@ -179,3 +179,9 @@ FM_CORE_FN(fm_status, fm_stats_ldscore,
            (const fm_band *b, int64_t n_samples, double *scores_out, const fm_ctl *ctl,
             fm_err *err),
            (b, n_samples, scores_out, ctl, err))
+/* fm_stats_coloc.h: colocalisation of every pair of signals */
+FM_CORE_FN(fm_status, fm_stats_coloc_pairs,
+           (const double *l1, int64_t n1, int64_t ld1, const double *l2, int64_t n2, int64_t ld2,
+            int64_t m, double p1, double p2, double p12, double *pp_out, double *lh_out,
+            int64_t *n_exact_out, const fm_ctl *ctl, fm_err *err),
+           (l1, n1, ld1, l2, n2, ld2, m, p1, p2, p12, pp_out, lh_out, n_exact_out, ctl, err))
