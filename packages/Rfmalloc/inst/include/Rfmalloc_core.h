@@ -37,10 +37,11 @@
 #include "fm/fm_rng.h"
 #include "fm/fm_stats_glm.h"
 #include "fm/fm_stats_ld.h"
+#include "fm/fm_stats_ldpred2.h"
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 10
+#define RFMALLOC_CORE_VERSION 11
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

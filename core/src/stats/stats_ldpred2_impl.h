@@ -1,0 +1,93 @@
+/* stats_ldpred2_impl.h: what the LDpred2 modules share (stats_ldpred2.c):
+ * the checks and scaling of the inputs, the band's column kernels, the
+ * random draws beyond fm_rng's (gamma, beta), and the task runner that
+ * spreads sets or chains over POSIX threads while the calling thread polls
+ * cancellation and reports progress. Private to core/src/stats/. */
+#ifndef FM_STATS_LDPRED2_IMPL_H
+#define FM_STATS_LDPRED2_IMPL_H
+
+#include "fm/fm_rng.h"
+#include "fm/fm_stats_ldpred2.h"
+
+#include <stdatomic.h>
+
+/* Check the band (unit diagonal, increasing rows), the data and shrink;
+ * `what` names the caller in messages. */
+fm_status ldp_check(const fm_band *ld, const fm_ldpred2_data *d, double shrink,
+                    const char *what, fm_err *err);
+
+/* scale_j = sqrt(n_j se_j^2 + beta_j^2), beta_hat_j = beta_j / scale_j
+ * (m doubles each, caller-allocated). */
+void ldp_scale(const fm_ldpred2_data *d, double *scale, double *beta_hat);
+
+/* x += coef * R[, j] (the column's stored entries). */
+static inline void ldp_axpy_col(const fm_band *b, int64_t j, double coef, double *x) {
+  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1];
+  const int32_t *ri = b->rowidx;
+  if (b->dtype == FM_BAND_F32) {
+    const float *v = b->values;
+    for (int64_t k = lo; k < hi; k++) x[ri[k]] += coef * (double)v[k];
+  } else {
+    const double *v = b->values;
+    for (int64_t k = lo; k < hi; k++) x[ri[k]] += coef * v[k];
+  }
+}
+
+/* R[, j]' x, summed in stored order. */
+static inline double ldp_dot_col(const fm_band *b, int64_t j, const double *x) {
+  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1];
+  const int32_t *ri = b->rowidx;
+  double s = 0;
+  if (b->dtype == FM_BAND_F32) {
+    const float *v = b->values;
+    for (int64_t k = lo; k < hi; k++) s += (double)v[k] * x[ri[k]];
+  } else {
+    const double *v = b->values;
+    for (int64_t k = lo; k < hi; k++) s += v[k] * x[ri[k]];
+  }
+  return s;
+}
+
+/* A Gamma(shape, 1) draw for shape >= 1 (Marsaglia and Tsang 2000, ACM TOMS
+ * 26:363-372), and a Beta(a, b) draw as X / (X + Y) for a, b >= 1. */
+double ldp_rgamma(fm_rng *r, double shape);
+double ldp_rbeta(fm_rng *r, double a, double b);
+
+/* The stream of set or chain k: fm_rng seeded with seed, k jumps. */
+void ldp_rng_stream(fm_rng *r, uint64_t seed, int64_t k);
+
+/* ---- tasks on threads ---------------------------------------------------- */
+
+typedef struct ldp_runner ldp_runner;
+
+/* Run task k for k = 0 .. n_tasks-1; tid in 0 .. threads-1 indexes the
+ * caller's per-thread scratch. Returns FM_OK or an error status (its message
+ * in err, the task's own). A task polls ldp_poll once per sweep. */
+typedef fm_status (*ldp_task_fn)(void *ud, int64_t k, int tid, ldp_runner *run, fm_err *err);
+
+struct ldp_runner {
+  ldp_task_fn fn;
+  void *ud;
+  int64_t n_tasks;
+  int threads;       /* workers (1: the calling thread runs every task) */
+  atomic_llong next; /* next task to hand out */
+  atomic_int stop;   /* set on cancel or on a task's error */
+  atomic_llong done; /* progress units done */
+  double total;      /* progress units in all */
+  const fm_ctl *ctl;
+};
+
+/* Threads to use for n_tasks tasks under ctl (1 .. min(n_tasks, fm_threads)). */
+int ldp_threads(const fm_ctl *ctl, int64_t n_tasks);
+
+/* Run every task; `total` progress units. The first error (or
+ * FM_ECANCELLED) wins; tasks not started are skipped after it. */
+fm_status ldp_run(ldp_task_fn fn, void *ud, int64_t n_tasks, int threads, double total,
+                  const fm_ctl *ctl, const char *what, fm_err *err);
+
+/* Called by a task once per unit of work: counts it, and returns nonzero
+ * when the task should stop (cancelled or another task failed). On a
+ * single thread it polls ctl itself (at most every 50 ms). */
+int ldp_poll(ldp_runner *run, int tid);
+
+#endif
