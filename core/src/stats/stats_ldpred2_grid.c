@@ -19,7 +19,7 @@ typedef struct grid_ctx {
   const int32_t *sparse;
   const fm_ldpred2_gibbs_opts *o;
   double shrink, gap0;
-  double *work; /* threads x 2m: the current effects and R times them */
+  double *work; /* threads x 6m: the current effects, R times them, ldp_coef */
   const fm_ldpred2_grid_out *out;
 } grid_ctx;
 
@@ -27,7 +27,8 @@ static fm_status grid_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
   (void)err;
   const grid_ctx *c = ud;
   const int64_t m = c->m, total = c->o->burn_in + c->o->num_iter;
-  double *curr = c->work + (size_t)tid * 2 * (size_t)m, *dp = curr + m;
+  double *curr = c->work + (size_t)tid * 6 * (size_t)m, *dp = curr + m;
+  const ldp_coef cf = {dp + m, dp + 2 * m, dp + 3 * m, dp + 4 * m};
   double *avg = c->out->beta + (size_t)k * (size_t)m;
   for (int64_t j = 0; j < m; j++) curr[j] = dp[j] = avg[j] = 0;
   fm_rng rng;
@@ -35,22 +36,22 @@ static fm_status grid_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
   const double p = c->p[k], h2_per_var = c->h2[k] / ((double)m * p), inv_odd = (1 - p) / p;
   const int sparse = c->sparse[k] != 0;
   const double shrink = c->shrink;
+  for (int64_t j = 0; j < m; j++) ldp_coef_fill(&cf, j, h2_per_var * c->n_eff[j], c->n_eff[j], inv_odd);
   c->out->status[k] = FM_LDPRED2_OK;
   c->out->diverged_at[k] = 0;
   for (int64_t it = 0; it < total; it++) {
     const int keep = it >= c->o->burn_in;
     double gap = 0;
     for (int64_t j = 0; j < m; j++) {
-      const double nj = c->n_eff[j];
       const double res = c->beta_hat[j] - shrink * (dp[j] - curr[j]);
-      const double C1 = h2_per_var * nj, C2 = 1 / (1 + 1 / C1), C3 = C2 * res, C4 = C2 / nj;
-      const double post = 1 / (1 + inv_odd * sqrt(1 + C1) * exp(-C3 * C3 / C4 / 2));
+      const double C3 = cf.C2[j] * res;
+      const double post = 1 / (1 + cf.K[j] * exp(-cf.h[j] * res * res));
       double diff = -curr[j];
       if (sparse && post < p) {
         curr[j] = 0;
       } else {
         if (post > fm_rng_unif(&rng)) {
-          curr[j] = C3 + fm_rng_norm(&rng) * sqrt(C4);
+          curr[j] = C3 + fm_rng_norm(&rng) * cf.sd[j];
           diff += curr[j];
           gap += curr[j] * curr[j];
         } else {
@@ -100,9 +101,9 @@ fm_status fm_stats_ldpred2_grid(const fm_band *ld, const fm_ldpred2_data *d, int
   const int64_t m = ld->n;
   const int nt = ldp_threads(ctl, n_sets);
   double *vec = malloc((size_t)m * 2 * sizeof *vec);
-  double *work = malloc((size_t)m * 2 * (size_t)nt * sizeof *work);
+  double *work = malloc((size_t)m * 6 * (size_t)nt * sizeof *work);
   if (!vec || !work) {
-    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 2 vectors of %lld", what, nt,
+    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 6 vectors of %lld", what, nt,
                     (long long)m);
     goto done;
   }

@@ -9,6 +9,7 @@
 #include "fm/fm_rng.h"
 #include "fm/fm_stats_ldpred2.h"
 
+#include <math.h>
 #include <stdatomic.h>
 
 /* Check the band (unit diagonal, increasing rows), the data and shrink;
@@ -20,11 +21,23 @@ fm_status ldp_check(const fm_band *ld, const fm_ldpred2_data *d, double shrink,
  * (m doubles each, caller-allocated). */
 void ldp_scale(const fm_ldpred2_data *d, double *scale, double *beta_hat);
 
-/* x += coef * R[, j] (the column's stored entries). */
+/* x += coef * R[, j] (the column's stored entries). A window's rows are
+ * usually one consecutive run (first .. last): then the loop runs over a
+ * plain slice of x, which the compiler vectorises, and reads no row index. */
 static inline void ldp_axpy_col(const fm_band *b, int64_t j, double coef, double *x) {
-  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1];
+  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1], len = hi - lo;
+  if (len <= 0) return;
   const int32_t *ri = b->rowidx;
-  if (b->dtype == FM_BAND_F32) {
+  if ((int64_t)ri[hi - 1] - ri[lo] == len - 1) {
+    double *xs = x + ri[lo];
+    if (b->dtype == FM_BAND_F32) {
+      const float *v = (const float *)b->values + lo;
+      for (int64_t k = 0; k < len; k++) xs[k] += coef * (double)v[k];
+    } else {
+      const double *v = (const double *)b->values + lo;
+      for (int64_t k = 0; k < len; k++) xs[k] += coef * v[k];
+    }
+  } else if (b->dtype == FM_BAND_F32) {
     const float *v = b->values;
     for (int64_t k = lo; k < hi; k++) x[ri[k]] += coef * (double)v[k];
   } else {
@@ -33,12 +46,21 @@ static inline void ldp_axpy_col(const fm_band *b, int64_t j, double coef, double
   }
 }
 
-/* R[, j]' x, summed in stored order. */
+/* R[, j]' x, summed in stored order (the same order on both paths). */
 static inline double ldp_dot_col(const fm_band *b, int64_t j, const double *x) {
-  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1];
+  const int64_t lo = b->colptr[j], hi = b->colptr[j + 1], len = hi - lo;
   const int32_t *ri = b->rowidx;
   double s = 0;
-  if (b->dtype == FM_BAND_F32) {
+  if (len > 0 && (int64_t)ri[hi - 1] - ri[lo] == len - 1) {
+    const double *xs = x + ri[lo];
+    if (b->dtype == FM_BAND_F32) {
+      const float *v = (const float *)b->values + lo;
+      for (int64_t k = 0; k < len; k++) s += (double)v[k] * xs[k];
+    } else {
+      const double *v = (const double *)b->values + lo;
+      for (int64_t k = 0; k < len; k++) s += v[k] * xs[k];
+    }
+  } else if (b->dtype == FM_BAND_F32) {
     const float *v = b->values;
     for (int64_t k = lo; k < hi; k++) s += (double)v[k] * x[ri[k]];
   } else {
@@ -46,6 +68,29 @@ static inline double ldp_dot_col(const fm_band *b, int64_t j, const double *x) {
     for (int64_t k = lo; k < hi; k++) s += v[k] * x[ri[k]];
   }
   return s;
+}
+
+/* The per-variant constants of the conditional draw of effect j when its
+ * prior variance is c_j / n_j (c_j = h2 n_j / (m p) times the MLE's
+ * frequency factor): C2 = 1 / (1 + 1 / c_j) shrinks the residual r_j to the
+ * conditional mean C2 r_j, sd = sqrt(C2 / n_j) is the conditional sd,
+ * K = (1 - p) / p sqrt(1 + c_j) and h = C2 n_j / 2 give the posterior
+ * probability of being causal 1 / (1 + K exp(-h r_j^2)) (bigsnpr's
+ * 1 / (1 + (1 - p) / p sqrt(1 + C1) exp(-C3^2 / C4 / 2)) rearranged).
+ * Computed once per grid set or auto sweep, in a loop the compiler can
+ * vectorise, so that the sweep itself needs one exp and one division a
+ * variant. */
+typedef struct ldp_coef {
+  double *C2, *sd, *K, *h; /* m each */
+} ldp_coef;
+
+static inline void ldp_coef_fill(const ldp_coef *c, int64_t j, double C1, double nj,
+                                 double inv_odd) {
+  const double C2 = 1 / (1 + 1 / C1);
+  c->C2[j] = C2;
+  c->sd[j] = sqrt(C2 / nj);
+  c->K[j] = inv_odd * sqrt(1 + C1);
+  c->h[j] = C2 * nj / 2;
 }
 
 /* A Gamma(shape, 1) draw for shape >= 1 (Marsaglia and Tsang 2000, ACM TOMS

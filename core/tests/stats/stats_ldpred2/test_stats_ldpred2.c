@@ -11,7 +11,10 @@
 #include <string.h>
 
 /* A generated LD band: AR(1) correlations rho^|i-j| for |i-j| <= w (a
- * positive definite Toeplitz matrix cut to a band), both triangles. */
+ * positive definite Toeplitz matrix cut to a band), both triangles; with
+ * gen_band_gap set, the pairs |i-j| == 2 are not stored (columns whose rows
+ * are not one consecutive run). */
+static int gen_band_gap;
 typedef struct gen_band {
   fm_band b;
   int64_t *colptr;
@@ -30,7 +33,7 @@ static void gen_band_make(gen_band *g, int64_t m, int64_t w, double rho, fm_band
   int64_t k = 0;
   for (int64_t j = 0; j < m; j++) {
     for (int64_t i = j - w; i <= j + w; i++) {
-      if (i < 0 || i >= m) continue;
+      if (i < 0 || i >= m || (gen_band_gap && llabs(i - j) == 2)) continue;
       const double v = pow(rho, (double)llabs(i - j));
       g->rowidx[k] = (int32_t)i;
       g->v64[k] = v;
@@ -145,9 +148,9 @@ static double rel_l2(const double *a, const double *b, int64_t n) {
   return sqrt(num / den);
 }
 
-static void inf_vs_dense(fm_band_dtype dt, double shrink) {
+static void inf_vs_dense(fm_band_dtype dt, double shrink, double rho) {
   gen_band g;
-  gen_band_make(&g, 300, 12, 0.9, dt);
+  gen_band_make(&g, 300, 12, rho, dt);
   gen_data dd;
   gen_data_make(&dd, &g, 2000, 7);
   double *x = malloc(300 * sizeof *x), *ref = malloc(300 * sizeof *ref);
@@ -170,9 +173,15 @@ static void inf_vs_dense(fm_band_dtype dt, double shrink) {
   gen_band_free(&g);
 }
 
-static void test_inf_f64(void) { inf_vs_dense(FM_BAND_F64, 1); }
-static void test_inf_f32(void) { inf_vs_dense(FM_BAND_F32, 1); }
-static void test_inf_shrink(void) { inf_vs_dense(FM_BAND_F64, 0.9); }
+static void test_inf_f64(void) { inf_vs_dense(FM_BAND_F64, 1, 0.9); }
+static void test_inf_f32(void) { inf_vs_dense(FM_BAND_F32, 1, 0.9); }
+static void test_inf_shrink(void) { inf_vs_dense(FM_BAND_F64, 0.9, 0.9); }
+static void test_inf_gapped(void) {
+  gen_band_gap = 1;
+  inf_vs_dense(FM_BAND_F64, 1, 0.5);
+  inf_vs_dense(FM_BAND_F32, 0.95, 0.5);
+  gen_band_gap = 0;
+}
 
 /* p = 1: grid's model is inf's, and the average of the conditional means
  * approaches its posterior mean, the inf solution. */
@@ -428,6 +437,7 @@ int main(void) {
   FM_RUN(test_inf_f64);
   FM_RUN(test_inf_f32);
   FM_RUN(test_inf_shrink);
+  FM_RUN(test_inf_gapped);
   FM_RUN(test_grid_p1_is_inf);
   FM_RUN(test_grid_reproducible);
   FM_RUN(test_auto);
