@@ -46,7 +46,27 @@ static inline void ldp_axpy_col(const fm_band *b, int64_t j, double coef, double
   }
 }
 
-/* R[, j]' x, summed in stored order (the same order on both paths). */
+/* sum_k v[k] xs[k] over k < len in four interleaved partial sums (k mod 4),
+ * added as (s0 + s1) + (s2 + s3), then the tail: four independent
+ * additions in flight instead of one chain (the chain's latency, not memory,
+ * bounded the band product). */
+#define LDP_DOT4(V, XS, LEN, OUT)                                            \
+  do {                                                                        \
+    double s0_ = 0, s1_ = 0, s2_ = 0, s3_ = 0;                                \
+    int64_t k_ = 0;                                                           \
+    for (; k_ + 4 <= (LEN); k_ += 4) {                                        \
+      s0_ += (double)(V)[k_] * (XS)[k_];                                      \
+      s1_ += (double)(V)[k_ + 1] * (XS)[k_ + 1];                              \
+      s2_ += (double)(V)[k_ + 2] * (XS)[k_ + 2];                              \
+      s3_ += (double)(V)[k_ + 3] * (XS)[k_ + 3];                              \
+    }                                                                         \
+    double t_ = (s0_ + s1_) + (s2_ + s3_);                                    \
+    for (; k_ < (LEN); k_++) t_ += (double)(V)[k_] * (XS)[k_];                \
+    (OUT) = t_;                                                               \
+  } while (0)
+
+/* R[, j]' x: a consecutive run of rows as LDP_DOT4, other columns in stored
+ * order; the same sum for every thread count. */
 static inline double ldp_dot_col(const fm_band *b, int64_t j, const double *x) {
   const int64_t lo = b->colptr[j], hi = b->colptr[j + 1], len = hi - lo;
   const int32_t *ri = b->rowidx;
@@ -55,10 +75,10 @@ static inline double ldp_dot_col(const fm_band *b, int64_t j, const double *x) {
     const double *xs = x + ri[lo];
     if (b->dtype == FM_BAND_F32) {
       const float *v = (const float *)b->values + lo;
-      for (int64_t k = 0; k < len; k++) s += (double)v[k] * xs[k];
+      LDP_DOT4(v, xs, len, s);
     } else {
       const double *v = (const double *)b->values + lo;
-      for (int64_t k = 0; k < len; k++) s += v[k] * xs[k];
+      LDP_DOT4(v, xs, len, s);
     }
   } else if (b->dtype == FM_BAND_F32) {
     const float *v = b->values;
