@@ -18,6 +18,8 @@
 # h2_init 0.3, burn_in 500, num_iter 200 (bigsnpr's defaults),
 # allow_jump_sign = FALSE, shrink 0.95 (its tutorial's), use_MLE TRUE.
 # Checks printed: the two h2 and p estimates (means over kept chains).
+# A second auto row runs both on one thread and compares CPU seconds, which
+# other load on a shared machine disturbs less than elapsed time.
 # Physical bounds printed: the band's bytes (values f64 + row indices); per
 # sweep, the bytes of the columns the sampler reads (one column per effect
 # that changes: at most twice the expected number of nonzero effects, the
@@ -38,6 +40,12 @@ n <- bench_env_int("BENCH_N", 5000L)
 m <- bench_env_int("BENCH_M", 200000L)
 work <- file.path(tempdir(), "ldpred2_bench")
 dir.create(work, showWarnings = FALSE)
+
+# CPU seconds (user + system of this process) of evaluating expr.
+bench_cpu <- function(expr) {
+  s <- system.time(expr, gcFirst = TRUE)
+  s[["user.self"]] + s[["sys.self"]]
+}
 
 # The generated fileset with variants 15 kb apart.
 prefix <- bench_gen_bed(root, n, m)
@@ -75,6 +83,12 @@ t_ours <- system.time(fit <- statgen_ldpred2_auto(ld, gw, h2_init = 0.3, p_init 
                                                   allow_jump_sign = FALSE, shrink = 0.95,
                                                   seed = 1, quiet = TRUE))[["elapsed"]]
 t_inf <- system.time(inf <- statgen_ldpred2_inf(ld, gw, h2 = 0.3, quiet = TRUE))[["elapsed"]]
+# one thread, CPU seconds (robust to other load on the machine)
+Rfmalloc::fmalloc_threads(1)
+c_ours <- bench_cpu(statgen_ldpred2_auto(ld, gw, h2_init = 0.3, p_init = p_init, burn_in = 500,
+                                         num_iter = 200, allow_jump_sign = FALSE, shrink = 0.95,
+                                         seed = 1, quiet = TRUE))
+Rfmalloc::fmalloc_threads(threads)
 
 # bigsnpr on the same band and statistics
 d <- RfmallocStatgen:::.ld_match(gw, ld, NULL, quiet = TRUE)
@@ -89,6 +103,15 @@ t_big <- system.time(big <- bigsnpr::snp_ldpred2_auto(
   corr, df_beta, h2_init = 0.3, vec_p_init = p_init, burn_in = 500, num_iter = 200,
   allow_jump_sign = FALSE, shrink_corr = 0.95, ncores = threads))[["elapsed"]]
 t_big_inf <- system.time(bigsnpr::snp_ldpred2_inf(corr, df_beta, h2 = 0.3))[["elapsed"]]
+set.seed(1)
+c_big <- bench_cpu(bigsnpr::snp_ldpred2_auto(
+  corr, df_beta, h2_init = 0.3, vec_p_init = p_init, burn_in = 500, num_iter = 200,
+  allow_jump_sign = FALSE, shrink_corr = 0.95, ncores = 1))
+# the band product alone: the core's inf on matched data, checks included
+# (so a lower bound of the product's speed), over its products
+t_prod <- system.time(raw <- .Call(RfmallocStatgen:::C_stg_ldpred2_inf,
+                                   RfmallocStatgen:::.ld_parts(ld), d$beta, d$beta_se, d$n_eff,
+                                   0.3, c(1, 1e-12, 1000)))[["elapsed"]]
 range <- sapply(big, function(a) diff(range(a$corr_est)))
 keep <- which(range > 0.95 * stats::quantile(range, 0.95, na.rm = TRUE))
 big_h2 <- mean(sapply(big[keep], `[[`, "h2_est"))
@@ -98,19 +121,21 @@ big_p <- mean(sapply(big[keep], `[[`, "p_est"))
 sweeps <- 4 * 700
 cols_per_sweep <- 2 * sum(fit$postp)
 col_bytes <- band_bytes / m
-prod_s <- t_inf / (inf$iterations + 1)
+prod_s <- t_prod / (raw[[2]] + 1)
 res <- data.frame(
-  task = c("auto, 4 chains x 700 sweeps", "inf (CG vs MINRES)"),
-  ours_s = c(t_ours, t_inf), bigsnpr_s = c(t_big, t_big_inf),
-  ratio = c(t_big / t_ours, t_big_inf / t_inf),
-  h2_ours = c(fit$h2_est, NA), h2_bigsnpr = c(big_h2, NA),
-  p_ours = c(fit$p_est, NA), p_bigsnpr = c(big_p, NA),
+  task = c("auto, 4 chains x 700 sweeps (elapsed)", "auto, 1 thread (CPU s)",
+           "inf (CG vs MINRES, elapsed)"),
+  ours_s = c(t_ours, c_ours, t_inf), bigsnpr_s = c(t_big, c_big, t_big_inf),
+  ratio = c(t_big / t_ours, c_big / c_ours, t_big_inf / t_inf),
+  h2_ours = c(fit$h2_est, NA, NA), h2_bigsnpr = c(big_h2, NA, NA),
+  p_ours = c(fit$p_est, NA, NA), p_bigsnpr = c(big_p, NA, NA),
   band_MB = band_bytes / 1e6,
-  MB_read_per_sweep = c(cols_per_sweep * col_bytes / 1e6, band_bytes / 1e6),
-  sweeps_per_s = c(sweeps / t_ours * 1, NA),
-  product_GFLOPs = c(NA, 2 * nnz / prod_s / 1e9),
-  product_GBs = c(NA, band_bytes / prod_s / 1e9),
-  threads = threads, ours = ours)
+  MB_read_per_sweep = c(cols_per_sweep * col_bytes / 1e6, NA, band_bytes / 1e6),
+  sweeps_per_s = c(sweeps / t_ours, sweeps / c_ours, NA),
+  product_GFLOPs = c(NA, NA, 2 * nnz / prod_s / 1e9),
+  product_GBs = c(NA, NA, band_bytes / prod_s / 1e9),
+  threads = c(threads, 1, threads), ours = ours)
 bench_print(sprintf("LDpred2 on the generated %d x %d band within 1000 kb (15 kb spacing)", n, m), res)
-cat(sprintf("inf: %d CG iterations; band product %.3f s\n", as.integer(inf$iterations), prod_s))
+cat(sprintf("inf: %d CG iterations; band product at most %.3f s (%.2f GFLOP/s, %.2f GB/s of the band)\n",
+            as.integer(raw[[2]]), prod_s, 2 * nnz / prod_s / 1e9, band_bytes / prod_s / 1e9))
 bench_write_csv(root, res, "ldpred2.csv")

@@ -18,7 +18,7 @@ typedef struct auto_ctx {
   const fm_ldpred2_auto_opts *a;
   const fm_ldpred2_gibbs_opts *o;
   double shrink, gap0, mean_ld;
-  double *work;     /* threads x 8m: effects, R times them, bootstrap a and b, ldp_coef */
+  double *work;     /* threads x 7m: effects, R times them, bootstrap a and b, ldp_coef */
   int32_t *causal;  /* threads x m: the nonzero effects of the sweep */
   const fm_ldpred2_auto_out *out;
 } auto_ctx;
@@ -99,8 +99,8 @@ static fm_status auto_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
   const fm_ldpred2_auto_opts *a = c->a;
   const fm_ldpred2_auto_out *out = c->out;
   const int64_t m = c->m, burn_in = c->o->burn_in, total = burn_in + c->o->num_iter;
-  double *curr = c->work + (size_t)tid * 8 * (size_t)m, *dp = curr + m, *ba = dp + m, *bb = ba + m;
-  const ldp_coef cf = {bb + m, bb + 2 * m, bb + 3 * m, bb + 4 * m};
+  double *curr = c->work + (size_t)tid * 7 * (size_t)m, *dp = curr + m, *ba = dp + m, *bb = ba + m;
+  const ldp_coef cf = {bb + m, bb + 2 * m, bb + 3 * m};
   int32_t *causal = c->causal + (size_t)tid * (size_t)m;
   double *avg_beta = out->beta + (size_t)k * (size_t)m;
   double *avg_postp = out->postp + (size_t)k * (size_t)m;
@@ -137,16 +137,17 @@ static fm_status auto_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
       const double dot = dp[j], prev = curr[j];
       const double res = c->beta_hat[j] - shrink * (dot - prev);
       const double C3 = cf.C2[j] * res;
-      const double postp = 1 / (1 + cf.K[j] * exp(-cf.h[j] * res * res));
+      const double q = 1 + cf.K[j] * exp(-cf.h[j] * res * res); /* 1 / P(causal) */
       const double dot_shrunk = shrink * dot + (1 - shrink) * prev;
       if (keep) {
+        const double postp = 1 / q;
         avg_postp[j] += postp;
         avg_beta[j] += C3 * postp;
         avg_corr[j] += dot_shrunk;
       }
       double diff = -prev;
-      if (postp > fm_rng_unif(&rng)) {
-        const double s = C3 + fm_rng_norm(&rng) * cf.sd[j];
+      if (fm_rng_unif(&rng) * q < 1) {
+        const double s = C3 + fm_rng_norm(&rng) * sqrt(cf.C2[j] / c->n_eff[j]);
         if (!a->allow_jump_sign && s * prev < 0) {
           curr[j] = 0;
         } else {
@@ -242,10 +243,10 @@ fm_status fm_stats_ldpred2_auto(const fm_band *ld, const fm_ldpred2_data *d,
   const int64_t m = ld->n;
   const int nt = ldp_threads(ctl, K);
   double *vec = malloc((size_t)m * 3 * sizeof *vec);
-  double *work = malloc((size_t)m * 8 * (size_t)nt * sizeof *work);
+  double *work = malloc((size_t)m * 7 * (size_t)nt * sizeof *work);
   int32_t *causal = malloc((size_t)m * (size_t)nt * sizeof *causal);
   if (!vec || !work || !causal) {
-    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 9 vectors of %lld", what, nt,
+    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 8 vectors of %lld", what, nt,
                     (long long)m);
     goto done;
   }

@@ -19,7 +19,7 @@ typedef struct grid_ctx {
   const int32_t *sparse;
   const fm_ldpred2_gibbs_opts *o;
   double shrink, gap0;
-  double *work; /* threads x 6m: the current effects, R times them, ldp_coef */
+  double *work; /* threads x 5m: the current effects, R times them, ldp_coef */
   const fm_ldpred2_grid_out *out;
 } grid_ctx;
 
@@ -27,8 +27,8 @@ static fm_status grid_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
   (void)err;
   const grid_ctx *c = ud;
   const int64_t m = c->m, total = c->o->burn_in + c->o->num_iter;
-  double *curr = c->work + (size_t)tid * 6 * (size_t)m, *dp = curr + m;
-  const ldp_coef cf = {dp + m, dp + 2 * m, dp + 3 * m, dp + 4 * m};
+  double *curr = c->work + (size_t)tid * 5 * (size_t)m, *dp = curr + m;
+  const ldp_coef cf = {dp + m, dp + 2 * m, dp + 3 * m};
   double *avg = c->out->beta + (size_t)k * (size_t)m;
   for (int64_t j = 0; j < m; j++) curr[j] = dp[j] = avg[j] = 0;
   fm_rng rng;
@@ -45,19 +45,19 @@ static fm_status grid_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
     for (int64_t j = 0; j < m; j++) {
       const double res = c->beta_hat[j] - shrink * (dp[j] - curr[j]);
       const double C3 = cf.C2[j] * res;
-      const double post = 1 / (1 + cf.K[j] * exp(-cf.h[j] * res * res));
+      const double q = 1 + cf.K[j] * exp(-cf.h[j] * res * res); /* 1 / P(causal) */
       double diff = -curr[j];
-      if (sparse && post < p) {
+      if (sparse && p * q > 1) {
         curr[j] = 0;
       } else {
-        if (post > fm_rng_unif(&rng)) {
-          curr[j] = C3 + fm_rng_norm(&rng) * cf.sd[j];
+        if (fm_rng_unif(&rng) * q < 1) {
+          curr[j] = C3 + fm_rng_norm(&rng) * sqrt(cf.C2[j] / c->n_eff[j]);
           diff += curr[j];
           gap += curr[j] * curr[j];
         } else {
           curr[j] = 0;
         }
-        if (keep) avg[j] += C3 * post;
+        if (keep) avg[j] += C3 / q;
       }
       if (diff != 0) ldp_axpy_col(c->ld, j, diff, dp);
     }
@@ -101,9 +101,9 @@ fm_status fm_stats_ldpred2_grid(const fm_band *ld, const fm_ldpred2_data *d, int
   const int64_t m = ld->n;
   const int nt = ldp_threads(ctl, n_sets);
   double *vec = malloc((size_t)m * 2 * sizeof *vec);
-  double *work = malloc((size_t)m * 6 * (size_t)nt * sizeof *work);
+  double *work = malloc((size_t)m * 5 * (size_t)nt * sizeof *work);
   if (!vec || !work) {
-    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 6 vectors of %lld", what, nt,
+    st = fm_err_set(err, FM_ENOMEM, "%s: cannot allocate %d x 5 vectors of %lld", what, nt,
                     (long long)m);
     goto done;
   }
