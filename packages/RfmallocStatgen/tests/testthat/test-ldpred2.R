@@ -255,3 +255,23 @@ test_that("bigsnpr live: the same inf on generated data (skipped without bigsnpr
   b <- bigsnpr::snp_ldpred2_inf(corr, gd$ss[c("beta", "beta_se", "n_eff")], h2 = 0.3)
   expect_lt(rel_l2(coef(statgen_ldpred2_inf(ld, gd$ss, h2 = 0.3, quiet = TRUE)), b), 1e-6)
 })
+
+test_that("samplers report progress; an interrupt stops them, and the seed gives the same run again", {
+  skip_on_os("windows")
+  gd <- ldp_generated()
+  ld <- RfmallocStatgen:::.ld_from_dense(gd$R)
+  run <- function() statgen_ldpred2_auto(ld, gd$ss, h2_init = 0.2, p_init = c(0.01, 0.1),
+                                         burn_in = 3e5, num_iter = 10, seed = 5, quiet = TRUE)
+  r <- with_every_tick(collect_updates(run()))
+  expect_gte(length(r$updates), 3)
+  expect_match(r$updates[length(r$updates)], "LDpred2-auto: sweeps.*100%")
+  after <- 0
+  cond <- with_every_tick(tryCatch(
+    collect_updates(run(), function(n) {
+      if (n == 2) tools::pskill(Sys.getpid(), tools::SIGINT) else if (n > 2) after <<- after + 1
+    }),
+    interrupt = function(e) e))
+  expect_s3_class(cond, "fm_error_ecancelled")
+  expect_lte(after, 1)
+  expect_identical(coef(suppressWarnings(run())), coef(r$value))
+})
