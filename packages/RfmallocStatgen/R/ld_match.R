@@ -25,7 +25,12 @@
     se <- if ("OR" %in% nm) s[["LOG(OR)_SE"]] else s$SE
     n <- if ("n_eff" %in% nm) s$n_eff else s$OBS_CT
     a1 <- col("A1")
-    a2 <- if (!is.null(a1) && all(c("REF", "ALT") %in% nm)) ifelse(a1 == s$ALT, s$REF, s$ALT) else NULL
+    a2 <- NULL
+    if (!is.null(a1) && all(c("REF", "ALT") %in% nm)) { # the allele other than A1
+      a2 <- s$ALT
+      sw <- which(a1 == s$ALT)
+      a2[sw] <- s$REF[sw]
+    }
   } else {
     miss <- setdiff(c("beta", "beta_se", "n_eff"), nm)
     if (length(miss))
@@ -45,10 +50,17 @@
   }
   k <- nrow(s)
   data.frame(ID = if (is.null(id)) rep(NA_character_, k) else as.character(id),
-             a1 = if (is.null(a1)) rep(NA_character_, k) else toupper(as.character(a1)),
-             a2 = if (is.null(a2)) rep(NA_character_, k) else toupper(as.character(a2)),
+             a1 = if (is.null(a1)) rep(NA_character_, k) else .upper(a1),
+             a2 = if (is.null(a2)) rep(NA_character_, k) else .upper(a2),
              beta = num(beta, "beta"), beta_se = num(se, "beta_se"), n_eff = num(n, "n_eff"),
              stringsAsFactors = FALSE)
+}
+
+# toupper() of alleles through their few distinct values.
+.upper <- function(x) {
+  x <- as.character(x)
+  u <- unique(x)
+  toupper(u)[match(x, u)]
 }
 
 # A short list of IDs for messages.
@@ -85,8 +97,8 @@
   }
   s <- s[idx, , drop = FALSE]
   flip <- rep(FALSE, m)
-  ld_a1 <- if (!is.null(v$A1)) toupper(as.character(v$A1)) else rep(NA_character_, m)
-  ld_a2 <- if (!is.null(v$A2)) toupper(as.character(v$A2)) else rep(NA_character_, m)
+  ld_a1 <- if (!is.null(v$A1)) .upper(v$A1) else rep(NA_character_, m)
+  ld_a2 <- if (!is.null(v$A2)) .upper(v$A2) else rep(NA_character_, m)
   known <- !is.na(s$a1) & !is.na(ld_a1)
   if (any(known)) {
     same <- known & s$a1 == ld_a1 & (is.na(s$a2) | is.na(ld_a2) | s$a2 == ld_a2)
@@ -98,7 +110,8 @@
                                               ld_a1[bad], ld_a2[bad])), ")", call = call)
     flip <- swap
   }
-  beta <- ifelse(flip, -s$beta, s$beta)
+  beta <- s$beta
+  beta[flip] <- -beta[flip]
   chk <- function(ok, what) {
     if (!all(ok))
       fm_abort("earg", sum(!ok), " variants have ", what, " (", .some_ids(ld_id[!ok]), "); ",
