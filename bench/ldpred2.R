@@ -18,12 +18,16 @@
 # h2_init 0.3, burn_in 500, num_iter 200 (bigsnpr's defaults),
 # allow_jump_sign = FALSE, shrink 0.95 (its tutorial's), use_MLE TRUE.
 # Checks printed: the two h2 and p estimates (means over kept chains).
-# A second auto row runs both on one thread and compares CPU seconds, which
-# other load on a shared machine disturbs less than elapsed time.
+# A second auto row runs ours on the same band stored as floats (f32: half
+# the bytes of the values; bigsnpr stores doubles only); a third runs both
+# on one thread and compares CPU seconds, which other load on a shared
+# machine disturbs less than elapsed time.
 # Physical bounds printed: the band's bytes (values f64 + row indices); per
 # sweep, the bytes of the columns the sampler reads (one column per effect
 # that changes: at most twice the expected number of nonzero effects, the
-# sum of the posterior probabilities); and the FLOP/s of the band product
+# sum of the posterior probabilities; at low polygenicity a sweep's time goes
+# to the m conditional draws, which stream about 7 vectors of m doubles,
+# 11 MB here, not to the band); and the FLOP/s of the band product
 # y = R x (2 flops a stored entry) measured through statgen_ldpred2_inf's
 # conjugate gradients (one product an iteration), with its bytes/s.
 # Writes bench/results/ldpred2.csv.
@@ -83,6 +87,14 @@ t_ours <- system.time(fit <- statgen_ldpred2_auto(ld, gw, h2_init = 0.3, p_init 
                                                   allow_jump_sign = FALSE, shrink = 0.95,
                                                   seed = 1, quiet = TRUE))[["elapsed"]]
 t_inf <- system.time(inf <- statgen_ldpred2_inf(ld, gw, h2 = 0.3, quiet = TRUE))[["elapsed"]]
+# the same band stored as floats (statgen_ld(dtype = "f32"): half the bytes
+# of its values; bigsnpr stores doubles only)
+ld32 <- statgen_ld(X, window = 1000, unit = "kb", dtype = "f32")
+t_ours32 <- system.time(fit32 <- statgen_ldpred2_auto(ld32, gw, h2_init = 0.3, p_init = p_init,
+                                                      burn_in = 500, num_iter = 200,
+                                                      allow_jump_sign = FALSE, shrink = 0.95,
+                                                      seed = 1, quiet = TRUE))[["elapsed"]]
+rm(ld32)
 # one thread, CPU seconds (robust to other load on the machine)
 Rfmalloc::fmalloc_threads(1)
 c_ours <- bench_cpu(statgen_ldpred2_auto(ld, gw, h2_init = 0.3, p_init = p_init, burn_in = 500,
@@ -123,18 +135,19 @@ cols_per_sweep <- 2 * sum(fit$postp)
 col_bytes <- band_bytes / m
 prod_s <- t_prod / (raw[[2]] + 1)
 res <- data.frame(
-  task = c("auto, 4 chains x 700 sweeps (elapsed)", "auto, 1 thread (CPU s)",
-           "inf (CG vs MINRES, elapsed)"),
-  ours_s = c(t_ours, c_ours, t_inf), bigsnpr_s = c(t_big, c_big, t_big_inf),
-  ratio = c(t_big / t_ours, c_big / c_ours, t_big_inf / t_inf),
-  h2_ours = c(fit$h2_est, NA, NA), h2_bigsnpr = c(big_h2, NA, NA),
-  p_ours = c(fit$p_est, NA, NA), p_bigsnpr = c(big_p, NA, NA),
-  band_MB = band_bytes / 1e6,
-  MB_read_per_sweep = c(cols_per_sweep * col_bytes / 1e6, NA, band_bytes / 1e6),
-  sweeps_per_s = c(sweeps / t_ours, sweeps / c_ours, NA),
-  product_GFLOPs = c(NA, NA, 2 * nnz / prod_s / 1e9),
-  product_GBs = c(NA, NA, band_bytes / prod_s / 1e9),
-  threads = c(threads, 1, threads), ours = ours)
+  task = c("auto, 4 chains x 700 sweeps (elapsed)", "auto, ours on the f32 band (elapsed)",
+           "auto, 1 thread (CPU s)", "inf (CG vs MINRES, elapsed)"),
+  ours_s = c(t_ours, t_ours32, c_ours, t_inf), bigsnpr_s = c(t_big, t_big, c_big, t_big_inf),
+  ratio = c(t_big / t_ours, t_big / t_ours32, c_big / c_ours, t_big_inf / t_inf),
+  h2_ours = c(fit$h2_est, fit32$h2_est, NA, NA), h2_bigsnpr = c(big_h2, big_h2, NA, NA),
+  p_ours = c(fit$p_est, fit32$p_est, NA, NA), p_bigsnpr = c(big_p, big_p, NA, NA),
+  band_MB = c(band_bytes, nnz * 8, band_bytes, band_bytes) / 1e6,
+  MB_read_per_sweep = c(cols_per_sweep * col_bytes / 1e6, cols_per_sweep * col_bytes * 2 / 3 / 1e6,
+                        NA, band_bytes / 1e6),
+  sweeps_per_s = c(sweeps / t_ours, sweeps / t_ours32, sweeps / c_ours, NA),
+  product_GFLOPs = c(NA, NA, NA, 2 * nnz / prod_s / 1e9),
+  product_GBs = c(NA, NA, NA, band_bytes / prod_s / 1e9),
+  threads = c(threads, threads, 1, threads), ours = ours)
 bench_print(sprintf("LDpred2 on the generated %d x %d band within 1000 kb (15 kb spacing)", n, m), res)
 cat(sprintf("inf: %d CG iterations; band product at most %.3f s (%.2f GFLOP/s, %.2f GB/s of the band)\n",
             as.integer(raw[[2]]), prod_s, 2 * nnz / prod_s / 1e9, band_bytes / prod_s / 1e9))
