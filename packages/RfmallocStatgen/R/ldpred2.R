@@ -170,6 +170,7 @@ statgen_ldpred2_grid <- function(ld, sumstats, grid, burn_in = 50, num_iter = 10
   grid$diverged_at <- res[[3]]
   .ldp_warn_diverged(grid$status, grid$diverged_at, "grid set", call)
   beta <- res[[1]]
+  beta[is.nan(beta)] <- NA_real_ # the core marks a diverged set's column with NaN
   dimnames(beta) <- list(d$ID, NULL)
   .ldp_result(ld, d, "grid", beta = NULL, beta_grid = beta, grid = grid, shrink = shrink,
               burn_in = burn_in, num_iter = num_iter, seed = seed)
@@ -219,6 +220,8 @@ statgen_ldpred2_auto <- function(ld, sumstats, h2_init,
   if (!is.null(bar)) cli::cli_progress_done(id = bar)
   names(res) <- c("beta", "postp", "corr_est", "path_p", "path_h2", "path_alpha", "p_est",
                   "h2_est", "alpha_est", "status", "diverged_at")
+  for (f in setdiff(names(res), c("status", "diverged_at"))) # NaN: diverged, or no alpha
+    res[[f]][is.nan(res[[f]])] <- NA_real_
   status <- .ldp_status(res$status)
   range_corr <- apply(res$corr_est, 2L, function(x) if (anyNA(x)) NA_real_ else diff(range(x)))
   ok <- status == "ok"
