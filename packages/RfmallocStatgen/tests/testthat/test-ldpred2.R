@@ -275,3 +275,23 @@ test_that("samplers report progress; an interrupt stops them, and the seed gives
   expect_lte(after, 1)
   expect_identical(coef(suppressWarnings(run())), coef(r$value))
 })
+
+test_that("a band from statgen_ld() (mapped, f64 or f32) gives inf = dense solve() and the samplers run", {
+  gd <- ldp_generated()
+  X <- Rfmalloc::fmalloc_bed(gd$g, new_runtime())
+  for (dtype in c("f64", "f32")) {
+    ld <- statgen_ld(X, window = 6, unit = "variants", dtype = dtype, runtime = new_runtime())
+    ss <- gd$ss
+    ss$ID <- ld$variants$ID
+    R <- gd$R
+    if (dtype == "f32") R[] <- RfmallocStatgen:::.f32_values(RfmallocStatgen:::.f32_bytes(R))
+    fit <- statgen_ldpred2_inf(ld, ss, h2 = 0.3, quiet = TRUE)
+    expect_lt(rel_l2(coef(fit), dense_inf(R, ss, 0.3)), if (dtype == "f64") 1e-10 else 1e-6)
+    g <- statgen_ldpred2_grid(ld, ss, data.frame(p = c(0.05, 0.5), h2 = 0.3, sparse = FALSE),
+                              seed = 2, quiet = TRUE)
+    expect_false(anyNA(coef(g)))
+    a <- statgen_ldpred2_auto(ld, ss, h2_init = 0.3, burn_in = 100, num_iter = 100, seed = 2,
+                              quiet = TRUE)
+    expect_false(anyNA(coef(a)))
+  }
+})
