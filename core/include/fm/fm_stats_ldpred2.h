@@ -67,7 +67,7 @@
  * R's generator, so results agree with it in distribution, not draw by draw.
  * Threads: sets and chains run on fm_threads(ctl) POSIX threads (at most one
  * per set or chain); the inf band product on as many, by column ranges
- * (each entry summed in column order: bit-identical for every count).
+ * (each entry one column's sum in a fixed order: bit-identical for every count).
  * Cancellation and progress: ctl is polled from the calling thread at least
  * every 50 ms; progress counts sweeps (grid, auto: (burn_in + num_iter) per
  * set or chain) or CG iterations (inf, against max_iter).

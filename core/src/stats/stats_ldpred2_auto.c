@@ -126,7 +126,8 @@ static fm_status auto_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
     const double inv_odd = (1 - p) / p;
     if (a->use_mle) {
       for (int64_t j = 0; j < m; j++)
-        ldp_coef_fill(&cf, j, exp(ap1 * c->log_var[j]) * sigma2 * c->n_eff[j], c->n_eff[j], inv_odd);
+        ldp_coef_fill(&cf, j, exp(ap1 * c->log_var[j]) * sigma2 * c->n_eff[j], c->n_eff[j],
+                      inv_odd);
     } else {
       for (int64_t j = 0; j < m; j++)
         ldp_coef_fill(&cf, j, sigma2 * c->n_eff[j], c->n_eff[j], inv_odd);

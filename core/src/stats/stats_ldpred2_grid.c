@@ -36,7 +36,8 @@ static fm_status grid_task(void *ud, int64_t k, int tid, ldp_runner *run, fm_err
   const double p = c->p[k], h2_per_var = c->h2[k] / ((double)m * p), inv_odd = (1 - p) / p;
   const int sparse = c->sparse[k] != 0;
   const double shrink = c->shrink;
-  for (int64_t j = 0; j < m; j++) ldp_coef_fill(&cf, j, h2_per_var * c->n_eff[j], c->n_eff[j], inv_odd);
+  for (int64_t j = 0; j < m; j++)
+    ldp_coef_fill(&cf, j, h2_per_var * c->n_eff[j], c->n_eff[j], inv_odd);
   c->out->status[k] = FM_LDPRED2_OK;
   c->out->diverged_at[k] = 0;
   for (int64_t it = 0; it < total; it++) {

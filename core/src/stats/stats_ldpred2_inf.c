@@ -4,7 +4,7 @@
  * A = shrink R + (1 - shrink) I + diag(m / (h2 n_j)) is applied column by
  * column: (A x)_j = shrink R[, j]' x + (1 - shrink + m / (h2 n_j)) x_j, R
  * symmetric, so each entry of the product is one dot product with a
- * contiguous column, summed in stored order whatever the thread count.
+ * contiguous column, summed in a fixed order (ldp_dot_col) whatever the thread count.
  * Preconditioner: A's diagonal (Jacobi), 1 + m / (h2 n_j) for a unit
  * diagonal. 2026-12-02: bigsnpr solves the same system by MINRES to a
  * relative residual of 1e-10 (bigsparser::sp_solve_sym); CG suits a system

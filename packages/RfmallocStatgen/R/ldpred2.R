@@ -259,8 +259,9 @@ statgen_ldpred2_auto <- function(ld, sumstats, h2_init,
 
 .ldp_warn_diverged <- function(status, at, what, call) {
   bad <- which(status != "ok")
+  which_at <- sprintf("%s %d (%s at sweep %.0f)", what, bad, status[bad], at[bad])
   if (length(bad))
-    cli::cli_warn(c("LDpred2: {length(bad)} {what}{?s} diverged and {?was/were} stopped: {.val {sprintf('%s %d (%s at sweep %.0f)', what, bad, status[bad], at[bad])}}",
+    cli::cli_warn(c("LDpred2: {length(bad)} {what}{?s} diverged and {?was/were} stopped: {which_at}",
                     i = "their effects are NA and are not used"), call = call)
 }
 

@@ -48,7 +48,8 @@ static SEXP stg_ldpred2_inf(SEXP parts, SEXP beta, SEXP se, SEXP n, SEXP h2, SEX
   fm_err err;
   fm_err_clear(&err);
   fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
-  const fm_status st = fm_stats_ldpred2_inf(&b, &d, REAL_RO(h2)[0], &io, REAL(x), &info, &ctl, &err);
+  const fm_status st =
+      fm_stats_ldpred2_inf(&b, &d, REAL_RO(h2)[0], &io, REAL(x), &info, &ctl, &err);
   Rfmalloc_ctl_finish(st, &err, "LDpred2-inf");
   SET_VECTOR_ELT(res, 1, Rf_ScalarReal((double)info.iterations));
   SET_VECTOR_ELT(res, 2, Rf_ScalarReal(info.rel_residual));

@@ -401,7 +401,8 @@ static void test_errors(void) {
   const fm_ldpred2_grid_out out2 = {bg2, st2, dv2};
   o.burn_in = 2000000; /* long enough for the 50 ms poll */
   const fm_status stc = fm_stats_ldpred2_grid(&g.b, &dd.d, 2, p2, h22, sp2, &o, &out2, &ctl, &err);
-  if (stc != FM_ECANCELLED) fprintf(stderr, "threaded cancel: %s %s\n", fm_status_name(stc), err.msg);
+  if (stc != FM_ECANCELLED)
+    fprintf(stderr, "threaded cancel: %s %s\n", fm_status_name(stc), err.msg);
   CHECK(stc == FM_ECANCELLED);
   const double pbad[1] = {0};
   o.burn_in = 1;

@@ -12,7 +12,8 @@ ldp_generated <- function(n = 400, m = 40, window = 6, seed = 1) {
     z <- base[, (j - 1) %/% 5 + 1] + rnorm(n)
     findInterval(z, stats::quantile(z, c(0.5, 0.85)))
   })
-  y <- drop(g[, unique(pmin(c(3, 17, 30), m))] %*% c(0.3, -0.25, 0.2)[seq_along(unique(pmin(c(3, 17, 30), m)))]) + rnorm(n)
+  causal <- unique(pmin(c(3, 17, 30), m))
+  y <- drop(g[, causal] %*% c(0.3, -0.25, 0.2)[seq_along(causal)]) + rnorm(n)
   est <- t(apply(g, 2, function(x) summary(stats::lm(y ~ x))$coefficients[2, 1:2]))
   ss <- data.frame(ID = sprintf("v%d", seq_len(m)), beta = est[, 1], beta_se = est[, 2],
                    n_eff = n)
