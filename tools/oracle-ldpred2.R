@@ -28,7 +28,10 @@
 #         1000 sweeps: with 8 of 500, bigsnpr's h2 moved by 0.066 between
 #         seeds, more than the tests' +-0.05).
 # Effects are stored as f32 bytes (inf) or int16 scaled by max |x| (grid,
-# auto: compared by correlation), xz-compressed.
+# auto: compared by correlation), xz-compressed; so are the summary
+# statistics given to bigsnpr (matched to the LD, f32), which the tests
+# read, so that a later change of the GWAS or PCA code shows as one failing
+# check of the pipeline rather than as differences from bigsnpr.
 suppressPackageStartupMessages({
   library(bigsnpr)
   library(RfmallocStatgen)
@@ -75,6 +78,8 @@ a2 <- run_auto(2)
 ref <- list(
   bigsnpr = as.character(packageVersion("bigsnpr")), h2 = h2, m = nrow(df_beta),
   ids = d$ID[c(1, nrow(d))], n_flipped = sum(d$flipped), train_n = length(f$split$train),
+  sumstats = list(beta = ldp_f32(d$beta), beta_se = ldp_f32(d$beta_se),
+                  n_eff = as.integer(d$n_eff)),
   inf = ldp_f32(beta_inf),
   grid = grid, grid_beta = lapply(seq_len(nrow(grid)), function(k) ldp_i16(bg1[, k])),
   auto = a1[c("chains", "p", "h2")], auto_beta = ldp_i16(a1$beta),
