@@ -13,5 +13,6 @@ extern const R_CallMethodDef stg_gwas_calls[]; /* r_gwas.c: association tests */
 extern const R_CallMethodDef stg_ld_calls[];   /* r_ld.c: LD bands and their products */
 extern const R_CallMethodDef stg_ldscore_calls[]; /* r_ldscore.c: LD scores */
 extern const R_CallMethodDef stg_coloc_calls[]; /* r_coloc.c: colocalisation */
+extern const R_CallMethodDef stg_ldpred2_calls[]; /* r_ldpred2.c: LDpred2 */
 
 #endif

@@ -38,11 +38,12 @@
 #include "fm/fm_stats_coloc.h"
 #include "fm/fm_stats_glm.h"
 #include "fm/fm_stats_ld.h"
+#include "fm/fm_stats_ldpred2.h"
 #include "fm/fm_stats_ldscore.h"
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 12
+#define RFMALLOC_CORE_VERSION 13
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

@@ -185,3 +185,20 @@ FM_CORE_FN(fm_status, fm_stats_coloc_pairs,
             int64_t m, double p1, double p2, double p12, double *pp_out, double *lh_out,
             int64_t *n_exact_out, const fm_ctl *ctl, fm_err *err),
            (l1, n1, ld1, l2, n2, ld2, m, p1, p2, p12, pp_out, lh_out, n_exact_out, ctl, err))
+/* fm_stats_ldpred2.h: LDpred2 polygenic scores */
+FM_CORE_FN(fm_status, fm_stats_ldpred2_inf,
+           (const fm_band *ld, const fm_ldpred2_data *d, double h2,
+            const fm_ldpred2_inf_opts *opts, double *beta_out, fm_ldpred2_inf_info *info,
+            const fm_ctl *ctl, fm_err *err),
+           (ld, d, h2, opts, beta_out, info, ctl, err))
+FM_CORE_FN(fm_status, fm_stats_ldpred2_grid,
+           (const fm_band *ld, const fm_ldpred2_data *d, int64_t n_sets, const double *p,
+            const double *h2, const int32_t *sparse, const fm_ldpred2_gibbs_opts *opts,
+            const fm_ldpred2_grid_out *out, const fm_ctl *ctl, fm_err *err),
+           (ld, d, n_sets, p, h2, sparse, opts, out, ctl, err))
+FM_CORE_FN(fm_status, fm_stats_ldpred2_auto,
+           (const fm_band *ld, const fm_ldpred2_data *d, const fm_ldpred2_auto_opts *aopts,
+            const fm_ldpred2_gibbs_opts *opts, const fm_ldpred2_auto_out *out,
+            const fm_ctl *ctl, fm_err *err),
+           (ld, d, aopts, opts, out, ctl, err))
+FM_CORE_FN(double, fm_stats_ldpred2_mean_ld, (const fm_band *ld), (ld))
