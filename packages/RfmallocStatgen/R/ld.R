@@ -36,7 +36,7 @@
 #'   6e-8 relative).
 #'
 #' @section Storage: compressed sparse columns of both triangles and the
-#'   diagonal (`colptr`, `rowidx`, `values`; see `core/include/fm/fm_band.h`):
+#'   diagonal (`colptr`, `rowidx`, `values`; see `core/include/fm/fm_band.h` in the source repository):
 #'   about \eqn{12} bytes (`"f64"`) or 8 bytes (`"f32"`) per stored entry,
 #'   each pair stored twice. With `r2_min > 0` only pairs with
 #'   \eqn{r^2 \ge} `r2_min` are stored (and the correlations are computed

@@ -56,7 +56,7 @@
 #'   `diverged_at`, and a warning); its effects are `NA` (grid) or it is
 #'   left out of the final effects (auto), never mixed in.
 #' @section Reproducibility and threads: the samplers draw from the core's
-#'   documented generator (xoshiro256**, `Rfmalloc`'s `docs/rng.md`) seeded
+#'   documented generator (xoshiro256**, `docs/rng.md` in the source repository) seeded
 #'   with `seed` (by default one number drawn from R's generator, so
 #'   [set.seed()] fixes it), grid set or chain \eqn{k} from its own stream:
 #'   results depend on `seed` and \eqn{k} only, not on the number of
