@@ -8,7 +8,9 @@
  * claimed becomes an index variant and claims every unclaimed variant j of
  * its chromosome with |pos_j - pos_i| <= window_bp, p_j <= p2 and
  * r^2(i, j) >= r2. A claimed variant never becomes an index variant and
- * joins one clump only.
+ * joins one clump only. Like plink, each clump also counts the variants
+ * that pass the window and r^2 but have p > p2 (never claimed, counted in
+ * every clump they pass), in its TOTAL and p-value bins.
  *
  * Pruning (plink2 --indep-pairwise <window> <step> <r2>, docs at
  * https://www.cog-genomics.org/plink/2.0/ld#indep): on each chromosome a
@@ -49,21 +51,33 @@ typedef struct fm_clump_opts {
 } fm_clump_opts;
 
 /* Clump the n = b->n variants of b.
- * Shape:  p, chr, pos and clump_out have length n.
- * Units:  p a p-value in [0, 1] or NaN (never index nor member); chr a
- *         chromosome code (equal codes = same chromosome); pos in base pairs.
+ * Shape:  p, chr, pos and clump_out have length n; index_out has room for
+ *         n_cand entries and counts_out is n_cand x 6, column-major, where
+ *         n_cand is the number of variants with p <= p1 (an upper bound on
+ *         the clumps).
+ * Units:  p a p-value in [0, 1] or NaN (never index nor member, nor
+ *         counted); chr a chromosome code (equal codes = same chromosome);
+ *         pos in base pairs.
  * Output: clump_out[j] = the index variant (0-based) of j's clump, j itself
  *         for an index variant, -1 for a variant in no clump;
- *         *n_index_out the number of clumps.
+ *         index_out[c] the index variant of clump c (0-based), clumps in
+ *         the order formed (ascending p, ties in variant order);
+ *         counts_out[c + k n_cand], k = 0..5, plink's TOTAL, NSIG, S05,
+ *         S01, S001, S0001 of clump c: the variants it claimed plus those
+ *         with p > p2 that pass its window and r^2, all (TOTAL) and by p
+ *         (NSIG p > 0.05; S05 0.01 < p <= 0.05; S01 0.001 < p <= 0.01;
+ *         S001 1e-4 < p <= 0.001; S0001 p <= 1e-4); *n_index_out the
+ *         number of clumps.
  * Errors: FM_EARG (NULL arguments with n > 0; an option out of range; a
  *         p outside [0, 1]; a row index outside 0..n-1; a stored value that
  *         is not finite or outside [-1, 1]), FM_ECANCELLED (outputs partly
  *         written).
- * Owns:   borrows everything; writes clump_out and *n_index_out only;
- *         allocates n int64 of scratch (FM_ENOMEM). */
+ * Owns:   borrows everything; writes the outputs only; allocates n_cand
+ *         candidates of scratch (FM_ENOMEM). */
 FM_NODISCARD fm_status fm_stats_clump(const fm_band *b, int values_are_r2, const double *p,
                                       const int32_t *chr, const double *pos,
                                       const fm_clump_opts *opts, int32_t *clump_out,
+                                      int64_t *index_out, int32_t *counts_out,
                                       int64_t *n_index_out, const fm_ctl *ctl, fm_err *err);
 
 /* Prune the n = b->n variants of b as plink2 --indep-pairwise.

@@ -70,10 +70,16 @@ static int cand_cmp(const void *x, const void *y) {
   return (a->j > b->j) - (a->j < b->j);
 }
 
+/* plink's p-value bin of a counted variant: 1 NSIG .. 5 S0001 (column k of
+ * counts_out; column 0 is TOTAL). */
+static int p_bin(double p) {
+  return p > 0.05 ? 1 : p > 0.01 ? 2 : p > 0.001 ? 3 : p > 1e-4 ? 4 : 5;
+}
+
 fm_status fm_stats_clump(const fm_band *b, int values_are_r2, const double *p,
                          const int32_t *chr, const double *pos, const fm_clump_opts *opts,
-                         int32_t *clump_out, int64_t *n_index_out, const fm_ctl *ctl,
-                         fm_err *err) {
+                         int32_t *clump_out, int64_t *index_out, int32_t *counts_out,
+                         int64_t *n_index_out, const fm_ctl *ctl, fm_err *err) {
   static const char fn[] = "fm_stats_clump";
   fm_err_clear(err);
   if (n_index_out) *n_index_out = 0;
@@ -101,6 +107,9 @@ fm_status fm_stats_clump(const fm_band *b, int values_are_r2, const double *p,
                         (long long)j, p[j]);
     if (p[j] <= opts->p1) n_cand++;
   }
+  if (n_cand > 0 && (!index_out || !counts_out))
+    return fm_err_set(err, FM_EARG, "%s: index_out or counts_out is NULL", fn);
+  for (int64_t t = 0; t < 6 * n_cand; t++) counts_out[t] = 0;
   cand *c = malloc((size_t)(n_cand ? n_cand : 1) * sizeof *c);
   if (!c) return fm_err_set(err, FM_ENOMEM, "%s: no memory for %lld candidates", fn,
                             (long long)n_cand);
@@ -120,15 +129,22 @@ fm_status fm_stats_clump(const fm_band *b, int values_are_r2, const double *p,
     }
     if (clump_out[i] >= 0) continue; /* claimed by a stronger index variant */
     clump_out[i] = (int32_t)i;
+    index_out[n_index] = i;
+    int32_t *cnt = counts_out + n_index;
     n_index++;
     if ((st = check_colptr(b, i, fn, err)) != FM_OK) goto fail;
     for (int64_t k = b->colptr[i]; k < b->colptr[i + 1]; k++) {
       if ((st = check_entry(b, values_are_r2, i, k, fn, err)) != FM_OK) goto fail;
       const int32_t j = b->rowidx[k];
-      if (j == i || clump_out[j] >= 0 || !(p[j] <= opts->p2) || chr[j] != chr[i] ||
-          !(fabs(pos[j] - pos[i]) <= opts->window_bp))
+      if (j == i || isnan(p[j]) || chr[j] != chr[i] || !(fabs(pos[j] - pos[i]) <= opts->window_bp) ||
+          !(entry_r2(b, values_are_r2, k) >= opts->r2))
         continue;
-      if (entry_r2(b, values_are_r2, k) >= opts->r2) clump_out[j] = (int32_t)i;
+      if (p[j] <= opts->p2) {
+        if (clump_out[j] >= 0) continue; /* in an earlier clump: not counted again */
+        clump_out[j] = (int32_t)i;
+      }
+      cnt[0] += 1;
+      cnt[p_bin(p[j]) * n_cand] += 1;
     }
   }
   *n_index_out = n_index;
@@ -220,13 +236,20 @@ fm_status fm_stats_prune(const fm_band *b, int values_are_r2, const double *maf,
 /* x log(y), with 0 log(anything) = 0 (an empty class adds nothing). */
 static double xlogy(double x, double y) { return x > 0 ? x * log(y) : 0.0; }
 
-/* Log-likelihood of f = f_AB given the known haplotype counts x[4] (AB, Ab,
- * aB, ab), h double heterozygotes and the allele frequencies. */
-static double hap_loglik(double f, const double x[4], double h, double pa, double pb) {
-  const double f12 = pa - f, f21 = pb - f, f22 = 1 - pa - pb + f;
-  if (f < 0 || f12 < 0 || f21 < 0 || f22 < 0) return -INFINITY;
-  return xlogy(x[0], f) + xlogy(x[1], f12) + xlogy(x[2], f21) + xlogy(x[3], f22) +
-         xlogy(h, f * f22 + f12 * f21);
+/* Log-likelihood of f_AB = f given the known haplotype counts x[4] (AB,
+ * Ab, aB, ab) and h double heterozygotes. The four frequencies are taken
+ * from y = N f - x_AB, the double heterozygotes counted as AB/ab, clamped to
+ * [0, h]: each is then a count over N, never below 0 by rounding (a
+ * boundary MLE, where some frequency is 0, is common). */
+static double hap_freqs(double f, const double x[4], double h, double N, double fr[4]) {
+  double y = N * f - x[0];
+  y = y < 0 ? 0 : (y > h ? h : y);
+  fr[0] = (x[0] + y) / N;
+  fr[1] = (x[1] + h - y) / N;
+  fr[2] = (x[2] + h - y) / N;
+  fr[3] = (x[3] + y) / N;
+  return xlogy(x[0], fr[0]) + xlogy(x[1], fr[1]) + xlogy(x[2], fr[2]) + xlogy(x[3], fr[3]) +
+         xlogy(h, fr[0] * fr[3] + fr[1] * fr[2]);
 }
 
 static double cubic(const double a[4], double f) { return ((a[3] * f + a[2]) * f + a[1]) * f + a[0]; }
@@ -297,12 +320,12 @@ static double hap_r2_table(double t[3][3]) {
       if (cu == 0) cand_f[ncand++] = u;
       else if ((cu < 0) != (cw < 0)) cand_f[ncand++] = bisect(a, u, w);
     }
-    double best_ll = -INFINITY;
+    double best_ll = -INFINITY, fr[4];
     for (int s = 0; s < ncand; s++) {
-      const double ll = hap_loglik(cand_f[s], x, h, pa, pb);
+      const double ll = hap_freqs(cand_f[s], x, h, N, fr);
       if (ll > best_ll) {
         best_ll = ll;
-        best = cand_f[s];
+        best = fr[0];
       }
     }
   }

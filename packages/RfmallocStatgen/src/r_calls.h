@@ -14,5 +14,6 @@ extern const R_CallMethodDef stg_ld_calls[];   /* r_ld.c: LD bands and their pro
 extern const R_CallMethodDef stg_ldscore_calls[]; /* r_ldscore.c: LD scores */
 extern const R_CallMethodDef stg_coloc_calls[]; /* r_coloc.c: colocalisation */
 extern const R_CallMethodDef stg_ldpred2_calls[]; /* r_ldpred2.c: LDpred2 */
+extern const R_CallMethodDef stg_clump_calls[]; /* r_clump.c: clumping and pruning */
 
 #endif

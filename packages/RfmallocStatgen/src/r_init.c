@@ -9,7 +9,7 @@
 
 static const R_CallMethodDef *const module_tables[] = {stg_gwas_calls, stg_ld_calls,
                                                         stg_ldscore_calls, stg_coloc_calls,
-                                                        stg_ldpred2_calls};
+                                                        stg_ldpred2_calls, stg_clump_calls};
 
 void R_init_RfmallocStatgen(DllInfo *dll) {
   Rfmalloc_core_init();

@@ -91,9 +91,11 @@ static double *gen_corr(int64_t m, int64_t n, uint64_t seed, double *maf, uint8_
   return D;
 }
 
-/* Clumping as the header states it, on the dense matrix. */
+/* Clumping as the header states it, on the dense matrix: clump_out, the
+ * index variants in order and their 6 counts (rows of 6 here). */
 static int64_t ref_clump(const double *D, int64_t n, const double *p, const int32_t *chr,
-                         const double *pos, const fm_clump_opts *o, int32_t *out) {
+                         const double *pos, const fm_clump_opts *o, int32_t *out,
+                         int64_t *index, int32_t (*counts)[6]) {
   int64_t n_index = 0;
   for (int64_t j = 0; j < n; j++) out[j] = -1;
   for (;;) {
@@ -102,12 +104,18 @@ static int64_t ref_clump(const double *D, int64_t n, const double *p, const int3
       if (out[j] < 0 && p[j] <= o->p1 && (best < 0 || p[j] < p[best])) best = j;
     if (best < 0) break;
     out[best] = (int32_t)best;
-    n_index++;
+    index[n_index] = best;
+    int32_t *cnt = counts[n_index++];
+    memset(cnt, 0, 6 * sizeof *cnt);
     for (int64_t j = 0; j < n; j++) {
       const double r = D[best + j * n];
-      if (out[j] < 0 && p[j] <= o->p2 && chr[j] == chr[best] &&
-          fabs(pos[j] - pos[best]) <= o->window_bp && r * r >= o->r2)
-        out[j] = (int32_t)best;
+      if (j == best || isnan(p[j]) || chr[j] != chr[best] ||
+          fabs(pos[j] - pos[best]) > o->window_bp || r * r < o->r2)
+        continue;
+      if (p[j] <= o->p2 && out[j] >= 0) continue;
+      if (p[j] <= o->p2) out[j] = (int32_t)best;
+      cnt[0]++;
+      cnt[p[j] > 0.05 ? 1 : p[j] > 0.01 ? 2 : p[j] > 0.001 ? 3 : p[j] > 1e-4 ? 4 : 5]++;
     }
   }
   return n_index;
@@ -145,7 +153,7 @@ static void test_clump_matches_reference(void) {
   int32_t chr[N];
   uint64_t seed = 99;
   for (int64_t j = 0; j < N; j++) {
-    p[j] = fm_test_rng_unif(&seed) * 0.02;
+    p[j] = fm_test_rng_unif(&seed) * (j % 3 ? 0.02 : 0.2);
     chr[j] = j < 25 ? 1 : 2;
     pos[j] = 1000.0 * (double)j;
   }
@@ -154,8 +162,11 @@ static void test_clump_matches_reference(void) {
   const fm_clump_opts opts[] = {{0.01, 0.02, 0.3, 5000}, {0.005, 0.01, 0.1, 2500},
                                 {0.02, 0.02, 0.0, 100000}, {1, 1, 1, 0}};
   for (size_t q = 0; q < sizeof opts / sizeof opts[0]; q++) {
-    int32_t want[N], got[N];
-    const int64_t nw = ref_clump(D, N, p, chr, pos, &opts[q], want);
+    int32_t want[N], got[N], want_cnt[N][6], got_cnt[6 * N];
+    int64_t want_idx[N], got_idx[N];
+    const int64_t nw = ref_clump(D, N, p, chr, pos, &opts[q], want, want_idx, want_cnt);
+    int64_t n_cand = 0;
+    for (int64_t j = 0; j < N; j++) n_cand += p[j] <= opts[q].p1;
     for (int v = 0; v < 4; v++) {
       test_band t;
       const int square = v == 2;
@@ -163,13 +174,18 @@ static void test_clump_matches_reference(void) {
                 v == 1 ? FM_BAND_F32 : FM_BAND_F64);
       int64_t ng = -1;
       fm_err err;
-      CHECK_OK(fm_stats_clump(&t.b, square, p, chr, pos, &opts[q], got, &ng, NULL, &err), &err);
+      CHECK_OK(fm_stats_clump(&t.b, square, p, chr, pos, &opts[q], got, got_idx, got_cnt, &ng,
+                              NULL, &err), &err);
       if (v == 3 && opts[q].window_bp > 5000) {
         band_free(&t);
         continue; /* the narrow band lacks pairs the window asks for */
       }
       CHECK(ng == nw);
       CHECK(memcmp(got, want, sizeof want) == 0);
+      for (int64_t c = 0; c < nw && ng == nw; c++) {
+        CHECK(got_idx[c] == want_idx[c]);
+        for (int k = 0; k < 6; k++) CHECK(got_cnt[c + k * n_cand] == want_cnt[c][k]);
+      }
       band_free(&t);
     }
   }
@@ -184,32 +200,37 @@ static void test_clump_toy_by_hand(void) {
   const double pos[4] = {0, 100, 200, 1e6};
   test_band t;
   band_make(&t, D, 4, 4, 0, 0, FM_BAND_F64);
-  int32_t got[4];
-  int64_t ng = 0;
+  int32_t got[4], cnt[24];
+  int64_t ng = 0, idx[4];
   fm_err err;
   fm_clump_opts o = {1e-2, 1e-2, 0.5, 250e3};
-  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err), &err);
+  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err), &err);
   /* 1 is the strongest: claims 0 (0.81); 2 (0.25) is its own; 3 too far */
   CHECK(ng == 3 && got[0] == 1 && got[1] == 1 && got[2] == 2 && got[3] == 3);
+  /* clumps in p order: 1 (p 1e-6), 2, 3; 1 counts 0 (p 1e-3: bin S001) */
+  CHECK(idx[0] == 1 && idx[1] == 2 && idx[2] == 3);
+  CHECK(cnt[0] == 1 && cnt[4 * 4] == 1 && cnt[1] == 0 && cnt[2] == 0);
   o.r2 = 0.2; /* now 1 also claims 2 */
-  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err), &err);
+  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err), &err);
   CHECK(ng == 2 && got[2] == 1);
   o.p1 = o.p2 = 1e-4; /* 0 and 3 (p 1e-3) now take part in no clump */
-  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err), &err);
+  CHECK_OK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err), &err);
   CHECK(ng == 1 && got[0] == -1 && got[1] == 1 && got[2] == 1 && got[3] == -1);
+  /* 0 (p 1e-3 > p2, r^2 0.81) is counted though not claimed, as plink does */
+  CHECK(cnt[0] == 2 && cnt[2 * 2] == 0 && cnt[4 * 2] == 1 && cnt[5 * 2] == 1);
   /* bad input */
   o.p1 = 0;
-  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err) == FM_EARG);
   o = (fm_clump_opts){1e-2, 1e-3, 0.5, 1};
-  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err) == FM_EARG);
   o = (fm_clump_opts){1e-2, 1e-2, 0.5, 1};
   const double bad_p[4] = {2, 0, 0, 0};
-  CHECK(fm_stats_clump(&t.b, 0, bad_p, chr, pos, &o, got, &ng, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_clump(&t.b, 0, bad_p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err) == FM_EARG);
   t.rowidx[1] = 7;
-  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, &ng, NULL, &err) == FM_EARG);
+  CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err) == FM_EARG);
   band_free(&t);
   fm_band empty = {0, NULL, NULL, NULL, FM_BAND_F64};
-  CHECK_OK(fm_stats_clump(&empty, 0, NULL, NULL, NULL, &o, NULL, &ng, NULL, &err), &err);
+  CHECK_OK(fm_stats_clump(&empty, 0, NULL, NULL, NULL, &o, NULL, NULL, NULL, &ng, NULL, &err), &err);
   CHECK(ng == 0);
 }
 
@@ -340,6 +361,27 @@ static void test_hap_r2(void) {
   const double c2[4] = {0, 0, 0, 0}; /* monomorphic */
   CHECK_OK(fm_stats_ld_hap_r2(a2, c2, 4, 1, 4, r2, &err), &err);
   CHECK(r2[0] == 0);
+  /* a maximum on the boundary (no aa/bb haplotype class: f_ab = 0), where
+   * rounding must not turn a frequency negative */
+  {
+    const double tab[3][3] = {{0, 0, 385}, {0, 409, 116}, {141, 57, 18}};
+    double *ta = malloc(1126 * sizeof *ta), *tb = malloc(1126 * sizeof *tb);
+    int s = 0;
+    for (int u = 0; u < 3; u++)
+      for (int v = 0; v < 3; v++)
+        for (int c = 0; c < (int)tab[u][v]; c++, s++) {
+          ta[s] = u;
+          tb[s] = v;
+        }
+    CHECK(s == 1126);
+    double tt[3][3];
+    memcpy(tt, tab, sizeof tt);
+    CHECK_OK(fm_stats_ld_hap_r2(ta, tb, s, 1, s, r2, &err), &err);
+    CHECK(fabs(r2[0] - grid_r2(tt)) < 1e-4);
+    CHECK(fabs(r2[0] - 0.672995) < 1e-5); /* plink 1.9 --r2 dprime's R2 of these counts */
+    free(ta);
+    free(tb);
+  }
   const double bad[4] = {0, 0.5, 0, 0};
   CHECK(fm_stats_ld_hap_r2(a2, bad, 4, 1, 4, r2, &err) == FM_EARG);
   CHECK(fm_stats_ld_hap_r2(a2, b2, 4, 1, 3, r2, &err) == FM_EARG);

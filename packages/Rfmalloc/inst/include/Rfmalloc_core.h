@@ -35,6 +35,7 @@
 #include "fm/fm_fmt_vcf.h"
 #include "fm/fm_gguf.h"
 #include "fm/fm_rng.h"
+#include "fm/fm_stats_clump.h"
 #include "fm/fm_stats_coloc.h"
 #include "fm/fm_stats_glm.h"
 #include "fm/fm_stats_ld.h"
@@ -43,7 +44,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 13
+#define RFMALLOC_CORE_VERSION 14
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

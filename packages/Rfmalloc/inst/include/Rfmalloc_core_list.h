@@ -202,3 +202,21 @@ FM_CORE_FN(fm_status, fm_stats_ldpred2_auto,
             const fm_ctl *ctl, fm_err *err),
            (ld, d, aopts, opts, out, ctl, err))
 FM_CORE_FN(double, fm_stats_ldpred2_mean_ld, (const fm_band *ld), (ld))
+/* fm_stats_clump.h: clumping, LD pruning, haplotype-frequency r^2 */
+FM_CORE_FN(fm_status, fm_stats_clump,
+           (const fm_band *b, int values_are_r2, const double *p, const int32_t *chr,
+            const double *pos, const fm_clump_opts *opts, int32_t *clump_out,
+            int64_t *index_out, int32_t *counts_out, int64_t *n_index_out, const fm_ctl *ctl,
+            fm_err *err),
+           (b, values_are_r2, p, chr, pos, opts, clump_out, index_out, counts_out, n_index_out,
+            ctl, err))
+FM_CORE_FN(fm_status, fm_stats_prune,
+           (const fm_band *b, int values_are_r2, const double *maf, const int32_t *chr,
+            const int64_t *win_end, int64_t step, double r2, const uint8_t *is_constant,
+            uint8_t *keep_out, int64_t *n_kept_out, const fm_ctl *ctl, fm_err *err),
+           (b, values_are_r2, maf, chr, win_end, step, r2, is_constant, keep_out, n_kept_out,
+            ctl, err))
+FM_CORE_FN(fm_status, fm_stats_ld_hap_r2,
+           (const double *ga, const double *G, int64_t n_samples, int64_t k, int64_t ldg,
+            double *r2_out, fm_err *err),
+           (ga, G, n_samples, k, ldg, r2_out, err))
