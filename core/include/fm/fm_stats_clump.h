@@ -19,8 +19,10 @@
  * each variant i still kept is compared with each later kept variant j of
  * the window; when r^2(i, j) > r2 the one of smaller minor allele frequency
  * goes (i when maf_i < maf_j, else j), and when i goes its comparisons stop.
- * Variants of zero variance are removed up front (plink2 puts them in
- * .prune.out). This reproduces plink2's .prune.in exactly on the 1kg
+ * A variant of zero variance is removed by any window of two or more
+ * variants that holds it (plink2 puts it in .prune.out; one alone in all
+ * its windows, e.g. with no other variant within a kb window, stays, as in
+ * plink2). This reproduces plink2's .prune.in exactly on the 1kg
  * fixture (packages/RfmallocStatgen/tests/testthat/test-clump.R).
  *
  * r^2 comes from the band: column i's stored rows and values (a pair that

@@ -156,10 +156,17 @@ fail:
 
 /* ---- pruning ---- */
 
-/* One window [s, e): plink's greedy pass over the kept variants. */
+/* One window [s, e): plink's greedy pass over the kept variants. A window
+ * of two or more variants first drops its constant variants (their r^2
+ * with anything is 0, so when they go does not change other decisions); a
+ * constant variant alone in every window holding it stays, as in plink2. */
 static fm_status prune_window(const fm_band *b, int values_are_r2, const double *maf,
-                              int64_t s, int64_t e, double r2, uint8_t *keep, fm_err *err) {
+                              const uint8_t *is_constant, int64_t s, int64_t e, double r2,
+                              uint8_t *keep, fm_err *err) {
   static const char fn[] = "fm_stats_prune";
+  if (is_constant && e - s >= 2)
+    for (int64_t i = s; i < e; i++)
+      if (is_constant[i]) keep[i] = 0;
   for (int64_t i = s; i < e; i++) {
     if (!keep[i]) continue;
     fm_status st = check_colptr(b, i, fn, err);
@@ -197,7 +204,7 @@ fm_status fm_stats_prune(const fm_band *b, int values_are_r2, const double *maf,
   if (n == 0) return FM_OK;
   if (!maf || !chr || !win_end || !keep_out)
     return fm_err_set(err, FM_EARG, "%s: maf, chr, win_end or keep_out is NULL", fn);
-  for (int64_t j = 0; j < n; j++) keep_out[j] = !(is_constant && is_constant[j]);
+  for (int64_t j = 0; j < n; j++) keep_out[j] = 1;
   int64_t cols_done = 0;
   for (int64_t c0 = 0; c0 < n;) {
     int64_t c1 = c0 + 1; /* chromosome [c0, c1) */
@@ -213,7 +220,7 @@ fm_status fm_stats_prune(const fm_band *b, int values_are_r2, const double *maf,
         return fm_err_set(err, FM_EARG,
                           "%s: win_end[%lld] = %lld is outside %lld..%lld (its chromosome)", fn,
                           (long long)s, (long long)e, (long long)s + 1, (long long)c1);
-      if ((st = prune_window(b, values_are_r2, maf, s, e, r2, keep_out, err)) != FM_OK) return st;
+      if ((st = prune_window(b, values_are_r2, maf, is_constant, s, e, r2, keep_out, err)) != FM_OK) return st;
       if (e == c1) break; /* the window has reached the chromosome's end */
       if (++cols_done % CLUMP_POLL_COLS == 0) {
         if (fm_ctl_cancelled(ctl))

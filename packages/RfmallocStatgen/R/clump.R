@@ -251,18 +251,21 @@ print.statgen_clump <- function(x, n = 10L, ...) {
 #' first variant and moves by `step` variants; within each window, in
 #' variant order, each kept variant is compared with each later kept one,
 #' and of a pair with \eqn{r^2 >} `r2` the variant of smaller minor allele
-#' frequency is removed (the later one on a tie). Variants of zero variance
-#' are removed first (plink2 lists them in `.prune.out`).
+#' frequency is removed (the later one on a tie). A variant of zero
+#' variance is removed by any window of two or more variants that holds it
+#' (plink2 lists it in `.prune.out`); one alone in each of its windows
+#' (no other variant within a kb window) is kept, as plink2 keeps it.
 #'
 #' @section r^2 and missing calls: the squared Pearson correlation of allele
 #'   counts (A1 = ALT), from [statgen_ld()] with `missing = "pairwise"`
 #'   (the samples observed at both variants), stored only where
 #'   \eqn{r^2 \ge} `r2`; the minor allele frequency over the observed calls
 #'   (chrX taken as diploid). This reproduces plink2's `.prune.in` exactly on
-#'   chr22 of the 1kg fixture for windows of 20 and 50 variants and of 200
-#'   kb, `r2` 0.1 to 0.5 (`tests/testthat/test-clump.R`); that fixture has
-#'   no missing calls, so the missing-call rule is not checked against
-#'   plink2.
+#'   the autosomes of the 1kg fixture for windows of 20 and 50 variants and
+#'   of 200 kb, `r2` 0.1 to 0.5 (`tests/testthat/test-clump.R`); on chrX,
+#'   where plink2 counts male calls as haploid, a few variants differ (1 to
+#'   26 of its 1,017). The fixture has no missing calls, so the
+#'   missing-call rule is not checked against plink2.
 #' @param X genotypes (samples x variants, as for [statgen_ld()]).
 #' @param window window size: a whole number of variants (at least 2) for
 #'   `unit = "variants"`, or kilobases for `unit = "kb"` (the window

@@ -124,12 +124,14 @@ static int64_t ref_clump(const double *D, int64_t n, const double *p, const int3
 static void ref_prune(const double *D, int64_t n, const double *maf, const int32_t *chr,
                       const int64_t *win_end, int64_t step, double r2, const uint8_t *cst,
                       uint8_t *keep) {
-  for (int64_t j = 0; j < n; j++) keep[j] = !cst[j];
+  for (int64_t j = 0; j < n; j++) keep[j] = 1;
   for (int64_t c0 = 0; c0 < n;) {
     int64_t c1 = c0;
     while (c1 < n && chr[c1] == chr[c0]) c1++;
     for (int64_t s = c0; s < c1; s += step) {
       const int64_t e = win_end[s];
+      for (int64_t i = s; i < e && e - s >= 2; i++)
+        if (cst[i]) keep[i] = 0;
       for (int64_t i = s; i < e; i++)
         for (int64_t j = i + 1; keep[i] && j < e; j++) {
           const double r = D[i + j * n];
@@ -241,10 +243,10 @@ static void test_prune_matches_reference(void) {
   CHECK(cst[3]);
   int32_t chr[N];
   for (int64_t j = 0; j < N; j++) chr[j] = j < 17 ? 1 : 2;
-  const int64_t widths[] = {2, 5, 10, 50};
+  const int64_t widths[] = {1, 2, 5, 10, 50};
   const int64_t steps[] = {1, 2, 5};
   const double thr[] = {0.05, 0.2, 0.5};
-  for (size_t a = 0; a < 4; a++)
+  for (size_t a = 0; a < 5; a++)
     for (size_t s = 0; s < 3; s++)
       for (size_t r = 0; r < 3; r++) {
         int64_t win_end[N];
@@ -286,6 +288,10 @@ static void test_prune_toy_and_errors(void) {
   fm_err err;
   CHECK_OK(fm_stats_prune(&t.b, 0, maf, chr, win_end, 1, 0.5, cst, keep, &nk, NULL, &err), &err);
   CHECK(nk == 2 && keep[0] && !keep[1] && !keep[2] && keep[3]);
+  /* windows of one variant each: nothing is compared, the constant stays */
+  const int64_t alone[4] = {1, 2, 3, 4};
+  CHECK_OK(fm_stats_prune(&t.b, 0, maf, chr, alone, 1, 0.5, cst, keep, &nk, NULL, &err), &err);
+  CHECK(nk == 4);
   CHECK(fm_stats_prune(&t.b, 0, maf, chr, win_end, 0, 0.5, cst, keep, &nk, NULL, &err) == FM_EARG);
   CHECK(fm_stats_prune(&t.b, 0, maf, chr, win_end, 1, 1.5, cst, keep, &nk, NULL, &err) == FM_EARG);
   win_end[1] = 1;
