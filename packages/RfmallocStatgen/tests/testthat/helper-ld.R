@@ -37,3 +37,8 @@ fixture_cor_dense <- function(G, chrom, window_bp = 1e6) {
   R[abs(outer(v$pos[j], v$pos[j], "-")) > window_bp] <- 0
   R
 }
+
+# plink 1.9 (Debian's plink1.9) is the oracle of --r2 and --clump.
+skip_if_no_plink19 <- function() {
+  if (!nzchar(Sys.which("plink1.9"))) skip("plink1.9 is not installed (Debian package plink1.9)")
+}

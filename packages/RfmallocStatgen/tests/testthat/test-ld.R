@@ -1,10 +1,6 @@
 # statgen_ld(): against plink 1.9's --r2 (plain r^2 of allele counts), R's
 # cor() on the decoded genotypes, and its own layout, storage and products.
 
-skip_if_no_plink19 <- function() {
-  if (!nzchar(Sys.which("plink1.9"))) skip("plink1.9 is not installed (Debian package plink1.9)")
-}
-
 # plink1.9 --r2 over a fileset prefix: its pairs as a data frame (SNP_A,
 # SNP_B, R2), every pair within window_kb (no variant-count limit).
 plink19_r2 <- function(prefix, window_kb, r2_min = 0, args = character(0)) {
