@@ -25,12 +25,13 @@
 #'   square of its stored correlations (pairs not stored count 0): give it
 #'   a window of at least `window_kb` and `r2_min <= r2` (a warning says
 #'   when it does not). Against plink 1.9 on the 1kg fixture's GWAS of QT
-#'   (see `tests/testthat/test-clump.R`), `X` gives the same index variants
-#'   and the same clump members for every setting tested; a band of allele
-#'   count correlations gives the same index variants at `r2 = 0.5`, and
-#'   differs at low `r2` (for example 180 against 182 clumps at
-#'   `r2 = 0.1`, `p1 = 1e-3`). chrX is taken as diploid (plink treats male
-#'   X calls as haploid: its \eqn{r^2} on chrX differs).
+#'   (`tests/testthat/test-clump.R` in the source repository), `X` gives
+#'   the same clumps (index variants, members and counts) for all five
+#'   settings tested (77 to 2,221 clumps); a band of allele-count
+#'   correlations gives the same clumps at `r2 = 0.5` and differs at low
+#'   `r2` (180 against 182 clumps at `r2 = 0.1`, `p1 = 1e-3`). chrX is
+#'   taken as diploid (plink treats male X calls as haploid, so its
+#'   \eqn{r^2} on chrX can differ; it changed no clump on the fixture).
 #'
 #' @section Summary statistics: `gwas` is matched to the variants of `X`
 #'   or `ld` by ID (its `ID` column, or `SNP`); their chromosome and
@@ -259,13 +260,16 @@ print.statgen_clump <- function(x, n = 10L, ...) {
 #' @section r^2 and missing calls: the squared Pearson correlation of allele
 #'   counts (A1 = ALT), from [statgen_ld()] with `missing = "pairwise"`
 #'   (the samples observed at both variants), stored only where
-#'   \eqn{r^2 \ge} `r2`; the minor allele frequency over the observed calls
-#'   (chrX taken as diploid). This reproduces plink2's `.prune.in` exactly on
+#'   \eqn{r^2 \ge} `r2`; the minor allele frequency over the observed calls,
+#'   as a ratio of allele counts, so that equal counts tie exactly as in
+#'   plink2 (chrX taken as diploid). This reproduces plink2's `.prune.in` exactly on
 #'   the autosomes of the 1kg fixture for windows of 20 and 50 variants and
-#'   of 200 kb, `r2` 0.1 to 0.5 (`tests/testthat/test-clump.R`); on chrX,
-#'   where plink2 counts male calls as haploid, a few variants differ (1 to
-#'   26 of its 1,017). The fixture has no missing calls, so the
-#'   missing-call rule is not checked against plink2.
+#'   of 200 kb, `r2` 0.1 to 0.5 (`tests/testthat/test-clump.R` in the
+#'   source repository); on chrX, where plink2 counts male calls as
+#'   haploid, a few variants differ (0 to 26 of its 1,017). With missing
+#'   calls plink2's \eqn{r^2} is not plink 1.9's pairwise one: on the
+#'   `ceu_exon` fixture (7\% of calls missing) 1 to 9 of 1,346 variants
+#'   differ (pairs near the threshold decided the other way).
 #' @param X genotypes (samples x variants, as for [statgen_ld()]).
 #' @param window window size: a whole number of variants (at least 2) for
 #'   `unit = "variants"`, or kilobases for `unit = "kb"` (the window
@@ -310,13 +314,24 @@ statgen_prune <- function(X, window, step = 1, r2 = 0.5, unit = c("variants", "k
   if (nrow(vs)) {
     ld <- statgen_ld(X, window = w, unit = unit, r2_min = r2, missing = "pairwise", variants = variants,
                      runtime = runtime)
-    af <- Rfmalloc::fmalloc_colMeans(X, na.rm = TRUE) / 2
+    maf <- .minor_freq(X)
     v <- Rfmalloc::fmalloc_colVars(X, na.rm = TRUE)
     const <- is.na(v) | v == 0
-    maf <- pmin(af, 1 - af)
-    maf[is.na(maf)] <- 0
     keep <- .Call(C_stg_prune, .ld_parts(ld), FALSE, as.double(maf), .chr_codes(vs$CHR),
                   as.double(win_end), as.double(step), as.double(r2), const, NULL)
   }
   structure(as.character(vs$ID[keep]), keep = keep)
+}
+
+# Minor allele frequencies as a ratio of counts, min(c, 2 n - c) / (2 n)
+# (c the A1 count, n the observed calls): two variants with the same counts
+# get the same double, so plink's MAF ties are ties here too (1 - af would
+# round them apart).
+.minor_freq <- function(X) {
+  s <- Rfmalloc::colSums(X, na.rm = TRUE)
+  m <- Rfmalloc::fmalloc_colMeans(X, na.rm = TRUE)
+  n2 <- 2 * round(s / m)
+  maf <- pmin(s, n2 - s) / n2
+  maf[is.na(maf) | s == 0] <- 0
+  as.double(maf)
 }
