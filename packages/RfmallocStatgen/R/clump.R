@@ -239,6 +239,7 @@ print.statgen_clump <- function(x, n = 10L, ...) {
   un <- attr(x, "unmatched")
   if (length(un)) cat(sprintf("%d gwas rows not among the variants (attribute 'unmatched')\n", length(un)))
   d <- as.data.frame(unclass(x)[setdiff(names(x), "SP2")], stringsAsFactors = FALSE)
+  d$POS <- format(d$POS, scientific = FALSE, trim = TRUE)
   d$SP2 <- vapply(x$SP2, function(s) if (length(s)) paste(s, collapse = ",") else "NONE", "")
   print(utils::head(d, n), row.names = FALSE)
   if (nrow(x) > n) cat(sprintf("... %d more\n", nrow(x) - n))
