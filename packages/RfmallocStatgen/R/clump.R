@@ -14,14 +14,16 @@
 #' order of the variants in `X` or `ld` (plink's order on the fixture, where
 #' that is also the order of the GWAS file).
 #'
-#' @section r^2: With genotypes `X`, \eqn{r^2} is what plink 1.9's
+#' @section r^2: With genotypes `X` (and `r2_from = "haplotypes"`, the
+#'   default), \eqn{r^2} is what plink 1.9's
 #'   `--clump` uses: the haplotype-frequency estimate (the maximum
 #'   likelihood frequency of the haplotype carrying both A1 alleles, from
 #'   the unphased genotype counts; plink's `--r2 dprime` R2), over the
 #'   samples observed at both variants. It is not the squared correlation
 #'   of allele counts (`--r2`, [statgen_ld()]); the two differ by up to 0.1
 #'   on the 1kg fixture, enough to change clumps at low `r2`. With a
-#'   precomputed band `ld` (a [statgen_ld()] object), \eqn{r^2} is the
+#'   precomputed band `ld` (a [statgen_ld()] object) or with
+#'   `r2_from = "correlation"`, \eqn{r^2} is the
 #'   square of its stored correlations (pairs not stored count 0): give it
 #'   a window of at least `window_kb` and `r2_min <= r2` (a warning says
 #'   when it does not). Against plink 1.9 on the 1kg fixture's GWAS of QT
@@ -55,8 +57,14 @@
 #'   1e-4), in (0, 1].
 #' @param p2 clumped variants have \eqn{p \le} `p2` (`--clump-p2`, default
 #'   0.01), in \[`p1`, 1\].
+#' @param r2_from for `X` only: `"haplotypes"` (default, plink 1.9's
+#'   \eqn{r^2}, see r^2) or `"correlation"` (the squared allele-count
+#'   correlation: a band from [statgen_ld()] over `window_kb` with
+#'   `r2_min = r2` and `missing = "pairwise"`, in `runtime`).
 #' @param variants for `X` only: `NULL` or a variant table as in
 #'   [statgen_ld()].
+#' @param runtime for `r2_from = "correlation"`: the Rfmalloc runtime of the
+#'   temporary band.
 #' @return A data frame of class `statgen_clump`, one row per clump in
 #'   ascending P of its index variant (plink's `.clumped` without its `F`
 #'   column): `CHR`, `ID` (index variant), `POS` (base pairs), `P`,
@@ -94,7 +102,9 @@
 #' statgen_clump(gw, X, variants = v, p1 = 1e-4, p2 = 0.5)
 #' @export
 statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, p1 = 1e-4,
-                          p2 = 0.01, variants = NULL) {
+                          p2 = 0.01, r2_from = c("haplotypes", "correlation"), variants = NULL,
+                          runtime = Rfmalloc::fmalloc_default_runtime()) {
+  r2_from <- fm_arg_choice(r2_from, c("haplotypes", "correlation"))
   .clump_check_num(r2, "r2", 0, 1)
   .clump_check_num(window_kb, "window_kb", 0, Inf)
   .clump_check_num(p1, "p1", 0, 1)
@@ -112,6 +122,9 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
   chr <- .chr_codes(vs$CHR)
   pos <- as.double(vs$POS)
   if (anyNA(pos[!is.na(p)])) fm_abort("earg", "the variants have no base-pair positions: give variants = with them")
+  if (is.null(ld) && r2_from == "correlation")
+    ld <- statgen_ld(X, window = window_kb, unit = "kb", r2_min = r2, missing = "pairwise",
+                     variants = variants, runtime = runtime)
   if (!is.null(ld)) {
     .clump_check_band(ld, r2, window_kb)
     parts <- .ld_parts(ld)
@@ -122,7 +135,7 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
   }
   cl <- .Call(C_stg_clump, parts, is_r2, p, chr, pos, c(p1, p2, r2, window_kb * 1000), NULL)
   .clump_table(vs, p, cl, st$unmatched, list(r2 = r2, window_kb = window_kb, p1 = p1, p2 = p2,
-                                              source = if (is.null(ld)) "X" else "ld"))
+                                              source = if (is_r2) "haplotypes" else "correlation"))
 }
 
 .clump_check_num <- function(x, what, lo, hi) {
@@ -235,7 +248,7 @@ print.statgen_clump <- function(x, n = 10L, ...) {
   pr <- attr(x, "params")
   cat(sprintf("statgen_clump: %d clumps (p1 = %g, p2 = %g, r2 = %g, window %g kb, r^2 from %s)\n",
               nrow(x), pr$p1, pr$p2, pr$r2, pr$window_kb,
-              if (identical(pr$source, "X")) "haplotype frequencies" else "the ld band"))
+              if (identical(pr$source, "haplotypes")) "haplotype frequencies" else "correlations"))
   un <- attr(x, "unmatched")
   if (length(un)) cat(sprintf("%d gwas rows not among the variants (attribute 'unmatched')\n", length(un)))
   d <- as.data.frame(unclass(x)[setdiff(names(x), "SP2")], stringsAsFactors = FALSE)

@@ -77,6 +77,12 @@ test_that("statgen_clump() on a statgen_ld band gives plink's index variants at 
   ours <- statgen_clump(g$gw, ld = ld)
   expect_identical(ours$ID, pc$SNP)
   expect_identical(ours$SP2, pc$SP2)
+  expect_identical(statgen_clump(g$gw, X, r2_from = "correlation", runtime = rt)$SP2, ours$SP2)
+  # at low r2 the allele-count r^2 (not plink's) changes clumps: 180 against 182
+  pc <- plink19_clump(g$file, 1e-3, 0.05, 0.1, 250)
+  cor_cl <- statgen_clump(g$gw, X, r2 = 0.1, p1 = 1e-3, p2 = 0.05, r2_from = "correlation", runtime = rt)
+  expect_identical(c(nrow(cor_cl), nrow(pc)), c(180L, 182L))
+  expect_output(print(cor_cl), "r\\^2 from correlations")
   # a band thresholded above r2 or narrower than the window is reported
   ld2 <- statgen_ld(X, window = 100, unit = "kb", r2_min = 0.6, missing = "pairwise", runtime = rt)
   expect_warning(statgen_clump(g$gw, ld = ld2), class = "statgen_warning_band")
