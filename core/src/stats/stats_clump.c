@@ -5,7 +5,16 @@
  * the stored entries of one column at a time (rows ascending) and treat a
  * pair that is not stored as r^2 = 0. Each pass is sequential by nature
  * (a claim or removal changes every later decision), so there are no
- * threads; cancel is polled every few thousand columns. */
+ * threads; cancel is polled every few thousand columns.
+ *
+ * 2026-12-03, measured on the 1kg fixture's GWAS of QT: plink 1.9's --clump
+ * r^2 is the haplotype-frequency estimate of --r2 dprime (its verbose RSQ
+ * is within print rounding of it, and up to 0.1 from --r2's allele-count
+ * r^2), so the clumps match plink's only with fm_stats_ld_hap_r2; its TOTAL
+ * and bins count the variants above p2 too. plink2's --indep-pairwise
+ * matched the rules of the header exactly on the autosomes once MAF ties
+ * were exact (a ratio of counts, not 1 - af) and lone constant variants
+ * were kept. */
 #include "fm/fm_stats_clump.h"
 
 #include <math.h>
