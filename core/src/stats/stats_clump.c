@@ -145,7 +145,8 @@ fm_status fm_stats_clump(const fm_band *b, int values_are_r2, const double *p,
     for (int64_t k = b->colptr[i]; k < b->colptr[i + 1]; k++) {
       if ((st = check_entry(b, values_are_r2, i, k, fn, err)) != FM_OK) goto fail;
       const int32_t j = b->rowidx[k];
-      if (j == i || isnan(p[j]) || chr[j] != chr[i] || !(fabs(pos[j] - pos[i]) <= opts->window_bp) ||
+      if (j == i || isnan(p[j]) || chr[j] != chr[i] ||
+          !(fabs(pos[j] - pos[i]) <= opts->window_bp) ||
           !(entry_r2(b, values_are_r2, k) >= opts->r2))
         continue;
       if (p[j] <= opts->p2) {
@@ -229,7 +230,8 @@ fm_status fm_stats_prune(const fm_band *b, int values_are_r2, const double *maf,
         return fm_err_set(err, FM_EARG,
                           "%s: win_end[%lld] = %lld is outside %lld..%lld (its chromosome)", fn,
                           (long long)s, (long long)e, (long long)s + 1, (long long)c1);
-      if ((st = prune_window(b, values_are_r2, maf, is_constant, s, e, r2, keep_out, err)) != FM_OK) return st;
+      st = prune_window(b, values_are_r2, maf, is_constant, s, e, r2, keep_out, err);
+      if (st != FM_OK) return st;
       if (e == c1) break; /* the window has reached the chromosome's end */
       if (++cols_done % CLUMP_POLL_COLS == 0) {
         if (fm_ctl_cancelled(ctl))
@@ -268,7 +270,9 @@ static double hap_freqs(double f, const double x[4], double h, double N, double 
          xlogy(h, fr[0] * fr[3] + fr[1] * fr[2]);
 }
 
-static double cubic(const double a[4], double f) { return ((a[3] * f + a[2]) * f + a[1]) * f + a[0]; }
+static double cubic(const double a[4], double f) {
+  return ((a[3] * f + a[2]) * f + a[1]) * f + a[0];
+}
 
 /* A root of the cubic in [lo, hi], where its sign changes, by bisection to
  * the last bit. */

@@ -111,7 +111,8 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
   .clump_check_num(p2, "p2", 0, 1)
   if (p1 <= 0) fm_abort("earg", "p1 must be above 0")
   if (p2 < p1) fm_abort("earg", sprintf("p2 (%g) must be at least p1 (%g)", p2, p1))
-  if (is.null(X) == is.null(ld)) fm_abort("earg", "give exactly one of X (genotypes) and ld (a statgen_ld band)")
+  if (is.null(X) == is.null(ld))
+    fm_abort("earg", "give exactly one of X (genotypes) and ld (a statgen_ld band)")
   if (!is.null(ld) && !inherits(ld, "statgen_ld"))
     fm_abort("earg", "ld must be an LD matrix of class 'statgen_ld'")
   vs <- if (!is.null(ld)) ld$variants else .ld_variants(X, variants, ncol(X))
@@ -121,7 +122,8 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
   p[st$at] <- st$P
   chr <- .chr_codes(vs$CHR)
   pos <- as.double(vs$POS)
-  if (anyNA(pos[!is.na(p)])) fm_abort("earg", "the variants have no base-pair positions: give variants = with them")
+  if (anyNA(pos[!is.na(p)]))
+    fm_abort("earg", "the variants have no base-pair positions: give variants = with them")
   if (is.null(ld) && r2_from == "correlation")
     ld <- statgen_ld(X, window = window_kb, unit = "kb", r2_min = r2, missing = "pairwise",
                      variants = variants, runtime = runtime)
@@ -164,10 +166,13 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
   P <- gwas$P
   if (!is.numeric(P)) fm_abort("earg", "gwas$P must be numeric")
   bad <- which(!is.na(P) & (P < 0 | P > 1))
-  if (length(bad)) fm_abort("earg", sprintf("gwas$P of row %d (%s) is %g, outside [0, 1]", bad[1], id[bad[1]], P[bad[1]]))
+  if (length(bad))
+    fm_abort("earg", sprintf("gwas$P of row %d (%s) is %g, outside [0, 1]", bad[1], id[bad[1]],
+                             P[bad[1]]))
   if (anyDuplicated(id)) {
     d <- id[anyDuplicated(id)]
-    fm_abort("earg", sprintf("gwas has the ID '%s' more than once (%d duplicated rows)", d, sum(duplicated(id))))
+    fm_abort("earg", sprintf("gwas has the ID '%s' more than once (%d duplicated rows)", d,
+                             sum(duplicated(id))))
   }
   at <- match(id, ids)
   miss <- is.na(at)
@@ -215,7 +220,8 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
     rows[[i]] <- as.integer(c(i, js)[o] - 1L)
     vals[[i]] <- c(1, r)[o]
   }
-  list(colptr = c(0, cumsum(as.double(lengths(rows)))), rowidx = as.integer(unlist(rows, use.names = FALSE)),
+  list(colptr = c(0, cumsum(as.double(lengths(rows)))),
+       rowidx = as.integer(unlist(rows, use.names = FALSE)),
        values = as.double(unlist(vals, use.names = FALSE)))
 }
 
@@ -315,10 +321,12 @@ statgen_prune <- function(X, window, step = 1, r2 = 0.5, unit = c("variants", "k
                           variants = NULL, runtime = Rfmalloc::fmalloc_default_runtime()) {
   unit <- fm_arg_choice(unit, c("variants", "kb"))
   if (unit == "variants") {
-    if (!is.numeric(window) || length(window) != 1L || is.na(window) || window < 2 || window != round(window))
+    if (!is.numeric(window) || length(window) != 1L || is.na(window) || window < 2 ||
+        window != round(window) || !is.finite(window))
       fm_abort("earg", "window must be a whole number of variants, at least 2")
   } else .clump_check_num(window, "window", 0, Inf)
-  if (!is.numeric(step) || length(step) != 1L || is.na(step) || step < 1 || step != round(step) || !is.finite(step))
+  if (!is.numeric(step) || length(step) != 1L || is.na(step) || step < 1 || step != round(step) ||
+      !is.finite(step))
     fm_abort("earg", "step must be a whole number of variants, at least 1")
   .clump_check_num(r2, "r2", 0, 1)
   vs <- .ld_variants(X, variants, ncol(X))

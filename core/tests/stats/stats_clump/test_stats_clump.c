@@ -232,7 +232,8 @@ static void test_clump_toy_by_hand(void) {
   CHECK(fm_stats_clump(&t.b, 0, p, chr, pos, &o, got, idx, cnt, &ng, NULL, &err) == FM_EARG);
   band_free(&t);
   fm_band empty = {0, NULL, NULL, NULL, FM_BAND_F64};
-  CHECK_OK(fm_stats_clump(&empty, 0, NULL, NULL, NULL, &o, NULL, NULL, NULL, &ng, NULL, &err), &err);
+  CHECK_OK(fm_stats_clump(&empty, 0, NULL, NULL, NULL, &o, NULL, NULL, NULL, &ng, NULL, &err),
+           &err);
   CHECK(ng == 0);
 }
 
