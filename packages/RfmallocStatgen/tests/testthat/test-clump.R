@@ -88,6 +88,14 @@ test_that("statgen_clump() on a statgen_ld band gives plink's index variants at 
   expect_warning(statgen_clump(g$gw, ld = ld2), class = "statgen_warning_band")
 })
 
+test_that("statgen_clump() takes a statgen_gwas() result as it is", {
+  X <- Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))
+  res <- suppressMessages(statgen_gwas(X, kg_pheno()[c("#FID", "IID", "QT")]))
+  g <- clump_gwas()
+  # the same p-values to rounding (plink2 prints 6 digits): the same clumps
+  expect_identical(statgen_clump(res, X)$ID, statgen_clump(g$gw, X)$ID)
+})
+
 test_that("summary statistics missing from the genotypes are reported with a count", {
   X <- Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))
   g <- clump_gwas()
