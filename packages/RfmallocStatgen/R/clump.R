@@ -132,7 +132,7 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
     parts <- .ld_parts(ld)
     is_r2 <- FALSE
   } else {
-    parts <- .clump_hap_band(X, p, chr, pos, window_kb, p1)
+    parts <- .clump_hap_band(X, vs, p, window_kb, p1)
     is_r2 <- TRUE
   }
   cl <- .Call(C_stg_clump, parts, is_r2, p, chr, pos, c(p1, p2, r2, window_kb * 1000), NULL)
@@ -198,19 +198,20 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
 
 # The haplotype-frequency r^2 of every index candidate (p <= p1) with the
 # variants within window_kb of it that have a p (those above p2 are
-# counted in TOTAL and the bins, as plink does), as the columns of a
-# band (other columns empty; r^2 values), each computed by the core from
-# the genotype columns of its window.
-.clump_hap_band <- function(X, p, chr, pos, window_kb, p1) {
+# counted in TOTAL and the bins, as plink does), as the columns of a band
+# (other columns empty; r^2 values), each computed by the core from the
+# genotype columns of its window. Window i is lo[i]..hi[i] (1-based): hi
+# from .ld_windows (which also checks the order), lo the first variant
+# whose window reaches i (the ends never decrease).
+.clump_hap_band <- function(X, vs, p, window_kb, p1) {
   n <- length(p)
-  w <- window_kb * 1000
-  cand <- which(!is.na(p) & p <= p1)
-  ok2 <- which(!is.na(p))
+  hi <- .ld_windows(vs, window_kb, "kb")
+  lo <- findInterval(seq_len(n) - 1, hi) + 1
   rows <- vector("list", n)
   vals <- vector("list", n)
-  for (i in cand) {
-    js <- ok2[chr[ok2] == chr[i] & abs(pos[ok2] - pos[i]) <= w]
-    js <- js[js != i]
+  for (i in which(!is.na(p) & p <= p1)) {
+    js <- seq.int(lo[i], hi[i])
+    js <- js[js != i & !is.na(p[js])]
     r <- if (length(js)) {
       G <- X[, c(i, js), drop = FALSE]
       storage.mode(G) <- "double"
