@@ -25,8 +25,8 @@
 #'   precomputed band `ld` (a [statgen_ld()] object) or with
 #'   `r2_from = "correlation"`, \eqn{r^2} is the
 #'   square of its stored correlations (pairs not stored count 0): give it
-#'   a window of at least `window_kb` and `r2_min <= r2` (a warning says
-#'   when it does not). Against plink 1.9 on the 1kg fixture's GWAS of QT
+#'   a window of at least `window_kb` and `r2_min <= r2` (a warning of
+#'   class `statgen_warning_band` says when it does not). Against plink 1.9 on the 1kg fixture's GWAS of QT
 #'   (`tests/testthat/test-clump.R` in the source repository), `X` gives
 #'   the same clumps (index variants, members and counts) for all five
 #'   settings tested (77 to 2,221 clumps); a band of allele-count
