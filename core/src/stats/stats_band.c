@@ -9,7 +9,7 @@
 #include "fm/fm_band.h"
 
 #include "stats_par.h"
-
+#include "base/pages.h"
 
 typedef long long ll;
 
@@ -66,8 +66,10 @@ fm_status fm_band_matmul(const fm_band *b, const double *B, int64_t k, int64_t l
     band_job j = {b, B, Y, k, ldb, ldy, c0, c1};
     stats_par_for(band_run, &j, (c1 - c0 + BAND_RUN - 1) / BAND_RUN, nt);
     if (release) {
-      stats_drop_pages(b->rowidx, (size_t)b->colptr[c0] * 4, (size_t)b->colptr[c1] * 4);
-      stats_drop_pages(b->values, (size_t)b->colptr[c0] * vb, (size_t)b->colptr[c1] * vb);
+      fm_pages_release(b->rowidx, (size_t)b->colptr[c0] * 4, (size_t)b->colptr[c1] * 4,
+                       FM_PAGES_INWARD, NULL);
+      fm_pages_release(b->values, (size_t)b->colptr[c0] * vb, (size_t)b->colptr[c1] * vb,
+                       FM_PAGES_INWARD, NULL);
     }
     fm_ctl_progress(ctl, (double)c1, (double)n);
   }

@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L /* sigsetjmp, fm_fault.h */
 #include "stats_ld_impl.h"
 #include "stats_par.h"
+#include "base/pages.h"
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_fault.h"
@@ -325,8 +326,9 @@ static fm_status ld_pass(const char *what, const fm_mat *x, const fm_affine *aff
       int64_t s_next = start;
       while (win_end[s_next] <= b) s_next++;
       const int64_t upto = w->colptr[s_next];
-      stats_drop_pages(w->rowidx, (size_t)w->released * 4, (size_t)upto * 4);
-      stats_drop_pages(w->values, (size_t)w->released * vbytes, (size_t)upto * vbytes);
+      fm_pages_release(w->rowidx, (size_t)w->released * 4, (size_t)upto * 4, FM_PAGES_INWARD, NULL);
+      fm_pages_release(w->values, (size_t)w->released * vbytes, (size_t)upto * vbytes,
+                       FM_PAGES_INWARD, NULL);
       w->released = upto;
     }
     fm_ctl_progress(ctl, (double)b, (double)n);
