@@ -11,6 +11,15 @@ size_t fm_page_size(void) {
   return ps > 0 ? (size_t)ps : 4096u;
 }
 
+uint64_t fm_phys_mem_bytes(void) {
+#if defined(_SC_PHYS_PAGES)
+  const long np = sysconf(_SC_PHYS_PAGES);
+  return np > 0 ? (uint64_t)np * (uint64_t)fm_page_size() : 0;
+#else
+  return 0;
+#endif
+}
+
 void fm_pages_span(const void *p, size_t from, size_t upto, fm_pages_round round,
                    size_t page, const char **a, const char **b) {
   const uintptr_t pg = (uintptr_t)page;

@@ -13,6 +13,7 @@
 #define FM_BASE_PAGES_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* How the byte range [p + from, p + upto) is rounded to whole pages:
  *   FM_PAGES_INWARD   only pages wholly inside the range: start rounded up,
@@ -31,6 +32,10 @@ typedef enum fm_pages_round {
 
 /* The system page size (sysconf, 4096 when it cannot be read). */
 size_t fm_page_size(void);
+
+/* The physical memory in bytes (sysconf _SC_PHYS_PAGES times the page
+ * size), 0 when it cannot be read. */
+uint64_t fm_phys_mem_bytes(void);
 
 /* The page-aligned addresses [*a, *b) that fm_pages_release would drop for
  * the range (no system call); *b <= *a means none. */

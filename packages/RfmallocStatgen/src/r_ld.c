@@ -93,9 +93,11 @@ static SEXP stg_ld_fill(SEXP view, SEXP win_end, SEXP opts, SEXP colptr, SEXP ro
   return R_NilValue;
 }
 
-/* .Call(stg_band_matmul, parts, B, release, progress): R B for a double
- * matrix B of n rows. */
-static SEXP stg_band_matmul(SEXP parts, SEXP B, SEXP release, SEXP progress) {
+/* .Call(stg_band_matmul, parts, B, budget, progress): R B for a double
+ * matrix B of n rows. budget (fm_band_matmul): Inf or NA keeps the band
+ * resident (a band on the heap must pass it), 0 is the default budget, any
+ * other number of bytes drops the pages of a larger band as it is read. */
+static SEXP stg_band_matmul(SEXP parts, SEXP B, SEXP budget, SEXP progress) {
   fm_band b;
   stg_band_get(parts, &b);
   if (TYPEOF(B) != REALSXP || !Rf_isMatrix(B) || Rf_nrows(B) != b.n)
@@ -105,8 +107,12 @@ static SEXP stg_band_matmul(SEXP parts, SEXP B, SEXP release, SEXP progress) {
   fm_err err;
   fm_err_clear(&err);
   fm_ctl ctl = Rfmalloc_ctl(progress);
-  const fm_status st = fm_band_matmul(&b, REAL_RO(B), k, b.n, REAL(Y), b.n,
-                                      Rf_asLogical(release) == TRUE, &ctl, &err);
+  const double bd = Rf_asReal(budget);
+  const uint64_t bud = !R_FINITE(bd) || bd >= 1.8e19 ? FM_BAND_RESIDENT
+                       : bd < 1                      ? FM_BAND_BUDGET_AUTO
+                                                     : (uint64_t)bd;
+  const fm_status st =
+      fm_band_matmul(&b, REAL_RO(B), k, b.n, REAL(Y), b.n, bud, &ctl, &err);
   Rfmalloc_ctl_finish(st, &err, "LD band product");
   UNPROTECT(1);
   return Y;

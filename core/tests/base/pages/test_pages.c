@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE /* mkstemp, MAP_SHARED */
 #include "base/pages.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -61,55 +62,25 @@ static void rounding_edges(void) {
   CHECK(fm_page_size() >= 4096 && (fm_page_size() & (fm_page_size() - 1)) == 0);
 }
 
-/* Pages of the mapping starting at p resident in this process (Rss of its
- * /proc/self/smaps entry; mincore would report the page cache instead), or
- * (size_t)-1 when that cannot be read. */
-static size_t resident_pages(const unsigned char *p, size_t page) {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  if (!f) return (size_t)-1;
-  char line[512];
-  int in = 0;
-  size_t r = (size_t)-1;
-  while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi, kb;
-    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-      in = lo == (unsigned long)(uintptr_t)p;
-    } else if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
-      r = (size_t)kb * 1024u / page;
-      break;
-    }
-  }
-  fclose(f);
-  return r;
-}
-
 /* Written pages of a MAP_SHARED file mapping are dropped and read back
  * unchanged, for every rounding mode; the pages outside the rounding stay
  * resident. */
 static void release_keeps_file_data(void) {
   const size_t page = fm_page_size(), n = 8 * page;
-  char path[] = "/tmp/fm_test_pagesXXXXXX";
-  const int fd = mkstemp(path);
-  CHECK(fd >= 0);
-  if (fd < 0) return;
-  unlink(path);
-  CHECK(ftruncate(fd, (off_t)n) == 0);
-  unsigned char *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  CHECK(m != MAP_FAILED);
-  if (m == MAP_FAILED) {
-    close(fd);
-    return;
-  }
+  int fd = -1;
+  unsigned char *m = fm_test_map_tmp(n, &fd);
+  CHECK(m != NULL);
+  if (!m) return;
   for (fm_pages_round r = FM_PAGES_INWARD; r <= FM_PAGES_DOWN; r++) {
     for (size_t i = 0; i < n; i++) m[i] = (unsigned char)((i * 31u + (size_t)r) & 0xffu);
-    CHECK(resident_pages(m, page) == 8);
+    CHECK(fm_test_rss_pages(m, page) == 8);
     size_t end = 0;
     /* bytes [page + 1, 5 * page + 1): inward drops pages 2..4, outward 1..5, down 1..4 */
     CHECK(fm_pages_release(m, page + 1, 5 * page + 1, r, &end) == 1);
     const size_t want_end = r == FM_PAGES_OUTWARD ? 6 * page : 5 * page;
     CHECK(end == want_end);
     const size_t want_left = r == FM_PAGES_INWARD ? 5 : r == FM_PAGES_OUTWARD ? 3 : 4;
-    const size_t left = resident_pages(m, page);
+    const size_t left = fm_test_rss_pages(m, page);
     if (left != (size_t)-1) CHECK(left == want_left);
     int same = 1;
     for (size_t i = 0; i < n; i++) same &= m[i] == (unsigned char)((i * 31u + (size_t)r) & 0xffu);

@@ -170,6 +170,23 @@ test_that("products, blocks, sparse conversion", {
   expect_output(print(ld), "60 x 60 LD band")
 })
 
+test_that("a band in a runtime gives the same products whatever the memory budget", {
+  set.seed(3)
+  G <- matrix(rbinom(90 * 200, 2, 0.3), 90, 200)
+  rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+  on.exit(Rfmalloc::cleanup_fmalloc(rt))
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 50, unit = "variants", runtime = rt)
+  y <- matrix(rnorm(400), 200, 2)
+  want <- ld[, , drop = FALSE] %*% y
+  for (b in list(NULL, 0, 1, 1e3, Inf)) { # default, default, always dropped, dropped, never
+    withr::local_options(RfmallocStatgen.ld_budget = b)
+    expect_equal(ld %*% y, want, tolerance = 1e-13, ignore_attr = TRUE)
+    expect_equal(ld %*% y, ld %*% y) # repeated products read the same band
+  }
+  withr::local_options(RfmallocStatgen.ld_budget = -1)
+  expect_error(ld %*% y, "RfmallocStatgen.ld_budget", class = "fm_error_earg")
+})
+
 test_that("a named band in a persistent runtime reopens in a new process", {
   set.seed(4)
   G <- matrix(rbinom(80 * 30, 2, 0.3), 80, 30)
