@@ -68,7 +68,7 @@ typedef struct fm_band {
  * Errors: FM_EARG (NULL arguments with n, k > 0; ld too small),
  *         FM_ECANCELLED (Y unspecified). The band must follow the layout
  *         (row indices in 0..n-1): its maker or reader checks it (in R,
- *         stg_band_get does on every call).
+ *         stg_band_check does once per band).
  * Progress: columns done of n, polled with cancel every 4096 columns. */
 FM_NODISCARD fm_status fm_band_matmul(const fm_band *b, const double *B, int64_t k, int64_t ldb,
                                       double *Y, int64_t ldy, uint64_t budget, const fm_ctl *ctl,

@@ -200,7 +200,8 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
   Rfmalloc::fmalloc_save(serialize(desc, NULL, xdr = TRUE), name, runtime)
   info$runtime <- runtime
   info$name <- name
-  new_statgen_ld(saved$colptr, saved$rowidx, saved$values, ld$dtype, ld$variants, info)
+  new_statgen_ld(saved$colptr, saved$rowidx, saved$values, ld$dtype, ld$variants, info,
+                 checked = ld$checked)
 }
 
 #' Reopen a saved LD band
@@ -212,7 +213,9 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
 #' @param name The name the band was saved under.
 #' @return A `statgen_ld` object (see [statgen_ld()]).
 #' @section Errors: `fm_error_earg` when `name` is not in `runtime` or is not
-#'   an LD band.
+#'   an LD band; `fm_error_eformat` when the saved band is damaged (its
+#'   arrays break the layout: the whole band is checked here, once, so that
+#'   later products and lookups only check its lengths).
 #' @examples
 #' path <- tempfile(fileext = ".fm")
 #' rt <- Rfmalloc::open_fmalloc(path, size_gb = 0.01)
@@ -234,5 +237,11 @@ statgen_ld_open <- function(runtime, name) {
   info <- desc$info
   info$runtime <- runtime
   info$name <- name
-  new_statgen_ld(part("colptr"), part("rowidx"), part("values"), desc$dtype, desc$variants, info)
+  # the layout is checked here, once: a damaged file is an error, not a crash
+  tryCatch(new_statgen_ld(part("colptr"), part("rowidx"), part("values"), desc$dtype,
+                          desc$variants, info),
+           fm_error = function(e) stop(e),
+           error = function(e)
+             fm_abort("eformat", sprintf("the LD band '%s' in this runtime is damaged: %s", name,
+                                         conditionMessage(e))))
 }

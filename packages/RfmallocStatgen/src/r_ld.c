@@ -119,4 +119,5 @@ static SEXP stg_band_matmul(SEXP parts, SEXP B, SEXP budget, SEXP progress) {
 }
 
 const R_CallMethodDef stg_ld_calls[] = {STG_CALLDEF(stg_ld_count, 4), STG_CALLDEF(stg_ld_fill, 7),
-                                        STG_CALLDEF(stg_band_matmul, 4), {NULL, NULL, 0}};
+                                        STG_CALLDEF(stg_band_matmul, 4),
+                                        STG_CALLDEF(stg_band_check, 1), {NULL, NULL, 0}};

@@ -210,6 +210,61 @@ test_that("a named band in a persistent runtime reopens in a new process", {
   expect_error(statgen_ld_open(rt, "nope"), "not an LD band", class = "fm_error_earg")
 })
 
+test_that("a damaged saved band is a clear error when it is opened, not a crash", {
+  set.seed(5)
+  G <- matrix(rbinom(60 * 20, 2, 0.4), 60, 20)
+  path <- tempfile(fileext = ".fm")
+  on.exit(unlink(path))
+  rt <- Rfmalloc::open_fmalloc(path, size_gb = 0.01)
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 4, unit = "variants", runtime = rt, name = "b")
+  ri <- integer(length(ld$rowidx))
+  ri[] <- ld$rowidx # a heap copy (arithmetic would stay in the runtime)
+  bad <- ri
+  bad[length(bad) - 3L] <- 1e6L # a row index far outside the band
+  Rfmalloc::fmalloc_delete(rt, "b/rowidx")
+  Rfmalloc::fmalloc_save(bad, "b/rowidx", rt)
+  Rfmalloc::fmalloc_delete(rt, "b/colptr")
+  cp <- numeric(length(ld$colptr))
+  cp[] <- ld$colptr
+  Rfmalloc::fmalloc_save(replace(cp, 5:6, cp[6:5]), "b/colptr2", rt) # non-monotone, same ends
+  Rfmalloc::fmalloc_save(cp, "b/colptr", rt)
+  Rfmalloc::cleanup_fmalloc(rt)
+  rt <- Rfmalloc::open_fmalloc(path, read_only = TRUE)
+  expect_error(statgen_ld_open(rt, "b"),
+               "'b' in this runtime is damaged: .*rowidx\\[[0-9]+\\] = 1000000 is outside",
+               class = "fm_error_eformat")
+  Rfmalloc::cleanup_fmalloc(rt)
+  rt <- Rfmalloc::open_fmalloc(path)
+  Rfmalloc::fmalloc_delete(rt, "b/rowidx")
+  Rfmalloc::fmalloc_save(ri, "b/rowidx", rt)
+  Rfmalloc::fmalloc_delete(rt, "b/colptr")
+  Rfmalloc::fmalloc_save(Rfmalloc::fmalloc_get(rt, "b/colptr2")[], "b/colptr", rt)
+  expect_error(statgen_ld_open(rt, "b"), "damaged: .*colptr must be nondecreasing",
+               class = "fm_error_eformat")
+  Rfmalloc::cleanup_fmalloc(rt)
+})
+
+test_that("the layout is checked once per band, and again when its arrays change", {
+  set.seed(6)
+  G <- matrix(rbinom(50 * 12, 2, 0.4), 50, 12)
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 3, unit = "variants")
+  y <- rnorm(12)
+  want <- ld %*% y
+  # a band restored from a file has no token yet: it is checked at first use
+  f <- tempfile(fileext = ".rds")
+  on.exit(unlink(f))
+  saveRDS(ld, f)
+  ld2 <- readRDS(f)
+  expect_equal(ld2 %*% y, want)
+  expect_equal(ld2 %*% y, want)
+  # arrays replaced after the check are checked again
+  bad <- methods::new("statgen_ld", utils::modifyList(unclass(ld), list(rowidx = ld$rowidx[] + 100L)))
+  expect_error(bad %*% y, "rowidx\\[1\\] = 100 is outside")
+  short <- methods::new("statgen_ld", utils::modifyList(unclass(ld), list(rowidx = ld$rowidx[-1])))
+  expect_error(short %*% y, "rowidx has")
+  expect_error(statgen_ld_scores(short), "rowidx has")
+})
+
 test_that("bad windows and variant orders are classed errors naming the variant", {
   G <- matrix(rbinom(50 * 6, 2, 0.5), 50, 6)
   X <- Rfmalloc::fmalloc_bed(G)
