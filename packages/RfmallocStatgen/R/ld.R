@@ -51,9 +51,10 @@
 #'   \[0, 1\]); 0 stores every pair of the window.
 #' @param missing `"mean"` or `"pairwise"` (see Missing calls).
 #' @param dtype `"f64"` or `"f32"`: the stored values.
-#' @param variants `NULL` (the variants of `X`) or a data frame with one row
+#' @param variants `NULL` (the variants of `X`), a data frame with one row
 #'   per column of `X` and columns `chr`, `pos`, `id`, `ref`, `alt` and, for
-#'   `unit = "cM"`, `cm`.
+#'   `unit = "cM"`, `cm`, or the path of a `.bim` or `.pvar` file (one line
+#'   per column of `X`; its `CM` column, when it has one, gives `cm`).
 #' @param runtime The Rfmalloc runtime that holds the band
 #'   ([Rfmalloc::fmalloc_default_runtime()] unless given).
 #' @param name `NULL`, or a name to save the band under in `runtime`.
@@ -120,20 +121,14 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
 }
 
 # The variants of X as the band keeps them: CHR, POS, ID, CM, A1 (the
-# counted allele, ALT), A2.
+# counted allele, ALT), A2; from .variant_source() (design.R), so that
+# `variants` may also be a .bim or .pvar path.
 .ld_variants <- function(X, variants, p) {
-  v <- if (!is.null(variants)) variants else tryCatch(fmalloc_variants(X), error = function(e) NULL)
-  if (is.null(v)) {
-    cn <- colnames(X)
-    v <- data.frame(id = if (is.null(cn)) paste0("V", seq_len(p)) else cn)
-  }
-  if (!is.data.frame(v) || nrow(v) != p)
-    fm_abort("earg", sprintf("variants must be a data frame of %s rows (one per column of X)", format(p)))
-  col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
-  data.frame(CHR = as.character(col("chr", NA_character_)), POS = as.numeric(col("pos", NA)),
-             ID = as.character(col("id", NA_character_)), CM = as.numeric(col("cm", NA)),
-             A1 = as.character(col("alt", NA_character_)),
-             A2 = as.character(col("ref", NA_character_)), stringsAsFactors = FALSE)
+  src <- .variant_source(X, variants)
+  on.exit(src$close())
+  v <- src$read(p)
+  data.frame(CHR = v$CHROM, POS = v$POS, ID = v$ID, CM = v$CM, A1 = v$ALT, A2 = v$REF,
+             stringsAsFactors = FALSE)
 }
 
 # Window ends (0-based, exclusive) of every variant: the first variant

@@ -142,6 +142,16 @@ test_that("windows in variants and centimorgans; chromosomes never pair", {
   expect_equal(statgen_ld(X, 2, "kb", variants = v)[, , drop = FALSE],
                want(abs(outer(v$pos, v$pos, "-")) <= 2000), ignore_attr = TRUE, tolerance = 1e-13)
   expect_equal(sum(statgen_ld(X, 0, "kb", variants = v)[, , drop = FALSE] != 0), 40)
+  # the same map from a .bim file (its third column is the cM position)
+  bim <- tempfile(fileext = ".bim")
+  on.exit(unlink(bim))
+  utils::write.table(data.frame(v$chr, v$id, v$cm, v$pos, v$alt, v$ref), bim, quote = FALSE,
+                     sep = "\t", row.names = FALSE, col.names = FALSE)
+  ld <- statgen_ld(X, 0.25, "cM", variants = bim)
+  expect_equal(ld[, , drop = FALSE], want(abs(outer(v$cm, v$cm, "-")) <= 0.25 + 1e-12),
+               ignore_attr = TRUE, tolerance = 1e-13)
+  expect_equal(ld$variants$CM, v$cm)
+  expect_identical(ld$variants$A1, v$alt)
 })
 
 test_that("products, blocks, sparse conversion", {
