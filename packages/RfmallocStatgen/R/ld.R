@@ -51,6 +51,11 @@
 #'   \[0, 1\]); 0 stores every pair of the window.
 #' @param missing `"mean"` or `"pairwise"` (see Missing calls).
 #' @param dtype `"f64"` or `"f32"`: the stored values.
+#' @param samples `NULL` (every sample) or the samples (rows of `X`) to
+#'   compute the band over: row numbers (1-based) or a logical vector with
+#'   one entry per row. The others are left out of every sum, count and
+#'   mean, as plink 1.9's `--keep` or bigsnpr's `ind.row`: the band is that
+#'   of `X[samples, ]`, computed without copying `X`.
 #' @param variants `NULL` (the variants of `X`), a data frame with one row
 #'   per column of `X` and columns `chr`, `pos`, `id`, `ref`, `alt` and, for
 #'   `unit = "cM"`, `cm`, or the path of a `.bim` or `.pvar` file (one line
@@ -85,7 +90,7 @@
 statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_min = 0,
                        missing = c("mean", "pairwise"), dtype = c("f64", "f32"),
                        variants = NULL, runtime = Rfmalloc::fmalloc_default_runtime(),
-                       name = NULL) {
+                       name = NULL, samples = NULL) {
   unit <- fm_arg_choice(unit, c("kb", "variants", "cM"))
   missing <- fm_arg_choice(missing, c("mean", "pairwise"))
   dtype <- fm_arg_choice(dtype, c("f64", "f32"))
@@ -95,15 +100,16 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
     fm_abort("earg", "r2_min must be a single number in [0, 1]")
   if (!is.null(name)) .ld_check_name(name)
   p <- ncol(X)
+  keep <- .ld_samples(samples, nrow(X))
   vs <- .ld_variants(X, variants, p)
   win_end <- .ld_windows(vs, window, unit)
   opts <- c(match(missing, c("pairwise", "mean")), r2_min, match(dtype, c("f64", "f32")))
   view <- fmalloc_view(X)
   counts <- if (r2_min == 0) {
-    .Call(C_stg_ld_count, view, win_end, opts, NULL)
+    .Call(C_stg_ld_count, view, win_end, opts, keep, NULL)
   } else {
     .ld_with_bar(p, "statgen_ld: counting pairs",
-                 function(prog) .Call(C_stg_ld_count, view, win_end, opts, prog))
+                 function(prog) .Call(C_stg_ld_count, view, win_end, opts, keep, prog))
   }
   colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
   colptr[] <- c(0, cumsum(counts))
@@ -112,12 +118,36 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
   values <- if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
     Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
   .ld_with_bar(p, "statgen_ld: correlations", function(prog)
-    .Call(C_stg_ld_fill, view, win_end, opts, colptr, rowidx, values, prog))
-  info <- list(n_samples = nrow(X), window = window, unit = unit, missing = missing,
-               r2_min = r2_min, runtime = runtime, name = name)
+    .Call(C_stg_ld_fill, view, win_end, opts, keep, colptr, rowidx, values, prog))
+  info <- list(n_samples = if (is.null(keep)) nrow(X) else length(keep), window = window,
+               unit = unit, missing = missing, r2_min = r2_min, runtime = runtime, name = name,
+               samples = keep)
   ld <- new_statgen_ld(colptr, rowidx, values, dtype, vs, info)
   if (!is.null(name)) ld <- .ld_save(ld, name, runtime)
   ld
+}
+
+# The rows of X that statgen_ld(samples =) selects: NULL for all, else
+# sorted unique 1-based integers. Indices follow .ld_index()'s rules for
+# variants (whole numbers in 1..n, or a logical vector, here of length n);
+# a repeated sample is refused (it would count twice), and so is a subset
+# of fewer than 2 samples (no correlation is defined).
+.ld_samples <- function(samples, n) {
+  if (is.null(samples)) return(NULL)
+  if (is.logical(samples)) {
+    if (length(samples) != n || anyNA(samples))
+      fm_abort("earg", sprintf("samples: a logical vector must have one TRUE or FALSE per sample (%s), without NA",
+                               format(n)))
+    samples <- which(samples)
+  } else if (!is.numeric(samples) || anyNA(samples) || any(samples != floor(samples)) ||
+             any(samples < 1 | samples > n)) {
+    fm_abort("earg", sprintf("samples must be sample numbers in 1..%s (rows of X) or a logical vector",
+                             format(n)))
+  }
+  if (anyDuplicated(samples))
+    fm_abort("earg", sprintf("samples: sample %d is given twice", as.integer(samples[anyDuplicated(samples)])))
+  if (length(samples) < 2L) fm_abort("earg", "samples must select at least 2 samples")
+  sort(as.integer(samples))
 }
 
 # The variants of X as the band keeps them: CHR, POS, ID, CM, A1 (the

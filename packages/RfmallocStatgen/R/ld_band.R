@@ -8,9 +8,10 @@
 # Fields: colptr (n + 1 doubles, 0-based offsets), rowidx (integers, 0-based
 # rows, increasing in each column), values (doubles, or raw bytes holding
 # floats when dtype is "f32"), dtype, variants (data frame of n rows: CHR, ID,
-# POS, CM, A1, A2 where known), and info (list: n_samples, window, missing,
-# r2_min, runtime, name), checked (the token of stg_band_check: the layout
-# of the three arrays was checked once, src/r_band.c).
+# POS, CM, A1, A2 where known), info (list: n_samples, window, missing,
+# r2_min, runtime, name, samples: the rows used or NULL) and checked (the
+# token of stg_band_check: the layout of the three arrays was checked once,
+# src/r_band.c).
 
 #' The statgen_ld class
 #'

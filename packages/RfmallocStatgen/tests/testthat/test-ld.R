@@ -124,6 +124,46 @@ test_that("missing calls: pairwise as plink1.9, mean-imputed as cor() after impu
                       pw[, , drop = FALSE])), 1e-12)
 })
 
+test_that("samples: the band of the kept samples, as cor() of the imputed subset and plink1.9 --keep", {
+  m <- missing_fileset()
+  set.seed(8)
+  s <- sort(sample(nrow(m$G), 0.6 * nrow(m$G)))
+  Gs <- m$G[s, ]
+  mi <- statgen_ld(m$X, window = 1000, missing = "mean", samples = s)
+  expect_lt(max(abs(mi[, , drop = FALSE] - dense_ld(Gs, m$v$pos, 1e6))), 1e-12)
+  expect_identical(mi$info$n_samples, length(s))
+  keep <- seq_len(nrow(m$G)) %in% s
+  expect_identical(statgen_ld(m$X, window = 1000, samples = keep)$values[], mi$values[])
+  expect_identical(statgen_ld(m$X, window = 1000, samples = rev(s))$values[], mi$values[])
+  pw <- statgen_ld(m$X, window = 1000, missing = "pairwise", samples = s)
+  expect_lt(max(abs(pw[, , drop = FALSE] - dense_ld(Gs, m$v$pos, 1e6, impute = FALSE))), 1e-12)
+  # decoded codecs (doubles) select the same rows
+  D <- Rfmalloc::fmalloc_dosage(m$G)
+  expect_lt(max(abs(statgen_ld(D, 1000, variants = m$v, missing = "pairwise", samples = s)[, , drop = FALSE] -
+                      pw[, , drop = FALSE])), 1e-12)
+  expect_lt(max(abs(statgen_ld(D, 1000, variants = m$v, samples = s)[, , drop = FALSE] -
+                      mi[, , drop = FALSE])), 1e-12)
+  # plink1.9 --keep with --r2 on the same samples, pair for pair
+  fam <- utils::read.table(paste0(m$prefix, ".fam"), colClasses = "character")
+  keep_file <- tempfile(fileext = ".txt")
+  utils::write.table(fam[s, 1:2], keep_file, quote = FALSE, row.names = FALSE, col.names = FALSE)
+  p19 <- plink19_r2(m$prefix, 1000, args = c("--keep", keep_file))
+  ours <- band_pairs(pw)
+  k <- match(paste(p19$SNP_A, p19$SNP_B), paste(ours$SNP_A, ours$SNP_B))
+  expect_false(anyNA(k))
+  expect_lt(max(abs(ours$r[k]^2 - p19$R2)), 1e-6)
+  # a subset differs from the whole
+  expect_gt(max(abs(pw$values[] - statgen_ld(m$X, window = 1000, missing = "pairwise")$values[])), 1e-3)
+  n <- nrow(m$G)
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, 1, 2)), "given twice", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, n + 1)), "1\\.\\.", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, NA)), class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = 3), "at least 2", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(TRUE, FALSE)), "one TRUE or FALSE",
+               class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = 1.5), class = "fm_error_earg")
+})
+
 test_that("windows in variants and centimorgans; chromosomes never pair", {
   set.seed(1)
   G <- matrix(rbinom(150 * 40, 2, 0.3), 150, 40)
