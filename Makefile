@@ -124,8 +124,11 @@ demo: setup install
 # issue 15: bench/gwas_accuracy.R (the largest differences from plink2 --glm
 # on the fixture), bench/gwas.R (statgen_gwas vs plink2 --glm and bigstatsr's
 # big_univLinReg/big_univLogReg; with BENCH_RSS=1 also its peak RSS on the
-# 5,000 x 2,000,000 .bed); issue 16: bench/coloc.R (statgen_coloc_signals on
-# 500 x 500 signal pairs over 2,000 SNPs vs coloc.bf_bf per pair).
+# 5,000 x 2,000,000 .bed); issue 16: bench/ld.R (statgen_ld within 1000 kb
+# vs bigsnpr snp_cor, peak RSS, band product), bench/ldpred2.R
+# (statgen_ldpred2_auto/inf vs bigsnpr on that band) and bench/coloc.R
+# (statgen_coloc_signals on 500 x 500 signal pairs over 2,000 SNPs vs
+# coloc.bf_bf per pair).
 # P1-P3 share bench/lib.R and the .bed that bench/gen_bed.R writes once under
 # build/bench (5,000 x 200,000, 250 MB; P3 uses a copy without missing
 # calls); P1's pcaone peer needs 8 GB of RAM, else it runs on a subset.
@@ -148,6 +151,8 @@ bench: setup install
 	@$(RENV) Rscript bench/alp.R
 	@$(RENV) Rscript bench/gwas_accuracy.R
 	@$(RENV) Rscript bench/gwas.R
+	@$(RENV) Rscript bench/ld.R
+	@$(RENV) Rscript bench/ldpred2.R
 	@$(RENV) Rscript bench/coloc.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/pca_rss.R; fi

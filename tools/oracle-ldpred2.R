@@ -13,8 +13,9 @@
 # training half by statgen_gwas() (the same summary statistics for both:
 # bigsnpr reads them matched to the LD, flipped alleles negated, by our
 # matching); the LD matrix of those variants on the training half within
-# 1000 kb (cor() in R, fixture_corr()). h2 = 0.4: the simulated phenotype's
-# genetic share (var(g) = 0.4 of a variance near 1; fixture README), used
+# 1000 kb (fixture_corr(): cor() of the training half, by statgen_ld(samples
+# =) since 2026-12-03; the ref was made with cor() in R, equal within 1e-13).
+# h2 = 0.4: the simulated phenotype's genetic share (var(g) = 0.4 of a variance near 1; fixture README), used
 # for inf, for the grid and as auto's h2_init (LD score regression is left
 # out: the issue reports 1.49 from bigsnpr on this fixture).
 #   inf:  snp_ldpred2_inf(corr, df_beta, h2)

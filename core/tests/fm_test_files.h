@@ -1,12 +1,16 @@
 /* fm_test_files.h: files for the core's C tests: the shared fixtures folder,
- * a whole file read into memory, and a private temporary directory.
+ * a whole file read into memory, a private temporary directory, a shared
+ * mapping of a temporary file and the resident pages of a mapping.
  * POSIX: a test that includes it defines _POSIX_C_SOURCE 200809L (or
  * _GNU_SOURCE) before its first header. */
 #ifndef FM_TEST_FILES_H
 #define FM_TEST_FILES_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 /* out = "<fixtures>/<rel>", where <fixtures> is $RFMALLOC_FIXTURES when set
@@ -68,6 +72,46 @@ static inline void fm_test_rmtree(const char *dir) {
   char cmd[4200];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+/* Pages of the mapping that starts at address p resident in this process
+ * (Rss of its /proc/self/smaps entry; mincore would report the page cache
+ * instead), or (size_t)-1 when that cannot be read. */
+static inline size_t fm_test_rss_pages(const void *p, size_t page) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f) return (size_t)-1;
+  char line[512];
+  int in = 0;
+  size_t r = (size_t)-1;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, kb;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+      in = lo == (unsigned long)(uintptr_t)p;
+    } else if (in && sscanf(line, "Rss: %lu kB", &kb) == 1) {
+      r = (size_t)kb * 1024u / page;
+      break;
+    }
+  }
+  fclose(f);
+  return r;
+}
+
+/* A writable MAP_SHARED mapping of len bytes of a new, already unlinked
+ * temporary file (zeros), or NULL. *fd_out gets the file's descriptor when
+ * fd_out is not NULL (the caller closes it), else it is closed. */
+static inline unsigned char *fm_test_map_tmp(size_t len, int *fd_out) {
+  char path[] = "/tmp/fm_test_mapXXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) return NULL;
+  unlink(path);
+  void *m = ftruncate(fd, (off_t)len) == 0
+                ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                : MAP_FAILED;
+  if (m == MAP_FAILED || !fd_out)
+    close(fd);
+  else
+    *fd_out = fd;
+  return m == MAP_FAILED ? NULL : m;
 }
 
 #endif

@@ -18,7 +18,7 @@ render_vignette <- function(rmd, fixtures) {
 
 test_that("every package has its vignette", {
   expect_setequal(basename(vignettes), c("out-of-core-arrays.Rmd", "genotypes-to-pca.Rmd",
-                                         "language-models.Rmd"))
+                                         "language-models.Rmd", "gwas-to-pgs-and-coloc.Rmd"))
 })
 
 for (rmd in vignettes) {

@@ -51,17 +51,40 @@ typedef struct fm_band {
  *         threads, each output element summed by one thread in the stored
  *         order: the same bits for every thread count. A non-finite entry
  *         of B reaches exactly the outputs whose rows use it (IEEE).
- *         release: nonzero when the band's arrays are a file mapping whose
- *         pages may be dropped once read (madvise), so a band larger than
- *         memory streams through it.
+ *         budget: whether the band's pages are dropped from memory once
+ *         read (madvise; fm_band_bytes), so that a band larger than memory
+ *         streams through it while a smaller one stays resident between
+ *         products (each product would otherwise fault all of it back in
+ *         from the page cache):
+ *           FM_BAND_RESIDENT   never drop (a band on the heap or in
+ *                              private memory must pass it: dropping
+ *                              would lose its contents);
+ *           FM_BAND_BUDGET_AUTO (0)  the default budget, a quarter of the
+ *                              physical memory (fm_band_budget_auto);
+ *           any other value    a budget in bytes;
+ *         the pages are dropped when fm_band_bytes(b) exceeds the budget.
+ *         Only a band whose arrays are a read-only or shared file mapping
+ *         may pass a budget other than FM_BAND_RESIDENT.
  * Errors: FM_EARG (NULL arguments with n, k > 0; ld too small),
  *         FM_ECANCELLED (Y unspecified). The band must follow the layout
  *         (row indices in 0..n-1): its maker or reader checks it (in R,
- *         stg_band_get does on every call).
+ *         stg_band_check does once per band).
  * Progress: columns done of n, polled with cancel every 4096 columns. */
 FM_NODISCARD fm_status fm_band_matmul(const fm_band *b, const double *B, int64_t k, int64_t ldb,
-                                      double *Y, int64_t ldy, int release, const fm_ctl *ctl,
+                                      double *Y, int64_t ldy, uint64_t budget, const fm_ctl *ctl,
                                       fm_err *err);
+
+#define FM_BAND_RESIDENT UINT64_MAX
+#define FM_BAND_BUDGET_AUTO 0u
+
+/* Bytes of the band's row indices and values (colptr[n] * (4 + 8 or 4)):
+ * what a product reads and what fm_band_matmul compares with its budget. */
+uint64_t fm_band_bytes(const fm_band *b);
+
+/* The default budget: a quarter of the physical memory (sysconf
+ * _SC_PHYS_PAGES; 1 GiB when it cannot be read). A band of at most this
+ * many bytes stays resident across products. */
+uint64_t fm_band_budget_auto(void);
 
 /* Value k (0 <= k < colptr[n]) of b as a double. */
 static inline double fm_band_value(const fm_band *b, int64_t k) {

@@ -16,6 +16,11 @@
  *   FM_LD_MEAN      each missing value replaced by its column's mean over
  *                   its observed samples, then Pearson over all samples
  *                   (bigsnpr::snp_cor after mean imputation).
+ * Samples: with opts->sample_mask only the samples it selects exist for
+ * the computation; the others are never read into a sum, a count or a
+ * column mean (as plink 1.9 --keep, or bigsnpr's ind.row): the band is the
+ * band of the selected rows of x. Hardcalls AND the mask into their bit
+ * planes; decoded codecs keep only the selected rows of each chunk.
  * A pair whose correlation is undefined (a column with zero variance over
  * the samples used, or fewer than two of them) gets r = 0; the diagonal is
  * always 1. Values are clamped to [-1, 1] (rounding only).
@@ -64,6 +69,9 @@ typedef struct fm_ld_opts {
   fm_band_dtype dtype;  /* of the values fm_stats_ld_fill writes */
   int release_output;   /* nonzero: rowidx and values are a file mapping
                            whose written pages may be dropped (madvise) */
+  const uint64_t *sample_mask; /* NULL: every sample (row of x); else
+                           (x->n_rows + 63) / 64 words, sample r used when
+                           bit r % 64 of word r / 64 is set (see Samples) */
 } fm_ld_opts;
 
 /* Stored entries of each column (its lower and upper window entries that

@@ -1,5 +1,5 @@
 /* panel.c: matrix views over typed storage and bounded panel decode. */
-#define _DEFAULT_SOURCE /* madvise, sysconf */
+#define _DEFAULT_SOURCE /* sigjmp_buf, sigsetjmp (fm_fault.h) */
 #include "fm/fm_panel.h"
 
 #include "fm/fm_codec_bed2.h"
@@ -8,11 +8,11 @@
 
 #include "codec_alp_impl.h"
 
+#include "base/pages.h"
+
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 size_t fm_panel_budget(const fm_ctl *ctl) {
   return ctl && ctl->panel_bytes ? ctl->panel_bytes : FM_PANEL_DEFAULT_BUDGET;
@@ -308,15 +308,12 @@ fm_status fm_panel_decode(const fm_mat *x, const fm_affine *aff, int64_t r0, int
   return st;
 }
 
-/* One run of stored columns [s0, s1): drop its pages (see fm_panel.h). */
 /* Stored columns [s0, s1): their pages but the one holding byte s1 (the
  * next column of a forward stream may start there), or, with outward, that
  * page too (a column index: the page's other columns are not next). */
-static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, uintptr_t page, int outward) {
-  const uintptr_t start = (uintptr_t)x->data + (uintptr_t)(s0 * x->col_stride);
-  const uintptr_t end = (uintptr_t)x->data + (uintptr_t)(s1 * x->col_stride);
-  const uintptr_t a = start & ~(page - 1), b = (outward ? end + page - 1 : end) & ~(page - 1);
-  if (b > a) (void)madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
+static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, int outward) {
+  (void)fm_pages_release(x->data, (size_t)(s0 * x->col_stride), (size_t)(s1 * x->col_stride),
+                         outward ? FM_PAGES_OUTWARD : FM_PAGES_DOWN, NULL);
 }
 
 void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
@@ -324,20 +321,18 @@ void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
       x->codec == FM_CODEC_ALP || !x->data ||
       n_cols <= 0 || c0 < 0 || c0 + n_cols > x->n_cols || x->col_stride <= 0)
     return;
-  const long ps = sysconf(_SC_PAGESIZE);
-  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096u;
   if (!x->col_index) {
-    evict_run(x, c0, c0 + n_cols, page, 0);
+    evict_run(x, c0, c0 + n_cols, 0);
     return;
   }
   int64_t run0 = x->col_index[c0], prev = run0;
   for (int64_t j = c0 + 1; j < c0 + n_cols; j++) {
     const int64_t s = x->col_index[j];
     if (s != prev + 1) {
-      evict_run(x, run0, prev + 1, page, 1);
+      evict_run(x, run0, prev + 1, 1);
       run0 = s;
     }
     prev = s;
   }
-  evict_run(x, run0, prev + 1, page, 1);
+  evict_run(x, run0, prev + 1, 1);
 }

@@ -1,18 +1,17 @@
 /* fmt_dest.c: destinations of genotype records and the stream driver
  * (fm_fmt.h). Layouts: docs/formats/{bed,dos8,hap1}.md and
  * docs/formats/conventions.md. */
-#define _DEFAULT_SOURCE /* madvise, sysconf */
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_panel.h"
 
+#include "base/pages.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 typedef long long ll;
 
@@ -272,15 +271,8 @@ static int pair_cmp(const void *a, const void *b) {
  * away). *done advances to the last page boundary dropped. A failing
  * madvise only leaves the pages resident. */
 static void release_written(const fm_dest *d, uint64_t *done, uint64_t upto) {
-#if defined(MADV_DONTNEED)
-  const long p = sysconf(_SC_PAGESIZE);
-  const uintptr_t page = p > 0 ? (uintptr_t)p : 4096;
-  const uintptr_t base = (uintptr_t)d->data;
-  const uintptr_t a = (base + *done + page - 1) / page * page, b = (base + upto) / page * page;
-  if (b > a && madvise((void *)a, (size_t)(b - a), MADV_DONTNEED) == 0) *done = b - base;
-#else
-  (void)d, (void)done, (void)upto;
-#endif
+  size_t end;
+  if (fm_pages_release(d->data, (size_t)*done, (size_t)upto, FM_PAGES_INWARD, &end)) *done = end;
 }
 
 fm_status fm_fmt_stream(fm_reader *r, const fm_dest *d, const int64_t *variant_index,

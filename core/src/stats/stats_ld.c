@@ -18,6 +18,7 @@
 #define _POSIX_C_SOURCE 200809L /* sigsetjmp, fm_fault.h */
 #include "stats_ld_impl.h"
 #include "stats_par.h"
+#include "base/pages.h"
 
 #include "fm/fm_codec_bed2.h"
 #include "fm/fm_fault.h"
@@ -61,6 +62,7 @@ typedef struct ld_block {
   const fm_mat *x;
   const fm_affine *aff;
   const int64_t *win_end;
+  const uint64_t *sel; /* the sample mask, or NULL */
   int planes;
   int64_t a, b, e;  /* columns [a, b), windows [a, e) */
   int64_t *off;     /* b - a + 1: first pair of each column */
@@ -92,28 +94,42 @@ static fm_status chunk_prepare(ld_block *k, int64_t r0, int64_t rows, fm_err *er
     const int64_t cb = fm_codec_bed2_col_bytes(x->n_rows);
     for (int64_t i = 0; i < c->nc; i++) {
       const uint8_t *col = (const uint8_t *)x->data + stored_col(x, k->a + i) * x->col_stride;
-      ld_planes_col(col, cb, x->n_rows, r0, c->nw, c->h + i * c->nw, c->t + i * c->nw,
-                    c->o + i * c->nw, &c->s1[i], &c->s2[i], &c->cnt[i], &c->full[i]);
+      ld_planes_col(col, cb, x->n_rows, r0, c->nw, k->sel ? k->sel + r0 / 64 : NULL,
+                    c->h + i * c->nw, c->t + i * c->nw, c->o + i * c->nw, &c->s1[i], &c->s2[i],
+                    &c->cnt[i], &c->full[i]);
     }
     return FM_OK;
   }
   fm_status st = fm_panel_decode(x, k->aff, r0, rows, k->a, c->nc, c->x0, rows, err);
   if (st != FM_OK) return st;
+  /* the selected rows, kept in order: column i moves from offset i rows to
+   * i kept, never past what is still to be read (kept <= rows) */
+  int64_t kept = rows;
+  if (k->sel) {
+    kept = 0;
+    for (int64_t r = r0; r < r0 + rows; r++) kept += (int64_t)(k->sel[r / 64] >> (r % 64) & 1u);
+  }
+  c->rows = kept;
   for (int64_t i = 0; i < c->nc; i++) {
-    double *v = c->x0 + i * rows, *q = c->x2 + i * rows, *m = c->om + i * rows;
+    const double *src = c->x0 + i * rows;
+    double *v = c->x0 + i * kept, *q = c->x2 + i * kept, *m = c->om + i * kept;
     double s1 = 0, s2 = 0, n = 0;
-    for (int64_t r = 0; r < rows; r++) {
-      if (isnan(v[r])) {
-        v[r] = q[r] = m[r] = 0;
+    for (int64_t r = 0, o = 0; r < rows; r++) {
+      if (k->sel && !(k->sel[(r0 + r) / 64] >> ((r0 + r) % 64) & 1u)) continue;
+      const double val = src[r];
+      if (isnan(val)) {
+        v[o] = q[o] = m[o] = 0;
+        o++;
         continue;
       }
       /* a shift inside the data keeps n Sxx - Sx^2 from cancelling */
-      if (!k->shifted[i]) k->shift[i] = v[r], k->shifted[i] = 1;
-      v[r] -= k->shift[i];
-      q[r] = v[r] * v[r], m[r] = 1;
-      s1 += v[r], s2 += q[r], n += 1;
+      if (!k->shifted[i]) k->shift[i] = val, k->shifted[i] = 1;
+      v[o] = val - k->shift[i];
+      q[o] = v[o] * v[o], m[o] = 1;
+      s1 += v[o], s2 += q[o], n += 1;
+      o++;
     }
-    c->s1[i] = s1, c->s2[i] = s2, c->cnt[i] = n, c->full[i] = n == (double)rows;
+    c->s1[i] = s1, c->s2[i] = s2, c->cnt[i] = n, c->full[i] = n == (double)kept;
   }
   return FM_OK;
 }
@@ -299,7 +315,7 @@ static fm_status ld_pass(const char *what, const fm_mat *x, const fm_affine *aff
     if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "%s: cancelled", what);
     int64_t rows;
     block_geometry(x, win_end, a, planes, budget, &b, &rows);
-    ld_block k = {.x = x, .aff = aff, .win_end = win_end, .planes = planes,
+    ld_block k = {.x = x, .aff = aff, .win_end = win_end, .sel = o->sample_mask, .planes = planes,
                   .a = a, .b = b, .e = win_end[b - 1]};
     k.pair = planes ? ld_pair_planes() : ld_pair_doubles;
     if ((st = block_alloc(&k, rows, err)) != FM_OK || (st = block_sums(&k, rows, nt, err)) != FM_OK) {
@@ -325,8 +341,9 @@ static fm_status ld_pass(const char *what, const fm_mat *x, const fm_affine *aff
       int64_t s_next = start;
       while (win_end[s_next] <= b) s_next++;
       const int64_t upto = w->colptr[s_next];
-      stats_drop_pages(w->rowidx, (size_t)w->released * 4, (size_t)upto * 4);
-      stats_drop_pages(w->values, (size_t)w->released * vbytes, (size_t)upto * vbytes);
+      fm_pages_release(w->rowidx, (size_t)w->released * 4, (size_t)upto * 4, FM_PAGES_INWARD, NULL);
+      fm_pages_release(w->values, (size_t)w->released * vbytes, (size_t)upto * vbytes,
+                       FM_PAGES_INWARD, NULL);
       w->released = upto;
     }
     fm_ctl_progress(ctl, (double)b, (double)n);

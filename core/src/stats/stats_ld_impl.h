@@ -21,7 +21,7 @@ enum { LD_N, LD_SX, LD_SY, LD_SXX, LD_SYY, LD_SXY, LD_SUMS };
 /* One chunk of rows of the columns [a, e) of a block. */
 typedef struct ld_chunk {
   int64_t nc;          /* columns */
-  int64_t rows;        /* samples in the chunk */
+  int64_t rows;        /* samples in the chunk (doubles: the selected ones, kept) */
   int planes;          /* 1: H, T, O; 0: x0, x2, om */
   int64_t nw;          /* planes: 64-sample words per column */
   uint64_t *h, *t, *o; /* planes: nc x nw each */
@@ -40,9 +40,12 @@ void ld_pair_doubles(const ld_chunk *c, int64_t jj, int64_t kk, double *acc);
 /* Planes of samples [r0, r0 + 64 nw) (r0 a multiple of 64) of the stored
  * 2-bit column col (col_bytes bytes, n_rows samples in all) into h, t, o
  * (nw words each), with the chunk sums; bytes past the column's end are
- * never read and samples past n_rows are neither observed nor counted. */
+ * never read and samples past n_rows are neither observed nor counted.
+ * sel: NULL, or the nw words of the sample mask for these samples: an
+ * unselected sample is 0 in every plane and not counted (full then means
+ * every selected sample is observed). */
 void ld_planes_col(const uint8_t *col, int64_t col_bytes, int64_t n_rows, int64_t r0, int64_t nw,
-                   uint64_t *h, uint64_t *t, uint64_t *o, double *s1, double *s2, double *cnt,
-                   unsigned char *full);
+                   const uint64_t *sel, uint64_t *h, uint64_t *t, uint64_t *o, double *s1,
+                   double *s2, double *cnt, unsigned char *full);
 
 #endif

@@ -111,8 +111,8 @@ static inline uint64_t load_le64(const uint8_t *p) {
 }
 
 void ld_planes_col(const uint8_t *col, int64_t col_bytes, int64_t n_rows, int64_t r0, int64_t nw,
-                   uint64_t *h, uint64_t *t, uint64_t *o, double *s1, double *s2, double *cnt,
-                   unsigned char *full) {
+                   const uint64_t *sel, uint64_t *h, uint64_t *t, uint64_t *o, double *s1,
+                   double *s2, double *cnt, unsigned char *full) {
   int64_t ph = 0, pt = 0, po = 0, valid = 0;
   for (int64_t w = 0; w < nw; w++) {
     const int64_t s0 = r0 + 64 * w, b0 = s0 / 4;
@@ -127,12 +127,13 @@ void ld_planes_col(const uint8_t *col, int64_t col_bytes, int64_t n_rows, int64_
     const uint64_t lo = even_bits(a) | (even_bits(b) << 32);
     const uint64_t hi = even_bits(a >> 1) | (even_bits(b >> 1) << 32);
     const int64_t left = n_rows - s0;
-    const uint64_t mask = left >= 64 ? ~0ULL : left > 0 ? (1ULL << left) - 1 : 0;
+    uint64_t mask = left >= 64 ? ~0ULL : left > 0 ? (1ULL << left) - 1 : 0;
+    if (sel) mask &= sel[w];
     h[w] = ~lo & mask;
     t[w] = ~hi & ~lo & mask;
     o[w] = (hi | ~lo) & mask;
     ph += pop_swar(h[w]), pt += pop_swar(t[w]), po += pop_swar(o[w]);
-    valid += left >= 64 ? 64 : left > 0 ? left : 0;
+    valid += pop_swar(mask);
   }
   *s1 = (double)(ph + pt);
   *s2 = (double)(ph + 3 * pt);

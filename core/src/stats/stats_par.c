@@ -1,15 +1,12 @@
 /* stats_par.c: stats_par_for (POSIX threads started and joined within
- * each call) and stats_drop_pages (stats_par.h). */
+ * each call; stats_par.h). */
 #define _POSIX_C_SOURCE 200809L /* pthread_sigmask */
-#define _DEFAULT_SOURCE         /* madvise */
 #include "stats_par.h"
 
 #include "fm/fm_base.h"
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 typedef struct par_arg {
   stats_par_fn fn;
@@ -48,16 +45,4 @@ void stats_par_for(stats_par_fn fn, void *ud, int64_t nb, int nt) {
     if (owner == 0 || owner >= ran) fn(ud, b, 0);
   }
   for (int t = 1; t <= started; t++) pthread_join(tid[t], NULL);
-}
-
-void stats_drop_pages(const void *p, size_t from, size_t upto) {
-#if defined(MADV_DONTNEED)
-  const long ps = sysconf(_SC_PAGESIZE);
-  const uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
-  const uintptr_t a = ((uintptr_t)p + from + page - 1) / page * page;
-  const uintptr_t b = ((uintptr_t)p + upto) / page * page;
-  if (b > a) (void)madvise((void *)a, (size_t)(b - a), MADV_DONTNEED);
-#else
-  (void)p, (void)from, (void)upto;
-#endif
 }

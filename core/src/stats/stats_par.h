@@ -19,11 +19,5 @@ typedef void (*stats_par_fn)(void *ud, int64_t b, int t);
 
 void stats_par_for(stats_par_fn fn, void *ud, int64_t nb, int nt);
 
-/* Drop the whole pages of bytes [from, upto) after p from the resident set
- * (madvise MADV_DONTNEED), for arrays in a file mapping that a pass has
- * finished with: they come back from the page cache or the file when
- * touched again, so only memory is saved. Never call it on anonymous or
- * private memory (its contents would be lost). Best effort. */
-void stats_drop_pages(const void *p, size_t from, size_t upto);
 
 #endif

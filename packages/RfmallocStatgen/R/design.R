@@ -22,8 +22,8 @@
 }
 
 # The variant metadata of X in order: src$read(n) gives CHROM POS ID REF
-# ALT A1 of the next n variants (NA where unknown; A1 = ALT, the counted
-# allele). From `variants` (a data frame in fmalloc_variants()'s schema, or
+# ALT A1 CM of the next n variants (NA where unknown; A1 = ALT, the counted
+# allele; CM the genetic position in centimorgans). From `variants` (a data frame in fmalloc_variants()'s schema, or
 # the path of a .bim or .pvar file, read n lines at a time so that millions
 # of variants never sit in memory at once), else X's own metadata, else its
 # column names. src$close() closes the file.
@@ -48,7 +48,7 @@
   }
   col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
   v <- .variant_frame(col("chr", NA_character_), col("pos", NA), col("id", NA_character_),
-                      col("ref", NA), col("alt", NA))
+                      col("ref", NA), col("alt", NA), col("cm", NA))
   at <- 0
   list(read = function(n) {
     r <- v[at + seq_len(n), , drop = FALSE]
@@ -57,14 +57,16 @@
   }, close = function() NULL)
 }
 
-.variant_frame <- function(chr, pos, id, ref, alt) {
+.variant_frame <- function(chr, pos, id, ref, alt, cm = NA) {
   data.frame(CHROM = as.character(chr), POS = as.numeric(pos), ID = as.character(id),
              REF = as.character(ref), ALT = as.character(alt), A1 = as.character(alt),
-             check.names = FALSE, stringsAsFactors = FALSE)
+             CM = rep_len(as.numeric(cm), length(id)), check.names = FALSE,
+             stringsAsFactors = FALSE)
 }
 
 # A .bim (chr id cm pos ALT REF: PLINK 1's A1 is the counted ALT) or .pvar
-# (#CHROM POS ID REF ALT ... after its ## lines) read n records at a time.
+# (#CHROM POS ID REF ALT ..., CM optional, after its ## lines) read n
+# records at a time.
 .variant_file <- function(path, p) {
   con <- file(path, "r")
   bim <- grepl("\\.bim$", path)
@@ -76,18 +78,19 @@
       if (!startsWith(l, "##")) fm_abort("earg", sprintf("'%s' is neither a .bim nor a .pvar with a #CHROM line", path))
     }
     hdr <- strsplit(sub("^#", "", l), "\t")[[1]]
-    need <- match(c("CHROM", "POS", "ID", "REF", "ALT"), hdr)
-    if (anyNA(need)) fm_abort("earg", sprintf("'%s': the #CHROM line lacks POS, ID, REF or ALT", path))
+    need <- match(c("CHROM", "POS", "ID", "REF", "ALT", "CM"), hdr)
+    if (anyNA(need[1:5])) fm_abort("earg", sprintf("'%s': the #CHROM line lacks POS, ID, REF or ALT", path))
   }
   at <- 0
   list(read = function(n) {
     if (bim) {
       f <- scan(con, what = list("", "", "", "", "", ""), nmax = n, quiet = TRUE)
-      r <- .variant_frame(f[[1]], f[[4]], f[[2]], f[[6]], f[[5]])
+      r <- .variant_frame(f[[1]], f[[4]], f[[2]], f[[6]], f[[5]], f[[3]])
     } else {
       f <- scan(con, what = rep(list(""), length(hdr)), nmax = n, sep = "\t", quiet = TRUE,
                 flush = TRUE)
-      r <- .variant_frame(f[[need[1]]], f[[need[2]]], f[[need[3]]], f[[need[4]]], f[[need[5]]])
+      r <- .variant_frame(f[[need[1]]], f[[need[2]]], f[[need[3]]], f[[need[4]]], f[[need[5]]],
+                          if (is.na(need[6])) NA else f[[need[6]]])
     }
     if (nrow(r) != n) {
       fm_abort("earg", sprintf("'%s' has %s variants but X has %s columns", path,

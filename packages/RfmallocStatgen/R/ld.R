@@ -51,9 +51,15 @@
 #'   \[0, 1\]); 0 stores every pair of the window.
 #' @param missing `"mean"` or `"pairwise"` (see Missing calls).
 #' @param dtype `"f64"` or `"f32"`: the stored values.
-#' @param variants `NULL` (the variants of `X`) or a data frame with one row
+#' @param samples `NULL` (every sample) or the samples (rows of `X`) to
+#'   compute the band over: row numbers (1-based) or a logical vector with
+#'   one entry per row. The others are left out of every sum, count and
+#'   mean, as plink 1.9's `--keep` or bigsnpr's `ind.row`: the band is that
+#'   of `X[samples, ]`, computed without copying `X`.
+#' @param variants `NULL` (the variants of `X`), a data frame with one row
 #'   per column of `X` and columns `chr`, `pos`, `id`, `ref`, `alt` and, for
-#'   `unit = "cM"`, `cm`.
+#'   `unit = "cM"`, `cm`, or the path of a `.bim` or `.pvar` file (one line
+#'   per column of `X`; its `CM` column, when it has one, gives `cm`).
 #' @param runtime The Rfmalloc runtime that holds the band
 #'   ([Rfmalloc::fmalloc_default_runtime()] unless given).
 #' @param name `NULL`, or a name to save the band under in `runtime`.
@@ -84,7 +90,7 @@
 statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_min = 0,
                        missing = c("mean", "pairwise"), dtype = c("f64", "f32"),
                        variants = NULL, runtime = Rfmalloc::fmalloc_default_runtime(),
-                       name = NULL) {
+                       name = NULL, samples = NULL) {
   unit <- fm_arg_choice(unit, c("kb", "variants", "cM"))
   missing <- fm_arg_choice(missing, c("mean", "pairwise"))
   dtype <- fm_arg_choice(dtype, c("f64", "f32"))
@@ -94,15 +100,16 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
     fm_abort("earg", "r2_min must be a single number in [0, 1]")
   if (!is.null(name)) .ld_check_name(name)
   p <- ncol(X)
+  keep <- .ld_samples(samples, nrow(X))
   vs <- .ld_variants(X, variants, p)
   win_end <- .ld_windows(vs, window, unit)
   opts <- c(match(missing, c("pairwise", "mean")), r2_min, match(dtype, c("f64", "f32")))
   view <- fmalloc_view(X)
   counts <- if (r2_min == 0) {
-    .Call(C_stg_ld_count, view, win_end, opts, NULL)
+    .Call(C_stg_ld_count, view, win_end, opts, keep, NULL)
   } else {
     .ld_with_bar(p, "statgen_ld: counting pairs",
-                 function(prog) .Call(C_stg_ld_count, view, win_end, opts, prog))
+                 function(prog) .Call(C_stg_ld_count, view, win_end, opts, keep, prog))
   }
   colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
   colptr[] <- c(0, cumsum(counts))
@@ -111,29 +118,47 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
   values <- if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
     Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
   .ld_with_bar(p, "statgen_ld: correlations", function(prog)
-    .Call(C_stg_ld_fill, view, win_end, opts, colptr, rowidx, values, prog))
-  info <- list(n_samples = nrow(X), window = window, unit = unit, missing = missing,
-               r2_min = r2_min, runtime = runtime, name = name)
+    .Call(C_stg_ld_fill, view, win_end, opts, keep, colptr, rowidx, values, prog))
+  info <- list(n_samples = if (is.null(keep)) nrow(X) else length(keep), window = window,
+               unit = unit, missing = missing, r2_min = r2_min, runtime = runtime, name = name,
+               samples = keep)
   ld <- new_statgen_ld(colptr, rowidx, values, dtype, vs, info)
   if (!is.null(name)) ld <- .ld_save(ld, name, runtime)
   ld
 }
 
-# The variants of X as the band keeps them: CHR, POS, ID, CM, A1 (the
-# counted allele, ALT), A2.
-.ld_variants <- function(X, variants, p) {
-  v <- if (!is.null(variants)) variants else tryCatch(fmalloc_variants(X), error = function(e) NULL)
-  if (is.null(v)) {
-    cn <- colnames(X)
-    v <- data.frame(id = if (is.null(cn)) paste0("V", seq_len(p)) else cn)
+# The rows of X that statgen_ld(samples =) selects: NULL for all, else
+# sorted unique 1-based integers. Indices follow .ld_index()'s rules for
+# variants (whole numbers in 1..n, or a logical vector, here of length n);
+# a repeated sample is refused (it would count twice), and so is a subset
+# of fewer than 2 samples (no correlation is defined).
+.ld_samples <- function(samples, n) {
+  if (is.null(samples)) return(NULL)
+  if (is.logical(samples)) {
+    if (length(samples) != n || anyNA(samples))
+      fm_abort("earg", sprintf("samples: a logical vector must have one TRUE or FALSE per sample (%s), without NA",
+                               format(n)))
+    samples <- which(samples)
+  } else if (!is.numeric(samples) || anyNA(samples) || any(samples != floor(samples)) ||
+             any(samples < 1 | samples > n)) {
+    fm_abort("earg", sprintf("samples must be sample numbers in 1..%s (rows of X) or a logical vector",
+                             format(n)))
   }
-  if (!is.data.frame(v) || nrow(v) != p)
-    fm_abort("earg", sprintf("variants must be a data frame of %s rows (one per column of X)", format(p)))
-  col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
-  data.frame(CHR = as.character(col("chr", NA_character_)), POS = as.numeric(col("pos", NA)),
-             ID = as.character(col("id", NA_character_)), CM = as.numeric(col("cm", NA)),
-             A1 = as.character(col("alt", NA_character_)),
-             A2 = as.character(col("ref", NA_character_)), stringsAsFactors = FALSE)
+  if (anyDuplicated(samples))
+    fm_abort("earg", sprintf("samples: sample %d is given twice", as.integer(samples[anyDuplicated(samples)])))
+  if (length(samples) < 2L) fm_abort("earg", "samples must select at least 2 samples")
+  sort(as.integer(samples))
+}
+
+# The variants of X as the band keeps them: CHR, POS, ID, CM, A1 (the
+# counted allele, ALT), A2; from .variant_source() (design.R), so that
+# `variants` may also be a .bim or .pvar path.
+.ld_variants <- function(X, variants, p) {
+  src <- .variant_source(X, variants)
+  on.exit(src$close())
+  v <- src$read(p)
+  data.frame(CHR = v$CHROM, POS = v$POS, ID = v$ID, CM = v$CM, A1 = v$ALT, A2 = v$REF,
+             stringsAsFactors = FALSE)
 }
 
 # Window ends (0-based, exclusive) of every variant: the first variant
@@ -200,7 +225,8 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
   Rfmalloc::fmalloc_save(serialize(desc, NULL, xdr = TRUE), name, runtime)
   info$runtime <- runtime
   info$name <- name
-  new_statgen_ld(saved$colptr, saved$rowidx, saved$values, ld$dtype, ld$variants, info)
+  new_statgen_ld(saved$colptr, saved$rowidx, saved$values, ld$dtype, ld$variants, info,
+                 checked = ld$checked)
 }
 
 #' Reopen a saved LD band
@@ -212,7 +238,9 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
 #' @param name The name the band was saved under.
 #' @return A `statgen_ld` object (see [statgen_ld()]).
 #' @section Errors: `fm_error_earg` when `name` is not in `runtime` or is not
-#'   an LD band.
+#'   an LD band; `fm_error_eformat` when the saved band is damaged (its
+#'   arrays break the layout: the whole band is checked here, once, so that
+#'   later products and lookups only check its lengths).
 #' @examples
 #' path <- tempfile(fileext = ".fm")
 #' rt <- Rfmalloc::open_fmalloc(path, size_gb = 0.01)
@@ -234,5 +262,11 @@ statgen_ld_open <- function(runtime, name) {
   info <- desc$info
   info$runtime <- runtime
   info$name <- name
-  new_statgen_ld(part("colptr"), part("rowidx"), part("values"), desc$dtype, desc$variants, info)
+  # the layout is checked here, once: a damaged file is an error, not a crash
+  tryCatch(new_statgen_ld(part("colptr"), part("rowidx"), part("values"), desc$dtype,
+                          desc$variants, info),
+           fm_error = function(e) stop(e),
+           error = function(e)
+             fm_abort("eformat", sprintf("the LD band '%s' in this runtime is damaged: %s", name,
+                                         conditionMessage(e))))
 }

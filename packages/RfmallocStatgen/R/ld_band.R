@@ -8,8 +8,10 @@
 # Fields: colptr (n + 1 doubles, 0-based offsets), rowidx (integers, 0-based
 # rows, increasing in each column), values (doubles, or raw bytes holding
 # floats when dtype is "f32"), dtype, variants (data frame of n rows: CHR, ID,
-# POS, CM, A1, A2 where known), and info (list: n_samples, window, missing,
-# r2_min, runtime, name).
+# POS, CM, A1, A2 where known), info (list: n_samples, window, missing,
+# r2_min, runtime, name, samples: the rows used or NULL) and checked (the
+# token of stg_band_check: the layout of the three arrays was checked once,
+# src/r_band.c).
 
 #' The statgen_ld class
 #'
@@ -19,17 +21,23 @@
 #' @exportClass statgen_ld
 methods::setClass("statgen_ld", contains = "list")
 
+# checked: the token of a past check of the same arrays (stg_band_check),
+# or NULL to check them now: a band is checked once, when it is made or
+# reopened (a damaged runtime file is an error here, not at a product).
 new_statgen_ld <- function(colptr, rowidx, values, dtype = c("f64", "f32"), variants = NULL,
-                           info = list()) {
+                           info = list(), checked = NULL) {
   dtype <- match.arg(dtype)
   n <- length(colptr) - 1L
   if (is.null(variants)) variants <- data.frame(ID = sprintf("v%d", seq_len(n)))
+  if (is.null(checked))
+    checked <- .Call(C_stg_band_check, list(colptr = colptr, rowidx = rowidx, values = values))
   methods::new("statgen_ld", list(colptr = colptr, rowidx = rowidx, values = values,
-                                  dtype = dtype, variants = variants, info = info))
+                                  dtype = dtype, variants = variants, info = info,
+                                  checked = checked))
 }
 
-# The arrays stg_band_get() reads.
-.ld_parts <- function(ld) unclass(ld)[c("colptr", "rowidx", "values")]
+# The arrays stg_band_get() reads, with the token of their check.
+.ld_parts <- function(ld) unclass(ld)[c("colptr", "rowidx", "values", "checked")]
 
 # A statgen_ld of a dense symmetric matrix R on the heap, storing every
 # entry of each column's window: rows first..last where the entries outside

@@ -81,6 +81,19 @@ print.statgen_ld <- function(x, ...) {
 #' @export
 as.matrix.statgen_ld <- function(x, ...) x[, , drop = FALSE]
 
+# The memory budget of a product with band x (fm_band_matmul, fm_band.h):
+# Inf (keep resident) for a band on the heap; for a band in a runtime file,
+# option RfmallocStatgen.ld_budget in bytes (0 or unset: a quarter of the
+# physical memory), above which its pages are dropped as they are read.
+.ld_budget <- function(x) {
+  if (!Rfmalloc::fmalloc_is_mapped(x$values)) return(Inf)
+  b <- getOption("RfmallocStatgen.ld_budget", 0)
+  if (!is.numeric(b) || length(b) != 1L || is.na(b) || b < 0)
+    fm_abort("earg", paste("option RfmallocStatgen.ld_budget must be one number of bytes >= 0",
+                           "(0: the default)"))
+  as.double(b)
+}
+
 # R %*% y for y with n rows, through the core's streamed band product.
 .ld_matmul <- function(x, y) {
   n <- dim(x)[1]
@@ -90,8 +103,7 @@ as.matrix.statgen_ld <- function(x, ...) x[, , drop = FALSE]
   if (nrow(y) != n)
     fm_abort("earg", sprintf("non-conformable: the LD band has %s variants, the right-hand side %s rows",
                              format(n), format(nrow(y))))
-  mapped <- Rfmalloc::fmalloc_is_mapped(x$values)
-  out <- .Call(C_stg_band_matmul, .ld_parts(x), y, mapped, NULL)
+  out <- .Call(C_stg_band_matmul, .ld_parts(x), y, .ld_budget(x), NULL)
   dimnames(out) <- list(x$variants$ID, colnames(y))
   out
 }
@@ -136,8 +148,11 @@ methods::setMethod("show", "statgen_ld", function(object) print.statgen_ld(objec
 #' `ld %*% y` is \eqn{R y} for the band \eqn{R} of [statgen_ld()] and a
 #' vector or matrix `y` of `p` rows (one per variant), computed by streaming
 #' the band once (each column of \eqn{R} read once, in order, on
-#' [Rfmalloc::fmalloc_threads()] threads; a band in a runtime file is
-#' dropped from memory as it is read). `y %*% ld` is \eqn{y R}
+#' [Rfmalloc::fmalloc_threads()] threads). A band in a runtime file larger
+#' than the memory budget, option `RfmallocStatgen.ld_budget` in bytes
+#' (unset or 0: a quarter of the physical memory; `Inf`: never), is dropped
+#' from memory as it is read, so that it streams from disk; a smaller one
+#' stays in memory between products. `y %*% ld` is \eqn{y R}
 #' (\eqn{R} is symmetric). Pairs the band does not store count as 0.
 #' @param x,y A `statgen_ld` band and a numeric vector or matrix.
 #' @return A `p x k` double matrix (`k` columns of `y`; 1 for a vector), or

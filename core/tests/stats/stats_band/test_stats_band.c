@@ -1,13 +1,18 @@
 /* Tests for fm_band_matmul (generated bands). Oracle: the dense product of
- * the same symmetric matrix, summed in the band's row order. */
+ * the same symmetric matrix, summed in the band's row order. The budget:
+ * a band in a shared file mapping is dropped from memory after a product
+ * only when it is larger than the budget. */
+#define _DEFAULT_SOURCE /* mkstemp, MAP_SHARED */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "fm/fm_band.h"
 #include "fm/fm_base.h"
 #include "fm_test.h"
+#include "fm_test_files.h"
 
 enum { N = 700, K = 3 };
 
@@ -53,9 +58,9 @@ static void test_product(void) {
     fm_ctl ctl;
     memset(&ctl, 0, sizeof ctl);
     ctl.threads = 1;
-    CHECK_OK(fm_band_matmul(&b, B, K, N, Y, N, 0, &ctl, &err), &err);
+    CHECK_OK(fm_band_matmul(&b, B, K, N, Y, N, FM_BAND_RESIDENT, &ctl, &err), &err);
     ctl.threads = 3;
-    CHECK_OK(fm_band_matmul(&b, B, K, N, Y3, N, 0, &ctl, &err), &err);
+    CHECK_OK(fm_band_matmul(&b, B, K, N, Y3, N, FM_BAND_RESIDENT, &ctl, &err), &err);
     CHECK(memcmp(Y, Y3, sizeof Y) == 0);
     for (int64_t c = 0; c < K; c++)
       for (int64_t i = 0; i < N; i++) {
@@ -81,14 +86,58 @@ static void test_edges(void) {
   fm_err err;
   fm_err_clear(&err);
   double y[N];
-  CHECK_OK(fm_band_matmul(&b, NULL, 0, N, y, N, 0, NULL, &err), &err); /* k = 0 */
-  CHECK(fm_band_matmul(&b, y, 1, N - 1, y, N, 0, NULL, &err) == FM_EARG);
-  CHECK(fm_band_matmul(NULL, y, 1, N, y, N, 0, NULL, &err) == FM_EARG);
+  CHECK_OK(fm_band_matmul(&b, NULL, 0, N, y, N, FM_BAND_RESIDENT, NULL, &err), &err); /* k = 0 */
+  CHECK(fm_band_matmul(&b, y, 1, N - 1, y, N, FM_BAND_RESIDENT, NULL, &err) == FM_EARG);
+  CHECK(fm_band_matmul(NULL, y, 1, N, y, N, FM_BAND_RESIDENT, NULL, &err) == FM_EARG);
+}
+
+/* The band copied into a MAP_SHARED file mapping: row indices on the first
+ * pages, values from the next page boundary. */
+static void test_budget(void) {
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const size_t nnz = (size_t)colptr[N];
+  const size_t voff = (nnz * 4 + page - 1) / page * page, len = voff + nnz * 8;
+  unsigned char *m = fm_test_map_tmp(len, NULL);
+  CHECK(m != NULL);
+  if (!m) return;
+  memcpy(m, rowidx, nnz * 4);
+  memcpy(m + voff, vals, nnz * 8);
+  const fm_band heap = {N, colptr, rowidx, vals, FM_BAND_F64};
+  const fm_band b = {N, colptr, (const int32_t *)m, m + voff, FM_BAND_F64};
+  CHECK(fm_band_bytes(&b) == nnz * 12);
+  const fm_band b32 = {N, colptr, rowidx, fvals, FM_BAND_F32};
+  CHECK(fm_band_bytes(&b32) == nnz * 8);
+  CHECK(fm_band_budget_auto() >= ((uint64_t)1 << 20));
+  static double B[N], Y0[N], Y[N];
+  for (int64_t i = 0; i < N; i++) B[i] = (double)(i % 7) - 3;
+  fm_err err;
+  fm_err_clear(&err);
+  CHECK_OK(fm_band_matmul(&heap, B, 1, N, Y0, N, FM_BAND_RESIDENT, NULL, &err), &err);
+  const size_t all = (len + page - 1) / page;
+  const uint64_t budgets[] = {FM_BAND_RESIDENT, FM_BAND_BUDGET_AUTO, nnz * 12, nnz * 12 - 1, 1};
+  for (size_t t = 0; t < sizeof budgets / sizeof budgets[0]; t++) {
+    memset(Y, 0, sizeof Y);
+    CHECK_OK(fm_band_matmul(&b, B, 1, N, Y, N, budgets[t], NULL, &err), &err);
+    CHECK(memcmp(Y, Y0, sizeof Y) == 0);
+    const size_t rss = fm_test_rss_pages(m, page);
+    if (rss == (size_t)-1) continue; /* no /proc: the values were checked */
+    if (budgets[t] >= nnz * 12 || budgets[t] == FM_BAND_BUDGET_AUTO)
+      CHECK(rss == all); /* within the budget: the band stays resident */
+    else
+      CHECK(rss <= 2); /* over it: all but the partial pages at the ends go */
+    /* touch every page again for the next budget */
+    volatile unsigned char sink = 0;
+    for (size_t o = 0; o < len; o += page) sink ^= m[o];
+    (void)sink;
+  }
+  CHECK(memcmp(m + voff, vals, nnz * 8) == 0); /* dropped pages read back */
+  munmap(m, len);
 }
 
 int main(void) {
   make_band();
   FM_RUN(test_product);
   FM_RUN(test_edges);
+  FM_RUN(test_budget);
   FM_TEST_END();
 }

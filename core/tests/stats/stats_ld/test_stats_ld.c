@@ -52,11 +52,16 @@ static void make_data(void) {
   }
 }
 
+/* The samples the oracle uses: NULL (all) or a mask as fm_ld_opts's. */
+static const uint64_t *OSEL;
+#define OSKIP(i) (OSEL && !((OSEL[(i) / 64] >> ((i) % 64)) & 1u))
+
 /* The definition, from the doubles. */
 static double oracle_r(int64_t j, int64_t k, fm_ld_missing rule) {
   const double *x = D + j * N, *y = D + k * N;
   double mx = 0, my = 0, n = 0, cx = 0, cy = 0;
   for (int64_t i = 0; i < N; i++) {
+    if (OSKIP(i)) continue;
     if (rule == FM_LD_PAIRWISE) {
       if (isnan(x[i]) || isnan(y[i])) continue;
       mx += x[i], my += y[i], n += 1;
@@ -74,6 +79,7 @@ static double oracle_r(int64_t j, int64_t k, fm_ld_missing rule) {
   }
   double sxy = 0, sxx = 0, syy = 0;
   for (int64_t i = 0; i < N; i++) {
+    if (OSKIP(i)) continue;
     double a = x[i], b = y[i];
     if (rule == FM_LD_PAIRWISE && (isnan(a) || isnan(b))) continue;
     a = isnan(a) ? 0 : a - mx;
@@ -164,7 +170,7 @@ static void test_against_definition(void) {
         for (int thr = 0; thr < 2; thr++)
           for (int dt = FM_BAND_F64; dt <= FM_BAND_F32; dt++) {
             fm_mat x = codec ? f64_mat() : bed_mat();
-            fm_ld_opts o = {(fm_ld_missing)rule, thr ? 0.1 : 0, (fm_band_dtype)dt, 0};
+            fm_ld_opts o = {(fm_ld_missing)rule, thr ? 0.1 : 0, (fm_band_dtype)dt, 0, NULL};
             fm_err err;
             fm_err_clear(&err);
             band b;
@@ -180,7 +186,7 @@ static void test_against_definition(void) {
  * one-column blocks, and 1 or 3 threads: hardcalls give the same bits. */
 static void test_geometry_invariance(void) {
   fm_mat x = bed_mat();
-  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0};
+  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0, NULL};
   fm_err err;
   fm_err_clear(&err);
   band ref, b;
@@ -215,7 +221,7 @@ static void test_col_index(void) {
   for (int64_t j = 0; j < P; j++) idx[j] = j;
   fm_mat x = bed_mat();
   x.col_index = idx;
-  fm_ld_opts o = {FM_LD_MEAN, 0, FM_BAND_F64, 0};
+  fm_ld_opts o = {FM_LD_MEAN, 0, FM_BAND_F64, 0, NULL};
   fm_err err;
   fm_err_clear(&err);
   band b;
@@ -227,7 +233,7 @@ static void test_col_index(void) {
 /* Zero variance and no data give 0 off the diagonal, 1 on it. */
 static void test_degenerate_columns(void) {
   fm_mat x = bed_mat();
-  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0};
+  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0, NULL};
   fm_err err;
   fm_err_clear(&err);
   band b;
@@ -241,6 +247,66 @@ static void test_degenerate_columns(void) {
   free_band(&b);
 }
 
+/* A sample mask: the band of the selected samples, as the oracle over them
+ * (hardcalls and doubles, both rules, a threshold), bit-identical for
+ * hardcalls to the band of a matrix holding only those samples, and
+ * independent of the panel budget and the threads. */
+static void test_sample_mask(void) {
+  static uint64_t mask[(N + 63) / 64 + 1];
+  static int32_t Gs[N * P];
+  static uint8_t BEDS[P * ((N + 3) / 4)];
+  uint64_t s = 99;
+  int64_t ns = 0;
+  memset(mask, 0, sizeof mask);
+  for (int64_t i = 0; i < N; i++)
+    if (fm_test_rng_next(&s) % 5 < 3 || i == 7) mask[i / 64] |= 1ULL << (i % 64);
+  mask[(N - 1) / 64] |= ~0ULL << (N % 64); /* bits past the samples are ignored */
+  for (int64_t j = 0; j < P; j++) {
+    int64_t m = 0;
+    for (int64_t i = 0; i < N; i++)
+      if ((mask[i / 64] >> (i % 64)) & 1u) Gs[m++ + j * N] = G[i + j * N];
+    ns = m;
+  }
+  for (int64_t j = 1; j < P; j++) memmove(Gs + j * ns, Gs + j * N, (size_t)ns * sizeof *Gs);
+  fm_err err;
+  fm_err_clear(&err);
+  CHECK_OK(fm_codec_bed2_encode(Gs, ns, P, ns, BEDS, &err), &err);
+  fm_mat xs;
+  CHECK_OK(fm_mat_init(&xs, FM_CODEC_BED2, BEDS, ns, P, (ns + 3) / 4, &err), &err);
+  OSEL = mask;
+  for (int codec = 0; codec < 2; codec++)
+    for (int rule = FM_LD_PAIRWISE; rule <= FM_LD_MEAN; rule++)
+      for (int thr = 0; thr < 2; thr++) {
+        fm_mat x = codec ? f64_mat() : bed_mat();
+        fm_ld_opts o = {(fm_ld_missing)rule, thr ? 0.1 : 0, FM_BAND_F64, 0, mask};
+        band b, ref;
+        CHECK_OK(make_band(&x, &o, NULL, &b, &err), &err);
+        check_band(&b, &o, 1e-13);
+        if (!codec) {
+          fm_ld_opts all = o;
+          all.sample_mask = NULL;
+          CHECK_OK(make_band(&xs, &all, NULL, &ref, &err), &err);
+          CHECK(memcmp(b.colptr, ref.colptr, sizeof ref.colptr) == 0);
+          CHECK(memcmp(b.values, ref.values, (size_t)ref.colptr[P] * 8) == 0);
+          free_band(&ref);
+        }
+        for (int th = 1; th <= 3; th += 2) { /* chunks of 64 rows, one-column blocks */
+          fm_ctl ctl;
+          memset(&ctl, 0, sizeof ctl);
+          ctl.panel_bytes = 1, ctl.threads = th;
+          CHECK_OK(make_band(&x, &o, &ctl, &ref, &err), &err);
+          CHECK(memcmp(b.colptr, ref.colptr, sizeof ref.colptr) == 0);
+          for (int64_t k = 0; k < ref.colptr[P]; k++) {
+            const double d = ((double *)b.values)[k] - ((double *)ref.values)[k];
+            CHECK(codec ? fabs(d) <= 1e-13 : d == 0);
+          }
+          free_band(&ref);
+        }
+        free_band(&b);
+      }
+  OSEL = NULL;
+}
+
 static void test_errors(void) {
   fm_mat x = bed_mat();
   fm_err err;
@@ -248,7 +314,7 @@ static void test_errors(void) {
   int64_t count[P], bad[P];
   memcpy(bad, WIN, sizeof bad);
   bad[10] = 10; /* not after its variant */
-  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0};
+  fm_ld_opts o = {FM_LD_PAIRWISE, 0, FM_BAND_F64, 0, NULL};
   CHECK(fm_stats_ld_count(&x, NULL, bad, &o, count, NULL, &err) == FM_EARG);
   CHECK(strstr(err.msg, "win_end[10]") != NULL);
   memcpy(bad, WIN, sizeof bad);
@@ -279,6 +345,7 @@ int main(void) {
   FM_RUN(test_geometry_invariance);
   FM_RUN(test_col_index);
   FM_RUN(test_degenerate_columns);
+  FM_RUN(test_sample_mask);
   FM_RUN(test_errors);
   FM_TEST_END();
 }

@@ -44,7 +44,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 14
+#define RFMALLOC_CORE_VERSION 15
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

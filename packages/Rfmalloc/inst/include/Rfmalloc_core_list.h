@@ -172,8 +172,8 @@ FM_CORE_FN(fm_status, fm_stats_ld_fill,
            (x, aff, win_end, opts, colptr, rowidx, values, ctl, err))
 FM_CORE_FN(fm_status, fm_band_matmul,
            (const fm_band *b, const double *B, int64_t k, int64_t ldb, double *Y, int64_t ldy,
-            int release, const fm_ctl *ctl, fm_err *err),
-           (b, B, k, ldb, Y, ldy, release, ctl, err))
+            uint64_t budget, const fm_ctl *ctl, fm_err *err),
+           (b, B, k, ldb, Y, ldy, budget, ctl, err))
 /* fm_stats_ldscore.h: LD scores of a band */
 FM_CORE_FN(fm_status, fm_stats_ldscore,
            (const fm_band *b, int64_t n_samples, double *scores_out, const fm_ctl *ctl,

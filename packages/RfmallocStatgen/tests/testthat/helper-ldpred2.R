@@ -5,7 +5,8 @@
 # training half (statgen_gwas, A1 the minor allele, so that some variants
 # are flipped against the LD's A1 = ALT), its autosomal rows without an
 # ERRCODE, and the LD matrix of those variants on the training half
-# (fixture_corr()). Generated data are never involved.
+# (fixture_corr(): statgen_ld(samples =)). Generated data are never
+# involved.
 
 # The .bed prefix's path; `root` is the fixtures folder.
 ldp_bed <- function(root = Sys.getenv("RFMALLOC_FIXTURES")) {
@@ -25,38 +26,17 @@ ldp_split <- function(iid, qt) {
   list(train = train, test = setdiff(ok, train))
 }
 
-# The LD matrix of variants `cols` of X over samples `rows` as a statgen_ld:
-# per chromosome, cor() of the genotype columns (mean-imputed where a call
-# is missing; the fixture has none), entries of pairs more than `window_bp`
-# apart set to 0, assembled block-diagonally (variants of one chromosome
-# are consecutive). One function so that statgen_ld() can replace it.
+# The LD matrix of variants `cols` of X over samples `rows`: statgen_ld()
+# of those columns with samples = rows, within window_bp on each
+# chromosome, missing calls mean-imputed (the fixture has none), so that it
+# is cor() of the training half's genotype columns, the matrix bigsnpr was
+# given by tools/oracle-ldpred2.R (there built with cor() in R, equal to
+# this band within 1e-13).
 fixture_corr <- function(X, rows, cols, variants, window_bp = 1e6) {
-  chr <- variants$CHR
-  blocks <- lapply(split(seq_along(cols), factor(chr, levels = unique(chr))), function(k) {
-    g <- X[rows, cols[k], drop = FALSE]
-    if (anyNA(g)) g <- apply(g, 2, function(x) replace(x, is.na(x), mean(x, na.rm = TRUE)))
-    R <- stats::cor(g)
-    R[is.na(R)] <- 0
-    diag(R) <- 1
-    pos <- variants$POS[k]
-    R[abs(outer(pos, pos, "-")) > window_bp] <- 0
-    ld <- RfmallocStatgen:::.ld_from_dense(R)
-    list(n = length(k), colptr = ld$colptr, rowidx = ld$rowidx, values = ld$values)
-  })
-  off <- 0
-  nnz <- 0
-  colptr <- 0
-  rowidx <- integer(0)
-  values <- double(0)
-  for (b in blocks) {
-    colptr <- c(colptr, nnz + b$colptr[-1L])
-    rowidx <- c(rowidx, b$rowidx + as.integer(off))
-    values <- c(values, b$values)
-    off <- off + b$n
-    nnz <- nnz + length(b$values)
-  }
-  RfmallocStatgen:::new_statgen_ld(colptr, rowidx, values, "f64", variants = variants,
-                                   info = list(n_samples = length(rows), window = window_bp))
+  v <- data.frame(chr = variants$CHR, pos = variants$POS, id = variants$ID, ref = variants$A2,
+                  alt = variants$A1, stringsAsFactors = FALSE)
+  RfmallocStatgen::statgen_ld(Rfmalloc::fmalloc_select(X, cols), window = window_bp / 1000,
+                              unit = "kb", missing = "mean", variants = v, samples = rows)
 }
 
 # The whole pipeline (cached per process): list(X, split, gwas (the rows

@@ -120,6 +120,46 @@ test_that("missing calls: pairwise as plink1.9, mean-imputed as cor() after impu
                       pw[, , drop = FALSE])), 1e-12)
 })
 
+test_that("samples: the band of the kept samples, as cor() of the imputed subset and plink1.9 --keep", {
+  m <- missing_fileset()
+  set.seed(8)
+  s <- sort(sample(nrow(m$G), 0.6 * nrow(m$G)))
+  Gs <- m$G[s, ]
+  mi <- statgen_ld(m$X, window = 1000, missing = "mean", samples = s)
+  expect_lt(max(abs(mi[, , drop = FALSE] - dense_ld(Gs, m$v$pos, 1e6))), 1e-12)
+  expect_identical(mi$info$n_samples, length(s))
+  keep <- seq_len(nrow(m$G)) %in% s
+  expect_identical(statgen_ld(m$X, window = 1000, samples = keep)$values[], mi$values[])
+  expect_identical(statgen_ld(m$X, window = 1000, samples = rev(s))$values[], mi$values[])
+  pw <- statgen_ld(m$X, window = 1000, missing = "pairwise", samples = s)
+  expect_lt(max(abs(pw[, , drop = FALSE] - dense_ld(Gs, m$v$pos, 1e6, impute = FALSE))), 1e-12)
+  # decoded codecs (doubles) select the same rows
+  D <- Rfmalloc::fmalloc_dosage(m$G)
+  expect_lt(max(abs(statgen_ld(D, 1000, variants = m$v, missing = "pairwise", samples = s)[, , drop = FALSE] -
+                      pw[, , drop = FALSE])), 1e-12)
+  expect_lt(max(abs(statgen_ld(D, 1000, variants = m$v, samples = s)[, , drop = FALSE] -
+                      mi[, , drop = FALSE])), 1e-12)
+  # plink1.9 --keep with --r2 on the same samples, pair for pair
+  fam <- utils::read.table(paste0(m$prefix, ".fam"), colClasses = "character")
+  keep_file <- tempfile(fileext = ".txt")
+  utils::write.table(fam[s, 1:2], keep_file, quote = FALSE, row.names = FALSE, col.names = FALSE)
+  p19 <- plink19_r2(m$prefix, 1000, args = c("--keep", keep_file))
+  ours <- band_pairs(pw)
+  k <- match(paste(p19$SNP_A, p19$SNP_B), paste(ours$SNP_A, ours$SNP_B))
+  expect_false(anyNA(k))
+  expect_lt(max(abs(ours$r[k]^2 - p19$R2)), 1e-6)
+  # a subset differs from the whole
+  expect_gt(max(abs(pw$values[] - statgen_ld(m$X, window = 1000, missing = "pairwise")$values[])), 1e-3)
+  n <- nrow(m$G)
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, 1, 2)), "given twice", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, n + 1)), "1\\.\\.", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(1, NA)), class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = 3), "at least 2", class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = c(TRUE, FALSE)), "one TRUE or FALSE",
+               class = "fm_error_earg")
+  expect_error(statgen_ld(m$X, 1000, samples = 1.5), class = "fm_error_earg")
+})
+
 test_that("windows in variants and centimorgans; chromosomes never pair", {
   set.seed(1)
   G <- matrix(rbinom(150 * 40, 2, 0.3), 150, 40)
@@ -138,6 +178,16 @@ test_that("windows in variants and centimorgans; chromosomes never pair", {
   expect_equal(statgen_ld(X, 2, "kb", variants = v)[, , drop = FALSE],
                want(abs(outer(v$pos, v$pos, "-")) <= 2000), ignore_attr = TRUE, tolerance = 1e-13)
   expect_equal(sum(statgen_ld(X, 0, "kb", variants = v)[, , drop = FALSE] != 0), 40)
+  # the same map from a .bim file (its third column is the cM position)
+  bim <- tempfile(fileext = ".bim")
+  on.exit(unlink(bim))
+  utils::write.table(data.frame(v$chr, v$id, v$cm, v$pos, v$alt, v$ref), bim, quote = FALSE,
+                     sep = "\t", row.names = FALSE, col.names = FALSE)
+  ld <- statgen_ld(X, 0.25, "cM", variants = bim)
+  expect_equal(ld[, , drop = FALSE], want(abs(outer(v$cm, v$cm, "-")) <= 0.25 + 1e-12),
+               ignore_attr = TRUE, tolerance = 1e-13)
+  expect_equal(ld$variants$CM, v$cm)
+  expect_identical(ld$variants$A1, v$alt)
 })
 
 test_that("products, blocks, sparse conversion", {
@@ -166,6 +216,23 @@ test_that("products, blocks, sparse conversion", {
   expect_output(print(ld), "60 x 60 LD band")
 })
 
+test_that("a band in a runtime gives the same products whatever the memory budget", {
+  set.seed(3)
+  G <- matrix(rbinom(90 * 200, 2, 0.3), 90, 200)
+  rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+  on.exit(Rfmalloc::cleanup_fmalloc(rt))
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 50, unit = "variants", runtime = rt)
+  y <- matrix(rnorm(400), 200, 2)
+  want <- ld[, , drop = FALSE] %*% y
+  for (b in list(NULL, 0, 1, 1e3, Inf)) { # default, default, always dropped, dropped, never
+    withr::local_options(RfmallocStatgen.ld_budget = b)
+    expect_equal(ld %*% y, want, tolerance = 1e-13, ignore_attr = TRUE)
+    expect_equal(ld %*% y, ld %*% y) # repeated products read the same band
+  }
+  withr::local_options(RfmallocStatgen.ld_budget = -1)
+  expect_error(ld %*% y, "RfmallocStatgen.ld_budget", class = "fm_error_earg")
+})
+
 test_that("a named band in a persistent runtime reopens in a new process", {
   set.seed(4)
   G <- matrix(rbinom(80 * 30, 2, 0.3), 80, 30)
@@ -187,6 +254,61 @@ test_that("a named band in a persistent runtime reopens in a new process", {
   rt <- Rfmalloc::open_fmalloc(path, read_only = TRUE)
   on.exit(Rfmalloc::cleanup_fmalloc(rt), add = TRUE)
   expect_error(statgen_ld_open(rt, "nope"), "not an LD band", class = "fm_error_earg")
+})
+
+test_that("a damaged saved band is a clear error when it is opened, not a crash", {
+  set.seed(5)
+  G <- matrix(rbinom(60 * 20, 2, 0.4), 60, 20)
+  path <- tempfile(fileext = ".fm")
+  on.exit(unlink(path))
+  rt <- Rfmalloc::open_fmalloc(path, size_gb = 0.01)
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 4, unit = "variants", runtime = rt, name = "b")
+  ri <- integer(length(ld$rowidx))
+  ri[] <- ld$rowidx # a heap copy (arithmetic would stay in the runtime)
+  bad <- ri
+  bad[length(bad) - 3L] <- 1e6L # a row index far outside the band
+  Rfmalloc::fmalloc_delete(rt, "b/rowidx")
+  Rfmalloc::fmalloc_save(bad, "b/rowidx", rt)
+  Rfmalloc::fmalloc_delete(rt, "b/colptr")
+  cp <- numeric(length(ld$colptr))
+  cp[] <- ld$colptr
+  Rfmalloc::fmalloc_save(replace(cp, 5:6, cp[6:5]), "b/colptr2", rt) # non-monotone, same ends
+  Rfmalloc::fmalloc_save(cp, "b/colptr", rt)
+  Rfmalloc::cleanup_fmalloc(rt)
+  rt <- Rfmalloc::open_fmalloc(path, read_only = TRUE)
+  expect_error(statgen_ld_open(rt, "b"),
+               "'b' in this runtime is damaged: .*rowidx\\[[0-9]+\\] = 1000000 is outside",
+               class = "fm_error_eformat")
+  Rfmalloc::cleanup_fmalloc(rt)
+  rt <- Rfmalloc::open_fmalloc(path)
+  Rfmalloc::fmalloc_delete(rt, "b/rowidx")
+  Rfmalloc::fmalloc_save(ri, "b/rowidx", rt)
+  Rfmalloc::fmalloc_delete(rt, "b/colptr")
+  Rfmalloc::fmalloc_save(Rfmalloc::fmalloc_get(rt, "b/colptr2")[], "b/colptr", rt)
+  expect_error(statgen_ld_open(rt, "b"), "damaged: .*colptr must be nondecreasing",
+               class = "fm_error_eformat")
+  Rfmalloc::cleanup_fmalloc(rt)
+})
+
+test_that("the layout is checked once per band, and again when its arrays change", {
+  set.seed(6)
+  G <- matrix(rbinom(50 * 12, 2, 0.4), 50, 12)
+  ld <- statgen_ld(Rfmalloc::fmalloc_bed(G), window = 3, unit = "variants")
+  y <- rnorm(12)
+  want <- ld %*% y
+  # a band restored from a file has no token yet: it is checked at first use
+  f <- tempfile(fileext = ".rds")
+  on.exit(unlink(f))
+  saveRDS(ld, f)
+  ld2 <- readRDS(f)
+  expect_equal(ld2 %*% y, want)
+  expect_equal(ld2 %*% y, want)
+  # arrays replaced after the check are checked again
+  bad <- methods::new("statgen_ld", utils::modifyList(unclass(ld), list(rowidx = ld$rowidx[] + 100L)))
+  expect_error(bad %*% y, "rowidx\\[1\\] = 100 is outside")
+  short <- methods::new("statgen_ld", utils::modifyList(unclass(ld), list(rowidx = ld$rowidx[-1])))
+  expect_error(short %*% y, "rowidx has")
+  expect_error(statgen_ld_scores(short), "rowidx has")
 })
 
 test_that("bad windows and variant orders are classed errors naming the variant", {

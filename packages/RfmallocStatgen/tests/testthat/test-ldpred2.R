@@ -60,6 +60,18 @@ test_that("inf equals dense solve() to 1e-10 on the fixture's chr22 band", {
   expect_lt(rel_l2(coef(fit), dense_inf(R, ss, 0.4 * length(k) / nrow(fx$ld$variants))), 1e-10)
 })
 
+test_that("the fixture's LD (statgen_ld(samples =)) is cor() of the training half, as bigsnpr got", {
+  fx <- ldp_fx()
+  k <- which(fx$ld$variants$CHR == "22")
+  R <- suppressWarnings(stats::cor(fx$X[fx$split$train, fx$cols[k], drop = FALSE]))
+  R[is.na(R)] <- 0
+  diag(R) <- 1
+  pos <- fx$ld$variants$POS[k]
+  R[abs(outer(pos, pos, "-")) > 1e6] <- 0
+  expect_lt(max(abs(fx$ld[k, k] - R)), 1e-13)
+  expect_identical(fx$ld$info$n_samples, length(fx$split$train))
+})
+
 ldp_ref <- function() {
   f <- test_path("ref", "ldpred2-bigsnpr.rds")
   if (!file.exists(f)) skip("ref/ldpred2-bigsnpr.rds is absent (tools/oracle-ldpred2.R writes it)")

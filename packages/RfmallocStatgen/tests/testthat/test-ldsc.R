@@ -191,6 +191,30 @@ test_that("bigsnpr's snp_cor reference of chr22 is the plain-R correlation band"
   expect_identical(ref$meta$n_missing_calls, 0L)
 })
 
+test_that("statgen_ld()'s signed r is snp_cor's on chr22 (1e-12 f64, 1e-7 f32), never NaN", {
+  ref <- ldsc_ref()
+  fixture_ld()
+  c22 <- ref$cor22
+  G <- ldsc_cache$G
+  k <- which(Rfmalloc::fmalloc_variants(G)$chr == "22")
+  X22 <- Rfmalloc::fmalloc_select(G, k)
+  j <- rep(seq_along(c22$ids), diff(c22$p))
+  i <- c22$i + 1L
+  nan <- is.nan(c22$x)
+  for (dt in c("f64", "f32")) {
+    ld <- statgen_ld(X22, window = 1000, unit = "kb", dtype = dt)
+    expect_identical(rownames(ld), c22$ids)
+    got <- ld[, , drop = FALSE][cbind(i, j)]
+    expect_false(anyNA(got))
+    # |r| <= 1: the f32 rounding of r is at most 2^-24 < 1e-7
+    expect_lt(max(abs(got[!nan] - c22$x[!nan])), if (dt == "f64") 1e-12 else 1e-7)
+    # where snp_cor gives NaN (a constant variant), 0 off the diagonal and 1 on it
+    expect_identical(got[nan], ifelse(i[nan] == j[nan], 1, 0))
+    # the band stores exactly snp_cor's pairs: both triangles, then the diagonal once
+    expect_identical(ld$colptr[length(ld$colptr)], 2 * length(i) - length(c22$ids))
+  }
+})
+
 test_that("LD scores of the fixture band are bigsnpr's snp_ld_scores()", {
   ref <- ldsc_ref()
   ld <- fixture_ld()
