@@ -12,7 +12,9 @@
 #'   `--ld-window-kb`, bigsnpr's `size` with `infos.pos`); `"variants"` at
 #'   most `window` variants apart (\eqn{|j - k| \le window}); `"cM"` at most
 #'   `window` centimorgans apart (the map's genetic positions; an error when
-#'   it has none). Pairs never span two chromosomes. Variants must be
+#'   it has none). Pairs never span two chromosomes. A window wider than
+#'   every chromosome stores all pairs within each (a message of class
+#'   `statgen_message_whole_window` says so). Variants must be
 #'   grouped by chromosome and sorted by position within each.
 #'
 #' @section Missing calls: `missing = "mean"` (the default) replaces each
@@ -103,6 +105,10 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
   keep <- .ld_samples(samples, nrow(X))
   vs <- .ld_variants(X, variants, p)
   win_end <- .ld_windows(vs, window, unit)
+  # a window wider than every chromosome is allowed: say that each is whole
+  if (p > 1L && all(win_end[!duplicated(vs$CHR)] == win_end[!duplicated(vs$CHR, fromLast = TRUE)]))
+    cli::cli_inform(c(i = sprintf("statgen_ld: a window of %s %s spans every chromosome: all pairs within each are stored",
+                                  format(window), unit)), class = "statgen_message_whole_window")
   opts <- c(match(missing, c("pairwise", "mean")), r2_min, match(dtype, c("f64", "f32")))
   view <- fmalloc_view(X)
   counts <- if (r2_min == 0) {

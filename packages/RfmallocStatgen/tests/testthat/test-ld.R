@@ -329,3 +329,18 @@ test_that("bad windows and variant orders are classed errors naming the variant"
   expect_error(statgen_ld(X, 10, variants = v[1:5, ]), "6 rows", class = "fm_error_earg")
   expect_error(statgen_ld(X, 10, variants = v, dtype = "f16"), class = "fm_error_earg")
 })
+
+test_that("a window wider than every chromosome stores all pairs and says so", {
+  set.seed(9)
+  G <- matrix(rbinom(60 * 12, 2, 0.4), 60, 12)
+  v <- data.frame(chr = rep(c("1", "2"), each = 6), pos = rep(seq(1e5, by = 1e4, length.out = 6), 2),
+                  id = paste0("v", 1:12), ref = "A", alt = "C")
+  X <- Rfmalloc::fmalloc_bed(G)
+  expect_message(ld <- statgen_ld(X, window = 1e6, variants = v), "spans every chromosome",
+                 class = "statgen_message_whole_window")
+  want <- suppressWarnings(cor(G))
+  want[1:6, 7:12] <- 0
+  want[7:12, 1:6] <- 0
+  expect_equal(ld[, , drop = FALSE], want, ignore_attr = TRUE, tolerance = 1e-13)
+  expect_no_message(statgen_ld(X, window = 30, variants = v))
+})
