@@ -46,6 +46,10 @@
     fm_abort("earg", sprintf("variants must be a data frame of %s rows (one per column of X)",
                              format(p)))
   }
+  names(v) <- tolower(names(v))
+  if (is.null(v$alt) && !is.null(v$a1)) v$alt <- v$a1   # a band's $variants: A1 counted, A2 other
+  if (is.null(v$ref) && !is.null(v$a2)) v$ref <- v$a2
+  if (is.null(v$chr) && !is.null(v$chrom)) v$chr <- v$chrom
   col <- function(name, fill) if (is.null(v[[name]])) rep(fill, p) else v[[name]]
   v <- .variant_frame(col("chr", NA_character_), col("pos", NA), col("id", NA_character_),
                       col("ref", NA), col("alt", NA), col("cm", NA))

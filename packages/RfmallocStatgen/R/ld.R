@@ -100,7 +100,15 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
     fm_abort("earg", "window must be a single non-negative finite number")
   if (!is.numeric(r2_min) || length(r2_min) != 1L || is.na(r2_min) || r2_min < 0 || r2_min > 1)
     fm_abort("earg", "r2_min must be a single number in [0, 1]")
-  if (!is.null(name)) .ld_check_name(name)
+  if (!is.null(name)) {
+    .ld_check_name(name)
+    taken <- intersect(c(name, paste0(name, c("/colptr", "/rowidx", "/values"))), Rfmalloc::fmalloc_list(runtime)$name)
+    if (length(taken))
+      fm_abort("earg", sprintf("'%s' is already saved in this runtime: give another name, or delete it first (Rfmalloc::fmalloc_delete())",
+                               taken[1]))
+  }
+  if (length(dim(X)) != 2L) fm_abort("earg", "X must be a samples x variants matrix")
+  if (nrow(X) < 2L) fm_abort("earg", sprintf("X has %d sample(s): a correlation needs at least 2", nrow(X)))
   p <- ncol(X)
   keep <- .ld_samples(samples, nrow(X))
   vs <- .ld_variants(X, variants, p)
@@ -215,8 +223,8 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
 }
 
 .ld_check_name <- function(name) {
-  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name))
-    fm_abort("earg", "name must be a single non-empty string")
+  if (!is.character(name) || length(name) != 1L || is.na(name) || !nzchar(name) || grepl("/", name, fixed = TRUE))
+    fm_abort("earg", "name must be a single non-empty string without '/' (the band's parts are saved as name/part)")
 }
 
 # The band's parts saved under name/colptr, name/rowidx, name/values and

@@ -77,8 +77,13 @@
   v <- ld$variants
   m <- length(ld$colptr) - 1L
   ld_id <- if (!is.null(v$ID)) as.character(v$ID) else rep(NA_character_, m)
-  by_id <- !all(is.na(s$ID)) && !anyNA(ld_id)
+  by_id <- !all(is.na(s$ID))
   if (by_id) {
+    if (anyNA(ld_id) || anyDuplicated(ld_id))
+      fm_abort("emismatch", "sumstats are matched by ID, but the LD matrix has ",
+               if (anyNA(ld_id)) sprintf("no ID for variant %d", which(is.na(ld_id))[1L]) else
+                 sprintf("the ID '%s' twice", ld_id[anyDuplicated(ld_id)]),
+               "; give its variants unique IDs (statgen_ld(variants =))", call = call)
     if (anyDuplicated(s$ID[!is.na(s$ID)]))
       fm_abort("emismatch", "sumstats has duplicated IDs: ",
                .some_ids(unique(s$ID[duplicated(s$ID) & !is.na(s$ID)])), call = call)

@@ -20,6 +20,7 @@ dimnames.statgen_ld <- function(x) list(x$variants$ID, x$variants$ID)
 # 1-based positions of an index (numbers, IDs or logicals) into n variants.
 .ld_index <- function(x, i, what) {
   n <- dim(x)[1]
+  if (anyNA(i)) fm_abort("earg", sprintf("%s has NA: give variant numbers, IDs or logicals without NA", what))
   if (is.logical(i)) i <- which(rep_len(i, n))
   if (is.character(i)) {
     m <- match(i, x$variants$ID)

@@ -80,7 +80,8 @@ plot.statgen_ld <- function(x, region = NULL, gwas = NULL, stat = c("r2", "r"), 
       pcol[lead] <- "black"
       pcol
     } else "grey40"
-    graphics::plot(seq_len(m), lp, xlim = c(0.5, m + 0.5), pch = 21, bg = pc, col = "grey30",
+    yl <- if (all(is.na(lp))) c(0, 1) else range(c(0, lp), na.rm = TRUE)
+    graphics::plot(seq_len(m), lp, xlim = c(0.5, m + 0.5), ylim = yl, pch = 21, bg = pc, col = "grey30",
                    xaxt = "n", xaxs = "i", xlab = "", ylab = expression(-log[10](P)), ...)
   }
   graphics::par(mar = c(4, 4, if (is.null(lp)) 2 else 0.5, 1))
@@ -97,7 +98,7 @@ plot.statgen_ld <- function(x, region = NULL, gwas = NULL, stat = c("r2", "r"), 
     graphics::polygon(px, py, col = col_of(v[pr]), border = NA)
   }
   at <- unique(round(seq(1, m, length.out = min(m, 6))))
-  graphics::axis(1, at = at, labels = format(x$variants$POS[idx[at]] / 1e6, nsmall = 3), cex.axis = 0.8)
+  graphics::axis(1, at = at, labels = sprintf("%.3f", x$variants$POS[idx[at]] / 1e6), cex.axis = 0.8)
   key <- if (stat == "r2") c(0, 0.5, 1) else c(-1, 0, 1)
   graphics::legend("bottomleft", legend = format(key), fill = col_of(key), bty = "n",
                    title = if (stat == "r2") "r^2" else "r", cex = 0.8)

@@ -375,8 +375,9 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
           "multi-ancestry sample, above all with LD scores computed from the GWAS sample",
           "itself instead of an external reference panel of one ancestry (its LD then carries",
           "the same structure)"),
-    sprintf("ld_size = %g larger than the number of variants the LD scores were computed over (h2 scales with it)",
-            res$ld_size))
+    if (res$ld_size > res$n_variants)
+      sprintf("ld_size = %g larger than the %d variants regressed (h2 scales with it)",
+              res$ld_size, res$n_variants))
   msg <- sprintf(paste0("LD score regression: h2 = %.3g%s is above 1, impossible for a share of ",
                         "the phenotype's variance; possible reasons: %s"),
                  res$h2, if (is.na(res$h2_se)) "" else sprintf(" (SE %.2g)", res$h2_se),

@@ -344,3 +344,28 @@ test_that("a window wider than every chromosome stores all pairs and says so", {
   expect_equal(ld[, , drop = FALSE], want, ignore_attr = TRUE, tolerance = 1e-13)
   expect_no_message(statgen_ld(X, window = 30, variants = v))
 })
+
+test_that("names, indices and variant tables that would lose or mix data are refused", {
+  set.seed(11)
+  G <- matrix(rbinom(50 * 8, 2, 0.4), 50, 8)
+  X <- Rfmalloc::fmalloc_bed(G)
+  v <- data.frame(chr = "1", pos = seq(1e5, by = 1e4, length.out = 8), id = paste0("v", 1:8),
+                  ref = "A", alt = "C")
+  rt <- Rfmalloc::open_fmalloc(tempfile(fileext = ".fm"), size_gb = 0.01, mode = "scratch")
+  on.exit(Rfmalloc::cleanup_fmalloc(rt))
+  Rfmalloc::fmalloc_save(c(1, 2, 3), "mine", rt)
+  expect_error(statgen_ld(X, 30, variants = v, runtime = rt, name = "mine"), "already saved",
+               class = "fm_error_earg")
+  expect_identical(Rfmalloc::fmalloc_get(rt, "mine")[], c(1, 2, 3))
+  ld <- statgen_ld(X, 30, variants = v, runtime = rt, name = "b")
+  expect_error(statgen_ld(X, 30, variants = v, runtime = rt, name = "b"), "already saved", class = "fm_error_earg")
+  expect_error(statgen_ld(X, 30, variants = v, runtime = rt, name = "b/colptr"), "without '/'",
+               class = "fm_error_earg")
+  expect_identical(statgen_ld_open(rt, "b")[, , drop = FALSE], ld[, , drop = FALSE])
+  expect_error(ld[c(TRUE, NA), 1], "has NA", class = "fm_error_earg")
+  expect_error(statgen_ld(X[1, , drop = FALSE], 30, variants = v), "at least 2", class = "fm_error_earg")
+  expect_error(statgen_ld(1:10, 30), "samples x variants", class = "fm_error_earg")
+  # the band's own variant table (upper-case names, A1/A2) is a valid variants =
+  ld2 <- statgen_ld(X, 30, variants = ld$variants)
+  expect_identical(ld2$variants[c("CHR", "POS", "ID", "A1", "A2")], ld$variants[c("CHR", "POS", "ID", "A1", "A2")])
+})

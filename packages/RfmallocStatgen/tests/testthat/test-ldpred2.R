@@ -328,3 +328,23 @@ test_that("a band from statgen_ld() (mapped, f64 or f32) gives inf = dense solve
     expect_false(anyNA(coef(a)))
   }
 })
+
+test_that("sumstats matched by ID need complete, unique IDs in the LD matrix", {
+  set.seed(12)
+  G <- matrix(rbinom(200 * 10, 2, 0.3), 200, 10)
+  v <- data.frame(chr = "1", pos = seq(1000, by = 20000, length.out = 10), id = paste0("rs", 1:10),
+                  ref = "A", alt = "G")
+  ss <- data.frame(ID = v$id, a1 = "G", a0 = "A", beta = rnorm(10, 0, 0.05), beta_se = 0.05, n_eff = 200)
+  X <- Rfmalloc::fmalloc_bed(G)
+  vna <- v
+  vna$id[7] <- NA
+  expect_error(statgen_ldpred2_inf(statgen_ld(X, 100, variants = vna), ss[10:1, ], h2 = 0.2, quiet = TRUE),
+               "no ID for variant 7", class = "fm_error_emismatch")
+  vd <- v
+  vd$id[2] <- "rs1"
+  expect_error(statgen_ldpred2_inf(statgen_ld(X, 100, variants = vd), ss[-2, ], h2 = 0.2, quiet = TRUE),
+               "the ID 'rs1' twice", class = "fm_error_emismatch")
+  a <- statgen_ldpred2_inf(statgen_ld(X, 100, variants = v), ss[10:1, ], h2 = 0.2, quiet = TRUE)
+  b <- statgen_ldpred2_inf(statgen_ld(X, 100, variants = v), ss, h2 = 0.2, quiet = TRUE)
+  expect_identical(coef(a), coef(b))
+})
