@@ -13,52 +13,7 @@
 #include "fm/fm_base.h"
 #include "fm/fm_stats_ldscore.h"
 #include "fm_test.h"
-
-/* A CSC band of the entries |i - j| <= w of a dense n x n matrix D. The
- * arrays are heap-owned by the struct (free with band_free). */
-typedef struct test_band {
-  fm_band b;
-  int64_t *colptr; /* n + 1 */
-  int32_t *rowidx; /* nnz */
-  double *v64;     /* nnz */
-  float *v32;      /* nnz */
-} test_band;
-
-static void band_from_dense(test_band *t, const double *D, int64_t n, int64_t w,
-                            fm_band_dtype dtype) {
-  memset(t, 0, sizeof *t);
-  t->colptr = malloc((size_t)(n + 1) * sizeof *t->colptr);
-  int64_t nnz = 0;
-  t->colptr[0] = 0;
-  for (int64_t j = 0; j < n; j++) {
-    int64_t lo = j - w < 0 ? 0 : j - w, hi = j + w >= n ? n - 1 : j + w;
-    nnz += hi - lo + 1;
-    t->colptr[j + 1] = nnz;
-  }
-  t->rowidx = malloc((size_t)(nnz ? nnz : 1) * sizeof *t->rowidx);
-  t->v64 = malloc((size_t)(nnz ? nnz : 1) * sizeof *t->v64);
-  t->v32 = malloc((size_t)(nnz ? nnz : 1) * sizeof *t->v32);
-  for (int64_t j = 0, k = 0; j < n; j++) {
-    int64_t lo = j - w < 0 ? 0 : j - w, hi = j + w >= n ? n - 1 : j + w;
-    for (int64_t i = lo; i <= hi; i++, k++) {
-      t->rowidx[k] = (int32_t)i;
-      t->v64[k] = D[i + j * n];
-      t->v32[k] = (float)D[i + j * n];
-    }
-  }
-  t->b.n = n;
-  t->b.colptr = t->colptr;
-  t->b.rowidx = t->rowidx;
-  t->b.dtype = dtype;
-  t->b.values = dtype == FM_BAND_F32 ? (const void *)t->v32 : (const void *)t->v64;
-}
-
-static void band_free(test_band *t) {
-  free(t->colptr);
-  free(t->rowidx);
-  free(t->v64);
-  free(t->v32);
-}
+#include "fm_test_band.h"
 
 /* The n x n correlation matrix of n generated columns of m samples with 0/1/2
  * values, neighbours correlated (each column copies some of the previous
@@ -118,7 +73,7 @@ static void check_against_dense(int64_t m, int64_t n, int64_t w, int64_t constan
                                 fm_band_dtype dtype, int64_t n_samples, double rtol) {
   double *D = dense_corr(m, n, constant, (uint64_t)(n * 7919 + w));
   test_band t;
-  band_from_dense(&t, D, n, w, dtype);
+  band_make(&t, D, n, w, 0, 0, dtype);
   double *got = malloc((size_t)(n ? n : 1) * sizeof *got);
   fm_err err;
   CHECK_OK(fm_stats_ldscore(&t.b, n_samples, got, NULL, &err), &err);
@@ -233,7 +188,7 @@ static void test_cancel_and_progress(void) {
   double *D = calloc((size_t)(n * n), sizeof *D);
   for (int64_t j = 0; j < n; j++) D[j + j * n] = 1;
   test_band t;
-  band_from_dense(&t, D, n, w, FM_BAND_F64);
+  band_make(&t, D, n, w, 0, 0, FM_BAND_F64);
   double *out = malloc((size_t)n * sizeof *out);
   fm_err err;
   fm_ctl ctl;
