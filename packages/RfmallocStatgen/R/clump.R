@@ -228,17 +228,20 @@ statgen_clump <- function(gwas, X = NULL, ld = NULL, r2 = 0.5, window_kb = 250, 
 
 .clump_table <- function(vs, p, cl, unmatched, params) {
   clump <- cl[[1]]
-  idx <- cl[[2]] + 1
+  idx <- as.integer(cl[[2]]) + 1L
   cnt <- cl[[3]]
   member <- which(clump >= 0 & clump != seq_along(clump) - 1L)
-  by_index <- split(member, factor(clump[member] + 1L, levels = idx))
+  # grouped by position in idx (not by factor levels, which compare as text)
+  by_index <- split(member, factor(match(clump[member] + 1L, idx), levels = seq_along(idx)))
   res <- data.frame(CHR = as.character(vs$CHR[idx]), ID = as.character(vs$ID[idx]),
                     POS = as.double(vs$POS[idx]), P = p[idx], stringsAsFactors = FALSE)
   res[c("TOTAL", "NSIG", "S05", "S01", "S001", "S0001")] <- as.data.frame(cnt)
   res$SP2 <- unname(lapply(by_index, function(m) as.character(vs$ID[m])))
   has <- !is.na(p)
-  attr(res, "clump") <- data.frame(ID = vs$ID[has], P = p[has],
-                                   INDEX = ifelse(clump[has] >= 0, vs$ID[clump[has] + 1L], NA_character_),
+  ch <- clump[has]
+  index <- rep(NA_character_, length(ch))
+  index[ch >= 0] <- as.character(vs$ID[ch[ch >= 0] + 1L])
+  attr(res, "clump") <- data.frame(ID = vs$ID[has], P = p[has], INDEX = index,
                                    stringsAsFactors = FALSE)
   attr(res, "unmatched") <- unmatched
   attr(res, "params") <- params

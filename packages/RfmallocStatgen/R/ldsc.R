@@ -236,7 +236,7 @@ statgen_ldsc <- function(ld_scores, chi2, n, ld_size = length(ld_scores), blocks
                  " variants used, a label per variant, or NULL")
       groups <- .ldsc_blocks(m_used, blocks)
     } else {
-      groups <- split(seq_len(m_used), blocks[keep])
+      groups <- split(seq_len(m_used), blocks[keep], drop = TRUE)
       if (length(groups) < 2L) fm_abort("earg", "blocks must hold at least two distinct labels")
     }
   }

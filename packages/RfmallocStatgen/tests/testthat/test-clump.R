@@ -136,6 +136,31 @@ test_that("statgen_clump() on a toy band, worked by hand", {
   # ties in P: variant order
   res <- statgen_clump(data.frame(ID = gw$ID, P = 1e-5), ld = ld, p1 = 0.01, r2 = 0.5)
   expect_identical(res$ID, c("v1", "v3", "v4"))
+  # variants in no clump (p > p1 and unclaimed) keep INDEX NA without
+  # shifting the INDEX of the rows after them
+  res <- statgen_clump(data.frame(ID = gw$ID, P = c(0.5, 1e-6, 0.5, 1e-5)), ld = ld, p1 = 0.01,
+                       p2 = 0.01, r2 = 0.5)
+  expect_identical(attr(res, "clump")$INDEX, c(NA, "v2", NA, "v4"))
+})
+
+test_that("statgen_clump() groups SP2 by index position, round numbers included", {
+  # 100,001 variants: the index at 1-based position 100000 (which prints
+  # as 1e+05) must keep its member
+  n <- 100001L
+  rows <- as.list(seq_len(n) - 1L) # 0-based band rows: the diagonal only,
+  rows[[99999L]] <- c(99998L, 99999L) # but variants 99999 and 100000 linked
+  rows[[100000L]] <- c(99998L, 99999L)
+  vals <- lapply(rows, function(r) 1)
+  vals[[99999L]] <- c(1, 0.9)
+  vals[[100000L]] <- c(0.9, 1)
+  v <- data.frame(CHR = "1", POS = seq_len(n) * 10, ID = paste0("v", seq_len(n)), CM = NA,
+                  A1 = "A", A2 = "G")
+  ld <- RfmallocStatgen:::new_statgen_ld(c(0, cumsum(as.double(lengths(rows)))),
+                                         unlist(rows), unlist(vals), "f64", v)
+  gw <- data.frame(ID = c("v99999", "v100000"), P = c(1e-3, 1e-6))
+  res <- statgen_clump(gw, ld = ld, p1 = 0.01, p2 = 0.01, r2 = 0.5, window_kb = 1)
+  expect_identical(res$ID, "v100000")
+  expect_identical(res$SP2, list("v99999"))
 })
 
 test_that("statgen_clump() rejects bad input with classed errors", {

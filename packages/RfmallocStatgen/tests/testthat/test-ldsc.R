@@ -106,6 +106,9 @@ test_that("statgen_ldsc() recovers intercept and h2 from exact data", {
   lab <- sort(rep_len(1:200, 1000))
   d$chi2 <- d$chi2 + rnorm(1000, sd = 0.1)
   expect_identical(statgen_ldsc(d$l, d$chi2, d$n), statgen_ldsc(d$l, d$chi2, d$n, blocks = lab))
+  # a factor with unused levels: empty groups are dropped, not jackknifed
+  expect_identical(statgen_ldsc(d$l, d$chi2, d$n, blocks = factor(lab, levels = 0:201)),
+                   statgen_ldsc(d$l, d$chi2, d$n, blocks = lab))
   expect_output(print(r), "h2 +0.4 \\(SE")
 })
 
