@@ -120,6 +120,16 @@ const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
 FM_NODISCARD fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err);
 int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each call's */
 
+/* Attention of batches of at least 64 tokens (a prompt's prefill, an
+ * embedding): on (1, the default) through GGML's flash attention, which
+ * never stores the n_kv x n_tokens scores of a head, or off (0) through
+ * explicit scores and softmax, the path decode steps always take (as
+ * llama.cpp without flash attention). The two agree to rounding: flash
+ * attention multiplies unrounded F32 queries with the cached keys where
+ * the explicit path rounds queries to F16 first. FM_EARG for other values. */
+FM_NODISCARD fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err);
+int fm_llm_model_flash_attn(const fm_llm_model *m);
+
 /* GGML worker threads of an evaluation of m with control block ctl: 1 when
  * ctl->forked (GNU OpenMP's pool, behind GGML, does not survive fork()),
  * else the model's own count when set (at most FM_THREADS_MAX), else
@@ -158,7 +168,10 @@ fm_llm_kv_type fm_llm_cache_type(const fm_llm_cache *c);
 
 /* Evaluate tokens[0..n_tokens) at positions n_past .. n_past + n_tokens - 1
  * of cache c (then n_past += n_tokens), or, with c == NULL, from position 0
- * in a transient F16 heap cache of n_tokens positions. ctl's cancel is
+ * in a transient F16 heap cache of n_tokens positions. A batch goes through
+ * the model in micro-batches of at most FM_LLM_UBATCH tokens (each attends
+ * to the cells before it, as llama.cpp's n_ubatch): memory is bounded by
+ * that size, never by the prompt's length. ctl's cancel is
  * polled before starting and, on the calling thread, between every 64th
  * operator (a count, not a clock: where a run stops is reproducible).
  * Shape:  logits (written unless out == FM_LLM_OUT_NONE; may then be NULL)
@@ -172,6 +185,8 @@ fm_llm_kv_type fm_llm_cache_type(const fm_llm_cache *c);
 FM_NODISCARD fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens,
                                    int64_t n_tokens, fm_llm_out out, float *logits,
                                    const fm_ctl *ctl, fm_err *err);
+
+#define FM_LLM_UBATCH 512
 
 /* Pooled embedding of tokens[0..n_tokens): the hidden states after the
  * final norm (and any projection the architecture adds), evaluated in one

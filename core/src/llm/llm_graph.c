@@ -38,14 +38,15 @@ struct ggml_tensor *llm_build_inp_pos(llm_build *b) {
   return b->inp_pos;
 }
 
-struct ggml_tensor *llm_build_mask(llm_build *b, int kind) {
+struct ggml_tensor *llm_build_mask(llm_build *b, int kind, int f16) {
   if (kind <= LLM_MASK_DEFAULT || kind >= LLM_MASK_COUNT)
     kind = b->m->hp.causal ? LLM_MASK_CAUSAL : LLM_MASK_FULL;
-  if (!b->mask[kind]) {
-    b->mask[kind] = ggml_new_tensor_2d(b->ctx, GGML_TYPE_F32, b->n_kv, b->n_tokens);
-    ggml_set_input(b->mask[kind]);
+  struct ggml_tensor **t = f16 ? &b->mask16[kind] : &b->mask[kind];
+  if (!*t) {
+    *t = ggml_new_tensor_2d(b->ctx, f16 ? GGML_TYPE_F16 : GGML_TYPE_F32, b->n_kv, b->n_tokens);
+    ggml_set_input(*t);
   }
-  return b->mask[kind];
+  return *t;
 }
 
 struct ggml_tensor *llm_build_k_idx(llm_build *b) {
@@ -133,28 +134,43 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
   int mk = o ? o->mask : LLM_MASK_DEFAULT;
   if (mk == LLM_MASK_DEFAULT && hp->swa_layer[il] && hp->n_swa > 0)
     mk = hp->causal ? LLM_MASK_SWA_CAUSAL : LLM_MASK_SWA_SYM;
-  struct ggml_tensor *mask = llm_build_mask(b, mk);
   float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
                 : hp->kq_scale != 0.0f     ? hp->kq_scale
                                            : 1.0f / sqrtf((float)hk);
   struct ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); /* [hk, n, nh] */
   struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
                                         ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
-  if (kc->type == GGML_TYPE_F16 && hk < 32) {
-    /* Small heads: GGML's F16 dot product of fewer than 32 elements runs a
-     * scalar loop with a conversion per element; the same products from
-     * F32 copies (keys as stored, queries rounded to F16 as GGML's F16 path
-     * rounds them) cost a fraction of that. */
-    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
-    qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
-  }
-  struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp);                   /* [n_kv, n, nh] */
-  kq = ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
   struct ggml_tensor *vv =
       ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
-  struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);               /* [hv, n, nh] */
-  struct ggml_tensor *cur = ggml_permute(ctx, kqv, 0, 2, 1, 3);      /* [hv, nh, n] */
-  cur = ggml_cont_2d(ctx, cur, hv * nh, n);
+  struct ggml_tensor *cur;
+  if (b->flash_attn) {
+    /* Flash attention (online softmax over tiles of cells): the n_kv x n x
+     * nh scores are never stored. Keys and values go in as F32 copies
+     * (linear in n_kv, against the quadratic work), which keeps GGML's
+     * accumulation in F32 on every path it may take; queries are rounded
+     * to F16 first, as the explicit path's F16 product rounds them, so the
+     * two paths compute the same scores and differ only in the order of
+     * F32 sums. */
+    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+    if (kc->type == GGML_TYPE_F16) qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+    vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
+    cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
+    ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
+    cur = ggml_reshape_2d(ctx, cur, hv * nh, n); /* the result is [hv, nh, n] */
+  } else {
+    if (kc->type == GGML_TYPE_F16 && hk < 32) {
+      /* Small heads: GGML's F16 dot product of fewer than 32 elements runs a
+       * scalar loop with a conversion per element; the same products from
+       * F32 copies (keys as stored, queries rounded to F16 as GGML's F16
+       * path rounds them) cost a fraction of that. */
+      kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+      qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+    }
+    struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp); /* [n_kv, n, nh] */
+    kq = ggml_soft_max_ext(ctx, kq, llm_build_mask(b, mk, 0), scale, 0.0f);
+    struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);                      /* [hv, n, nh] */
+    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), hv * nh, n); /* [hv*nh, n] */
+  }
   cur = ggml_mul_mat(ctx, l->wo, cur);
   if (l->bo) cur = ggml_add(ctx, cur, l->bo);
   return cur;
@@ -317,7 +333,9 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   fm_status st = FM_OK;
   int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   if (n_kv > c->n_cells) n_kv = c->n_cells;
-  int64_t key[6] = {c->serial, n, n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9};
+  int fa = m->flash_attn && n >= LLM_FA_MIN_TOKENS;
+  int64_t key[7] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
+                    fa};
   llm_build *b = m->gb;
   if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
     if (m->gctx) ggml_free(m->gctx);
@@ -339,6 +357,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     b->n_kv = n_kv;
     b->n_outputs = embed ? n : n_out;
     b->want_pool = embed;
+    b->flash_attn = fa;
     b->pooling = pooling;
     b->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
     ggml_set_name(b->inp_tokens, "inp_tokens");
@@ -385,8 +404,16 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   memcpy(b->inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
   if (b->inp_pos && b->inp_pos->data)
     for (int64_t i = 0; i < n; i++) ((int32_t *)b->inp_pos->data)[i] = (int32_t)(b->n_past + i);
-  for (int k = 0; k < LLM_MASK_COUNT; k++)
+  for (int k = 0; k < LLM_MASK_COUNT; k++) {
     if (b->mask[k] && b->mask[k]->data) fill_mask(b, k, b->mask[k]->data);
+    if (b->mask16[k] && b->mask16[k]->data) {
+      float *f = malloc((size_t)(b->n_kv * n) * sizeof(float));
+      if (!f) return fm_err_set(err, FM_ENOMEM, "out of memory for an attention mask");
+      fill_mask(b, k, f);
+      ggml_fp32_to_fp16_row(f, b->mask16[k]->data, b->n_kv * n);
+      free(f);
+    }
+  }
   if (b->inp_out_ids && b->inp_out_ids->data)
     for (int64_t i = 0; i < n_out; i++)
       ((int32_t *)b->inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
@@ -479,7 +506,15 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
     }
     dst = scratch;
   }
-  st = run_graph(m, c, tokens, n_tokens, n_out, 0, FM_LLM_POOL_NONE, dst, ctl, err);
+  /* Micro-batches: with the last-token output, every one writes its logits
+   * to dst and the last one's stay. */
+  int64_t n_past0 = c->n_past;
+  for (int64_t i = 0; i < n_tokens && st == FM_OK; i += FM_LLM_UBATCH) {
+    int64_t nb = n_tokens - i < FM_LLM_UBATCH ? n_tokens - i : FM_LLM_UBATCH;
+    float *d = n_out == 1 ? dst : dst + (size_t)i * (size_t)m->hp.n_vocab;
+    st = run_graph(m, c, tokens + i, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
+  }
+  if (st != FM_OK) c->n_past = n_past0;
   free(scratch);
 done:
   fm_llm_cache_free(tmp);

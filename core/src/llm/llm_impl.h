@@ -115,6 +115,7 @@ struct fm_llm_model {
   size_t graph_mem_size;
   int64_t graph_size;           /* max nodes of one graph */
   int n_threads;
+  int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
   struct ggml_tensor *tok_embd;   /* [n_embd, n_vocab] */
   struct ggml_tensor *output_norm, *output_norm_b; /* [n_embd] */
   struct ggml_tensor *output;     /* [n_embd, n_vocab] (== tok_embd when tied) */
@@ -125,7 +126,7 @@ struct fm_llm_model {
    * cache share a graph for every 32 positions; see llm_graph.c). */
   struct ggml_context *gctx; /* metadata of that graph (in graph_mem) */
   llm_build *gb;             /* its inputs and result */
-  int64_t gkey[6];           /* cache serial, n_tokens, n_kv, n_out, embed, pooling */
+  int64_t gkey[7];           /* cache serial, n_tokens, n_kv, n_out, embed, pooling, flash */
   /* during one evaluation */
   const fm_ctl *ctl;
   pthread_t caller;
@@ -136,6 +137,12 @@ struct fm_llm_model {
  * (as llama.cpp pads its non-flash-attention cache), so one graph serves
  * LLM_KV_PAD consecutive decode steps. */
 #define LLM_KV_PAD 32
+
+/* Batches of at least this many tokens attend through GGML's flash
+ * attention (its tiled CPU kernel takes 64 query rows at a time); smaller
+ * ones, decode steps included, through explicit scores and softmax as
+ * llama.cpp without flash attention. */
+#define LLM_FA_MIN_TOKENS 64
 
 struct fm_llm_cache {
   const fm_llm_model *m; /* borrowed */
@@ -179,11 +186,13 @@ struct llm_build {
   int64_t n_tokens, n_past, n_kv;
   int64_t n_outputs;                  /* columns of hidden/logits */
   int want_pool;                      /* embedding: pool all tokens */
+  int flash_attn;                     /* attention through ggml_flash_attn_ext */
   fm_llm_pooling pooling;
   struct ggml_tensor *inp_tokens;     /* I32 [n_tokens] */
   struct ggml_tensor *inp_pos;        /* I32 [n_tokens] (created on demand) */
   struct ggml_tensor *inp_out_ids;    /* I32 [n_outputs] or NULL (all tokens) */
   struct ggml_tensor *mask[LLM_MASK_COUNT]; /* F32 [n_kv, n_tokens] */
+  struct ggml_tensor *mask16[LLM_MASK_COUNT]; /* F16 copies for flash attention */
   struct ggml_tensor *inp_pool;       /* F32 [n_tokens, 1] mean weights, or I32 row */
   struct ggml_tensor *inp_k_idx;      /* I64 [n_tokens]: cache rows of the new keys */
   struct ggml_tensor *inp_v_idx[8];   /* I64 [ev * n_tokens]: cells of the new values */
@@ -240,8 +249,9 @@ struct ggml_tensor *llm_build_inp_pos(llm_build *b);
 /* Index inputs of the cache writes (filled per evaluation). */
 struct ggml_tensor *llm_build_k_idx(llm_build *b);
 struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev);
-/* The mask input of a kind (LLM_MASK_*). */
-struct ggml_tensor *llm_build_mask(llm_build *b, int kind);
+/* The mask input of a kind (LLM_MASK_*): F32, or F16 (f16 = 1) as
+ * flash attention takes it. */
+struct ggml_tensor *llm_build_mask(llm_build *b, int kind, int f16);
 
 enum { LLM_NORM_RMS = 0, LLM_NORM_LAYER = 1 };
 /* norm(x) * w + bias (w, bias may be NULL), over ne[0]. */

@@ -505,6 +505,7 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   if (!m) return fm_err_set(err, FM_ENOMEM, "out of memory for a model");
   m->g = g;
   m->n_threads = n_threads;
+  m->flash_attn = 1;
 
   int64_t ia = fm_gguf_find_kv(g, "general.architecture");
   const char *s = NULL;
@@ -623,6 +624,15 @@ fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err) 
 }
 
 int fm_llm_model_threads(const fm_llm_model *m) { return m ? m->n_threads : 0; }
+
+fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err) {
+  if (!m) return fm_err_set(err, FM_EARG, "NULL model");
+  if (on != 0 && on != 1) return fm_err_set(err, FM_EARG, "flash_attn must be 0 or 1, got %d", on);
+  m->flash_attn = on;
+  return FM_OK;
+}
+
+int fm_llm_model_flash_attn(const fm_llm_model *m) { return m ? m->flash_attn : 0; }
 
 int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl) {
   if (ctl && ctl->forked) return 1;

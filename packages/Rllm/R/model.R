@@ -135,13 +135,21 @@ rllm_threads <- function() {
 #'   thread count, [Rfmalloc::fmalloc_threads()]; or a whole number from 1
 #'   to 256, this model's own count. In a forked child process evaluation is always
 #'   single-threaded (see [rllm_threads()]).
+#' @param flash_attn `TRUE` (the default): batches of 64 tokens or more (a
+#'   prompt, an embedding) attend through GGML's flash attention, which
+#'   never stores a head's scores for all pairs of positions (memory and
+#'   time of a long prompt grow far less); `FALSE`: explicit scores and
+#'   softmax, as llama.cpp without flash attention. Decode steps always take
+#'   the explicit path. The two agree to rounding (flash attention uses the
+#'   F32 queries where the explicit path rounds them to F16); the package's
+#'   tests bound the difference of the logits.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
 #'   `n_embd_head_k`, `n_embd_head_v`, `n_ff`, `n_rot`, `n_ctx_train`,
 #'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
 #'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
-#'   `n_params`, `weight_bytes`, `threads`, `eog`: the end-of-generation
+#'   `n_params`, `weight_bytes`, `threads`, `flash_attn`, `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
@@ -175,7 +183,7 @@ rllm_threads <- function() {
 #'   print(m)
 #' }
 #' @export
-rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
+rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE) {
   if (inherits(path, "gguf_file")) {
     g <- path
   } else {
@@ -186,10 +194,12 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL) {
     g <- Rgguf::gguf_open(path)
   }
   threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
+  if (!is.logical(flash_attn) || length(flash_attn) != 1L || is.na(flash_attn))
+    Rfmalloc::fm_abort("earg", "flash_attn must be TRUE or FALSE, not ", .rllm_describe(flash_attn))
   .rllm_check_runtime(runtime)
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
-  ptr <- .Call(C_rllm_model_new, g, threads, basename(full))
+  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, basename(full))
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)

@@ -57,6 +57,9 @@ FM_LLM_FN(fm_status, fm_llm_model_new,
 FM_LLM_FN(fm_status, fm_llm_model_set_threads, (fm_llm_model *m, int n_threads, fm_err *err),
           (m, n_threads, err))
 FM_LLM_FN(int, fm_llm_model_threads, (const fm_llm_model *m), (m))
+FM_LLM_FN(fm_status, fm_llm_model_set_flash_attn, (fm_llm_model *m, int on, fm_err *err),
+          (m, on, err))
+FM_LLM_FN(int, fm_llm_model_flash_attn, (const fm_llm_model *m), (m))
 FM_LLM_FN(int, fm_llm_threads_for, (const fm_llm_model *m, const fm_ctl *ctl), (m, ctl))
 FM_LLM_VOID(fm_llm_sampler_free, (fm_llm_sampler *s), (s))
 FM_LLM_FN(fm_status, fm_llm_sampler_new,

@@ -77,6 +77,78 @@ test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
   }
 })
 
+# 600 ordinary ids after BOS: a prompt of two micro-batches (512 + 88), both
+# at least 64 tokens, so both attend through flash attention.
+long_ids <- function(n = 600L) c(1L, 3L + (seq_len(n - 1L) * 7919L) %% 509L)
+
+test_that("flash attention and the explicit path agree (F32 cache, F32 weights: within 1e-4)", {
+  # With an F32 cache and F32 weights neither path rounds anything: both
+  # multiply the same F32 queries, keys and values and differ only in the
+  # order of F32 sums (a relative error of at most n_kv u = 600 x 2^-24 =
+  # 3.6e-5 per sum), so the bound of token-by-token against whole-prefix
+  # evaluation applies. Measured: 1e-5.
+  ids <- long_ids()
+  fa <- story_model()
+  ex <- story_model(flash_attn = FALSE)
+  expect_true(fa$info$flash_attn)
+  expect_false(ex$info$flash_attn)
+  a <- rllm_logits(fa, ids, cache = rllm_cache(fa, 600, type = "f32"), all = TRUE)
+  b <- rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE)
+  expect_lt(max(abs(a - b)), 1e-4)
+  # micro-batches: the last-token output is the last column of all of them
+  expect_identical(rllm_logits(fa, ids, cache = rllm_cache(fa, 600, type = "f32"))[, 1], a[, 600])
+  # Quantized weights round every layer's activations to q8_0 blocks; an
+  # activation at a rounding boundary flips one step either way, which is
+  # what logit_tolerance() bounds at the output product (helper-oracle.R).
+  # Measured: 0.21 nats against a bound of ~2.
+  path <- gguf_fixture(story_variants[3])
+  fa <- rllm_gguf_model(path, threads = 1)
+  ex <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+  a <- log_softmax(rllm_logits(fa, ids, cache = rllm_cache(fa, 600, type = "f32"), all = TRUE))
+  b <- log_softmax(rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE))
+  expect_true(all(apply(abs(a - b), 2, max) <= logit_tolerance(fa, path, ids, kv = "f32")))
+  expect_error(story_model(flash_attn = NA), class = "fm_error_earg")
+  expect_error(story_model(flash_attn = "yes"), class = "fm_error_earg")
+})
+
+test_that("with an F16 cache, flash attention is as accurate as the explicit path", {
+  # An F16 cache rounds keys and values (both paths) and the explicit path,
+  # as llama.cpp's, also rounds the softmax probabilities to F16 for the
+  # product with V, where flash attention keeps them F32. Against the same
+  # prompt through an F32 cache (unrounded), flash attention's error must
+  # not exceed the explicit path's by more than the output product's
+  # rounding bound (logit_tolerance). Measured on 600 tokens: 0.082 nats
+  # (flash) and 0.096 (explicit).
+  ids <- long_ids()
+  path <- gguf_fixture(story_variants[1])
+  fa <- rllm_gguf_model(path, threads = 1)
+  ex <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+  ref <- log_softmax(rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE))
+  err_fa <- max(abs(log_softmax(rllm_logits(fa, ids, all = TRUE)) - ref))
+  err_ex <- max(abs(log_softmax(rllm_logits(ex, ids, all = TRUE)) - ref))
+  expect_lte(err_fa, err_ex + max(logit_tolerance(fa, path, ids)))
+})
+
+test_that("a 600-token prompt on the explicit path matches llama.cpp's logits", {
+  # The long-prompt counterpart of the oracle test below (llama.cpp without
+  # flash attention, as node-llama-cpp runs it): two micro-batches, n_kv up
+  # to 608. Measured: 0.017 nats on the F32 file, 0.24 on Q8_0.
+  skip_if_no_oracle()
+  ids <- long_ids()
+  for (f in story_variants[c(1, 3)]) {
+    path <- gguf_fixture(f)
+    m <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+    ref <- llama_oracle("logits", path, tokens = ids, all = TRUE, threads = 1)
+    ours <- log_softmax(rllm_logits(m, ids, all = TRUE))
+    tol <- logit_tolerance(m, path, ids)
+    d <- vapply(seq_along(ids), function(j) {
+      ok <- is.finite(ref$logits[, j])
+      max(abs(ours[ok, j] - ref$logits[ok, j])) - tol[j]
+    }, 0)
+    expect_lte(max(d), 0, label = paste(f, "max over positions of |difference| - tolerance"))
+  }
+})
+
 test_that("a cache continues at n_past and refuses tokens that do not fit", {
   m <- story_model()
   kv <- rllm_cache(m, 6)
