@@ -244,8 +244,8 @@ static void test_threads(void) {
 /* Flash attention (batches of >= 64 tokens) against the explicit path,
  * both with an F32 cache and F32 weights: only the order of F32 sums
  * differs (relative error <= n_kv 2^-24 per sum), so the logits agree to
- * 1e-4 as token-by-token and whole-prefix evaluation do. 600 tokens: two
- * micro-batches (512 + 88); the last-token output equals the last column. */
+ * 1e-4 as token-by-token and whole-prefix evaluation do. 600 tokens: three
+ * micro-batches (256 + 256 + 88); the last-token output equals the last column. */
 static void test_flash_attn(void) {
   if (!open_story()) return;
   enum { N = 600, V = 512 };

@@ -77,8 +77,8 @@ test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
   }
 })
 
-# 600 ordinary ids after BOS: a prompt of two micro-batches (512 + 88), both
-# at least 64 tokens, so both attend through flash attention.
+# 600 ordinary ids after BOS: a prompt of three micro-batches (256 + 256 + 88), all
+# at least 64 tokens, so all attend through flash attention.
 long_ids <- function(n = 600L) c(1L, 3L + (seq_len(n - 1L) * 7919L) %% 509L)
 
 test_that("flash attention and the explicit path agree (F32 cache, F32 weights: within 1e-4)", {
@@ -131,7 +131,7 @@ test_that("with an F16 cache, flash attention is as accurate as the explicit pat
 
 test_that("a 600-token prompt on the explicit path matches llama.cpp's logits", {
   # The long-prompt counterpart of the oracle test below (llama.cpp without
-  # flash attention, as node-llama-cpp runs it): two micro-batches, n_kv up
+  # flash attention, as node-llama-cpp runs it): three micro-batches, n_kv up
   # to 608. Measured: 0.017 nats on the F32 file, 0.24 on Q8_0.
   skip_if_no_oracle()
   ids <- long_ids()
