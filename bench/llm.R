@@ -37,6 +37,11 @@
 #   BENCH_PROMPTS  128,512      BENCH_GENS  64,256   (every pair)
 #   BENCH_THREADS  1,2          BENCH_REPS  3
 #   BENCH_LLAMAR=0 skips llamaR (installed from CRAN when absent: minutes)
+#   BENCH_ORACLE_DIR  the llama.cpp oracle (default tools/llama-oracle, whose
+#                  node-llama-cpp loads the best CPU variant it has: AVX-512
+#                  where the CPU has it; tools/llama-oracle/variant.sh avx2
+#                  DIR makes one that runs llama.cpp's AVX2 kernels, as
+#                  ggmlR's build)
 # A peer that is unavailable is NA. Run on an idle machine: with 2 threads on
 # 2 cores any other process stalls GGML's thread barrier. All rows take
 # about an hour and a half on 2 cores.
@@ -53,7 +58,7 @@ gens <- env_int("BENCH_GENS", "64,256")
 thread_counts <- env_int("BENCH_THREADS", "1,2")
 reps <- as.integer(Sys.getenv("BENCH_REPS", "3"))
 peer_fa <- Sys.getenv("BENCH_PEER_FA", "auto")
-oracle_dir <- file.path(root, "tools", "llama-oracle")
+oracle_dir <- Sys.getenv("BENCH_ORACLE_DIR", file.path(root, "tools", "llama-oracle"))
 median_of <- function(x) if (length(x) && all(is.finite(x))) stats::median(x) else NA_real_
 
 # ---- the files -------------------------------------------------------------

@@ -12,7 +12,11 @@
 # registers) that objdump finds in lib/libggml.a, the archive Rgguf and Rllm
 # link, must both match the build asked for; else this script fails. A
 # ggmlR already in LIB that passes the check is kept; one that fails it is
-# rebuilt. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
+# rebuilt. Every build defines GGML_USE_CPU_REPACK (through a Makevars file
+# given as R_MAKEVARS_USER; ggmlR's own Makevars leaves it out), which
+# registers GGML's repack buffer: its interleaved Q4_0/Q4_K/IQ4_NL kernels,
+# which llama.cpp uses by default (Rllm's repack = TRUE); the check finds
+# the reference to that buffer in libggml.a. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
 # first in R_LIBS for every build and test (Makefile).
 #
 # Why not install.packages("ggmlR", configure.args = "--with-simd"): R
@@ -48,6 +52,8 @@ probe() {
   dis=$(objdump -d --no-show-raw-insn "$a" 2>/dev/null) && [ -n "$dis" ] ||
     { echo "objdump cannot read $a"; return 1; }
   grep -q ' T ggml_mul_mat$' <<<"$(nm "$a" 2>/dev/null)" || { echo "$a does not define ggml_mul_mat"; return 1; }
+  grep -q ' U ggml_backend_cpu_repack_buffer_type' <<<"$(nm "$a" 2>/dev/null | c++filt)" ||
+    { echo "without GGML's repack buffer (built without GGML_USE_CPU_REPACK)"; return 1; }
   n=$(grep -c ymm <<<"$dis" || true)
   if [ "$flag" = 1 ] && [ "$n" -ge 1000 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi
   if [ "$flag" = 0 ] && [ "$n" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi
@@ -83,7 +89,9 @@ args=""
 [ "$want" = avx2 ] && args="--configure-args=--with-simd"
 log=$lib/.ggmlr/ggmlR-install.log
 # MAKEFLAGS: ggmlR is the longest compile of the setup; use both cores.
-if ! R_LIBS=$lib MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" $args "$tarball" >"$log" 2>&1; then
+mk=$lib/.ggmlr/Makevars
+echo 'CPPFLAGS += -DGGML_USE_CPU_REPACK' >"$mk"
+if ! R_MAKEVARS_USER=$mk R_LIBS=$lib MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" $args "$tarball" >"$log" 2>&1; then
   tail -40 "$log" >&2
   echo "setup: R CMD INSTALL of $tarball failed (log: $log)" >&2
   exit 1

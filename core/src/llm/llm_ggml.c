@@ -1,5 +1,6 @@
 /* llm_ggml.c: the instruction sets of the linked GGML build (fm_llm_ggml.h). */
 #include "fm/fm_llm_ggml.h"
+#include "fm/fm_llm.h"
 
 #include "ggml-cpu.h"
 #include "ggml.h"
@@ -27,6 +28,7 @@ static const struct {
     {"dotprod", ggml_cpu_has_dotprod},
     {"sve", ggml_cpu_has_sve},
     {"llamafile", ggml_cpu_has_llamafile},
+    {"repack", fm_llm_ggml_has_repack}, /* llm_repack.c */
 };
 #define N_FEATURES ((int)(sizeof features / sizeof features[0]))
 

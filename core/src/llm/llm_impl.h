@@ -116,6 +116,10 @@ struct fm_llm_model {
   int64_t graph_size;           /* max nodes of one graph */
   int n_threads;
   int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
+  struct ggml_context *rctx;    /* repacked weights (llm_repack.c): metadata */
+  ggml_backend_buffer_t rbuf;   /* and data, or NULL */
+  size_t repacked_bytes;
+  int repack_done;              /* fm_llm_model_repack was called */
   struct ggml_tensor *tok_embd;   /* [n_embd, n_vocab] */
   struct ggml_tensor *output_norm, *output_norm_b; /* [n_embd] */
   struct ggml_tensor *output;     /* [n_embd, n_vocab] (== tok_embd when tied) */
@@ -239,6 +243,11 @@ static inline int64_t llm_n_embd_k_gqa(const llm_hparams *hp, int64_t il) {
 static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
   return hp->n_embd_head_v * hp->n_head_kv[il];
 }
+
+/* Move the matrix weights GGML has interleaved CPU kernels for into its
+ * repack buffer (llm_repack.c; fm_llm_model_repack); a no-op where GGML
+ * repacks nothing. */
+fm_status llm_repack(llm_model *m, fm_err *err);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 

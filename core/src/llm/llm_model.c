@@ -600,6 +600,8 @@ void fm_llm_model_free(fm_llm_model *m) {
   free(m->gb);
   if (m->galloc) ggml_gallocr_free(m->galloc);
   if (m->wbuf) ggml_backend_buffer_free(m->wbuf);
+  if (m->rbuf) ggml_backend_buffer_free(m->rbuf);
+  if (m->rctx) ggml_free(m->rctx);
   if (m->backend) ggml_backend_free(m->backend);
   if (m->wctx) ggml_free(m->wctx);
   free(m->graph_mem);
@@ -633,6 +635,15 @@ fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err) {
 }
 
 int fm_llm_model_flash_attn(const fm_llm_model *m) { return m ? m->flash_attn : 0; }
+
+fm_status fm_llm_model_repack(fm_llm_model *m, fm_err *err) {
+  if (!m) return fm_err_set(err, FM_EARG, "NULL model");
+  if (m->repack_done) return FM_OK;
+  m->repack_done = 1;
+  return llm_repack(m, err);
+}
+
+size_t fm_llm_model_repacked_bytes(const fm_llm_model *m) { return m ? m->repacked_bytes : 0; }
 
 int fm_llm_threads_for(const fm_llm_model *m, const fm_ctl *ctl) {
   if (ctl && ctl->forked) return 1;

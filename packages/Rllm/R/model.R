@@ -143,13 +143,22 @@ rllm_threads <- function() {
 #'   the explicit path. The two agree to rounding (flash attention uses the
 #'   F32 queries where the explicit path rounds them to F16); the package's
 #'   tests bound the difference of the logits.
+#' @param repack `TRUE` (the default, as llama.cpp): the matrices GGML has
+#'   interleaved kernels for (on x86 with AVX2: Q4_0, Q4_K and IQ4_NL) are
+#'   copied at load into GGML's repacked layout, which multiplies them
+#'   faster (prompt evaluation of a Q4_0 model about 2.5x); they then live
+#'   in memory (`info$repacked_bytes`) instead of being read from the
+#'   mapped file. `FALSE` keeps every weight on the mapping (for a model
+#'   larger than memory). No effect where the GGML build cannot repack
+#'   (`rllm_ggml_info()$features[["repack"]]`). Logits agree to rounding.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
 #'   `n_embd_head_k`, `n_embd_head_v`, `n_ff`, `n_rot`, `n_ctx_train`,
 #'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
 #'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
-#'   `n_params`, `weight_bytes`, `threads`, `flash_attn`, `eog`: the end-of-generation
+#'   `n_params`, `weight_bytes`, `threads`, `flash_attn`, `repacked_bytes`
+#'   (bytes of weights held repacked in memory), `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
@@ -183,7 +192,7 @@ rllm_threads <- function() {
 #'   print(m)
 #' }
 #' @export
-rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE) {
+rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE) {
   if (inherits(path, "gguf_file")) {
     g <- path
   } else {
@@ -194,12 +203,15 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
     g <- Rgguf::gguf_open(path)
   }
   threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
-  if (!is.logical(flash_attn) || length(flash_attn) != 1L || is.na(flash_attn))
-    Rfmalloc::fm_abort("earg", "flash_attn must be TRUE or FALSE, not ", .rllm_describe(flash_attn))
+  for (a in c("flash_attn", "repack")) {
+    v <- get(a)
+    if (!is.logical(v) || length(v) != 1L || is.na(v))
+      Rfmalloc::fm_abort("earg", a, " must be TRUE or FALSE, not ", .rllm_describe(v))
+  }
   .rllm_check_runtime(runtime)
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
-  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, basename(full))
+  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, basename(full))
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
@@ -265,7 +277,9 @@ print.rllm_model <- function(x, ...) {
 #'   (`sse3`, `ssse3`, `avx`, `avx2`, `fma`, `f16c`, `bmi2`, `avx_vnni`,
 #'   `avx512`, `avx512_vbmi`, `avx512_vnni`, `avx512_bf16`, `amx_int8`,
 #'   `neon`, `arm_fma`, `fp16_va`, `dotprod`, `sve`, `llamafile`), `TRUE`
-#'   where the build uses it.
+#'   where the build uses it, and `repack`: `TRUE` when the build has
+#'   GGML's repack buffer with kernels for this CPU (see `repack` of
+#'   [rllm_gguf_model()]).
 #' @section Errors: none.
 #' @source GGML's `ggml_cpu_has_*()` (`ggml-cpu.h`: the compile-time flags
 #'   of its CPU backend) and `ggml_version()`.

@@ -281,6 +281,21 @@ done:
   free(b);
 }
 
+/* fm_llm_model_repack on stories260K (F32: GGML repacks no F32 matrix):
+ * a no-op that leaves every logit as it was; NULL is refused. */
+static void test_repack(void) {
+  if (!open_story()) return;
+  fm_err err;
+  float a[512], b[512];
+  CHECK(fm_llm_model_repack(NULL, &err) == FM_EARG);
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  CHECK_OK(fm_llm_model_repack(m_story, &err), &err);
+  CHECK_OK(fm_llm_model_repack(m_story, &err), &err);
+  CHECK(fm_llm_model_repacked_bytes(m_story) == 0);
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+}
+
 static void test_embed(void) {
   if (!open_story()) return;
   fm_err err;
@@ -433,6 +448,7 @@ int main(void) {
   FM_RUN(test_cancel);
   FM_RUN(test_threads);
   FM_RUN(test_flash_attn);
+  FM_RUN(test_repack);
   FM_RUN(test_embed);
   FM_RUN(test_argmax_sampler);
   FM_RUN(test_errors);

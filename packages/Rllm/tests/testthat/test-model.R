@@ -149,6 +149,30 @@ test_that("a 600-token prompt on the explicit path matches llama.cpp's logits", 
   }
 })
 
+test_that("repacked weights agree with the mapped ones", {
+  # GGML's repacked kernels quantize the activations to the same q8_0/q8_K
+  # blocks as its plain products and accumulate in another order, so an
+  # activation at a rounding boundary may flip: logit_tolerance() bounds
+  # that at the output product (helper-oracle.R).
+  skip_if_not(rllm_ggml_info()$features[["repack"]], "this GGML build has no repack buffer")
+  # (stories260K's Q4_K_M file has no Q4_K matrix GGML repacks: its rows of
+  # 64 values are not whole 256-value blocks, so its matrices are Q5_0/Q8_0)
+  ids <- long_ids(100L)
+  for (f in "derived/stories260K-Q4_0.gguf") {
+    path <- gguf_fixture(f)
+    m <- rllm_gguf_model(path, threads = 1)
+    m0 <- rllm_gguf_model(path, threads = 1, repack = FALSE)
+    expect_gt(m$info$repacked_bytes, 0, label = f)
+    expect_identical(m0$info$repacked_bytes, 0)
+    a <- log_softmax(rllm_logits(m, ids, all = TRUE))
+    b <- log_softmax(rllm_logits(m0, ids, all = TRUE))
+    expect_true(all(apply(abs(a - b), 2, max) <= logit_tolerance(m, path, ids)), label = f)
+  }
+  # weights without repacked kernels stay on the mapping
+  expect_identical(story_model()$info$repacked_bytes, 0)
+  expect_error(story_model(repack = NA), class = "fm_error_earg")
+})
+
 test_that("a cache continues at n_past and refuses tokens that do not fit", {
   m <- story_model()
   kv <- rllm_cache(m, 6)

@@ -1,0 +1,143 @@
+/* llm_repack.c: matrix weights moved into GGML's CPU "repack" buffer
+ * (fm_llm_model_repack). GGML stores there, per tensor, the types it has
+ * interleaved GEMM/GEMV kernels for (on x86 with AVX2: Q4_0, Q4_K and
+ * IQ4_NL, 8 rows interleaved) and multiplies them with those kernels; a
+ * tensor of another type is not repacked. The buffer exists only in a GGML
+ * built with GGML_USE_CPU_REPACK (tools/ggmlr-setup.sh builds ggmlR so). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml-cpu.h"
+#include "llm_impl.h"
+
+static ggml_backend_buffer_type_t repack_buft(void) {
+  ggml_backend_reg_t reg = ggml_backend_cpu_reg();
+  if (!reg || ggml_backend_reg_dev_count(reg) < 1) return NULL;
+  void *f = ggml_backend_reg_get_proc_address(reg, "ggml_backend_dev_get_extra_bufts");
+  if (!f) return NULL;
+  ggml_backend_dev_get_extra_bufts_t get; /* POSIX: object and function pointers convert */
+  memcpy(&get, &f, sizeof get);
+  for (ggml_backend_buffer_type_t *b = get(ggml_backend_reg_dev_get(reg, 0)); b && *b; b++)
+    if (strcmp(ggml_backend_buft_name(*b), "CPU_REPACK") == 0) return *b;
+  return NULL;
+}
+
+int fm_llm_ggml_has_repack(void) { return repack_buft() != NULL; }
+
+/* The weight slots of a model that only matrix products read (a tied
+ * output matrix also feeds get_rows, which the repacked layout cannot). */
+static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
+  int64_t n = 0;
+  for (int64_t il = 0; il < m->hp.n_layer; il++) {
+    llm_layer *l = &m->layers[il];
+    struct ggml_tensor **s[] = {&l->wq,           &l->wk,           &l->wv,
+                                &l->wo,           &l->ffn_gate,     &l->ffn_up,
+                                &l->ffn_down,     &l->ffn_gate_exps, &l->ffn_up_exps,
+                                &l->ffn_down_exps, &l->ffn_gate_shexp, &l->ffn_up_shexp,
+                                &l->ffn_down_shexp};
+    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++)
+      if (*s[k]) {
+        if (out) out[n] = s[k];
+        n++;
+      }
+  }
+  if (m->output && m->output != m->tok_embd) {
+    if (out) out[n] = &m->output;
+    n++;
+  }
+  return n;
+}
+
+/* GGML says at debug level which tensors it repacks; R users do not need
+ * one line per tensor: lower levels are dropped while repacking. */
+typedef struct {
+  ggml_log_callback cb;
+  void *data;
+} log_prev;
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *data) {
+  const log_prev *p = data;
+  if (level >= GGML_LOG_LEVEL_WARN && level != GGML_LOG_LEVEL_CONT && p->cb) p->cb(level, text, p->data);
+}
+
+static size_t padded(ggml_backend_buffer_type_t bt, const struct ggml_tensor *t) {
+  size_t a = ggml_backend_buft_get_alignment(bt);
+  return (ggml_backend_buft_get_alloc_size(bt, t) + a - 1) / a * a;
+}
+
+fm_status llm_repack(llm_model *m, fm_err *err) {
+  ggml_backend_buffer_type_t bt = repack_buft();
+  int64_t n = bt ? slots(m, NULL) : 0;
+  if (n == 0) return FM_OK;
+  fm_status st = FM_OK;
+  struct ggml_tensor ***s = calloc((size_t)n, sizeof *s);
+  struct ggml_tensor **copy = calloc((size_t)n, sizeof *copy);
+  int *take = calloc((size_t)n, sizeof *take);
+  struct ggml_init_params ip = {(size_t)(n + 1) * ggml_tensor_overhead(), NULL, true};
+  m->rctx = s && copy && take ? ggml_init(ip) : NULL;
+  if (!m->rctx) {
+    st = fm_err_set(err, FM_ENOMEM, "out of memory repacking weights");
+    goto done;
+  }
+  slots(m, s);
+  /* Which tensors GGML repacks: placing one in its buffer marks it
+   * (tensor->extra: the kernels, NULL for a type it keeps as is). A probe
+   * buffer as large as the largest candidate tells, without touching its
+   * pages. A weight in several slots is repacked once. */
+  size_t big = 0, total = 0;
+  for (int64_t i = 0; i < n; i++) {
+    copy[i] = ggml_dup_tensor(m->rctx, *s[i]);
+    ggml_set_name(copy[i], ggml_get_name(*s[i]));
+    size_t b = ggml_backend_buft_get_alloc_size(bt, copy[i]);
+    if (b > big) big = b;
+  }
+  ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(bt, big);
+  if (!probe) {
+    st = fm_err_set(err, FM_ENOMEM, "out of memory repacking weights");
+    goto done;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    int dup = 0;
+    for (int64_t j = 0; j < i; j++) dup |= *s[j] == *s[i];
+    struct ggml_tensor t = *copy[i];
+    t.buffer = NULL;
+    t.data = NULL;
+    t.extra = NULL;
+    if (!dup && ggml_backend_tensor_alloc(probe, &t, ggml_backend_buffer_get_base(probe)) ==
+                    GGML_STATUS_SUCCESS && t.extra) {
+      take[i] = 1;
+      total += padded(bt, copy[i]);
+    }
+  }
+  ggml_backend_buffer_free(probe);
+  if (total == 0) goto done;
+  m->rbuf = ggml_backend_buft_alloc_buffer(bt, total);
+  if (!m->rbuf) {
+    st = fm_err_set(err, FM_ENOMEM, "out of memory for %zu bytes of repacked weights", total);
+    goto done;
+  }
+  ggml_backend_buffer_set_usage(m->rbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  log_prev prev;
+  ggml_log_get(&prev.cb, &prev.data);
+  ggml_log_set(quiet_log, &prev);
+  char *p = ggml_backend_buffer_get_base(m->rbuf);
+  for (int64_t i = 0; i < n && st == FM_OK; i++) {
+    if (!take[i]) continue;
+    if (ggml_backend_tensor_alloc(m->rbuf, copy[i], p) != GGML_STATUS_SUCCESS || !copy[i]->extra) {
+      st = fm_err_set(err, FM_EINTERNAL, "GGML refused to repack tensor '%s'", ggml_get_name(copy[i]));
+      break;
+    }
+    ggml_backend_tensor_set(copy[i], (*s[i])->data, 0, ggml_nbytes(copy[i]));
+    p += padded(bt, copy[i]);
+    m->repacked_bytes += ggml_nbytes(copy[i]);
+    struct ggml_tensor *old = *s[i];
+    for (int64_t j = i; j < n; j++)
+      if (*s[j] == old) *s[j] = copy[i];
+  }
+  ggml_log_set(prev.cb, prev.data);
+done:
+  free(s);
+  free(copy);
+  free(take);
+  return st;
+}
