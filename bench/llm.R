@@ -147,6 +147,7 @@ texts <- stats::setNames(lapply(prompts, text_of), prompts)
 # GiB and a read-only pass; the bound uses the read rate (decode reads the
 # weights, writes almost nothing)
 mem <- local({
+  dir.create(file.path(root, "build"), showWarnings = FALSE)
   exe <- file.path(root, "build", "membw")
   cc <- Sys.getenv("CC", "cc")
   if (system2(cc, c("-O2", "-o", shQuote(exe), shQuote(file.path(root, "bench", "membw.c")))) != 0)

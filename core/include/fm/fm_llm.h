@@ -124,27 +124,33 @@ int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each 
  * embedding): on (1, the default) through GGML's flash attention, which
  * never stores the n_kv x n_tokens scores of a head, or off (0) through
  * explicit scores and softmax, the path decode steps always take (as
- * llama.cpp without flash attention). The two agree to rounding: flash
- * attention multiplies unrounded F32 queries with the cached keys where
- * the explicit path rounds queries to F16 first. FM_EARG for other values. */
+ * llama.cpp without flash attention). The two agree to rounding: both
+ * compute the same scores (queries rounded to F16 with an F16 cache); the
+ * explicit path then rounds the softmax probabilities to F16 for the
+ * product with V (an F16 cache), flash attention keeps them F32, and the
+ * order of F32 sums differs. FM_EARG for other values. */
 FM_NODISCARD fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err);
 int fm_llm_model_flash_attn(const fm_llm_model *m);
 
-/* Move the matrix weights that GGML multiplies with interleaved kernels of
- * its own (its CPU "repack" buffer; on x86 with AVX2: Q4_0, Q4_K and IQ4_NL
- * matrices whose row count is a multiple of 8) into memory GGML owns, in
- * that layout, as llama.cpp does by default. Faster products for those
- * types (prefill of a Q4_0 model about 2.5x), at the cost of a heap copy of
- * them: the mapping's pages are read once, then no longer used. Every other
- * weight stays zero-copy on the mapping. Call before the first evaluation;
- * later calls are no-ops. A no-op where the linked GGML repacks nothing
- * (built without GGML_USE_CPU_REPACK, or a CPU without its kernels).
- * Results agree with the unpacked products to rounding (the same
- * quantization of activations; other accumulation order).
+/* Move the layer matrices (Q/K/V/output projections, feed-forward and
+ * expert matrices) and an untied output matrix that GGML multiplies with
+ * interleaved kernels of its own (its CPU "repack" buffer; on x86 with
+ * AVX2: Q4_0, Q4_K and IQ4_NL matrices whose row count is a multiple of 8)
+ * into memory GGML owns, in that layout, as llama.cpp does by default.
+ * Faster products for those types (prefill of a Q4_0 model 1.7-2x here),
+ * at the cost of a heap copy of them: the mapping's pages are read once,
+ * then no longer used. Every other weight stays zero-copy on the mapping.
+ * Once per model: later calls are no-ops (after an error too: every weight
+ * is then either repacked or mapped, and the model usable). A no-op where
+ * the linked GGML repacks nothing (built without GGML_USE_CPU_REPACK, or
+ * without kernels for this CPU: fm_llm_ggml_has_repack). Results agree
+ * with the unpacked products to rounding (the same quantization of
+ * activations; another accumulation order).
  * Errors: FM_EARG (NULL), FM_ENOMEM, FM_EINTERNAL when GGML refuses. */
 FM_NODISCARD fm_status fm_llm_model_repack(fm_llm_model *m, fm_err *err);
 size_t fm_llm_model_repacked_bytes(const fm_llm_model *m); /* 0 when nothing was */
-/* 1 when the linked GGML has a repack buffer for this CPU's kernels. */
+/* 1 when the linked GGML repacks Q4_0 matrices (a repack buffer with
+ * kernels for its build's instruction set). */
 int fm_llm_ggml_has_repack(void);
 
 /* GGML worker threads of an evaluation of m with control block ctl: 1 when
@@ -187,8 +193,9 @@ fm_llm_kv_type fm_llm_cache_type(const fm_llm_cache *c);
  * of cache c (then n_past += n_tokens), or, with c == NULL, from position 0
  * in a transient F16 heap cache of n_tokens positions. A batch goes through
  * the model in micro-batches of at most FM_LLM_UBATCH tokens (each attends
- * to the cells before it, as llama.cpp's n_ubatch): memory is bounded by
- * that size, never by the prompt's length. ctl's cancel is
+ * to the cells before it, as llama.cpp's n_ubatch): the activations are
+ * bounded by that size; what grows with the context (n_kv cells) is the
+ * attention's inputs, of FM_LLM_UBATCH x n_kv per micro-batch. ctl's cancel is
  * polled before starting and, on the calling thread, between every 64th
  * operator (a count, not a clock: where a run stops is reproducible).
  * Shape:  logits (written unless out == FM_LLM_OUT_NONE; may then be NULL)

@@ -151,8 +151,10 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
      * to F16 first, as the explicit path's F16 product rounds them, so the
      * two paths compute the same scores and differ only in the order of
      * F32 sums. */
-    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
-    if (kc->type == GGML_TYPE_F16) qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+    if (kc->type == GGML_TYPE_F16) {
+      kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+      qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+    }
     vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
     cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
     ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
@@ -305,13 +307,12 @@ static bool abort_cb(void *data) {
   return fm_ctl_cancelled(m->ctl) != 0;
 }
 
-static void fill_mask(const llm_build *b, int kind, float *d) {
+/* Row i (query at position n_past + i) of a mask of kind: 0 where the
+ * query sees cell j, -Inf elsewhere. */
+static void fill_mask_row(const llm_build *b, int kind, int64_t i, float *row) {
   const llm_hparams *hp = &b->m->hp;
-  int64_t n_kv = b->n_kv;
-  for (int64_t i = 0; i < b->n_tokens; i++) {
-    int64_t pi = b->n_past + i;
-    float *row = d + i * n_kv;
-    for (int64_t j = 0; j < n_kv; j++) {
+  const int64_t pi = b->n_past + i;
+  for (int64_t j = 0; j < b->n_kv; j++) {
       int vis;
       switch (kind) {
       case LLM_MASK_FULL: vis = 1; break;
@@ -320,8 +321,27 @@ static void fill_mask(const llm_build *b, int kind, float *d) {
       default: vis = j <= pi; break;
       }
       row[j] = (vis && j < b->n_past + b->n_tokens) ? 0.0f : -INFINITY;
+  }
+}
+
+/* Fill the mask inputs of the graph, F32 and F16 (through one F32 row). */
+static fm_status fill_masks(const llm_build *b, fm_err *err) {
+  float *tmp = NULL;
+  for (int k = 0; k < LLM_MASK_COUNT; k++) {
+    if (b->mask[k] && b->mask[k]->data)
+      for (int64_t i = 0; i < b->n_tokens; i++)
+        fill_mask_row(b, k, i, (float *)b->mask[k]->data + i * b->n_kv);
+    if (b->mask16[k] && b->mask16[k]->data) {
+      if (!tmp && !(tmp = malloc((size_t)b->n_kv * sizeof *tmp)))
+        return fm_err_set(err, FM_ENOMEM, "out of memory for an attention mask");
+      for (int64_t i = 0; i < b->n_tokens; i++) {
+        fill_mask_row(b, k, i, tmp);
+        ggml_fp32_to_fp16_row(tmp, (ggml_fp16_t *)b->mask16[k]->data + i * b->n_kv, b->n_kv);
+      }
     }
   }
+  free(tmp);
+  return FM_OK;
 }
 
 /* Build (or reuse), allocate, fill and compute the graph of one batch:
@@ -404,16 +424,8 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   memcpy(b->inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
   if (b->inp_pos && b->inp_pos->data)
     for (int64_t i = 0; i < n; i++) ((int32_t *)b->inp_pos->data)[i] = (int32_t)(b->n_past + i);
-  for (int k = 0; k < LLM_MASK_COUNT; k++) {
-    if (b->mask[k] && b->mask[k]->data) fill_mask(b, k, b->mask[k]->data);
-    if (b->mask16[k] && b->mask16[k]->data) {
-      float *f = malloc((size_t)(b->n_kv * n) * sizeof(float));
-      if (!f) return fm_err_set(err, FM_ENOMEM, "out of memory for an attention mask");
-      fill_mask(b, k, f);
-      ggml_fp32_to_fp16_row(f, b->mask16[k]->data, b->n_kv * n);
-      free(f);
-    }
-  }
+  st = fill_masks(b, err);
+  if (st != FM_OK) return st;
   if (b->inp_out_ids && b->inp_out_ids->data)
     for (int64_t i = 0; i < n_out; i++)
       ((int32_t *)b->inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
@@ -470,6 +482,34 @@ static fm_status check_tokens(const llm_model *m, const int32_t *tokens, int64_t
   return FM_OK;
 }
 
+/* The recurrent state of every layer of c (lfm2's convolution windows),
+ * copied to one heap block (*out; NULL when c has none), and back. */
+static fm_status state_save(const fm_llm_cache *c, void **out, fm_err *err) {
+  size_t total = 0;
+  *out = NULL;
+  for (int64_t il = 0; il < c->m->hp.n_layer; il++)
+    if (c->s[il]) total += ggml_nbytes(c->s[il]);
+  if (total == 0) return FM_OK;
+  char *p = *out = malloc(total);
+  if (!p) return fm_err_set(err, FM_ENOMEM, "out of memory saving the recurrent state");
+  for (int64_t il = 0; il < c->m->hp.n_layer; il++)
+    if (c->s[il]) {
+      memcpy(p, c->s[il]->data, ggml_nbytes(c->s[il]));
+      p += ggml_nbytes(c->s[il]);
+    }
+  return FM_OK;
+}
+
+static void state_restore(fm_llm_cache *c, const void *saved) {
+  const char *p = saved;
+  if (!p) return;
+  for (int64_t il = 0; il < c->m->hp.n_layer; il++)
+    if (c->s[il]) {
+      memcpy(c->s[il]->data, p, ggml_nbytes(c->s[il]));
+      p += ggml_nbytes(c->s[il]);
+    }
+}
+
 fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n_tokens,
                       fm_llm_out out, float *logits, const fm_ctl *ctl, fm_err *err) {
   fm_status st;
@@ -507,14 +547,25 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
     dst = scratch;
   }
   /* Micro-batches: with the last-token output, every one writes its logits
-   * to dst and the last one's stay. */
+   * to dst and the last one's stay. A failure after the first leaves the
+   * cache as it was: n_past, and the recurrent state, saved first. */
   int64_t n_past0 = c->n_past;
+  void *saved = NULL;
+  if (n_tokens > FM_LLM_UBATCH) {
+    st = state_save(c, &saved, err);
+    if (st != FM_OK) goto free_scratch;
+  }
   for (int64_t i = 0; i < n_tokens && st == FM_OK; i += FM_LLM_UBATCH) {
     int64_t nb = n_tokens - i < FM_LLM_UBATCH ? n_tokens - i : FM_LLM_UBATCH;
     float *d = n_out == 1 ? dst : dst + (size_t)i * (size_t)m->hp.n_vocab;
     st = run_graph(m, c, tokens + i, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
   }
-  if (st != FM_OK) c->n_past = n_past0;
+  if (st != FM_OK) {
+    c->n_past = n_past0;
+    state_restore(c, saved);
+  }
+  free(saved);
+free_scratch:
   free(scratch);
 done:
   fm_llm_cache_free(tmp);

@@ -639,8 +639,15 @@ int fm_llm_model_flash_attn(const fm_llm_model *m) { return m ? m->flash_attn : 
 fm_status fm_llm_model_repack(fm_llm_model *m, fm_err *err) {
   if (!m) return fm_err_set(err, FM_EARG, "NULL model");
   if (m->repack_done) return FM_OK;
+  /* once only: after an error every slot still holds a valid tensor
+   * (repacked or mapped), so the model stays usable as it is */
   m->repack_done = 1;
-  return llm_repack(m, err);
+  fm_status st = llm_repack(m, err);
+  /* a graph built before binds the tensors of then: rebuild it */
+  if (m->gctx) ggml_free(m->gctx);
+  m->gctx = NULL;
+  memset(m->gkey, 0, sizeof m->gkey);
+  return st;
 }
 
 size_t fm_llm_model_repacked_bytes(const fm_llm_model *m) { return m ? m->repacked_bytes : 0; }

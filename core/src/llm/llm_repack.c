@@ -22,10 +22,40 @@ static ggml_backend_buffer_type_t repack_buft(void) {
   return NULL;
 }
 
-int fm_llm_ggml_has_repack(void) { return repack_buft() != NULL; }
+/* Whether GGML repacks a tensor placed in its buffer: it marks those it
+ * has kernels for (tensor->extra: the kernels, NULL for a type it keeps as
+ * is). t is left as it was; probe holds at least t's bytes (its pages are
+ * never touched). */
+static int repacks(ggml_backend_buffer_t probe, const struct ggml_tensor *t) {
+  struct ggml_tensor c = *t;
+  c.buffer = NULL;
+  c.data = NULL;
+  c.extra = NULL;
+  return ggml_backend_tensor_alloc(probe, &c, ggml_backend_buffer_get_base(probe)) ==
+             GGML_STATUS_SUCCESS && c.extra != NULL;
+}
 
-/* The weight slots of a model that only matrix products read (a tied
- * output matrix also feeds get_rows, which the repacked layout cannot). */
+int fm_llm_ggml_has_repack(void) {
+  /* a buffer exists in every GGML built with GGML_USE_CPU_REPACK; its
+   * kernels only for some CPUs: ask about a Q4_0 matrix of 8 rows */
+  ggml_backend_buffer_type_t bt = repack_buft();
+  if (!bt) return 0;
+  struct ggml_init_params ip = {2 * ggml_tensor_overhead(), NULL, true};
+  struct ggml_context *ctx = ggml_init(ip);
+  if (!ctx) return 0;
+  struct ggml_tensor *t = ggml_new_tensor_2d(ctx, GGML_TYPE_Q4_0, 256, 8);
+  ggml_backend_buffer_t probe = ggml_backend_buft_alloc_buffer(bt, ggml_backend_buft_get_alloc_size(bt, t));
+  int ok = probe && repacks(probe, t);
+  if (probe) ggml_backend_buffer_free(probe);
+  ggml_free(ctx);
+  return ok;
+}
+
+/* The weight slots of a model that only matrix products read: the
+ * standard layer matrices and an untied output (a tied one also feeds
+ * get_rows, which the repacked layout cannot). Matrices an architecture
+ * keeps in extra[] (lfm2's short convolutions, gemma's dense head) stay
+ * on the mapping. */
 static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
   int64_t n = 0;
   for (int64_t il = 0; il < m->hp.n_layer; il++) {
@@ -49,15 +79,19 @@ static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
 }
 
 /* GGML says at debug level which tensors it repacks; R users do not need
- * one line per tensor: lower levels are dropped while repacking. */
-typedef struct {
+ * one line per tensor: debug and info lines are dropped while repacking
+ * (model loads run on R's thread, one at a time; the previous logger is
+ * kept in static storage, never on a stack). */
+static struct {
   ggml_log_callback cb;
   void *data;
+  int dropping; /* the last line was dropped: drop its continuations */
 } log_prev;
 
 static void quiet_log(enum ggml_log_level level, const char *text, void *data) {
-  const log_prev *p = data;
-  if (level >= GGML_LOG_LEVEL_WARN && level != GGML_LOG_LEVEL_CONT && p->cb) p->cb(level, text, p->data);
+  (void)data;
+  if (level != GGML_LOG_LEVEL_CONT) log_prev.dropping = level < GGML_LOG_LEVEL_WARN;
+  if (!log_prev.dropping && log_prev.cb) log_prev.cb(level, text, log_prev.data);
 }
 
 static size_t padded(ggml_backend_buffer_type_t bt, const struct ggml_tensor *t) {
@@ -80,10 +114,9 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
     goto done;
   }
   slots(m, s);
-  /* Which tensors GGML repacks: placing one in its buffer marks it
-   * (tensor->extra: the kernels, NULL for a type it keeps as is). A probe
-   * buffer as large as the largest candidate tells, without touching its
-   * pages. A weight in several slots is repacked once. */
+  /* Which tensors GGML repacks: a probe buffer as large as the largest
+   * candidate tells (repacks()). A weight in several slots is repacked
+   * once. */
   size_t big = 0, total = 0;
   for (int64_t i = 0; i < n; i++) {
     copy[i] = ggml_dup_tensor(m->rctx, *s[i]);
@@ -99,12 +132,7 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
   for (int64_t i = 0; i < n; i++) {
     int dup = 0;
     for (int64_t j = 0; j < i; j++) dup |= *s[j] == *s[i];
-    struct ggml_tensor t = *copy[i];
-    t.buffer = NULL;
-    t.data = NULL;
-    t.extra = NULL;
-    if (!dup && ggml_backend_tensor_alloc(probe, &t, ggml_backend_buffer_get_base(probe)) ==
-                    GGML_STATUS_SUCCESS && t.extra) {
+    if (!dup && repacks(probe, copy[i])) {
       take[i] = 1;
       total += padded(bt, copy[i]);
     }
@@ -117,9 +145,8 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
     goto done;
   }
   ggml_backend_buffer_set_usage(m->rbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-  log_prev prev;
-  ggml_log_get(&prev.cb, &prev.data);
-  ggml_log_set(quiet_log, &prev);
+  ggml_log_get(&log_prev.cb, &log_prev.data);
+  ggml_log_set(quiet_log, NULL);
   char *p = ggml_backend_buffer_get_base(m->rbuf);
   for (int64_t i = 0; i < n && st == FM_OK; i++) {
     if (!take[i]) continue;
@@ -134,7 +161,7 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
     for (int64_t j = i; j < n; j++)
       if (*s[j] == old) *s[j] = copy[i];
   }
-  ggml_log_set(prev.cb, prev.data);
+  ggml_log_set(log_prev.cb, log_prev.data);
 done:
   free(s);
   free(copy);

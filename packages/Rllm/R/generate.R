@@ -2,7 +2,7 @@
 
 #' Generate tokens from a prompt
 #'
-#' Evaluates the prompt in one batch, then picks each new token from the
+#' Evaluates the prompt (in micro-batches of 256 tokens), then picks each new token from the
 #' previous logits with [rllm_sample()]'s rule and evaluates it, one at a
 #' time, in a KV cache. `temperature = 0` (the default) is greedy decoding,
 #' ties broken by the lowest token id. Generation stops after `n_new`

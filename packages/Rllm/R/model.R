@@ -140,13 +140,15 @@ rllm_threads <- function() {
 #'   never stores a head's scores for all pairs of positions (memory and
 #'   time of a long prompt grow far less); `FALSE`: explicit scores and
 #'   softmax, as llama.cpp without flash attention. Decode steps always take
-#'   the explicit path. The two agree to rounding (flash attention uses the
-#'   F32 queries where the explicit path rounds them to F16); the package's
-#'   tests bound the difference of the logits.
-#' @param repack `TRUE` (the default, as llama.cpp): the matrices GGML has
-#'   interleaved kernels for (on x86 with AVX2: Q4_0, Q4_K and IQ4_NL) are
-#'   copied at load into GGML's repacked layout, which multiplies them
-#'   faster (prompt evaluation of a Q4_0 model about 2.5x); they then live
+#'   the explicit path. The two agree to rounding (with an F16 cache the
+#'   explicit path, as llama.cpp's, rounds the softmax probabilities to F16
+#'   before the product with V; flash attention keeps them F32); the
+#'   package's tests bound the difference of the logits.
+#' @param repack `TRUE` (the default, as llama.cpp): the layer matrices
+#'   and an untied output matrix that GGML has interleaved kernels for
+#'   (on x86 with AVX2: Q4_0, Q4_K and IQ4_NL) are copied at load into
+#'   GGML's repacked layout, which multiplies them faster (prompt
+#'   evaluation of a Q4_0 model 1.7-2x); they then live
 #'   in memory (`info$repacked_bytes`) instead of being read from the
 #'   mapped file. `FALSE` keeps every weight on the mapping (for a model
 #'   larger than memory). No effect where the GGML build cannot repack
@@ -493,7 +495,8 @@ print.rllm_cache <- function(x, ...) {
 
 #' Next-token logits of a token sequence
 #'
-#' Evaluates `tokens` as one batch. Without a cache they sit at positions
+#' Evaluates `tokens` in micro-batches of 256 (each attends to the
+#' positions before it; the logits are those of one batch). Without a cache they sit at positions
 #' `0, 1, ...` (in a transient cache); with a cache they continue it at
 #' positions `n_past, n_past + 1, ...` and the cache advances.
 #'
