@@ -153,6 +153,31 @@ static void test_cancel(void) {
   CHECK(n >= 1 && n < 16);
   fm_llm_sampler_free(s);
   fm_llm_cache_free(c);
+
+  /* A prompt of two micro-batches (256 + 44 tokens) cancelled in the
+   * second: the polls of the first alone are counted on a 256-token
+   * prompt, then the stop comes at the next poll. The cache keeps the n_past
+   * it had (the first micro-batch's cells are forgotten), and evaluating
+   * the prompt again gives the logits of a fresh cache. */
+  enum { N = 300 };
+  int32_t ids[N];
+  float a[512], b[512];
+  ids[0] = 1;
+  for (int i = 1; i < N; i++) ids[i] = 3 + (i * 7919) % 509;
+  CHECK_OK(fm_llm_cache_new(m_story, N, FM_LLM_KV_F32, NULL, 0, &c, &err), &err);
+  cancel_after_calls = 1 << 30;
+  cancel_calls = 0;
+  CHECK_OK(fm_llm_eval(m_story, c, ids, FM_LLM_UBATCH, FM_LLM_OUT_LAST, a, &ctl, &err), &err);
+  int first = cancel_calls;
+  fm_llm_cache_clear(c);
+  CHECK_OK(fm_llm_eval(m_story, c, ids, N, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  fm_llm_cache_clear(c);
+  cancel_after_calls = first; /* the first poll of the second micro-batch stops it */
+  CHECK(fm_llm_eval(m_story, c, ids, N, FM_LLM_OUT_LAST, b, &ctl, &err) == FM_ECANCELLED);
+  CHECK(fm_llm_cache_n_past(c) == 0);
+  CHECK_OK(fm_llm_eval(m_story, c, ids, N, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  fm_llm_cache_free(c);
 }
 
 static void test_generate(void) {
