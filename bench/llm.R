@@ -37,11 +37,11 @@
 #   BENCH_PROMPTS  128,512      BENCH_GENS  64,256   (every pair)
 #   BENCH_THREADS  1,2          BENCH_REPS  3
 #   BENCH_LLAMAR=0 skips llamaR (installed from CRAN when absent: minutes)
-#   BENCH_ORACLE_DIR  the llama.cpp oracle (default tools/llama-oracle, whose
+#   RLLM_ORACLE_DIR  the llama.cpp oracle (default tools/llama-oracle, whose
 #                  node-llama-cpp loads the best CPU variant it has: AVX-512
-#                  where the CPU has it; tools/llama-oracle/variant.sh avx2
-#                  DIR makes one that runs llama.cpp's AVX2 kernels, as
-#                  ggmlR's build)
+#                  where the CPU has it; make bench ISA=avx2, or
+#                  tools/llama-oracle/variant.sh avx2 DIR, runs llama.cpp's
+#                  AVX2 kernels, as ggmlR's build)
 # A peer that is unavailable is NA. Run on an idle machine: with 2 threads on
 # 2 cores any other process stalls GGML's thread barrier. All rows take
 # about an hour and a half on 2 cores.
@@ -58,7 +58,6 @@ gens <- env_int("BENCH_GENS", "64,256")
 thread_counts <- env_int("BENCH_THREADS", "1,2")
 reps <- as.integer(Sys.getenv("BENCH_REPS", "3"))
 peer_fa <- Sys.getenv("BENCH_PEER_FA", "auto")
-oracle_dir <- Sys.getenv("BENCH_ORACLE_DIR", file.path(root, "tools", "llama-oracle"))
 median_of <- function(x) if (length(x) && all(is.finite(x))) stats::median(x) else NA_real_
 
 # ---- the files -------------------------------------------------------------
@@ -88,38 +87,14 @@ if (!length(files)) {
   quit(status = 0)
 }
 
-# ---- llama.cpp oracle ------------------------------------------------------
-oracle_ok <- nzchar(Sys.which("node")) && dir.exists(file.path(oracle_dir, "node_modules", "node-llama-cpp"))
-if (!oracle_ok) cat("bench llm: llama.cpp oracle unavailable (node or tools/llama-oracle/node_modules missing; run tools/llama-oracle/install.sh)\n")
-oracle <- function(cmd, model, threads = 1L, ...) {
-  a <- list(...)
-  opt <- unlist(lapply(names(a), function(k) {
-    v <- a[[k]]
-    if (isTRUE(v)) return(paste0("--", k))
-    c(paste0("--", k), shQuote(if (is.numeric(v)) paste(v, collapse = ",") else v))
-  }))
-  out <- suppressWarnings(system2("node", c(shQuote(file.path(oracle_dir, "oracle.mjs")), cmd,
-                                            "--model", shQuote(model), "--threads", threads, opt),
-                                  stdout = TRUE, stderr = FALSE))
-  res <- jsonlite_or_min(paste(out, collapse = "\n"))
-  if (!is.null(res$error) || !is.null(attr(out, "status"))) {
-    stop("oracle ", cmd, ": ", if (is.null(res$error)) paste(out, collapse = " ") else res$error)
-  }
-  res
-}
-jsonlite_or_min <- function(txt) {
-  if (requireNamespace("jsonlite", quietly = TRUE)) return(jsonlite::fromJSON(txt))
-  # oracle.mjs output used here is flat: numbers, strings, numeric arrays
-  txt <- gsub("^\\{|\\}$", "", txt)
-  parts <- regmatches(txt, gregexpr('"[^"]+":(\\[[^]]*\\]|"[^"]*"|[^,]+)', txt))[[1]]
-  keys <- sub('^"([^"]+)":.*$', "\\1", parts)
-  vals <- lapply(sub('^"[^"]+":', "", parts), function(v) {
-    if (grepl('^"', v)) return(gsub('^"|"$', "", v))
-    if (v == "null") return(NULL)
-    as.numeric(strsplit(gsub("\\[|\\]", "", v), ",")[[1]])
-  })
-  stats::setNames(vals, keys)
-}
+# ---- llama.cpp oracle (tools/llama-oracle/client.R; RLLM_ORACLE_DIR picks
+# another CPU variant, as the Makefile's ISA= sets it) ----------------------
+oracle_home <- file.path(root, "tools", "llama-oracle")
+source(file.path(oracle_home, "client.R"))
+why <- oracle_unavailable()
+oracle_ok <- is.null(why)
+if (!oracle_ok) cat("bench llm: llama.cpp oracle unavailable:", why, "\n")
+oracle <- function(cmd, model, threads = 1L, ...) llama_oracle(cmd, model, ..., threads = threads)
 
 # ---- the workload ------------------------------------------------------------
 story <- paste(rep(paste(
@@ -131,7 +106,7 @@ story <- paste(rep(paste(
 # every model here has stories260K's 512 tokens first: one tokenization
 tok_model <- files[[1]]$path
 all_ids <- if (oracle_ok) {
-  as.integer(oracle("tokenize", tok_model, text = story, "add-special" = TRUE)$tokens)
+  as.integer(oracle("tokenize", tok_model, text = story, add_special = TRUE)$tokens)
 } else {
   Rllm::rllm_tokenize(Rllm::rllm_tokenizer(tok_model), story, add_special = TRUE)
 }
@@ -180,8 +155,8 @@ bench_ours <- function(path, threads, P, G) {
 # ---- llama.cpp (node-llama-cpp) -----------------------------------------------
 bench_llamacpp <- function(path, threads, P, G) {
   ids <- prompt_of(P)
-  b <- oracle("bench", path, threads = threads, tokens = ids, "decode-tokens" = ids,
-              "gen-tokens" = G, reps = reps, ctx = P + G + 16L, "flash-attn" = peer_fa)
+  b <- oracle("bench", path, threads = threads, tokens = ids, decode_tokens = ids,
+              gen_tokens = G, reps = reps, ctx = P + G + 16L, flash_attn = peer_fa)
   c(prefill = b$prefill_tps, decode = b$decode_tps,
     prefill_wall = b$prefill_wall_tps, decode_wall = b$decode_wall_tps)
 }
