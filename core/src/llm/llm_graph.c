@@ -142,32 +142,27 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
                                         ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
   struct ggml_tensor *vv =
       ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
+  if (kc->type == GGML_TYPE_F16 && (b->flash_attn || hk < 32)) {
+    /* F16 keys as F32 copies and queries rounded to F16, as GGML's F16
+     * product rounds them: the same scores, from F32 arithmetic. Flash
+     * attention needs it to accumulate in F32 on every path it may take;
+     * the explicit path for small heads, where GGML's F16 dot product of
+     * fewer than 32 elements runs a scalar loop converting each element.
+     * The copies are linear in n_kv, against quadratic work. */
+    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+    qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+  }
   struct ggml_tensor *cur;
   if (b->flash_attn) {
     /* Flash attention (online softmax over tiles of cells): the n_kv x n x
-     * nh scores are never stored. Keys and values go in as F32 copies
-     * (linear in n_kv, against the quadratic work), which keeps GGML's
-     * accumulation in F32 on every path it may take; queries are rounded
-     * to F16 first, as the explicit path's F16 product rounds them, so the
-     * two paths compute the same scores and differ only in the order of
-     * F32 sums. */
-    if (kc->type == GGML_TYPE_F16) {
-      kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
-      qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
-    }
+     * nh scores are never stored. Values go in as an F32 copy too, so the
+     * two paths differ only in the order of F32 sums (and, with an F16
+     * cache, in the explicit path's F16 rounding of probabilities). */
     vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
     cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
     ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
     cur = ggml_reshape_2d(ctx, cur, hv * nh, n); /* the result is [hv, nh, n] */
   } else {
-    if (kc->type == GGML_TYPE_F16 && hk < 32) {
-      /* Small heads: GGML's F16 dot product of fewer than 32 elements runs a
-       * scalar loop with a conversion per element; the same products from
-       * F32 copies (keys as stored, queries rounded to F16 as GGML's F16
-       * path rounds them) cost a fraction of that. */
-      kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
-      qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
-    }
     struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp); /* [n_kv, n, nh] */
     kq = ggml_soft_max_ext(ctx, kq, llm_build_mask(b, mk, 0), scale, 0.0f);
     struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);                      /* [hv, n, nh] */
