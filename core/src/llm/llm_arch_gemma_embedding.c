@@ -101,9 +101,9 @@ static fm_status load(llm_model *m, fm_err *err) {
 
 static struct ggml_tensor *dense_head(llm_build *b, struct ggml_tensor *pooled) {
   llm_model *m = b->m;
-  struct ggml_tensor *y = ggml_mul_mat(b->ctx, m->extra[0], pooled);
+  struct ggml_tensor *y = llm_mm(b, m->extra[0], pooled);
   if (m->extra[1]) y = ggml_add(b->ctx, y, m->extra[1]);
-  return ggml_mul_mat(b->ctx, m->extra[2], y);
+  return llm_mm(b, m->extra[2], y);
 }
 
 static fm_status build(llm_build *b, fm_err *err) {

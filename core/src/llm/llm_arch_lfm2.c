@@ -101,7 +101,7 @@ static struct ggml_tensor *shortconv(llm_build *b, int64_t il, struct ggml_tenso
   struct ggml_context *ctx = b->ctx;
   const int64_t E = m->hp.n_embd, n = b->n_tokens, dc = d->l_cache - 1;
 
-  struct ggml_tensor *bcx = ggml_mul_mat(ctx, l->extra[CONV_IN], x); /* [3E, n] */
+  struct ggml_tensor *bcx = llm_mm(b, l->extra[CONV_IN], x); /* [3E, n] */
   size_t es = ggml_element_size(bcx);
   struct ggml_tensor *bg = ggml_view_2d(ctx, bcx, E, n, bcx->nb[1], 0);
   struct ggml_tensor *cg = ggml_view_2d(ctx, bcx, E, n, bcx->nb[1], (size_t)E * es);
@@ -119,7 +119,7 @@ static struct ggml_tensor *shortconv(llm_build *b, int64_t il, struct ggml_tenso
   struct ggml_tensor *conv =
       ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, cat, dc + n, E, 1), l->extra[CONV_KERNEL]); /* [E, n, 1] */
   struct ggml_tensor *y = ggml_mul(ctx, cg, ggml_reshape_2d(ctx, conv, E, n));
-  return ggml_mul_mat(ctx, l->extra[CONV_OUT], y);
+  return llm_mm(b, l->extra[CONV_OUT], y);
 }
 
 static fm_status build(llm_build *b, fm_err *err) {

@@ -103,11 +103,11 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
   int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
   int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il], n = b->n_tokens;
 
-  struct ggml_tensor *q = ggml_mul_mat(ctx, l->wq, x);
+  struct ggml_tensor *q = llm_mm(b, l->wq, x);
   if (l->bq) q = ggml_add(ctx, q, l->bq);
-  struct ggml_tensor *k = ggml_mul_mat(ctx, l->wk, x);
+  struct ggml_tensor *k = llm_mm(b, l->wk, x);
   if (l->bk) k = ggml_add(ctx, k, l->bk);
-  struct ggml_tensor *v = ggml_mul_mat(ctx, l->wv, x);
+  struct ggml_tensor *v = llm_mm(b, l->wv, x);
   if (l->bv) v = ggml_add(ctx, v, l->bv);
   q = ggml_reshape_3d(ctx, q, hk, nh, n);
   k = ggml_reshape_3d(ctx, k, hk, nkv, n);
@@ -168,15 +168,15 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
     struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);                      /* [hv, n, nh] */
     cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), hv * nh, n); /* [hv*nh, n] */
   }
-  cur = ggml_mul_mat(ctx, l->wo, cur);
+  cur = llm_mm(b, l->wo, cur);
   if (l->bo) cur = ggml_add(ctx, cur, l->bo);
   return cur;
 }
 
-static struct ggml_tensor *mm_bias(struct ggml_context *ctx, struct ggml_tensor *w,
-                                   struct ggml_tensor *bias, struct ggml_tensor *x) {
-  struct ggml_tensor *y = ggml_mul_mat(ctx, w, x);
-  return bias ? ggml_add(ctx, y, bias) : y;
+static struct ggml_tensor *mm_bias(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *bias,
+                                   struct ggml_tensor *x) {
+  struct ggml_tensor *y = llm_mm(b, w, x);
+  return bias ? ggml_add(b->ctx, y, bias) : y;
 }
 
 static struct ggml_tensor *ffn_dense(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *up,
@@ -184,14 +184,14 @@ static struct ggml_tensor *ffn_dense(llm_build *b, struct ggml_tensor *x, struct
                                      struct ggml_tensor *gate_b, struct ggml_tensor *down,
                                      struct ggml_tensor *down_b, int kind) {
   struct ggml_context *ctx = b->ctx;
-  struct ggml_tensor *u = mm_bias(ctx, up, up_b, x), *h;
+  struct ggml_tensor *u = mm_bias(b, up, up_b, x), *h;
   if (gate && (kind == LLM_FFN_SWIGLU || kind == LLM_FFN_GEGLU)) {
-    struct ggml_tensor *g = mm_bias(ctx, gate, gate_b, x);
+    struct ggml_tensor *g = mm_bias(b, gate, gate_b, x);
     h = kind == LLM_FFN_SWIGLU ? ggml_swiglu_split(ctx, g, u) : ggml_geglu_split(ctx, g, u);
   } else {
     h = kind == LLM_FFN_SILU || kind == LLM_FFN_SWIGLU ? ggml_silu(ctx, u) : ggml_gelu(ctx, u);
   }
-  return mm_bias(ctx, down, down_b, h);
+  return mm_bias(b, down, down_b, h);
 }
 
 struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int kind) {
@@ -237,7 +237,7 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
     struct ggml_tensor *sh = ffn_dense(b, x, l->ffn_up_shexp, NULL, l->ffn_gate_shexp, NULL,
                                        l->ffn_down_shexp, NULL, LLM_FFN_SWIGLU);
     if (l->ffn_gate_inp_shexp)
-      sh = ggml_mul(ctx, sh, ggml_sigmoid(ctx, ggml_mul_mat(ctx, l->ffn_gate_inp_shexp, x)));
+      sh = ggml_mul(ctx, sh, ggml_sigmoid(ctx, llm_mm(b, l->ffn_gate_inp_shexp, x)));
     out = ggml_add(ctx, out, sh);
   }
   return out;
@@ -349,8 +349,8 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   if (n_kv > c->n_cells) n_kv = c->n_cells;
   int fa = m->flash_attn && n >= LLM_FA_MIN_TOKENS;
-  int64_t key[7] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
-                    fa};
+  int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
+                    fa,         m->fused_gemm};
   llm_build *b = m->gb;
   if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
     if (m->gctx) ggml_free(m->gctx);
@@ -396,7 +396,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
       }
       if (b->pool_proj) res = b->pool_proj(b, res);
     } else {
-      res = b->logits ? b->logits : ggml_mul_mat(ctx, m->output, b->hidden);
+      res = b->logits ? b->logits : llm_mm(b, m->output, b->hidden);
       if (!b->logits && m->hp.final_softcap > 0.0f) {
         res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
         res = ggml_tanh(ctx, res);

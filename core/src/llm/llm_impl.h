@@ -45,6 +45,7 @@
 
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "llm_gemm.h"
 
 #define LLM_EXTRA_TENSORS 16
 
@@ -116,6 +117,7 @@ struct fm_llm_model {
   int64_t graph_size;           /* max nodes of one graph */
   int n_threads;
   int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
+  int fused_gemm;               /* 1: products through llm_mm's kernels where they apply */
   struct ggml_context *rctx;    /* repacked weights (llm_repack.c): metadata */
   ggml_backend_buffer_t rbuf;   /* and data, or NULL */
   size_t repacked_bytes;
@@ -130,7 +132,7 @@ struct fm_llm_model {
    * cache share a graph for every 32 positions; see llm_graph.c). */
   struct ggml_context *gctx; /* metadata of that graph (in graph_mem) */
   llm_build *gb;             /* its inputs and result */
-  int64_t gkey[7];           /* cache serial, n_tokens, n_kv, n_out, embed, pooling, flash */
+  int64_t gkey[8]; /* cache serial, n_tokens, n_kv, n_out, embed, pooling, flash, fused */
   /* during one evaluation */
   const fm_ctl *ctl;
   pthread_t caller;
@@ -147,6 +149,10 @@ struct fm_llm_model {
  * ones, decode steps included, through explicit scores and softmax as
  * llama.cpp without flash attention. */
 #define LLM_FA_MIN_TOKENS 64
+
+/* Products of a weight matrix with batches of at least this many tokens
+ * go through the fused kernels (llm_gemm.h) where they apply. */
+#define LLM_GEMM_MIN_TOKENS 2
 
 struct fm_llm_cache {
   const fm_llm_model *m; /* borrowed */
@@ -248,6 +254,19 @@ static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
  * repack buffer (llm_repack.c; fm_llm_model_repack); a no-op where GGML
  * repacks nothing. */
 fm_status llm_repack(llm_model *m, fm_err *err);
+
+/* ---- fused batch products (llm_gemm.c) ------------------------------------ */
+
+/* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled
+ * kernels of llm_gemm.h when m->fused_gemm and llm_gemm_applies(w, x),
+ * else ggml_mul_mat. Use it for every product with a weight matrix. */
+struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x);
+/* 1 when the fused kernels take w x: w a mapped 2-D Q8_0 or F16 matrix, x
+ * contiguous F32 with at least LLM_GEMM_MIN_TOKENS columns. */
+int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x);
+/* The kernel of a type at the ISA level fm_cpu_isa() allows (NULL for
+ * types other than Q8_0 and F16). */
+llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 

@@ -506,6 +506,7 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   m->g = g;
   m->n_threads = n_threads;
   m->flash_attn = 1;
+  m->fused_gemm = 1;
 
   int64_t ia = fm_gguf_find_kv(g, "general.architecture");
   const char *s = NULL;
@@ -627,14 +628,28 @@ fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err) 
 
 int fm_llm_model_threads(const fm_llm_model *m) { return m ? m->n_threads : 0; }
 
-fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err) {
+/* Checks of an on/off setting of m, named in errors. */
+static fm_status check_switch(const fm_llm_model *m, const char *name, int on, fm_err *err) {
   if (!m) return fm_err_set(err, FM_EARG, "NULL model");
-  if (on != 0 && on != 1) return fm_err_set(err, FM_EARG, "flash_attn must be 0 or 1, got %d", on);
-  m->flash_attn = on;
+  if (on != 0 && on != 1) return fm_err_set(err, FM_EARG, "%s must be 0 or 1, got %d", name, on);
   return FM_OK;
 }
 
+fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err) {
+  fm_status st = check_switch(m, "flash_attn", on, err);
+  if (st == FM_OK) m->flash_attn = on;
+  return st;
+}
+
 int fm_llm_model_flash_attn(const fm_llm_model *m) { return m ? m->flash_attn : 0; }
+
+fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_err *err) {
+  fm_status st = check_switch(m, "fused_gemm", on, err);
+  if (st == FM_OK) m->fused_gemm = on;
+  return st;
+}
+
+int fm_llm_model_fused_gemm(const fm_llm_model *m) { return m ? m->fused_gemm : 0; }
 
 fm_status fm_llm_model_repack(fm_llm_model *m, fm_err *err) {
   if (!m) return fm_err_set(err, FM_EARG, "NULL model");

@@ -153,6 +153,16 @@ rllm_threads <- function() {
 #'   mapped file. `FALSE` keeps every weight on the mapping (for a model
 #'   larger than memory). No effect where the GGML build cannot repack
 #'   (`rllm_ggml_info()$features[["repack"]]`). Logits agree to rounding.
+#' @param fused_gemm `TRUE` (the default): products of Q8_0 and F16
+#'   weight matrices (those kept on the mapping) with a batch of 2 tokens
+#'   or more (a prompt, an embedding) run through the package's own tiled
+#'   kernels, which compute several rows and tokens at once (AVX2 where the
+#'   CPU has it, else portable C; `Rfmalloc::fmalloc_backend_info()$fused_isa` says which);
+#'   `FALSE`: GGML's product, one row and one token at a time. Both code
+#'   the activations as GGML does (Q8_0 quantization, or F16 rounding) and
+#'   compute each block's integer dot product exactly, so they differ only
+#'   in the order of single-precision sums. Decode steps (one token) use
+#'   GGML's product either way.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
@@ -160,7 +170,7 @@ rllm_threads <- function() {
 #'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
 #'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
 #'   `n_params`, `weight_bytes`, `threads`, `flash_attn`, `repacked_bytes`
-#'   (bytes of weights held repacked in memory), `eog`: the end-of-generation
+#'   (bytes of weights held repacked in memory), `fused_gemm`, `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
@@ -194,7 +204,8 @@ rllm_threads <- function() {
 #'   print(m)
 #' }
 #' @export
-rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE) {
+rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE,
+                            fused_gemm = TRUE) {
   if (inherits(path, "gguf_file")) {
     g <- path
   } else {
@@ -205,7 +216,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
     g <- Rgguf::gguf_open(path)
   }
   threads <- if (is.null(threads)) 0L else .rllm_check_count(threads, "threads", 1, max = 256)
-  for (a in c("flash_attn", "repack")) {
+  for (a in c("flash_attn", "repack", "fused_gemm")) {
     v <- get(a)
     if (!is.logical(v) || length(v) != 1L || is.na(v))
       Rfmalloc::fm_abort("earg", a, " must be TRUE or FALSE, not ", .rllm_describe(v))
@@ -213,7 +224,8 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   .rllm_check_runtime(runtime)
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
-  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, basename(full))
+  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, fused_gemm,
+               basename(full))
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)

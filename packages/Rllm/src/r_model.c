@@ -107,8 +107,9 @@ static int effective_threads(const fm_llm_model *m) {
 
 /* ---- models ------------------------------------------------------------- */
 
-/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, label) */
-static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack, SEXP label) {
+/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, fused_gemm, label) */
+static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
+                           SEXP label) {
   const fm_gguf *g = Rgguf_file(file);
   int nt = Rf_asInteger(threads);
   const char *lab = CHAR(STRING_ELT(label, 0));
@@ -119,6 +120,7 @@ static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack
   SEXP p = PROTECT(R_MakeExternalPtr(m, tag_model, file));
   R_RegisterCFinalizerEx(p, model_finalizer, TRUE);
   if (fm_llm_model_set_flash_attn(m, Rf_asLogical(flash_attn) == 1, &err) != FM_OK ||
+      fm_llm_model_set_fused_gemm(m, Rf_asLogical(fused_gemm) == 1, &err) != FM_OK ||
       (Rf_asLogical(repack) == 1 && fm_llm_model_repack(m, &err) != FM_OK))
     Rfmalloc_raise_err(&err, lab);
   UNPROTECT(1);
@@ -142,7 +144,8 @@ static SEXP rllm_model_info(SEXP p) {
                          "n_head_kv", "n_embd_head_k", "n_embd_head_v", "n_ff", "n_rot",
                          "n_ctx_train", "n_expert", "n_expert_used", "rope_freq_base", "norm_eps",
                          "rope_neox", "causal", "pooling", "tied_output", "n_params",
-                         "weight_bytes", "threads", "flash_attn", "repacked_bytes"};
+                         "weight_bytes", "threads", "flash_attn", "repacked_bytes",
+                         "fused_gemm"};
   int n = (int)(sizeof names / sizeof names[0]);
   SEXP r = PROTECT(Rf_allocVector(VECSXP, n));
   nprot++;
@@ -176,6 +179,7 @@ static SEXP rllm_model_info(SEXP p) {
   SET_VECTOR_ELT(r, i++, Rf_ScalarInteger(effective_threads(m)));
   SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(fm_llm_model_flash_attn(m)));
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)fm_llm_model_repacked_bytes(m)));
+  SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(fm_llm_model_fused_gemm(m)));
   Rf_setAttrib(r, R_NamesSymbol, nm);
   UNPROTECT(nprot);
   return r;
@@ -418,7 +422,7 @@ static SEXP rllm_ggml_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 5),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 6),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

@@ -321,6 +321,25 @@ static void test_repack(void) {
   CHECK(memcmp(a, b, sizeof a) == 0);
 }
 
+/* fm_llm_model_set_fused_gemm: checked; stories260K's F32 matrices keep
+ * GGML's product either way (the fused kernels take Q8_0 and F16), so the
+ * logits are the same bits. The kernels: test_llm_gemm; the F16 and Q8_0
+ * graphs against GGML's and llama.cpp: Rllm's test-model.R. */
+static void test_fused_gemm(void) {
+  if (!open_story()) return;
+  fm_err err;
+  float a[512], b[512];
+  CHECK(fm_llm_model_fused_gemm(m_story) == 1);
+  CHECK(fm_llm_model_set_fused_gemm(m_story, 2, &err) == FM_EARG);
+  CHECK(fm_llm_model_set_fused_gemm(NULL, 1, &err) == FM_EARG);
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  CHECK_OK(fm_llm_model_set_fused_gemm(m_story, 0, &err), &err);
+  CHECK(fm_llm_model_fused_gemm(m_story) == 0);
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  CHECK_OK(fm_llm_model_set_fused_gemm(m_story, 1, &err), &err);
+}
+
 static void test_embed(void) {
   if (!open_story()) return;
   fm_err err;
@@ -474,6 +493,7 @@ int main(void) {
   FM_RUN(test_threads);
   FM_RUN(test_flash_attn);
   FM_RUN(test_repack);
+  FM_RUN(test_fused_gemm);
   FM_RUN(test_embed);
   FM_RUN(test_argmax_sampler);
   FM_RUN(test_errors);

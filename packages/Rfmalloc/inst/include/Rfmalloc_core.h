@@ -26,6 +26,7 @@
 
 #include "fm/fm_base.h"
 #include "fm/fm_codec_hap1.h"
+#include "fm/fm_cpu.h"
 #include "fm/fm_fmt.h"
 #include "fm/fm_fmt_bgen.h"
 #include "fm/fm_fmt_pgen.h"
@@ -44,7 +45,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 15
+#define RFMALLOC_CORE_VERSION 16
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

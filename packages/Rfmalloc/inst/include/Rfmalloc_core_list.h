@@ -17,6 +17,8 @@ FM_CORE_FN(int, fm_mul_ok, (int64_t a, int64_t b, int64_t *out), (a, b, out))
 FM_CORE_FN(const char *, fm_status_name, (fm_status code), (code))
 FM_CORE_FN(int, fm_threads, (const fm_ctl *ctl), (ctl))
 FM_CORE_FN(const char *, fm_dtype_name, (fm_dtype t), (t))
+/* fm_cpu.h: the kernels' instruction-set level */
+FM_CORE_FN(fm_isa, fm_cpu_isa, (void), ())
 /* fm_rng.h: the documented generator */
 FM_CORE_VOID(fm_rng_seed, (fm_rng *r, uint64_t seed), (r, seed))
 FM_CORE_FN(double, fm_rng_unif, (fm_rng *r), (r))

@@ -63,6 +63,9 @@ FM_LLM_FN(int, fm_llm_model_flash_attn, (const fm_llm_model *m), (m))
 FM_LLM_FN(fm_status, fm_llm_model_repack, (fm_llm_model *m, fm_err *err), (m, err))
 FM_LLM_FN(size_t, fm_llm_model_repacked_bytes, (const fm_llm_model *m), (m))
 FM_LLM_FN(int, fm_llm_ggml_has_repack, (void), ())
+FM_LLM_FN(fm_status, fm_llm_model_set_fused_gemm, (fm_llm_model *m, int on, fm_err *err),
+          (m, on, err))
+FM_LLM_FN(int, fm_llm_model_fused_gemm, (const fm_llm_model *m), (m))
 FM_LLM_FN(int, fm_llm_threads_for, (const fm_llm_model *m, const fm_ctl *ctl), (m, ctl))
 FM_LLM_VOID(fm_llm_sampler_free, (fm_llm_sampler *s), (s))
 FM_LLM_FN(fm_status, fm_llm_sampler_new,

@@ -258,6 +258,39 @@ test_that("bad GGUFs give R errors naming the problem, never an abort", {
                "unknown architecture 'quant-zoo'", class = "fm_error_eunsupported")
 })
 
+test_that("fused batch products agree with GGML's (F16 and Q8_0 weights, every ISA path)", {
+  # The fused kernels (core/src/llm/llm_gemm.h) code the activations as
+  # GGML's product does and compute each block's integer dot product
+  # exactly: the two differ only in the order of F32 sums, and an activation
+  # at a q8_0 rounding boundary may then flip one step, which
+  # logit_tolerance() bounds at the output product (helper-oracle.R; about
+  # 0.05 nats for F16, 2 for Q8_0 files). Two threads split the rows.
+  # Measured over 100 positions: F16 0.018 (portable) and 0.023 (AVX2)
+  # nats; Q8_0 0.29 (portable) and 0 (AVX2, whose sums GGML's AVX2 product
+  # takes in the same order).
+  ids <- long_ids(100L)
+  on.exit(Rfmalloc:::.test_fused_isa("auto"), add = TRUE)
+  for (f in story_variants[2:3]) {
+    path <- gguf_fixture(f)
+    m0 <- rllm_gguf_model(path, threads = 2, fused_gemm = FALSE)
+    expect_false(m0$info$fused_gemm)
+    ref <- log_softmax(rllm_logits(m0, ids, all = TRUE))
+    for (isa in c("portable", "auto")) {
+      used <- Rfmalloc:::.test_fused_isa(isa)
+      m <- rllm_gguf_model(path, threads = 2)
+      expect_true(m$info$fused_gemm)
+      a <- log_softmax(rllm_logits(m, ids, all = TRUE))
+      expect_true(all(apply(abs(a - ref), 2, max) <= logit_tolerance(m, path, ids)),
+                  label = paste(f, used))
+      # decode steps take GGML's product either way
+      c0 <- rllm_cache(m0, 8)
+      c1 <- rllm_cache(m, 8)
+      expect_identical(rllm_logits(m, 1L, cache = c1), rllm_logits(m0, 1L, cache = c0))
+    }
+  }
+  expect_error(story_model(fused_gemm = NA), class = "fm_error_earg")
+})
+
 test_that("logits match llama.cpp's on stories260K and its F16, Q8_0, Q4_0, Q4_K_M variants", {
   skip_if_no_oracle()
   for (f in story_variants) {

@@ -1,0 +1,160 @@
+/* llm_gemm_avx2.c: the batch-product kernels (llm_gemm.h) for x86-64 CPUs
+ * with AVX2, FMA and F16C. Only these functions carry the target attribute
+ * (no global -mavx2); llm_gemm.c calls them only after CPUID said yes.
+ * Elsewhere the two pointers are NULL.
+ *
+ * Each call walks its rows in panels of LLM_GEMM_PANEL (a panel of W stays
+ * in L1/L2 while every column of X passes it) and computes tiles of RM rows
+ * x RN columns with RM * RN vector accumulators of 8 lanes, summed
+ * horizontally once per output. Q8_0: per pair of blocks, the signed bytes
+ * go through vpmaddubsw as |w| * (x * sign w) (|w| <= 127, so the 16-bit
+ * pair sums cannot saturate), then vpmaddwd to 32 bits: exact. */
+#include "llm_gemm.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define ATTR __attribute__((target("avx2,fma,f16c")))
+#define INL __attribute__((target("avx2,fma,f16c"), always_inline)) static inline
+
+#define RM 4 /* rows of a full tile */
+#define RN 3 /* columns of a full tile */
+#define LLM_GEMM_PANEL 16
+/* Tile loops unroll fully, so that the accumulators live in registers. */
+#define UNROLL _Pragma("GCC unroll 4")
+
+INL float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+INL float half(uint16_t h) { return _cvtsh_ss(h); }
+
+/* ---- Q8_0 x Q8_0 ------------------------------------------------------------ */
+
+INL void tile_q8_0(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
+  const int64_t nb = t->k / LLM_QK8_0;
+  const llm_q8_0 *w[RM], *x[RN];
+  __m256 acc[RM][RN];
+  UNROLL
+  for (int i = 0; i < rm; i++) w[i] = (const llm_q8_0 *)(const void *)(t->w + (size_t)(i0 + i) * t->w_stride);
+  UNROLL
+  for (int j = 0; j < rn; j++) x[j] = (const llm_q8_0 *)(const void *)(t->x + (size_t)(j0 + j) * t->x_stride);
+  UNROLL
+  for (int i = 0; i < rm; i++)
+    UNROLL
+    for (int j = 0; j < rn; j++) acc[i][j] = _mm256_setzero_ps();
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = 0; b < nb; b++) {
+    __m256i xv[RN];
+    float dx[RN];
+    UNROLL
+    for (int j = 0; j < rn; j++) {
+      xv[j] = _mm256_loadu_si256((const __m256i *)(const void *)x[j][b].qs);
+      dx[j] = half(x[j][b].d);
+    }
+    UNROLL
+    for (int i = 0; i < rm; i++) {
+      const __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)w[i][b].qs);
+      const __m256i wa = _mm256_sign_epi8(wv, wv);
+      const __m256 dw = _mm256_set1_ps(half(w[i][b].d));
+      UNROLL
+      for (int j = 0; j < rn; j++) {
+        const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(xv[j], wv));
+        const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
+        acc[i][j] = _mm256_fmadd_ps(p, _mm256_mul_ps(dw, _mm256_broadcast_ss(&dx[j])), acc[i][j]);
+      }
+    }
+  }
+  UNROLL
+  for (int j = 0; j < rn; j++)
+    UNROLL
+    for (int i = 0; i < rm; i++) t->y[(j0 + j) * t->ldy + i0 + i] = hsum8(acc[i][j]);
+}
+
+/* ---- F16 x F16 -------------------------------------------------------------- */
+
+INL void tile_f16(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
+  const uint16_t *w[RM], *x[RN];
+  __m256 acc[RM][RN];
+  UNROLL
+  for (int i = 0; i < rm; i++) w[i] = (const uint16_t *)(const void *)(t->w + (size_t)(i0 + i) * t->w_stride);
+  UNROLL
+  for (int j = 0; j < rn; j++) x[j] = (const uint16_t *)(const void *)(t->x + (size_t)(j0 + j) * t->x_stride);
+  UNROLL
+  for (int i = 0; i < rm; i++)
+    UNROLL
+    for (int j = 0; j < rn; j++) acc[i][j] = _mm256_setzero_ps();
+  const int64_t k8 = t->k & ~(int64_t)7;
+  for (int64_t e = 0; e < k8; e += 8) {
+    __m256 xv[RN];
+    UNROLL
+    for (int j = 0; j < rn; j++) xv[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x[j] + e)));
+    UNROLL
+    for (int i = 0; i < rm; i++) {
+      const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(w[i] + e)));
+      UNROLL
+      for (int j = 0; j < rn; j++) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
+    }
+  }
+  UNROLL
+  for (int j = 0; j < rn; j++)
+    UNROLL
+    for (int i = 0; i < rm; i++) {
+      float s = hsum8(acc[i][j]);
+      for (int64_t e = k8; e < t->k; e++) s += half(w[i][e]) * half(x[j][e]);
+      t->y[(j0 + j) * t->ldy + i0 + i] = s;
+    }
+}
+
+/* One function per tile shape, so that each tile's loops unroll with its
+ * accumulators in registers. */
+#define TILE_CASES(K)                                                                             \
+  switch (rm * 4 + rn) {                                                                          \
+  case 4 + 1: K(t, i0, j0, 1, 1); break;                                                          \
+  case 4 + 2: K(t, i0, j0, 1, 2); break;                                                          \
+  case 4 + 3: K(t, i0, j0, 1, 3); break;                                                          \
+  case 8 + 1: K(t, i0, j0, 2, 1); break;                                                          \
+  case 8 + 2: K(t, i0, j0, 2, 2); break;                                                          \
+  case 8 + 3: K(t, i0, j0, 2, 3); break;                                                          \
+  case 12 + 1: K(t, i0, j0, 3, 1); break;                                                         \
+  case 12 + 2: K(t, i0, j0, 3, 2); break;                                                         \
+  case 12 + 3: K(t, i0, j0, 3, 3); break;                                                         \
+  case 16 + 1: K(t, i0, j0, 4, 1); break;                                                         \
+  case 16 + 2: K(t, i0, j0, 4, 2); break;                                                         \
+  default: K(t, i0, j0, 4, 3); break;                                                             \
+  }
+
+ATTR static void tile_q8_0_any(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn) {
+  TILE_CASES(tile_q8_0)
+}
+
+ATTR static void tile_f16_any(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn) {
+  TILE_CASES(tile_f16)
+}
+
+INL void gemm(const llm_gemm_task *t, int q8) {
+  for (int64_t p0 = t->m0; p0 < t->m1; p0 += LLM_GEMM_PANEL) {
+    const int64_t p1 = p0 + LLM_GEMM_PANEL < t->m1 ? p0 + LLM_GEMM_PANEL : t->m1;
+    for (int64_t j0 = 0; j0 < t->n; j0 += RN) {
+      const int rn = (int)(t->n - j0 < RN ? t->n - j0 : RN);
+      for (int64_t i0 = p0; i0 < p1; i0 += RM) {
+        const int rm = (int)(p1 - i0 < RM ? p1 - i0 : RM);
+        if (q8)
+          tile_q8_0_any(t, i0, j0, rm, rn);
+        else
+          tile_f16_any(t, i0, j0, rm, rn);
+      }
+    }
+  }
+}
+
+ATTR static void gemm_q8_0(const llm_gemm_task *t) { gemm(t, 1); }
+ATTR static void gemm_f16(const llm_gemm_task *t) { gemm(t, 0); }
+
+const llm_gemm_fn llm_gemm_q8_0_avx2 = gemm_q8_0, llm_gemm_f16_avx2 = gemm_f16;
+#else
+const llm_gemm_fn llm_gemm_q8_0_avx2 = 0, llm_gemm_f16_avx2 = 0;
+#endif

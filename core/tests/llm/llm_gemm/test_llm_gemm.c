@@ -1,0 +1,181 @@
+/* test_llm_gemm.c: the fused batch-product kernels (llm_gemm.h), every ISA
+ * path this CPU runs plus the portable one, against a double-precision
+ * reference of the same coded values, on shapes with partial tiles (rows
+ * not a multiple of 4, columns not a multiple of 3, F16 lengths not a
+ * multiple of 8) and extreme codes (-127, 127, subnormal and large scales).
+ * Tolerance, from the arithmetic (llm_gemm.h): gamma(n + 4) * sum of
+ * |w_e x_e| (times |d_w d_x| per Q8_0 block), gamma(n) = n u / (1 - n u),
+ * u = 2^-24, n the blocks (Q8_0) or elements (F16). Also: the dispatcher follows the
+ * ISA cap, and half-to-float conversion is exact on every class of value. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fm/fm_cpu.h"
+#include "fm_test.h"
+#include "llm/llm_gemm.h"
+#include "llm/llm_impl.h"
+
+static uint64_t rng = 42;
+
+static double gamma_n(double n) {
+  const double u = ldexp(1.0, -24);
+  return n * u / (1.0 - n * u);
+}
+
+/* A random half with exponent in [lo, hi] (biased), random sign and mantissa. */
+static uint16_t rand_half(int lo, int hi) {
+  uint64_t r = fm_test_rng_next(&rng);
+  unsigned e = (unsigned)(lo + (int)(r % (uint64_t)(hi - lo + 1)));
+  return (uint16_t)(((r >> 20) & 1u) << 15 | e << 10 | ((r >> 32) & 0x3ffu));
+}
+
+static void fill_q8_0(llm_q8_0 *blk, int64_t n, int extreme) {
+  for (int64_t b = 0; b < n; b++) {
+    blk[b].d = extreme && b % 3 == 0 ? (uint16_t)(1 + b % 1023) /* subnormal */ : rand_half(5, 20);
+    for (int e = 0; e < LLM_QK8_0; e++) {
+      int v = (int)(fm_test_rng_next(&rng) % 255) - 127;
+      if (extreme && b % 3 == 1) v = e % 2 ? 127 : -127;
+      blk[b].qs[e] = (int8_t)v;
+    }
+  }
+}
+
+static double ref_q8_0(const llm_q8_0 *w, const llm_q8_0 *x, int64_t nb, double *abs_sum) {
+  double s = 0, a = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    long dot = 0, dot_abs = 0;
+    for (int e = 0; e < LLM_QK8_0; e++) {
+      dot += (long)w[b].qs[e] * x[b].qs[e];
+      dot_abs += labs((long)w[b].qs[e] * x[b].qs[e]);
+    }
+    const double scale = (double)llm_f16_to_f32(w[b].d) * llm_f16_to_f32(x[b].d);
+    s += (double)dot * scale;
+    a += (double)dot_abs * fabs(scale);
+  }
+  *abs_sum = a;
+  return s;
+}
+
+static double ref_f16(const uint16_t *w, const uint16_t *x, int64_t k, double *abs_sum) {
+  double s = 0, a = 0;
+  for (int64_t e = 0; e < k; e++) {
+    double t = (double)llm_f16_to_f32(w[e]) * llm_f16_to_f32(x[e]);
+    s += t;
+    a += fabs(t);
+  }
+  *abs_sum = a;
+  return s;
+}
+
+/* One kernel on an m x k weight matrix and n columns, rows [m0, m1). */
+static void check_kernel(llm_gemm_fn fn, int q8, int64_t m, int64_t n, int64_t k, int64_t m0,
+                         int64_t m1, int extreme) {
+  const size_t row = q8 ? (size_t)(k / LLM_QK8_0) * sizeof(llm_q8_0) : (size_t)k * 2;
+  uint8_t *w = malloc((size_t)m * row), *x = malloc((size_t)n * row);
+  const int64_t ldy = m + 5; /* a padded output: untouched cells stay NaN */
+  float *y = malloc((size_t)(ldy * n) * sizeof *y);
+  CHECK(w && x && y);
+  if (!w || !x || !y) goto done;
+  if (q8) {
+    fill_q8_0((llm_q8_0 *)(void *)w, m * (k / LLM_QK8_0), extreme);
+    fill_q8_0((llm_q8_0 *)(void *)x, n * (k / LLM_QK8_0), extreme);
+  } else {
+    uint16_t *w16 = (uint16_t *)(void *)w, *x16 = (uint16_t *)(void *)x;
+    for (int64_t i = 0; i < m * k; i++) w16[i] = extreme && i % 5 == 0 ? (uint16_t)(i % 1024) : rand_half(8, 20);
+    for (int64_t i = 0; i < n * k; i++) x16[i] = extreme && i % 7 == 0 ? 0x7bffu /* 65504 */ : rand_half(8, 20);
+  }
+  for (int64_t i = 0; i < ldy * n; i++) y[i] = NAN;
+  llm_gemm_task t = {w, row, x, row, y, ldy, k, m0, m1, n};
+  fn(&t);
+  int bad = 0;
+  for (int64_t j = 0; j < n; j++)
+    for (int64_t i = 0; i < ldy; i++) {
+      const float got = y[j * ldy + i];
+      if (i < m0 || i >= m1) {
+        bad += !isnan(got);
+        continue;
+      }
+      double abs_sum;
+      const double ref = q8 ? ref_q8_0((const llm_q8_0 *)(const void *)(w + (size_t)i * row),
+                                       (const llm_q8_0 *)(const void *)(x + (size_t)j * row),
+                                       k / LLM_QK8_0, &abs_sum)
+                            : ref_f16((const uint16_t *)(const void *)(w + (size_t)i * row),
+                                      (const uint16_t *)(const void *)(x + (size_t)j * row), k,
+                                      &abs_sum);
+      const double n_terms = q8 ? (double)(k / LLM_QK8_0) : (double)k;
+      const double bound = gamma_n(n_terms + 4) * abs_sum + 1e-45;
+      if (!(fabs(got - ref) <= bound)) {
+        if (bad < 3)
+          fprintf(stderr, "  %s k=%lld y[%lld,%lld] = %.9g, reference %.9g, bound %.3g\n",
+                  q8 ? "Q8_0" : "F16", (long long)k, (long long)i, (long long)j, got, ref, bound);
+        bad++;
+      }
+    }
+  CHECK(bad == 0);
+done:
+  free(w);
+  free(x);
+  free(y);
+}
+
+static void check_paths(int q8) {
+  llm_gemm_fn paths[2] = {q8 ? llm_gemm_q8_0_portable : llm_gemm_f16_portable,
+                          q8 ? llm_gemm_q8_0_avx2 : llm_gemm_f16_avx2};
+  const int n_paths = fm_cpu_detect() >= FM_ISA_AVX2 && __builtin_cpu_supports("f16c") && paths[1] ? 2 : 1;
+  if (n_paths == 1) fprintf(stderr, "  this CPU has no AVX2: the portable path only\n");
+  static const int64_t ks_q8[] = {32, 160, 2048}, ks_f16[] = {1, 7, 75, 768};
+  for (int p = 0; p < n_paths; p++)
+    for (int ik = 0; ik < (q8 ? 3 : 4); ik++) {
+      const int64_t k = q8 ? ks_q8[ik] : ks_f16[ik];
+      for (int64_t n = 1; n <= 7; n += 3) check_kernel(paths[p], q8, 37, n, k, 0, 37, 0);
+      check_kernel(paths[p], q8, 37, 13, k, 5, 30, 0); /* a row range, as a thread takes */
+      check_kernel(paths[p], q8, 9, 4, k, 0, 9, 1);    /* extreme codes */
+    }
+}
+
+static void test_q8_0(void) { check_paths(1); }
+static void test_f16(void) { check_paths(0); }
+
+/* The dispatcher gives the portable kernels under a portable cap and the
+ * AVX2 ones above it where the CPU runs them; NULL for other types. */
+static void test_dispatch(void) {
+  fm_cpu_cap(FM_ISA_PORTABLE);
+  CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == llm_gemm_q8_0_portable);
+  CHECK(llm_gemm_kernel(GGML_TYPE_F16) == llm_gemm_f16_portable);
+  fm_cpu_cap(FM_ISA_AVX512);
+  if (fm_cpu_isa() >= FM_ISA_AVX2 && llm_gemm_q8_0_avx2) {
+    CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == llm_gemm_q8_0_avx2);
+    CHECK(llm_gemm_kernel(GGML_TYPE_F16) == llm_gemm_f16_avx2);
+  }
+  CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
+  CHECK(llm_gemm_kernel(GGML_TYPE_F32) == NULL);
+}
+
+/* Every half: its float, converted back through GGML's own conversion,
+ * is the same half (NaN payloads aside), and a few known values. */
+static void test_half(void) {
+  int bad = 0;
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float f = llm_f16_to_f32((uint16_t)h);
+    if (isnan(f)) {
+      bad += ((h >> 10) & 0x1f) != 0x1f || (h & 0x3ff) == 0;
+      continue;
+    }
+    bad += ggml_fp32_to_fp16(f) != (ggml_fp16_t)h;
+  }
+  CHECK(bad == 0);
+  CHECK(llm_f16_to_f32(0x3c00) == 1.0f);
+  CHECK(llm_f16_to_f32(0xc000) == -2.0f);
+  CHECK(llm_f16_to_f32(0x0001) == ldexpf(1.0f, -24));
+  CHECK(llm_f16_to_f32(0x7bff) == 65504.0f);
+  CHECK(isinf(llm_f16_to_f32(0xfc00)) && llm_f16_to_f32(0xfc00) < 0);
+}
+
+int main(void) {
+  FM_RUN(test_half);
+  FM_RUN(test_q8_0);
+  FM_RUN(test_f16);
+  FM_RUN(test_dispatch);
+  FM_TEST_END();
+}
