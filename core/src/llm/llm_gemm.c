@@ -1,6 +1,6 @@
 /* llm_gemm.c: the fused batch products (llm_gemm.h) in the graph: llm_mm()
  * lowers a weight-times-activations product to a GGML custom operator
- * running our tiled kernels where they apply (Q8_0 and F16 weights, mapped
+ * running our tiled kernels where they apply (Q8_0, F16 and F32 weights, mapped
  * rather than repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to
  * ggml_mul_mat elsewhere. The activations are first coded as GGML's own
  * product codes them (ggml_cpy to the weights' type: GGML's quantize_row_q8_0,
@@ -27,6 +27,7 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
   switch (type) {
   case GGML_TYPE_Q8_0: return avx2 ? llm_gemm_q8_0_avx2 : llm_gemm_q8_0_portable;
   case GGML_TYPE_F16: return avx2 ? llm_gemm_f16_avx2 : llm_gemm_f16_portable;
+  case GGML_TYPE_F32: return avx2 ? llm_gemm_f32_avx2 : llm_gemm_f32_portable;
   default: return NULL;
   }
 }
@@ -47,7 +48,7 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
 }
 
 int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x) {
-  return (w->type == GGML_TYPE_Q8_0 || w->type == GGML_TYPE_F16) && !w->extra &&
+  return llm_gemm_kernel(w->type) && !w->extra &&
          w->nb[0] == ggml_type_size(w->type) && w->ne[2] == 1 && w->ne[3] == 1 &&
          x->type == GGML_TYPE_F32 && x->ne[0] == w->ne[0] && x->ne[2] == 1 && x->ne[3] == 1 &&
          x->ne[1] >= LLM_GEMM_MIN_TOKENS && ggml_is_contiguous(x);
@@ -56,7 +57,8 @@ int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x) {
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {
   struct ggml_context *ctx = b->ctx;
   if (!b->m->fused_gemm || !llm_gemm_applies(w, x)) return ggml_mul_mat(ctx, w, x);
-  struct ggml_tensor *xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
+  struct ggml_tensor *xc =
+      w->type == GGML_TYPE_F32 ? x : ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,
                         GGML_N_TASKS_MAX, NULL);

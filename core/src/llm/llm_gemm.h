@@ -1,25 +1,26 @@
 /* llm_gemm.h (private): batch products of GGUF-coded weight matrices with
  * a batch of activations, for prefill. GGML (as ggmlR builds it) multiplies
- * Q8_0 and F16 matrices one row-column pair at a time, each dot product one
- * dependency chain; llama.cpp reaches 1.4-2.5x that through a tiled GEMM
- * (llamafile's tinyBLAS) that ggmlR does not ship. These kernels compute a
+ * Q8_0, F16 and F32 matrices one row-column pair at a time, each dot
+ * product one dependency chain; llama.cpp reaches 1.4-2.5x that through a
+ * tiled GEMM (llamafile's tinyBLAS) that ggmlR does not ship. These kernels compute a
  * tile of rows x columns at once, with one accumulator per output, so the
  * loads of a block serve several products and the sums run in parallel.
  *
  * Coding: the weights and the activations come in the same GGML type, as
  * GGML's product quantizes them (the activations' "vec_dot_type"): Q8_0
  * against Q8_0 (activations quantized by GGML's own quantize_row_q8_0),
- * F16 against F16. Formats: GGUF specification (ggml/docs/gguf.md) and
+ * F16 against F16, F32 against F32. Formats: GGUF specification (ggml/docs/gguf.md) and
  * GGML's block layouts: a Q8_0 block is an IEEE half scale d and 32 signed
  * bytes q, value d * q.
  *
  * Numerical contract (both types, every ISA path): integer dot products
  * (of a block, or of a lane's 4 elements) are exact in int32 and in F32;
  * the scale product d_w * d_x of two halves and the product of two F16
- * values are exact in F32; each scaled term is rounded once; the terms are
+ * values are exact in F32; each scaled term (and an F32 product) is
+ * rounded at most once; the terms are
  * summed in F32 in an order that depends on the path: portable, one
  * running sum over blocks or elements; AVX2, eight lanes each over blocks
- * (Q8_0) or every eighth element (F16), summed at the end. So
+ * (Q8_0) or every eighth element (F16, F32), summed at the end. So
  * |y - exact| <= gamma(n + 4) * sum_e |d_w d_x w_e x_e| (gamma(n) =
  * n u / (1 - n u), u = 2^-24, n the blocks or the elements), and two paths
  * differ by at most twice that (core/tests/llm/llm_gemm/). GGML's AVX2
@@ -62,7 +63,8 @@ typedef void (*llm_gemm_fn)(const llm_gemm_task *t);
  * defined (non-NULL) on x86-64 builds only. */
 void llm_gemm_q8_0_portable(const llm_gemm_task *t);
 void llm_gemm_f16_portable(const llm_gemm_task *t);
-extern const llm_gemm_fn llm_gemm_q8_0_avx2, llm_gemm_f16_avx2;
+void llm_gemm_f32_portable(const llm_gemm_task *t);
+extern const llm_gemm_fn llm_gemm_q8_0_avx2, llm_gemm_f16_avx2, llm_gemm_f32_avx2;
 
 /* IEEE binary16 to binary32, exactly (subnormals, infinities, NaN). */
 float llm_f16_to_f32(uint16_t h);

@@ -74,15 +74,25 @@ INL void tile_q8_0(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm,
     for (int i = 0; i < rm; i++) t->y[(j0 + j) * t->ldy + i0 + i] = hsum8(acc[i][j]);
 }
 
-/* ---- F16 x F16 -------------------------------------------------------------- */
+/* ---- F16 x F16 and F32 x F32 ------------------------------------------------ */
 
-INL void tile_f16(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
-  const uint16_t *w[RM], *x[RN];
+INL __m256 load8(const void *p, int64_t e, const int f16) {
+  return f16 ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)((const uint16_t *)p + e)))
+             : _mm256_loadu_ps((const float *)p + e);
+}
+
+INL float load1(const void *p, int64_t e, const int f16) {
+  return f16 ? half(((const uint16_t *)p)[e]) : ((const float *)p)[e];
+}
+
+INL void tile_fp(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn,
+                 const int f16) {
+  const void *w[RM], *x[RN];
   __m256 acc[RM][RN];
   UNROLL
-  for (int i = 0; i < rm; i++) w[i] = (const uint16_t *)(const void *)(t->w + (size_t)(i0 + i) * t->w_stride);
+  for (int i = 0; i < rm; i++) w[i] = t->w + (size_t)(i0 + i) * t->w_stride;
   UNROLL
-  for (int j = 0; j < rn; j++) x[j] = (const uint16_t *)(const void *)(t->x + (size_t)(j0 + j) * t->x_stride);
+  for (int j = 0; j < rn; j++) x[j] = t->x + (size_t)(j0 + j) * t->x_stride;
   UNROLL
   for (int i = 0; i < rm; i++)
     UNROLL
@@ -91,10 +101,10 @@ INL void tile_f16(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, 
   for (int64_t e = 0; e < k8; e += 8) {
     __m256 xv[RN];
     UNROLL
-    for (int j = 0; j < rn; j++) xv[j] = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(x[j] + e)));
+    for (int j = 0; j < rn; j++) xv[j] = load8(x[j], e, f16);
     UNROLL
     for (int i = 0; i < rm; i++) {
-      const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(w[i] + e)));
+      const __m256 wv = load8(w[i], e, f16);
       UNROLL
       for (int j = 0; j < rn; j++) acc[i][j] = _mm256_fmadd_ps(wv, xv[j], acc[i][j]);
     }
@@ -104,9 +114,17 @@ INL void tile_f16(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, 
     UNROLL
     for (int i = 0; i < rm; i++) {
       float s = hsum8(acc[i][j]);
-      for (int64_t e = k8; e < t->k; e++) s += half(w[i][e]) * half(x[j][e]);
+      for (int64_t e = k8; e < t->k; e++) s += load1(w[i], e, f16) * load1(x[j], e, f16);
       t->y[(j0 + j) * t->ldy + i0 + i] = s;
     }
+}
+
+INL void tile_f16(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
+  tile_fp(t, i0, j0, rm, rn, 1);
+}
+
+INL void tile_f32(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
+  tile_fp(t, i0, j0, rm, rn, 0);
 }
 
 /* One function per tile shape, so that each tile's loops unroll with its
@@ -135,26 +153,31 @@ ATTR static void tile_f16_any(const llm_gemm_task *t, int64_t i0, int64_t j0, in
   TILE_CASES(tile_f16)
 }
 
-INL void gemm(const llm_gemm_task *t, int q8) {
+ATTR static void tile_f32_any(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn) {
+  TILE_CASES(tile_f32)
+}
+
+typedef void (*tile_fn)(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn);
+
+INL void gemm(const llm_gemm_task *t, tile_fn tile) {
   for (int64_t p0 = t->m0; p0 < t->m1; p0 += LLM_GEMM_PANEL) {
     const int64_t p1 = p0 + LLM_GEMM_PANEL < t->m1 ? p0 + LLM_GEMM_PANEL : t->m1;
     for (int64_t j0 = 0; j0 < t->n; j0 += RN) {
       const int rn = (int)(t->n - j0 < RN ? t->n - j0 : RN);
       for (int64_t i0 = p0; i0 < p1; i0 += RM) {
         const int rm = (int)(p1 - i0 < RM ? p1 - i0 : RM);
-        if (q8)
-          tile_q8_0_any(t, i0, j0, rm, rn);
-        else
-          tile_f16_any(t, i0, j0, rm, rn);
+        tile(t, i0, j0, rm, rn);
       }
     }
   }
 }
 
-ATTR static void gemm_q8_0(const llm_gemm_task *t) { gemm(t, 1); }
-ATTR static void gemm_f16(const llm_gemm_task *t) { gemm(t, 0); }
+ATTR static void gemm_q8_0(const llm_gemm_task *t) { gemm(t, tile_q8_0_any); }
+ATTR static void gemm_f16(const llm_gemm_task *t) { gemm(t, tile_f16_any); }
+ATTR static void gemm_f32(const llm_gemm_task *t) { gemm(t, tile_f32_any); }
 
-const llm_gemm_fn llm_gemm_q8_0_avx2 = gemm_q8_0, llm_gemm_f16_avx2 = gemm_f16;
+const llm_gemm_fn llm_gemm_q8_0_avx2 = gemm_q8_0, llm_gemm_f16_avx2 = gemm_f16,
+                  llm_gemm_f32_avx2 = gemm_f32;
 #else
-const llm_gemm_fn llm_gemm_q8_0_avx2 = 0, llm_gemm_f16_avx2 = 0;
+const llm_gemm_fn llm_gemm_q8_0_avx2 = 0, llm_gemm_f16_avx2 = 0, llm_gemm_f32_avx2 = 0;
 #endif

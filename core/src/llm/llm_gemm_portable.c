@@ -1,6 +1,6 @@
 /* llm_gemm_portable.c: the batch-product kernels (llm_gemm.h) in plain C,
  * for every CPU: one running F32 sum per output, over blocks (Q8_0) or
- * elements (F16) in order. */
+ * elements (F16, F32) in order. */
 #include <string.h>
 
 #include "llm_gemm.h"
@@ -44,14 +44,29 @@ void llm_gemm_q8_0_portable(const llm_gemm_task *t) {
   }
 }
 
-void llm_gemm_f16_portable(const llm_gemm_task *t) {
+/* One F16 or F32 value of a row as float. */
+static inline float value(const uint8_t *row, int64_t e, int f16) {
+  if (f16) {
+    uint16_t h;
+    memcpy(&h, row + e * 2, sizeof h);
+    return llm_f16_to_f32(h);
+  }
+  float f;
+  memcpy(&f, row + e * 4, sizeof f);
+  return f;
+}
+
+static void gemm_fp(const llm_gemm_task *t, int f16) {
   for (int64_t j = 0; j < t->n; j++) {
-    const uint16_t *x = (const uint16_t *)(const void *)(t->x + (size_t)j * t->x_stride);
+    const uint8_t *x = t->x + (size_t)j * t->x_stride;
     for (int64_t i = t->m0; i < t->m1; i++) {
-      const uint16_t *w = (const uint16_t *)(const void *)(t->w + (size_t)i * t->w_stride);
+      const uint8_t *w = t->w + (size_t)i * t->w_stride;
       float acc = 0.0f;
-      for (int64_t e = 0; e < t->k; e++) acc += llm_f16_to_f32(w[e]) * llm_f16_to_f32(x[e]);
+      for (int64_t e = 0; e < t->k; e++) acc += value(w, e, f16) * value(x, e, f16);
       t->y[j * t->ldy + i] = acc;
     }
   }
 }
+
+void llm_gemm_f16_portable(const llm_gemm_task *t) { gemm_fp(t, 1); }
+void llm_gemm_f32_portable(const llm_gemm_task *t) { gemm_fp(t, 0); }

@@ -261,11 +261,11 @@ fm_status llm_repack(llm_model *m, fm_err *err);
  * kernels of llm_gemm.h when m->fused_gemm and llm_gemm_applies(w, x),
  * else ggml_mul_mat. Use it for every product with a weight matrix. */
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x);
-/* 1 when the fused kernels take w x: w a mapped 2-D Q8_0 or F16 matrix, x
+/* 1 when the fused kernels take w x: w a mapped 2-D Q8_0, F16 or F32 matrix, x
  * contiguous F32 with at least LLM_GEMM_MIN_TOKENS columns. */
 int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x);
 /* The kernel of a type at the ISA level fm_cpu_isa() allows (NULL for
- * types other than Q8_0 and F16). */
+ * types other than Q8_0, F16 and F32). */
 llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */

@@ -1,12 +1,14 @@
 /* test_llm_gemm.c: the fused batch-product kernels (llm_gemm.h), every ISA
  * path this CPU runs plus the portable one, against a double-precision
  * reference of the same coded values, on shapes with partial tiles (rows
- * not a multiple of 4, columns not a multiple of 3, F16 lengths not a
- * multiple of 8) and extreme codes (-127, 127, subnormal and large scales).
+ * not a multiple of 4, columns not a multiple of 3, F16 and F32 lengths
+ * not a multiple of 8) and extreme values (codes -127 and 127, subnormal
+ * and large scales, F32 values of 1e30 and 1e-30).
  * Tolerance, from the arithmetic (llm_gemm.h): gamma(n + 4) * sum of
  * |w_e x_e| (times |d_w d_x| per Q8_0 block), gamma(n) = n u / (1 - n u),
- * u = 2^-24, n the blocks (Q8_0) or elements (F16). Also: the dispatcher follows the
- * ISA cap, and half-to-float conversion is exact on every class of value. */
+ * u = 2^-24, n the blocks (Q8_0) or elements (F16, F32). Also: the
+ * dispatcher follows the ISA cap, and half-to-float conversion is exact on
+ * every class of value. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,10 +59,14 @@ static double ref_q8_0(const llm_q8_0 *w, const llm_q8_0 *x, int64_t nb, double 
   return s;
 }
 
-static double ref_f16(const uint16_t *w, const uint16_t *x, int64_t k, double *abs_sum) {
+enum { T_F16, T_Q8_0, T_F32 };
+
+static double ref_fp(const void *w, const void *x, int64_t k, int f32, double *abs_sum) {
   double s = 0, a = 0;
   for (int64_t e = 0; e < k; e++) {
-    double t = (double)llm_f16_to_f32(w[e]) * llm_f16_to_f32(x[e]);
+    double t = f32 ? (double)((const float *)w)[e] * ((const float *)x)[e]
+                   : (double)llm_f16_to_f32(((const uint16_t *)w)[e]) *
+                         llm_f16_to_f32(((const uint16_t *)x)[e]);
     s += t;
     a += fabs(t);
   }
@@ -69,9 +75,11 @@ static double ref_f16(const uint16_t *w, const uint16_t *x, int64_t k, double *a
 }
 
 /* One kernel on an m x k weight matrix and n columns, rows [m0, m1). */
-static void check_kernel(llm_gemm_fn fn, int q8, int64_t m, int64_t n, int64_t k, int64_t m0,
+static void check_kernel(llm_gemm_fn fn, int type, int64_t m, int64_t n, int64_t k, int64_t m0,
                          int64_t m1, int extreme) {
-  const size_t row = q8 ? (size_t)(k / LLM_QK8_0) * sizeof(llm_q8_0) : (size_t)k * 2;
+  const int q8 = type == T_Q8_0;
+  const size_t row = q8 ? (size_t)(k / LLM_QK8_0) * sizeof(llm_q8_0)
+                        : (size_t)k * (type == T_F32 ? sizeof(float) : 2);
   uint8_t *w = malloc((size_t)m * row), *x = malloc((size_t)n * row);
   const int64_t ldy = m + 5; /* a padded output: untouched cells stay NaN */
   float *y = malloc((size_t)(ldy * n) * sizeof *y);
@@ -80,6 +88,10 @@ static void check_kernel(llm_gemm_fn fn, int q8, int64_t m, int64_t n, int64_t k
   if (q8) {
     fill_q8_0((llm_q8_0 *)(void *)w, m * (k / LLM_QK8_0), extreme);
     fill_q8_0((llm_q8_0 *)(void *)x, n * (k / LLM_QK8_0), extreme);
+  } else if (type == T_F32) {
+    float *w32 = (float *)(void *)w, *x32 = (float *)(void *)x;
+    for (int64_t i = 0; i < m * k; i++) w32[i] = (float)(fm_test_rng_unif(&rng) - 0.5) * (extreme && i % 5 == 0 ? 1e30f : 1.0f);
+    for (int64_t i = 0; i < n * k; i++) x32[i] = (float)(fm_test_rng_unif(&rng) - 0.5) * (extreme && i % 7 == 0 ? 1e-30f : 1.0f);
   } else {
     uint16_t *w16 = (uint16_t *)(void *)w, *x16 = (uint16_t *)(void *)x;
     for (int64_t i = 0; i < m * k; i++) w16[i] = extreme && i % 5 == 0 ? (uint16_t)(i % 1024) : rand_half(8, 20);
@@ -100,15 +112,14 @@ static void check_kernel(llm_gemm_fn fn, int q8, int64_t m, int64_t n, int64_t k
       const double ref = q8 ? ref_q8_0((const llm_q8_0 *)(const void *)(w + (size_t)i * row),
                                        (const llm_q8_0 *)(const void *)(x + (size_t)j * row),
                                        k / LLM_QK8_0, &abs_sum)
-                            : ref_f16((const uint16_t *)(const void *)(w + (size_t)i * row),
-                                      (const uint16_t *)(const void *)(x + (size_t)j * row), k,
-                                      &abs_sum);
+                            : ref_fp(w + (size_t)i * row, x + (size_t)j * row, k, type == T_F32,
+                                     &abs_sum);
       const double n_terms = q8 ? (double)(k / LLM_QK8_0) : (double)k;
       const double bound = gamma_n(n_terms + 4) * abs_sum + 1e-45;
       if (!(fabs(got - ref) <= bound)) {
         if (bad < 3)
           fprintf(stderr, "  %s k=%lld y[%lld,%lld] = %.9g, reference %.9g, bound %.3g\n",
-                  q8 ? "Q8_0" : "F16", (long long)k, (long long)i, (long long)j, got, ref, bound);
+                  q8 ? "Q8_0" : type == T_F32 ? "F32" : "F16", (long long)k, (long long)i, (long long)j, got, ref, bound);
         bad++;
       }
     }
@@ -119,23 +130,27 @@ done:
   free(y);
 }
 
-static void check_paths(int q8) {
-  llm_gemm_fn paths[2] = {q8 ? llm_gemm_q8_0_portable : llm_gemm_f16_portable,
-                          q8 ? llm_gemm_q8_0_avx2 : llm_gemm_f16_avx2};
-  const int n_paths = fm_cpu_detect() >= FM_ISA_AVX2 && __builtin_cpu_supports("f16c") && paths[1] ? 2 : 1;
+static void check_paths(int type) {
+  const int q8 = type == T_Q8_0;
+  llm_gemm_fn paths[3][2] = {{llm_gemm_f16_portable, llm_gemm_f16_avx2},
+                             {llm_gemm_q8_0_portable, llm_gemm_q8_0_avx2},
+                             {llm_gemm_f32_portable, llm_gemm_f32_avx2}};
+  const int n_paths =
+      fm_cpu_detect() >= FM_ISA_AVX2 && __builtin_cpu_supports("f16c") && paths[type][1] ? 2 : 1;
   if (n_paths == 1) fprintf(stderr, "  this CPU has no AVX2: the portable path only\n");
   static const int64_t ks_q8[] = {32, 160, 2048}, ks_f16[] = {1, 7, 75, 768};
   for (int p = 0; p < n_paths; p++)
     for (int ik = 0; ik < (q8 ? 3 : 4); ik++) {
       const int64_t k = q8 ? ks_q8[ik] : ks_f16[ik];
-      for (int64_t n = 1; n <= 7; n += 3) check_kernel(paths[p], q8, 37, n, k, 0, 37, 0);
-      check_kernel(paths[p], q8, 37, 13, k, 5, 30, 0); /* a row range, as a thread takes */
-      check_kernel(paths[p], q8, 9, 4, k, 0, 9, 1);    /* extreme codes */
+      for (int64_t n = 1; n <= 7; n += 3) check_kernel(paths[type][p], type, 37, n, k, 0, 37, 0);
+      check_kernel(paths[type][p], type, 37, 13, k, 5, 30, 0); /* a row range, as a thread takes */
+      check_kernel(paths[type][p], type, 9, 4, k, 0, 9, 1);    /* extreme values */
     }
 }
 
-static void test_q8_0(void) { check_paths(1); }
-static void test_f16(void) { check_paths(0); }
+static void test_q8_0(void) { check_paths(T_Q8_0); }
+static void test_f16(void) { check_paths(T_F16); }
+static void test_f32(void) { check_paths(T_F32); }
 
 /* The dispatcher gives the portable kernels under a portable cap and the
  * AVX2 ones above it where the CPU runs them; NULL for other types. */
@@ -143,13 +158,14 @@ static void test_dispatch(void) {
   fm_cpu_cap(FM_ISA_PORTABLE);
   CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == llm_gemm_q8_0_portable);
   CHECK(llm_gemm_kernel(GGML_TYPE_F16) == llm_gemm_f16_portable);
+  CHECK(llm_gemm_kernel(GGML_TYPE_F32) == llm_gemm_f32_portable);
   fm_cpu_cap(FM_ISA_AVX512);
   if (fm_cpu_isa() >= FM_ISA_AVX2 && llm_gemm_q8_0_avx2) {
     CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == llm_gemm_q8_0_avx2);
     CHECK(llm_gemm_kernel(GGML_TYPE_F16) == llm_gemm_f16_avx2);
+    CHECK(llm_gemm_kernel(GGML_TYPE_F32) == llm_gemm_f32_avx2);
   }
   CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
-  CHECK(llm_gemm_kernel(GGML_TYPE_F32) == NULL);
 }
 
 /* Every half: its float, converted back through GGML's own conversion,
@@ -176,6 +192,7 @@ int main(void) {
   FM_RUN(test_half);
   FM_RUN(test_q8_0);
   FM_RUN(test_f16);
+  FM_RUN(test_f32);
   FM_RUN(test_dispatch);
   FM_TEST_END();
 }
