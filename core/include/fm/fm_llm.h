@@ -132,15 +132,20 @@ int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each 
 FM_NODISCARD fm_status fm_llm_model_set_flash_attn(fm_llm_model *m, int on, fm_err *err);
 int fm_llm_model_flash_attn(const fm_llm_model *m);
 
-/* Products of Q8_0, F16 and F32 weight matrices with batches of 2 tokens or
- * more (prefill, embeddings): on (1, the default) through the project's
- * tiled kernels (core/src/llm/llm_gemm.h; AVX2 or portable C, chosen at
- * run time by fm_cpu_isa), off (0) through GGML's product. Both code the
- * activations alike (GGML's Q8_0 quantization, F16 rounding, or none for
- * F32) and compute every block's integer dot product exactly; they differ
- * only in the order of F32 sums. Single-token steps (decode) use GGML's
- * product either way, so a batch and the same tokens one at a time agree
- * to rounding, no longer bit for bit. FM_EARG for other values. */
+/* Products of weight matrices kept on the mapping with batches of tokens
+ * (prefill, embeddings): on (1, the default) through the project's tiled
+ * kernels (core/src/llm/llm_gemm.h; AVX2 or portable C, chosen at run time
+ * by fm_cpu_isa), off (0) through GGML's product. Q8_0, F16 and F32
+ * matrices (batches of 2 or more) have kernels of their own: they code the
+ * activations as GGML does (Q8_0 quantization, F16 rounding, or none) and
+ * compute every block's integer dot product exactly, so they differ from
+ * GGML's only in the order of F32 sums. Every other quantized type
+ * (batches of 32 or more) is decoded by GGML's own to_float in panels of
+ * rows and multiplied in F32 with the unrounded activations, where GGML
+ * rounds them to 8 bits: more accurate, and different by that rounding.
+ * Single-token steps (decode) use GGML's product either way, so a batch
+ * and the same tokens one at a time agree to rounding, not bit for bit.
+ * FM_EARG for other values. */
 FM_NODISCARD fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_err *err);
 int fm_llm_model_fused_gemm(const fm_llm_model *m);
 

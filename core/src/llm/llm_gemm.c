@@ -1,14 +1,27 @@
 /* llm_gemm.c: the fused batch products (llm_gemm.h) in the graph: llm_mm()
  * lowers a weight-times-activations product to a GGML custom operator
- * running our tiled kernels where they apply (Q8_0, F16 and F32 weights, mapped
- * rather than repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to
- * ggml_mul_mat elsewhere. The activations are first coded as GGML's own
- * product codes them (ggml_cpy to the weights' type: GGML's quantize_row_q8_0,
- * or F16 rounding), so the two lowerings differ only in the order of F32
- * sums (llm_gemm.h). The kernel's ISA path is chosen per call from
+ * running our tiled kernels where they apply (weights mapped rather than
+ * repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to ggml_mul_mat
+ * elsewhere. Two routes:
+ *  - Q8_0, F16 and F32 weights: kernels of their own. The activations are
+ *    first coded as GGML's own product codes them (ggml_cpy to the
+ *    weights' type: GGML's quantize_row_q8_0, or F16 rounding), so the two
+ *    lowerings differ only in the order of F32 sums (llm_gemm.h).
+ *  - every other quantized type (Q4_0 and Q4_K when not repacked, Q5_0,
+ *    Q6_K, ...), for batches of at least LLM_GEMM_DEQ_MIN_TOKENS: a codec
+ *    panel, as elsewhere in this project: GGML's own to_float decodes
+ *    LLM_GEMM_DEQ_ROWS weight rows to F32 (exactly the values its products
+ *    use), which the F32 kernel multiplies with the activations as they
+ *    are. GGML instead quantizes the activations to 8 bits (Q8_0/Q8_K) for
+ *    these types, so this route is the more accurate; it differs from
+ *    GGML's product by that activation rounding, which logit_tolerance
+ *    bounds in Rllm's tests. The decoding is amortized over the batch's
+ *    columns, hence the larger minimum batch. The kernel's ISA path is chosen per call from
  * fm_cpu_isa() (FM_ISA and the test cap apply), independently of the ISA
  * GGML was built for. */
 #include "llm_gemm.h"
+
+#include <stdlib.h>
 
 #include "fm/fm_cpu.h"
 #include "llm_impl.h"
@@ -32,34 +45,87 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
   }
 }
 
+/* The weight rows [m0, m1) of dst's product. Types with a kernel of their
+ * own run it on the mapped rows; every other type is decoded by GGML's own
+ * to_float, LLM_GEMM_DEQ_ROWS rows at a time, into the thread's slice of
+ * the model's scratch (llm_gemm_reserve), then multiplied as F32 with the
+ * F32 activations. */
+static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, float *scratch) {
+  const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
+  const int64_t ldy = (int64_t)(dst->nb[1] / sizeof(float)), k = w->ne[0];
+  llm_gemm_fn direct = llm_gemm_kernel(w->type);
+  if (direct) {
+    llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], (const uint8_t *)x->data, x->nb[1],
+                       (float *)dst->data, ldy, k, m0, m1, x->ne[1]};
+    direct(&t);
+    return;
+  }
+  const ggml_to_float_t to_float = ggml_get_type_traits(w->type)->to_float;
+  llm_gemm_fn f32 = llm_gemm_kernel(GGML_TYPE_F32);
+  for (int64_t p0 = m0; p0 < m1; p0 += LLM_GEMM_DEQ_ROWS) {
+    const int64_t rows = m1 - p0 < LLM_GEMM_DEQ_ROWS ? m1 - p0 : LLM_GEMM_DEQ_ROWS;
+    for (int64_t r = 0; r < rows; r++)
+      to_float((const char *)w->data + (size_t)(p0 + r) * w->nb[1], scratch + r * k, k);
+    llm_gemm_task t = {(const uint8_t *)scratch, (size_t)k * sizeof(float),
+                       (const uint8_t *)x->data, x->nb[1], (float *)dst->data + p0, ldy, k,
+                       0, rows, x->ne[1]};
+    f32(&t);
+  }
+}
+
 /* GGML calls this on each of its nth threads: thread ith takes a
  * contiguous range of weight rows (a multiple of 4, the tile height). */
 static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
-  (void)userdata;
-  const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
-  const int64_t m = w->ne[1];
-  const int64_t per = ((m + nth - 1) / nth + 3) / 4 * 4;
-  const int64_t m0 = (int64_t)ith * per, m1 = m0 + per < m ? m0 + per : m;
+  const llm_model *m = userdata;
+  const int64_t rows = dst->src[0]->ne[1];
+  const int64_t per = ((rows + nth - 1) / nth + 3) / 4 * 4;
+  const int64_t m0 = (int64_t)ith * per, m1 = m0 + per < rows ? m0 + per : rows;
   if (m0 >= m1) return;
-  llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], (const uint8_t *)x->data, x->nb[1],
-                     (float *)dst->data, (int64_t)(dst->nb[1] / sizeof(float)), w->ne[0], m0, m1,
-                     x->ne[1]};
-  llm_gemm_kernel(w->type)(&t);
+  gemm_rows(dst, m0, m1, m->gemm_scratch ? m->gemm_scratch + (size_t)ith * m->gemm_scratch_per : NULL);
+}
+
+/* 1: the type has a kernel of its own; 2: through decoded panels; 0: no. */
+static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) {
+  if (w->extra || w->nb[0] != ggml_type_size(w->type) || w->ne[2] != 1 || w->ne[3] != 1 ||
+      x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 ||
+      !ggml_is_contiguous(x) || x->ne[1] < LLM_GEMM_MIN_TOKENS)
+    return 0;
+  if (llm_gemm_kernel(w->type)) return 1;
+  return ggml_is_quantized(w->type) && ggml_get_type_traits(w->type)->to_float &&
+                 x->ne[1] >= LLM_GEMM_DEQ_MIN_TOKENS
+             ? 2
+             : 0;
 }
 
 int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x) {
-  return llm_gemm_kernel(w->type) && !w->extra &&
-         w->nb[0] == ggml_type_size(w->type) && w->ne[2] == 1 && w->ne[3] == 1 &&
-         x->type == GGML_TYPE_F32 && x->ne[0] == w->ne[0] && x->ne[2] == 1 && x->ne[3] == 1 &&
-         x->ne[1] >= LLM_GEMM_MIN_TOKENS && ggml_is_contiguous(x);
+  return gemm_route(w, x) != 0;
 }
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {
   struct ggml_context *ctx = b->ctx;
-  if (!b->m->fused_gemm || !llm_gemm_applies(w, x)) return ggml_mul_mat(ctx, w, x);
-  struct ggml_tensor *xc =
-      w->type == GGML_TYPE_F32 ? x : ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
+  const int route = b->m->fused_gemm ? gemm_route(w, x) : 0;
+  if (!route) return ggml_mul_mat(ctx, w, x);
+  struct ggml_tensor *xc = x;
+  if (route == 1 && w->type != GGML_TYPE_F32)
+    xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
+  if (route == 2 && w->ne[0] > b->m->gemm_deq_k) b->m->gemm_deq_k = w->ne[0];
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,
-                        GGML_N_TASKS_MAX, NULL);
+                        GGML_N_TASKS_MAX, b->m);
+}
+
+fm_status llm_gemm_reserve(llm_model *m, int n_threads, fm_err *err) {
+  if (m->gemm_deq_k == 0) return FM_OK;
+  const size_t per = (size_t)LLM_GEMM_DEQ_ROWS * (size_t)m->gemm_deq_k;
+  if (m->gemm_scratch && m->gemm_scratch_per >= per && m->gemm_scratch_threads >= n_threads)
+    return FM_OK;
+  float *p = malloc(per * (size_t)n_threads * sizeof *p);
+  if (!p)
+    return fm_err_set(err, FM_ENOMEM, "out of memory for %d x %zu floats of decoded weight panels",
+                      n_threads, per);
+  free(m->gemm_scratch);
+  m->gemm_scratch = p;
+  m->gemm_scratch_per = per;
+  m->gemm_scratch_threads = n_threads;
+  return FM_OK;
 }

@@ -446,6 +446,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   int nt = fm_llm_threads_for(m, ctl);
   if (2.0 * (double)m->info.n_params * (double)n < 4e6) nt = 1;
   ggml_backend_cpu_set_n_threads(m->backend, nt);
+  if ((st = llm_gemm_reserve(m, nt, err)) != FM_OK) return st;
   m->ctl = ctl;
   m->caller = pthread_self();
   m->poll_count = 0;

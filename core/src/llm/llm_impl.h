@@ -118,6 +118,10 @@ struct fm_llm_model {
   int n_threads;
   int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
   int fused_gemm;               /* 1: products through llm_mm's kernels where they apply */
+  int64_t gemm_deq_k;           /* longest row of a graph's decoded-panel products (llm_gemm.c) */
+  float *gemm_scratch;          /* their per-thread panels: gemm_scratch_threads slices */
+  size_t gemm_scratch_per;      /* of this many floats */
+  int gemm_scratch_threads;
   struct ggml_context *rctx;    /* repacked weights (llm_repack.c): metadata */
   ggml_backend_buffer_t rbuf;   /* and data, or NULL */
   size_t repacked_bytes;
@@ -153,6 +157,11 @@ struct fm_llm_model {
 /* Products of a weight matrix with batches of at least this many tokens
  * go through the fused kernels (llm_gemm.h) where they apply. */
 #define LLM_GEMM_MIN_TOKENS 2
+/* Types without a kernel of their own go through decoded panels of this
+ * many rows, for batches of at least LLM_GEMM_DEQ_MIN_TOKENS tokens (the
+ * decoding is paid once per panel, whatever the batch). */
+#define LLM_GEMM_DEQ_ROWS 16
+#define LLM_GEMM_DEQ_MIN_TOKENS 32
 
 struct fm_llm_cache {
   const fm_llm_model *m; /* borrowed */
@@ -267,6 +276,9 @@ int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x);
 /* The kernel of a type at the ISA level fm_cpu_isa() allows (NULL for
  * types other than Q8_0, F16 and F32). */
 llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
+/* Before computing a graph on n_threads threads: the scratch of its
+ * decoded-panel products. FM_ENOMEM. */
+fm_status llm_gemm_reserve(llm_model *m, int n_threads, fm_err *err);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 

@@ -606,6 +606,7 @@ void fm_llm_model_free(fm_llm_model *m) {
   if (m->backend) ggml_backend_free(m->backend);
   if (m->wctx) ggml_free(m->wctx);
   free(m->graph_mem);
+  free(m->gemm_scratch);
   free(m->bound);
   free(m->layers);
   free(m->hp.n_head);

@@ -153,19 +153,23 @@ rllm_threads <- function() {
 #'   mapped file. `FALSE` keeps every weight on the mapping (for a model
 #'   larger than memory). No effect where the GGML build cannot repack
 #'   (`rllm_ggml_info()$features[["repack"]]`). Logits agree to rounding.
-#' @param fused_gemm `TRUE` (the default): products of Q8_0, F16 and F32
-#'   weight matrices (those kept on the mapping) with a batch of 2 tokens
-#'   or more (a prompt, an embedding) run through the package's own tiled
-#'   kernels, which compute several rows and tokens at once (AVX2 where the
-#'   CPU has it, else portable C; `Rfmalloc::fmalloc_backend_info()$fused_isa`
-#'   says which); `FALSE`: GGML's product, one row and one token at a time.
-#'   Both code the activations as GGML does (Q8_0 quantization, F16
-#'   rounding, or none) and compute each block's integer dot product
-#'   exactly, so they differ only in the order of single-precision sums.
-#'   Decode steps (one token) use GGML's product either way, so a prompt
-#'   evaluated at once and token by token agree to rounding, not bit for
-#'   bit (`FALSE` for that). Prompt evaluation 1.3-4x faster here (Q8_0,
-#'   F16 weights).
+#' @param fused_gemm `TRUE` (the default): products of the weight
+#'   matrices kept on the mapping (not repacked) with a batch of tokens (a
+#'   prompt, an embedding) run through the package's own tiled kernels,
+#'   which compute several rows and tokens at once (AVX2 where the CPU has
+#'   it, else portable C; `Rfmalloc::fmalloc_backend_info()$fused_isa` says
+#'   which); `FALSE`: GGML's product, one row and one token at a time.
+#'   Q8_0, F16 and F32 matrices (batches of 2 tokens or more) code the
+#'   activations as GGML does (Q8_0 quantization, F16 rounding, or none)
+#'   and compute each block's integer dot product exactly, so they differ
+#'   only in the order of single-precision sums. Other quantized types
+#'   (Q4_K, Q5_0, Q6_K, ...; batches of 32 or more) are decoded by GGML in
+#'   panels of 16 rows and multiplied in single precision with the
+#'   unrounded activations, where GGML rounds them to 8 bits: more
+#'   accurate, and different by that rounding. Decode steps (one token) use
+#'   GGML's product either way, so a prompt evaluated at once and token by
+#'   token agree to rounding, not bit for bit (`FALSE` for that). Prompt
+#'   evaluation 1.2-4x faster here, depending on the type.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,

@@ -138,10 +138,12 @@ test_that("with an F16 cache, flash attention is as accurate as the explicit pat
 test_that("a 600-token prompt on the explicit path matches llama.cpp's logits", {
   # The long-prompt counterpart of the oracle test below (llama.cpp without
   # flash attention, as node-llama-cpp runs it): three micro-batches, n_kv up
-  # to 608. Measured: 0.017 nats on the F32 file, 0.24 on Q8_0.
+  # to 608. Measured: 0.017 nats on the F32 file, 0.24 on Q8_0, 0.37 on
+  # Q4_K_M (0.17 of its bound), whose Q5_0 and Q6_K matrices go through
+  # decoded panels times unrounded activations (fused_gemm).
   skip_if_no_oracle()
   ids <- long_ids()
-  for (f in story_variants[c(1, 3)]) {
+  for (f in story_variants[c(1, 3, 5)]) {
     path <- gguf_fixture(f)
     m <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
     ref <- llama_oracle("logits", path, tokens = ids, all = TRUE, threads = 1)
@@ -264,7 +266,7 @@ test_that("bad GGUFs give R errors naming the problem, never an abort", {
                "unknown architecture 'quant-zoo'", class = "fm_error_eunsupported")
 })
 
-test_that("fused batch products agree with GGML's (F32, F16 and Q8_0 weights, every ISA path)", {
+test_that("fused batch products agree with GGML's (every weight type, every ISA path)", {
   # The fused kernels (core/src/llm/llm_gemm.h) code the activations as
   # GGML's product does and compute each block's integer dot product
   # exactly: the two differ only in the order of F32 sums, and an activation
@@ -287,14 +289,19 @@ test_that("fused batch products agree with GGML's (F32, F16 and Q8_0 weights, ev
     a <- rllm_logits(m, ids, cache = rllm_cache(m, 100, type = "f32"), all = TRUE)
     expect_lt(max(abs(a - ref)), 1e-4, label = paste("F32", used))
   }
-  for (f in story_variants[2:3]) {
+  # Q4_0 and Q4_K_M (Q5_0, Q6_K and Q8_0 matrices: stories260K's rows of 64
+  # are not whole 256-value blocks), not repacked: decoded panels times the
+  # unrounded activations, where GGML rounds them to 8 bits; the difference
+  # is that rounding, the same bound. Measured: 0.26 and 0.35 nats (0.14-0.15
+  # of the bound) on both paths.
+  for (f in story_variants[2:5]) {
     path <- gguf_fixture(f)
-    m0 <- rllm_gguf_model(path, threads = 2, fused_gemm = FALSE)
+    m0 <- rllm_gguf_model(path, threads = 2, fused_gemm = FALSE, repack = FALSE)
     expect_false(m0$info$fused_gemm)
     ref <- log_softmax(rllm_logits(m0, ids, all = TRUE))
     for (isa in c("portable", "auto")) {
       used <- Rfmalloc:::.test_fused_isa(isa)
-      m <- rllm_gguf_model(path, threads = 2)
+      m <- rllm_gguf_model(path, threads = 2, repack = FALSE)
       expect_true(m$info$fused_gemm)
       a <- log_softmax(rllm_logits(m, ids, all = TRUE))
       expect_true(all(apply(abs(a - ref), 2, max) <= logit_tolerance(m, path, ids)),
