@@ -148,6 +148,7 @@ bench: setup install
 	@$(RENV) Rscript bench/p3_prodmat.R
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
+	@$(RENV) Rscript bench/llm_long.R
 	@$(RENV) Rscript bench/alp.R
 	@$(RENV) Rscript bench/gwas_accuracy.R
 	@$(RENV) Rscript bench/gwas.R
