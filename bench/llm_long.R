@@ -6,7 +6,8 @@
 # through tools/llama-oracle, its default flash attention "auto"), and,
 # when BENCH_BASELINE_LIB names an R library holding an earlier build of
 # Rfmalloc/Rgguf/Rllm (e.g. one installed from commit 7e7f9ed, before
-# flash attention), that build, in a child process. Seconds are the
+# flash attention), that build, in a child process (labelled
+# BENCH_BASELINE_LABEL). Seconds are the
 # minimum of BENCH_REPS runs after one warm-up; ratios are that engine's
 # seconds / ours (> 1: we are faster). Writes bench/results/llm_long.csv
 # (BENCH_OUT). Tokens: ids 3 + (i * 7919) mod 509 after BOS, as the tests'.
@@ -28,13 +29,17 @@ best_of <- function(run) min(vapply(0:reps, function(r) run(), 0)[-1])
 
 ours <- function(...) {
   m <- Rllm::rllm_gguf_model(path, threads = 1, ...)
-  best_of(function() system.time(Rllm::rllm_logits(m, ids, cache = Rllm::rllm_cache(m, n)))[["elapsed"]])
+  best_of(function() {
+    kv <- Rllm::rllm_cache(m, n)
+    system.time(Rllm::rllm_logits(m, ids, cache = kv))[["elapsed"]]
+  })
 }
 
 baseline <- function(lib) {
   code <- sprintf(paste0("m <- Rllm::rllm_gguf_model(%s, threads = 1); ids <- c(%s); ",
-                         "t <- vapply(0:%d, function(r) system.time(Rllm::rllm_logits(m, ids, ",
-                         "cache = Rllm::rllm_cache(m, %d)))[['elapsed']], 0); cat(min(t[-1]))"),
+                         "t <- vapply(0:%d, function(r) { kv <- Rllm::rllm_cache(m, %d); ",
+                         "system.time(Rllm::rllm_logits(m, ids, cache = kv))[['elapsed']] }, 0); ",
+                         "cat(min(t[-1]))"),
                   deparse(path), paste(ids, collapse = ","), reps, n)
   f <- tempfile(fileext = ".R")
   writeLines(code, f)
@@ -57,7 +62,10 @@ rows <- list(
   c(engine = "ours (explicit attention, GGML products)", s = ours(flash_attn = FALSE, fused_gemm = FALSE)),
   c(engine = "llama.cpp", s = llamacpp()))
 lib <- Sys.getenv("BENCH_BASELINE_LIB")
-if (nzchar(lib)) rows[[length(rows) + 1]] <- c(engine = paste("baseline", lib), s = baseline(lib))
+if (nzchar(lib)) {
+  rows[[length(rows) + 1]] <- c(engine = paste("baseline", Sys.getenv("BENCH_BASELINE_LABEL", basename(lib))),
+                                s = baseline(lib))
+}
 res <- data.frame(engine = vapply(rows, `[[`, "", "engine"),
                   seconds = as.numeric(vapply(rows, `[[`, "", "s")))
 res$ratio_to_ours <- res$seconds / res$seconds[1]

@@ -10,39 +10,49 @@
  *  - every other quantized type (Q4_0 and Q4_K when not repacked, Q5_0,
  *    Q6_K, ...), for batches of at least LLM_GEMM_DEQ_MIN_TOKENS: a codec
  *    panel, as elsewhere in this project: GGML's own to_float decodes
- *    LLM_GEMM_DEQ_ROWS weight rows to F32 (exactly the values its products
- *    use), which the F32 kernel multiplies with the activations as they
- *    are. GGML instead quantizes the activations to 8 bits (Q8_0/Q8_K) for
- *    these types, so this route is the more accurate; it differs from
- *    GGML's product by that activation rounding, which logit_tolerance
- *    bounds in Rllm's tests. The decoding is amortized over the batch's
- *    columns, hence the larger minimum batch. The kernel's ISA path is chosen per call from
+ *    LLM_GEMM_DEQ_ROWS weight rows to F32 (the code values times their
+ *    scales; for types with block minimums, such as Q4_K, d * q - m is
+ *    rounded once in F32 where GGML's product applies the minimum through
+ *    integer sums), which the F32 kernel multiplies with the activations as
+ *    they are. GGML instead quantizes the activations to 8 bits
+ *    (Q8_0/Q8_K) for these types, so this route is the more accurate; it
+ *    differs from GGML's product by that activation rounding. The decoding
+ *    is amortized over the batch's columns, hence the larger minimum batch.
+ * Where the kernels do not run (no AVX2/F16C, FM_ISA or the test cap below
+ * avx2) every product stays GGML's. The kernel's ISA path is chosen per call from
  * fm_cpu_isa() (FM_ISA and the test cap apply), independently of the ISA
  * GGML was built for. */
 #include "llm_gemm.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "fm/fm_cpu.h"
 #include "llm_impl.h"
 
-static int cpu_has_f16c(void) {
+static int have_f16c;
+static pthread_once_t f16c_once = PTHREAD_ONCE_INIT;
+
+static void probe_f16c(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
   __builtin_cpu_init();
-  return __builtin_cpu_supports("f16c");
-#else
-  return 0;
+  have_f16c = __builtin_cpu_supports("f16c");
 #endif
 }
 
-llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
-  const int avx2 = fm_cpu_isa() >= FM_ISA_AVX2 && llm_gemm_q8_0_avx2 && cpu_has_f16c();
+/* The kernel of a type (NULL: none), whatever the ISA cap. */
+static llm_gemm_fn kernel_of(enum ggml_type type) {
   switch (type) {
-  case GGML_TYPE_Q8_0: return avx2 ? llm_gemm_q8_0_avx2 : llm_gemm_q8_0_portable;
-  case GGML_TYPE_F16: return avx2 ? llm_gemm_f16_avx2 : llm_gemm_f16_portable;
-  case GGML_TYPE_F32: return avx2 ? llm_gemm_f32_avx2 : llm_gemm_f32_portable;
+  case GGML_TYPE_Q8_0: return llm_gemm_q8_0_avx2;
+  case GGML_TYPE_F16: return llm_gemm_f16_avx2;
+  case GGML_TYPE_F32: return llm_gemm_f32_avx2;
   default: return NULL;
   }
+}
+
+llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
+  (void)pthread_once(&f16c_once, probe_f16c);
+  return fm_cpu_isa() >= FM_ISA_AVX2 && have_f16c ? kernel_of(type) : NULL;
 }
 
 /* The weight rows [m0, m1) of dst's product. Types with a kernel of their
@@ -53,7 +63,8 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
 static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, float *scratch) {
   const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
   const int64_t ldy = (int64_t)(dst->nb[1] / sizeof(float)), k = w->ne[0];
-  llm_gemm_fn direct = llm_gemm_kernel(w->type);
+  /* the route was chosen when the graph was built, where the kernels ran */
+  llm_gemm_fn direct = kernel_of(w->type);
   if (direct) {
     llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], (const uint8_t *)x->data, x->nb[1],
                        (float *)dst->data, ldy, k, m0, m1, x->ne[1]};
@@ -61,7 +72,7 @@ static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, flo
     return;
   }
   const ggml_to_float_t to_float = ggml_get_type_traits(w->type)->to_float;
-  llm_gemm_fn f32 = llm_gemm_kernel(GGML_TYPE_F32);
+  llm_gemm_fn f32 = kernel_of(GGML_TYPE_F32);
   for (int64_t p0 = m0; p0 < m1; p0 += LLM_GEMM_DEQ_ROWS) {
     const int64_t rows = m1 - p0 < LLM_GEMM_DEQ_ROWS ? m1 - p0 : LLM_GEMM_DEQ_ROWS;
     for (int64_t r = 0; r < rows; r++)
@@ -84,9 +95,10 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
   gemm_rows(dst, m0, m1, m->gemm_scratch ? m->gemm_scratch + (size_t)ith * m->gemm_scratch_per : NULL);
 }
 
-/* 1: the type has a kernel of its own; 2: through decoded panels; 0: no. */
+/* 1: the type has a kernel of its own; 2: through decoded panels; 0: no
+ * (GGML's product). */
 static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) {
-  if (w->extra || w->nb[0] != ggml_type_size(w->type) || w->ne[2] != 1 || w->ne[3] != 1 ||
+  if (!llm_gemm_kernel(GGML_TYPE_F32) || w->extra || w->nb[0] != ggml_type_size(w->type) || w->ne[2] != 1 || w->ne[3] != 1 ||
       x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 ||
       !ggml_is_contiguous(x) || x->ne[1] < LLM_GEMM_MIN_TOKENS)
     return 0;
@@ -95,10 +107,6 @@ static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) 
                  x->ne[1] >= LLM_GEMM_DEQ_MIN_TOKENS
              ? 2
              : 0;
-}
-
-int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x) {
-  return gemm_route(w, x) != 0;
 }
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {

@@ -1,14 +1,15 @@
 /* llm_gemm_avx2.c: the batch-product kernels (llm_gemm.h) for x86-64 CPUs
  * with AVX2, FMA and F16C. Only these functions carry the target attribute
  * (no global -mavx2); llm_gemm.c calls them only after CPUID said yes.
- * Elsewhere the two pointers are NULL.
+ * Elsewhere the pointers are NULL.
  *
  * Each call walks its rows in panels of LLM_GEMM_PANEL (a panel of W stays
  * in L1/L2 while every column of X passes it) and computes tiles of RM rows
  * x RN columns with RM * RN vector accumulators of 8 lanes, summed
  * horizontally once per output. Q8_0: per pair of blocks, the signed bytes
- * go through vpmaddubsw as |w| * (x * sign w) (|w| <= 127, so the 16-bit
- * pair sums cannot saturate), then vpmaddwd to 32 bits: exact. */
+ * go through vpmaddubsw as |w| * (x * sign w) (|w| <= 128 and |x| <= 127,
+ * so the 16-bit pair sums cannot saturate), then vpmaddwd to 32 bits:
+ * exact. */
 #include "llm_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -207,7 +207,7 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
   struct ggml_context *ctx = b->ctx;
   int64_t E = m->hp.n_embd, ne = m->hp.n_expert, nu = m->hp.n_expert_used, n = x->ne[1];
 
-  struct ggml_tensor *logits = ggml_mul_mat(ctx, l->ffn_gate_inp, x); /* [ne, n] */
+  struct ggml_tensor *logits = llm_mm(b, l->ffn_gate_inp, x); /* [ne, n] */
   struct ggml_tensor *probs = o->gating_sigmoid ? ggml_sigmoid(ctx, logits) : ggml_soft_max(ctx, logits);
   struct ggml_tensor *sel = probs;
   if (l->ffn_exp_probs_b) sel = ggml_add(ctx, probs, l->ffn_exp_probs_b);
@@ -350,7 +350,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   if (n_kv > c->n_cells) n_kv = c->n_cells;
   int fa = m->flash_attn && n >= LLM_FA_MIN_TOKENS;
   int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
-                    fa,         m->fused_gemm};
+                    fa,         m->fused_gemm && llm_gemm_kernel(GGML_TYPE_F32)};
   llm_build *b = m->gb;
   if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
     if (m->gctx) ggml_free(m->gctx);

@@ -267,14 +267,15 @@ fm_status llm_repack(llm_model *m, fm_err *err);
 /* ---- fused batch products (llm_gemm.c) ------------------------------------ */
 
 /* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled
- * kernels of llm_gemm.h when m->fused_gemm and llm_gemm_applies(w, x),
- * else ggml_mul_mat. Use it for every product with a weight matrix. */
+ * kernels of llm_gemm.h when m->fused_gemm and they take it (w a mapped
+ * 2-D matrix: Q8_0, F16 or F32 with x of >= LLM_GEMM_MIN_TOKENS columns,
+ * another quantized type with >= LLM_GEMM_DEQ_MIN_TOKENS; x contiguous
+ * F32; the kernels run on this CPU), else ggml_mul_mat. Use it for every
+ * product with a 2-D weight matrix. */
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x);
-/* 1 when the fused kernels take w x: w a mapped 2-D Q8_0, F16 or F32 matrix, x
- * contiguous F32 with at least LLM_GEMM_MIN_TOKENS columns. */
-int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x);
-/* The kernel of a type at the ISA level fm_cpu_isa() allows (NULL for
- * types other than Q8_0, F16 and F32). */
+/* The kernel of a type at the ISA level fm_cpu_isa() allows: NULL for
+ * types other than Q8_0, F16 and F32, and on CPUs (or caps) without AVX2,
+ * FMA and F16C. */
 llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
 /* Before computing a graph on n_threads threads: the scratch of its
  * decoded-panel products. FM_ENOMEM. */

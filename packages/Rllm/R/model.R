@@ -156,20 +156,20 @@ rllm_threads <- function() {
 #' @param fused_gemm `TRUE` (the default): products of the weight
 #'   matrices kept on the mapping (not repacked) with a batch of tokens (a
 #'   prompt, an embedding) run through the package's own tiled kernels,
-#'   which compute several rows and tokens at once (AVX2 where the CPU has
-#'   it, else portable C; `Rfmalloc::fmalloc_backend_info()$fused_isa` says
-#'   which); `FALSE`: GGML's product, one row and one token at a time.
-#'   Q8_0, F16 and F32 matrices (batches of 2 tokens or more) code the
-#'   activations as GGML does (Q8_0 quantization, F16 rounding, or none)
-#'   and compute each block's integer dot product exactly, so they differ
-#'   only in the order of single-precision sums. Other quantized types
-#'   (Q4_K, Q5_0, Q6_K, ...; batches of 32 or more) are decoded by GGML in
-#'   panels of 16 rows and multiplied in single precision with the
-#'   unrounded activations, where GGML rounds them to 8 bits: more
-#'   accurate, and different by that rounding. Decode steps (one token) use
-#'   GGML's product either way, so a prompt evaluated at once and token by
-#'   token agree to rounding, not bit for bit (`FALSE` for that). Prompt
-#'   evaluation 1.2-4x faster here, depending on the type.
+#'   which compute several rows and tokens at once. They need an x86-64
+#'   CPU with AVX2, FMA and F16C (and `FM_ISA` not below `"avx2"`);
+#'   elsewhere, and with `FALSE`, every product is GGML's, one row and one
+#'   token at a time. Q8_0, F16 and F32 matrices (batches of 2 tokens or
+#'   more) code the activations as GGML does (Q8_0 quantization, F16
+#'   rounding, or none) and compute each block's integer dot product
+#'   exactly, so they differ only in the order of single-precision sums.
+#'   Other quantized types (Q4_K, Q5_0, Q6_K, ...; batches of 32 or more)
+#'   are decoded by GGML in panels of 16 rows and multiplied in single
+#'   precision with the unrounded activations, where GGML rounds them to 8
+#'   bits: more accurate, and different by that rounding. Decode steps (one
+#'   token) use GGML's product either way, so a prompt evaluated at once
+#'   and token by token agree to rounding (with `FALSE`, both use GGML's
+#'   kernels). Prompt evaluation 1.2-4x faster here, depending on the type.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,

@@ -335,10 +335,12 @@ static void test_repack(void) {
 
 /* fm_llm_model_set_fused_gemm: checked; on stories260K (F32 weights) with
  * an F32 cache the fused and GGML's products differ only in the order of
- * F32 sums (relative n u <= 1e-5 per product, n <= 512 terms): logits
- * within 1e-4, the bound of the whole-prefix test, on every ISA path. The
- * kernels themselves: test_llm_gemm; the F16 and Q8_0 graphs against
- * GGML's and llama.cpp: Rllm's test-model.R. */
+ * F32 sums (at most gamma(n + 4) ~ 3e-5 relative to the sum of |terms| per
+ * product, n <= 512 terms): logits within 1e-4, the bound the whole-prefix
+ * test uses for the same kind of difference (measured 8e-6). Under a
+ * portable cap the graph keeps GGML's products: the same bits. The kernels
+ * themselves: test_llm_gemm; the other weight types against GGML's and
+ * llama.cpp: Rllm's test-model.R. */
 static void test_fused_gemm(void) {
   if (!open_story()) return;
   enum { N = 100, V = 512 };
@@ -364,8 +366,9 @@ static void test_fused_gemm(void) {
     if (!on) continue;
     double d = 0;
     for (size_t i = 0; i < (size_t)N * V; i++) d = fmax(d, fabs((double)a[i] - b[i]));
-    fprintf(stderr, "fused (%s) vs GGML's products: max abs diff %.3g\n", pass == 1 ? "portable" : "best ISA", d);
-    CHECK(d < 1e-4);
+    fprintf(stderr, "fused (%s) vs GGML's products: max abs diff %.3g\n",
+            pass == 1 ? "portable cap" : "best ISA", d);
+    CHECK(pass == 1 ? d == 0 : d < 1e-4);
   }
   fm_cpu_cap(FM_ISA_AVX512);
   CHECK_OK(fm_llm_model_set_fused_gemm(m_story, 1, &err), &err);
