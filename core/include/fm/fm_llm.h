@@ -135,8 +135,8 @@ int fm_llm_model_flash_attn(const fm_llm_model *m);
 /* Products of weight matrices kept on the mapping with batches of tokens
  * (prefill, embeddings): on (1, the default) through the project's tiled
  * kernels (core/src/llm/llm_gemm.h; AVX2 or portable C, chosen at run time
- * by fm_cpu_isa), off (0) through GGML's product. Q8_0, F16 and F32
- * matrices (batches of 2 or more) have kernels of their own: they code the
+ * by fm_cpu_isa), off (0) through GGML's product. F16 and F32 (batches of
+ * 2 or more) and Q8_0 matrices (16 or more) have kernels of their own: they code the
  * activations as GGML does (Q8_0 quantization, F16 rounding, or none) and
  * compute every block's integer dot product exactly, so they differ from
  * GGML's only in the order of F32 sums. Every other quantized type

@@ -102,7 +102,8 @@ static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) 
       x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 ||
       !ggml_is_contiguous(x) || x->ne[1] < LLM_GEMM_MIN_TOKENS)
     return 0;
-  if (llm_gemm_kernel(w->type)) return 1;
+  if (llm_gemm_kernel(w->type))
+    return w->type != GGML_TYPE_Q8_0 || x->ne[1] >= LLM_GEMM_Q8_MIN_TOKENS ? 1 : 0;
   return ggml_is_quantized(w->type) && ggml_get_type_traits(w->type)->to_float &&
                  x->ne[1] >= LLM_GEMM_DEQ_MIN_TOKENS
              ? 2

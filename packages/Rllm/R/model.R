@@ -159,8 +159,8 @@ rllm_threads <- function() {
 #'   which compute several rows and tokens at once. They need an x86-64
 #'   CPU with AVX2, FMA and F16C (and `FM_ISA` not below `"avx2"`);
 #'   elsewhere, and with `FALSE`, every product is GGML's, one row and one
-#'   token at a time. Q8_0, F16 and F32 matrices (batches of 2 tokens or
-#'   more) code the activations as GGML does (Q8_0 quantization, F16
+#'   token at a time. F16 and F32 matrices (batches of 2 tokens or more)
+#'   and Q8_0 ones (16 or more) code the activations as GGML does (Q8_0 quantization, F16
 #'   rounding, or none) and compute each block's integer dot product
 #'   exactly, so they differ only in the order of single-precision sums.
 #'   Other quantized types (Q4_K, Q5_0, Q6_K, ...; batches of 32 or more)
