@@ -55,7 +55,8 @@ int llm_gemm_applies(const struct ggml_tensor *w, const struct ggml_tensor *x) {
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {
   struct ggml_context *ctx = b->ctx;
-  if (!b->m->fused_gemm || !llm_gemm_applies(w, x)) return ggml_mul_mat(ctx, w, x);
+  /* the kernels are CPU code (a custom operator): never on a device */
+  if (!b->m->fused_gemm || b->m->dev || !llm_gemm_applies(w, x)) return ggml_mul_mat(ctx, w, x);
   struct ggml_tensor *xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,
