@@ -111,11 +111,16 @@ test: setup isa-report core-test core-asan core-valgrind r-test one-core check-i
 # $(RLIB). `make test-vulkan` runs Rllm's model tests (the comparisons with
 # llama.cpp among them) with the models on device "vulkan"
 # (RLLM_TEST_DEVICE, tests/testthat/helper-device.R). Without a GPU it
-# runs on Mesa's lavapipe: GGML skips CPU Vulkan drivers unless
-# GGML_VK_VISIBLE_DEVICES names them, so VK_TEST_DEVICES (default: the
-# first device the loader lists, lavapipe where it is the only one) is
-# passed as that; VK_TEST_DEVICES= (empty) leaves GGML's own choice.
+# runs on Mesa's lavapipe (one GGML accepts: tools/ggmlr-vulkan.sh step 4;
+# its env file points the loader at it, VK_LAVAPIPE=0 leaves the machine's
+# drivers): GGML skips CPU Vulkan drivers unless GGML_VK_VISIBLE_DEVICES
+# names them, so VK_TEST_DEVICES (default 0: the first device the loader
+# lists, lavapipe when it is the only driver) is passed as that;
+# VK_TEST_DEVICES= (empty) leaves GGML's own choice (its GPUs).
+# The first run compiles GGML's shaders with LLVM (about 8 min for the F32
+# model's on 2 cores); Mesa keeps them in ~/.cache/mesa_shader_cache_db.
 VK_RLIB := $(CURDIR)/build/vulkan/rlib
+VK_LAVAPIPE ?= 1
 VK_TEST_DEVICES ?= 0
 VK_TEST_FILES ?= test-device.R test-model.R test-generate.R test-arch.R
 vulkan: setup install
@@ -124,6 +129,7 @@ vulkan: setup install
 test-vulkan: vulkan
 	@cd packages/Rllm/tests/testthat && R_LIBS=$(VK_RLIB):$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) \
 	  RLLM_ORACLE_DIR=$(ORACLE) RLLM_TEST_DEVICE=vulkan FM_GGML_VULKAN_EXPECTED=yes \
+	  $(if $(filter 1,$(VK_LAVAPIPE)),$(shell cat $(CURDIR)/build/vulkan/lavapipe/env 2>/dev/null)) \
 	  $(if $(VK_TEST_DEVICES),GGML_VK_VISIBLE_DEVICES=$(VK_TEST_DEVICES)) \
 	  Rscript $(CURDIR)/tools/run-vulkan-tests.R $(VK_TEST_FILES)
 

@@ -16,6 +16,10 @@
 
 #include "fm/fm_llm_ggml.h"
 #include "llm_impl.h"
+#ifdef FM_GGML_VULKAN
+#include <ggml-vulkan.h>
+#include <stdbool.h>
+#endif
 
 /* ---- the architecture table ---------------------------------------------- */
 
@@ -518,6 +522,20 @@ static fm_status open_device(fm_llm_device kind, int index, ggml_backend_dev_t *
     return fm_err_set(err, FM_EARG, "Vulkan device %d does not exist (GGML has %d: 0 to %d)",
                       index, n, n - 1);
   *dev = ggml_backend_reg_dev_get(ggml_backend_reg_by_name(reg_name), (size_t)index);
+#ifdef FM_GGML_VULKAN
+  /* ggmlR's backend raises an R error from inside GGML (a longjmp through
+   * this code) when it starts a device with fewer than 256 bytes of push
+   * constants (Mesa 22's lavapipe has 128): asked first, so it is a status. */
+  bool pc256 = false;
+  uint32_t pc = 0;
+  ggml_backend_vk_get_device_caps(index, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                  NULL, NULL, NULL, NULL, &pc256, &pc, NULL, NULL);
+  if (!pc256)
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "Vulkan device %d (%s) offers %u bytes of push constants; GGML's Vulkan "
+                      "backend needs 256 (a newer driver: for Mesa's lavapipe, Mesa 25 or later)",
+                      index, *dev ? ggml_backend_dev_description(*dev) : "?", (unsigned)pc);
+#endif
   *backend = *dev ? ggml_backend_dev_init(*dev, NULL) : NULL;
   if (!*backend)
     return fm_err_set(err, FM_EINTERNAL, "GGML could not start Vulkan device %d", index);
