@@ -260,6 +260,11 @@ static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
  * repacks nothing. */
 fm_status llm_repack(llm_model *m, fm_err *err);
 
+/* In a GGML built with Vulkan, drop GGML's log lines below warnings (its
+ * per-buffer debug lines) for the rest of the process (llm_ggml.c); a
+ * no-op otherwise. Called before the backend registry is first used. */
+void llm_ggml_quiet(void);
+
 /* ---- fused batch products (llm_gemm.c) ------------------------------------ */
 
 /* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled

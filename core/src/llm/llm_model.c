@@ -508,6 +508,7 @@ static fm_status open_device(fm_llm_device kind, int index, ggml_backend_dev_t *
   const char *reg_name = "Vulkan";
   if (kind != FM_LLM_DEVICE_VULKAN)
     return fm_err_set(err, FM_EARG, "unknown device kind %d (0: CPU, 1: Vulkan)", (int)kind);
+  llm_ggml_quiet();
   if (!fm_llm_ggml_has_vulkan())
     return fm_err_set(err, FM_EUNSUPPORTED,
                       "Vulkan is not in this GGML build (ggmlR was compiled without "
