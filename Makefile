@@ -19,7 +19,8 @@ FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
 # The path's environment for every test: the core's kernel limit, and the
 # GGML build tools/ggmlr-setup.sh verified (read when a recipe runs, after
 # setup), which the tests check is the one they link.
-ISA_ENV    = FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null)
+ISA_ENV    = FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null) \
+             FM_GGML_VULKAN_EXPECTED=$(shell cat $(RLIB)/.ggmlr/vulkan 2>/dev/null)
 RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) RLLM_ORACLE_DIR=$(ORACLE) $(ISA_ENV)
 CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 # The R packages in install (dependency) order: tools/packages, read by
@@ -27,7 +28,7 @@ CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 PKGS      := $(addprefix packages/,$(shell cat tools/packages))
 JOBS      ?= 2
 
-.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs site clean
+.PHONY: all setup isa-report test-isa core core-test core-asan core-valgrind fuzz install r-test one-core check-install test demo bench check docs site clean vulkan test-vulkan
 
 all: install
 
@@ -99,6 +100,38 @@ check-install: setup
 	@bash tools/check-install.sh $(RLIB)
 
 test: setup isa-report core-test core-asan core-valgrind r-test one-core check-install
+
+# GGML's Vulkan backend (issue 17), opt-in and not part of `make test`:
+# `make vulkan` installs the Debian packages it needs (libvulkan-dev, glslc,
+# mesa-vulkan-drivers), rebuilds ggmlR --with-vulkan (same SIMD and repack
+# flags, checked with nm) and Rgguf and Rllm against it, into a library of
+# its own, $(VK_RLIB): the project's library keeps the CPU build, which
+# `make test` needs without a Vulkan loader (tools/ggmlr-vulkan.sh says why).
+# Runs put $(VK_RLIB) first in R_LIBS; every other package comes from
+# $(RLIB). `make test-vulkan` runs Rllm's model tests (the comparisons with
+# llama.cpp among them) with the models on device "vulkan"
+# (RLLM_TEST_DEVICE, tests/testthat/helper-device.R). Without a GPU it
+# runs on Mesa's lavapipe (one GGML accepts: tools/ggmlr-vulkan.sh step 4;
+# its env file points the loader at it, VK_LAVAPIPE=0 leaves the machine's
+# drivers): GGML skips CPU Vulkan drivers unless GGML_VK_VISIBLE_DEVICES
+# names them, so VK_TEST_DEVICES (default 0: the first device the loader
+# lists, lavapipe when it is the only driver) is passed as that;
+# VK_TEST_DEVICES= (empty) leaves GGML's own choice (its GPUs).
+# The first run compiles GGML's shaders with LLVM (about 8 min for the F32
+# model's on 2 cores); Mesa keeps them in ~/.cache/mesa_shader_cache_db.
+VK_RLIB := $(CURDIR)/build/vulkan/rlib
+VK_LAVAPIPE ?= 1
+VK_TEST_DEVICES ?= 0
+VK_TEST_FILES ?= test-device.R test-model.R test-generate.R test-arch.R
+vulkan: setup install
+	@bash tools/ggmlr-vulkan.sh $(VK_RLIB) $(RLIB) $(ISA)
+
+test-vulkan: vulkan
+	@cd packages/Rllm/tests/testthat && R_LIBS=$(VK_RLIB):$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) \
+	  RLLM_ORACLE_DIR=$(ORACLE) RLLM_TEST_DEVICE=vulkan FM_GGML_VULKAN_EXPECTED=yes \
+	  $(if $(filter 1,$(VK_LAVAPIPE)),$(shell cat $(CURDIR)/build/vulkan/lavapipe/env 2>/dev/null)) \
+	  $(if $(VK_TEST_DEVICES),GGML_VK_VISIBLE_DEVICES=$(VK_TEST_DEVICES)) \
+	  Rscript $(CURDIR)/tools/run-vulkan-tests.R $(VK_TEST_FILES)
 
 # Every path this CPU can force, each a whole make test in its own tree.
 test-isa:

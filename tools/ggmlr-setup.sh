@@ -19,6 +19,19 @@
 # the reference to that buffer in libggml.a. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
 # first in R_LIBS for every build and test (Makefile).
 #
+#
+# GGML's Vulkan backend: ggmlR's configure enables it by itself when it
+# finds the Vulkan headers and glslc (which `make vulkan` installs), and a
+# libggml.a with it needs the Vulkan loader at link time. So every build
+# here says which it wants: --without-vulkan, unless GGMLR_VULKAN=1 (tools/
+# ggmlr-vulkan.sh: --with-vulkan, into a library of its own), and the probe
+# checks it (ggml_backend_vk_reg defined in libggml.a or not); the verified
+# answer is recorded in LIB/.ggmlr/vulkan ("yes" or "no").
+# Other environment: R_LIBS_EXTRA, libraries after LIB for ggmlR's own
+# dependencies (the Vulkan library borrows the project's); GGMLR_TARBALL, a
+# ggmlR source tarball to build instead of CRAN's current one (the Vulkan
+# build takes the one the project's library was built from).
+#
 # Why not install.packages("ggmlR", configure.args = "--with-simd"): R
 # 4.2's install.packages() applies unnamed configure.args only when it
 # installs exactly one package (its local function getConfigureArgs checks
@@ -40,6 +53,9 @@ case $want in
 esac
 mkdir -p "$lib"
 lib=$(cd "$lib" && pwd)
+vulkan=no
+[ "${GGMLR_VULKAN:-0}" = 1 ] && vulkan=yes
+rlibs=$lib${R_LIBS_EXTRA:+:$R_LIBS_EXTRA}
 
 # Prints "avx2" or "portable" for the ggmlR in $lib, or why it is neither;
 # returns 0 only when the build is consistent (flags and code agree).
@@ -47,13 +63,16 @@ probe() {
   local dir=$lib/ggmlR a flag n
   a=$dir/lib/libggml.a
   [ -f "$a" ] || { echo "no ggmlR with lib/libggml.a in $lib"; return 1; }
-  flag=$(R_LIBS=$lib Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()))' 2>/dev/null) || { echo "ggmlR in $lib does not load"; return 1; }
+  flag=$(R_LIBS=$rlibs Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()))' 2>/dev/null) || { echo "ggmlR in $lib does not load"; return 1; }
   local dis
   dis=$(objdump -d --no-show-raw-insn "$a" 2>/dev/null) && [ -n "$dis" ] ||
     { echo "objdump cannot read $a"; return 1; }
   grep -q ' T ggml_mul_mat$' <<<"$(nm "$a" 2>/dev/null)" || { echo "$a does not define ggml_mul_mat"; return 1; }
   grep -q ' U ggml_backend_cpu_repack_buffer_type' <<<"$(nm "$a" 2>/dev/null | c++filt)" ||
     { echo "without GGML's repack buffer (built without GGML_USE_CPU_REPACK)"; return 1; }
+  local vk=no
+  grep -q ' T ggml_backend_vk_reg$' <<<"$(nm "$a" 2>/dev/null)" && vk=yes
+  [ "$vk" = "$vulkan" ] || { echo "Vulkan backend in libggml.a: $vk, asked for: $vulkan"; return 1; }
   n=$(grep -c ymm <<<"$dis" || true)
   if [ "$flag" = 1 ] && [ "$n" -ge 1000 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi
   if [ "$flag" = 0 ] && [ "$n" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi
@@ -62,17 +81,22 @@ probe() {
 }
 
 # The verified build, for the tests that check what they link (FM_GGML_ISA_EXPECTED).
-record() { mkdir -p "$lib/.ggmlr"; echo "${got%% *}" >"$lib/.ggmlr/isa"; }
+record() {
+  mkdir -p "$lib/.ggmlr"
+  echo "${got%% *}" >"$lib/.ggmlr/isa"
+  echo "$vulkan" >"$lib/.ggmlr/vulkan"
+}
+vk_said() { [ "$vulkan" = yes ] && echo ", with GGML's Vulkan backend (ggml_backend_vk_reg in libggml.a)"; }
 
 if got=$(probe) && [ "${got%% *}" = "$want" ]; then
   record
-  echo "setup: GGML (ggmlR $(R_LIBS=$lib Rscript -e 'cat(format(packageVersion("ggmlR")))') in $lib): $got"
+  echo "setup: GGML (ggmlR $(R_LIBS=$rlibs Rscript -e 'cat(format(packageVersion("ggmlR")))') in $lib): $got$(vk_said)"
   exit 0
 fi
-echo "setup: building ggmlR from CRAN source into $lib, $want build (found: $got)"
+echo "setup: building ggmlR from source into $lib, $want build, Vulkan: $vulkan (found: $got)"
 
 # Dependencies first (into LIB when missing everywhere), then ggmlR alone.
-R_LIBS=$lib Rscript -e '
+R_LIBS=$rlibs GGMLR_TARBALL=${GGMLR_TARBALL:-} Rscript -e '
   lib <- commandArgs(TRUE)[1]
   db <- available.packages()
   deps <- tools::package_dependencies("ggmlR", db = db, which = c("Depends", "Imports", "LinkingTo"),
@@ -81,25 +105,51 @@ R_LIBS=$lib Rscript -e '
   miss <- deps[!vapply(deps, requireNamespace, logical(1), quietly = TRUE)]
   if (length(miss)) install.packages(miss, lib = lib, quiet = TRUE)
   dir.create(file.path(lib, ".ggmlr"), showWarnings = FALSE)
-  got <- download.packages("ggmlR", file.path(lib, ".ggmlr"), type = "source", quiet = TRUE)
+  given <- Sys.getenv("GGMLR_TARBALL")
+  if (nzchar(given)) {
+    if (!file.exists(given)) stop("setup: GGMLR_TARBALL ", given, " does not exist")
+    got <- matrix(c("ggmlR", normalizePath(given)), 1)
+  } else {
+    got <- download.packages("ggmlR", file.path(lib, ".ggmlr"), type = "source", quiet = TRUE)
+  }
   if (!nrow(got)) stop("setup: could not download ggmlR from CRAN")
   cat(got[1, 2], "\n", file = file.path(lib, ".ggmlr", "tarball"))' "$lib"
 tarball=$(tr -d ' \n' <"$lib/.ggmlr/tarball")
-args=""
-[ "$want" = avx2 ] && args="--configure-args=--with-simd"
+cargs="--without-vulkan"
+[ "$vulkan" = yes ] && cargs="--with-vulkan"
+[ "$want" = avx2 ] && cargs="$cargs --with-simd"
+src=$tarball
+if [ "$vulkan" = yes ]; then
+  # ggmlR 0.8.8.1 chains VK_EXT_layer_settings (the validation layer's
+  # settings) into vkCreateInstance unconditionally, a structure the Vulkan
+  # headers have only since 1.3.261; Debian 12's are 1.3.239. Where the
+  # headers lack it, that one statement is compiled without the chain (its
+  # only use is with the validation layer, which a release build does not
+  # load): an edit of the unpacked source, checked to have applied.
+  rm -rf "$lib/.ggmlr/src" && mkdir -p "$lib/.ggmlr/src"
+  tar -xzf "$tarball" -C "$lib/.ggmlr/src"
+  src=$lib/.ggmlr/src/ggmlR
+  misc=$src/src/ggml-vulkan/ggml-vulkan-misc.cpp
+  if grep -q 'vk::LayerSettingEXT' "$misc"; then
+    perl -0pi -e 's/\n([ \t]*std::vector<vk::LayerSettingEXT> settings = \{.*?&layer_setting_info\);\n)/\n#ifdef VK_EXT_layer_settings\n$1#else\n    vk::InstanceCreateInfo instance_create_info(vk::InstanceCreateFlags{}, &app_info, layers, extensions);\n#endif\n/s' "$misc"
+    grep -q '^#ifdef VK_EXT_layer_settings$' "$misc" ||
+      { echo "setup: could not make $misc build without VK_EXT_layer_settings" >&2; exit 1; }
+  fi
+fi
 log=$lib/.ggmlr/ggmlR-install.log
-# MAKEFLAGS: ggmlR is the longest compile of the setup; use both cores.
+# MAKEFLAGS: ggmlR is the longest compile of the setup; use both cores
+# (JOBS=1 leaves one to others: the Vulkan build compiles ~200 shader files).
 mk=$lib/.ggmlr/Makevars
 echo 'CPPFLAGS += -DGGML_USE_CPU_REPACK' >"$mk"
-if ! R_MAKEVARS_USER=$mk R_LIBS=$lib MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" $args "$tarball" >"$log" 2>&1; then
+if ! R_MAKEVARS_USER=$mk R_LIBS=$rlibs MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" "--configure-args=$cargs" "$src" >"$log" 2>&1; then
   tail -40 "$log" >&2
-  echo "setup: R CMD INSTALL of $tarball failed (log: $log)" >&2
+  echo "setup: R CMD INSTALL of $src failed (log: $log)" >&2
   exit 1
 fi
-grep -E '^ +SIMD:' "$log" | sed 's/^ */setup: ggmlR configure said: /' || true
+grep -E '^ +(SIMD|Vulkan):' "$log" | sed 's/^ */setup: ggmlR configure said: /' || true
 if ! got=$(probe) || [ "${got%% *}" != "$want" ]; then
-  echo "setup: FAILED: ggmlR was built for '$want' but the installed library is $got (log: $log)" >&2
+  echo "setup: FAILED: ggmlR was built for '$want' (Vulkan: $vulkan) but the installed library is $got (log: $log)" >&2
   exit 1
 fi
 record
-echo "setup: GGML verified: $got"
+echo "setup: GGML verified: $got$(vk_said)"

@@ -5,8 +5,10 @@
  * Pieces:
  *   fm_llm_model  hyperparameters from the GGUF metadata and one GGML tensor
  *                 per weight whose data pointer lies in the file's mapping
- *                 (zero-copy; GGML never writes weights). Also owns the CPU
- *                 backend, the graph allocator and the thread count.
+ *                 (zero-copy; GGML never writes weights), or, for a model on
+ *                 a device (fm_llm_model_new_on: Vulkan), one copy of them
+ *                 in the device's memory. Also owns the backend (CPU or the
+ *                 device's), the graph allocator and the thread count.
  *   fm_llm_cache  the KV cache of one sequence: per attention layer a K
  *                 buffer (n_embd_k_gqa x n_ctx, position-major) and a V buffer
  *                 stored transposed (n_ctx x n_embd_v_gqa), F16 by default as
@@ -113,6 +115,34 @@ FM_NODISCARD fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_
                                         fm_err *err);
 void fm_llm_model_free(fm_llm_model *m); /* NULL is allowed */
 
+/* Where a model's weights live and its graphs run. */
+typedef enum fm_llm_device {
+  FM_LLM_DEVICE_CPU = 0,   /* weights on the file's mapping, GGML's CPU backend */
+  FM_LLM_DEVICE_VULKAN = 1 /* GGML's Vulkan backend (device `index` of its registry) */
+} fm_llm_device;
+
+/* fm_llm_model_new, on a device. FM_LLM_DEVICE_CPU is fm_llm_model_new.
+ * On a device every bound weight is copied once, at load, into one buffer
+ * of the device's memory (the mapping is then no longer read), KV caches
+ * and recurrent state are allocated in device memory (fm_llm_cache_new),
+ * and every evaluation runs the whole graph there: inputs (tokens,
+ * positions, masks, cache indices) are uploaded, only the logits or the
+ * embedding are read back. No operator falls back to the CPU: a graph with
+ * an operator the device cannot run is refused (FM_EUNSUPPORTED naming
+ * it) before it runs. The CPU-only paths do not apply: the fused products
+ * (fm_llm_model_set_fused_gemm) and repacking (fm_llm_model_repack) are
+ * no-ops, the thread count is unused, and cancellation (ctl) is polled
+ * between micro-batches only.
+ * Errors: those of fm_llm_model_new; FM_EUNSUPPORTED when the linked GGML
+ *         has no Vulkan backend (fm_llm_ggml_has_vulkan) or it registered
+ *         no device; FM_EARG for an index outside [0, the device count);
+ *         FM_ENOMEM when the device has no room for the weights. */
+FM_NODISCARD fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device,
+                                           int index, fm_llm_model **out, fm_err *err);
+
+/* The GGML device of m's graphs ("CPU", "Vulkan0", ...). Never NULL. */
+const char *fm_llm_model_device(const fm_llm_model *m);
+
 const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
 
 /* The model's own thread count for the next evaluations, 0 for each call's
@@ -147,6 +177,8 @@ int fm_llm_model_flash_attn(const fm_llm_model *m);
  * and the same tokens one at a time agree to rounding, not bit for bit.
  * FM_EARG for other values. */
 FM_NODISCARD fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_err *err);
+/* The setting in effect: always 0 for a model on a device (the kernels are
+ * CPU code; its products are GGML's there). */
 int fm_llm_model_fused_gemm(const fm_llm_model *m);
 
 /* Move the layer matrices (Q/K/V/output projections, feed-forward and
@@ -186,17 +218,19 @@ size_t fm_llm_cache_bytes(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type k
 /* A KV cache of n_ctx positions for model m.
  * mem: NULL to allocate (and own) heap memory, or a caller's buffer of
  *      n_bytes >= fm_llm_cache_bytes(m, n_ctx, kv) (borrowed: must outlive
- *      the cache; it is zeroed here).
+ *      the cache; it is zeroed here). For a model on a device
+ *      (fm_llm_model_new_on), mem must be NULL: the cache is allocated,
+ *      zeroed, in the device's memory.
  * Owns:   the result (fm_llm_cache_free); borrows m (must outlive it).
- * Errors: FM_EARG (n_ctx < 1, a buffer too small, unknown kv),
- *         FM_ENOMEM. */
+ * Errors: FM_EARG (n_ctx < 1, a buffer too small, unknown kv, a caller's
+ *         buffer for a model on a device), FM_ENOMEM. */
 FM_NODISCARD fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv,
                                         void *mem, size_t n_bytes, fm_llm_cache **out,
                                         fm_err *err);
 void fm_llm_cache_free(fm_llm_cache *c); /* NULL is allowed */
 /* A caller's buffer moved (a runtime's mapping was remapped, contents
  * kept): point the cache at mem (n_bytes). No-op when mem is where it was.
- * Errors: FM_EARG for a heap cache, a buffer too small, or one whose
+ * Errors: FM_EARG for a heap or device cache, a buffer too small, or one whose
  * alignment relative to 64 bytes changed (the contents would be shifted). */
 FM_NODISCARD fm_status fm_llm_cache_rebase(fm_llm_cache *c, void *mem, size_t n_bytes,
                                            fm_err *err);

@@ -4,7 +4,10 @@
  * V x softmax product reads contiguous rows), each padded to 64 bytes; then
  * per-layer recurrent state (F32). Cell p holds position p. The memory is
  * zeroed at creation: cells beyond n_past are masked with -Inf, and their
- * finite zeros keep 0 x value products exact. */
+ * finite zeros keep 0 x value products exact. For a model on a device the
+ * same tensors live in one buffer of the device's memory, placed by GGML's
+ * allocator (the device's alignment, not this layout's offsets), and are
+ * read and written through the backend (ggml_backend_tensor_*). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +59,41 @@ size_t fm_llm_cache_bytes(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type k
   return n ? n + CACHE_ALIGN : 0;
 }
 
+/* The tensors of cache c (model, n_cells and type set) in one zeroed
+ * buffer of the model's device. */
+static fm_status device_tensors(fm_llm_cache *c, fm_err *err) {
+  const fm_llm_model *m = c->m;
+  const llm_hparams *hp = &m->hp;
+  int64_t L = hp->n_layer;
+  enum ggml_type t = c->type == FM_LLM_KV_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
+  struct ggml_init_params ip = {(size_t)(3 * L + 4) * ggml_tensor_overhead(), NULL, true};
+  c->ctx = ggml_init(ip);
+  if (!c->ctx) return fm_err_set(err, FM_ENOMEM, "out of memory for a KV cache");
+  int any = 0;
+  for (int64_t il = 0; il < L; il++) {
+    if (hp->n_head_kv[il] > 0) {
+      c->k[il] = ggml_new_tensor_2d(c->ctx, t, llm_n_embd_k_gqa(hp, il), c->n_cells);
+      c->v[il] = ggml_new_tensor_2d(c->ctx, t, c->n_cells, llm_n_embd_v_gqa(hp, il));
+      any = 1;
+    }
+    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    if (ns > 0) {
+      c->s[il] = ggml_new_tensor_1d(c->ctx, GGML_TYPE_F32, ns);
+      any = 1;
+    }
+  }
+  c->on_device = 1;
+  if (!any) return FM_OK; /* nothing to hold (GGML allocates no empty buffer) */
+  c->buf = ggml_backend_alloc_ctx_tensors_from_buft(c->ctx, ggml_backend_dev_buffer_type(m->dev));
+  if (!c->buf)
+    return fm_err_set(err, FM_ENOMEM, "%s has no room for a KV cache of %lld positions",
+                      ggml_backend_dev_name(m->dev), (long long)c->n_ctx);
+  ggml_backend_buffer_set_usage(c->buf, GGML_BACKEND_BUFFER_USAGE_COMPUTE);
+  ggml_backend_buffer_clear(c->buf, 0);
+  c->n_bytes = ggml_backend_buffer_get_size(c->buf);
+  return FM_OK;
+}
+
 fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv, void *mem,
                            size_t n_bytes, fm_llm_cache **out, fm_err *err) {
   fm_status st = FM_OK;
@@ -72,6 +110,11 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
   if (mem && n_bytes < need)
     return fm_err_set(err, FM_EARG, "cache buffer of %zu bytes is smaller than the %zu needed",
                       n_bytes, need);
+  if (mem && m->dev)
+    return fm_err_set(err, FM_EARG,
+                      "the model runs on %s: its caches live in the device's memory, not in a "
+                      "caller's buffer",
+                      ggml_backend_dev_name(m->dev));
   int64_t L = m->hp.n_layer;
   c = calloc(1, sizeof *c);
   off = calloc((size_t)L * 3, sizeof *off);
@@ -90,6 +133,13 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
   if (!c->k || !c->v || !c->s) {
     st = fm_err_set(err, FM_ENOMEM, "out of memory for a KV cache");
     goto fail;
+  }
+  if (m->dev) {
+    st = device_tensors(c, err);
+    if (st != FM_OK) goto fail;
+    free(off);
+    *out = c;
+    return FM_OK;
   }
   if (mem) {
     c->base = (void *)(((uintptr_t)mem + CACHE_ALIGN - 1) & ~(uintptr_t)(CACHE_ALIGN - 1));
@@ -160,6 +210,8 @@ void fm_llm_cache_free(fm_llm_cache *c) {
 fm_status fm_llm_cache_rebase(fm_llm_cache *c, void *mem, size_t n_bytes, fm_err *err) {
   if (!c || !mem) return fm_err_set(err, FM_EARG, "fm_llm_cache_rebase: NULL argument");
   if (c->heap) return fm_err_set(err, FM_EARG, "the cache is on the heap; it cannot move");
+  if (c->on_device)
+    return fm_err_set(err, FM_EARG, "the cache is in a device's memory; it cannot move");
   /* The contents sit mem_off bytes into the caller's buffer, wherever it is. */
   void *base = (char *)mem + c->mem_off;
   if (base == c->base) return FM_OK;
@@ -188,7 +240,7 @@ void fm_llm_cache_clear(fm_llm_cache *c) {
   if (!c) return;
   c->n_past = 0;
   for (int64_t il = 0; il < c->m->hp.n_layer; il++)
-    if (c->s && c->s[il]) memset(c->s[il]->data, 0, ggml_nbytes(c->s[il]));
+    if (c->s && c->s[il]) ggml_backend_tensor_memset(c->s[il], 0, 0, ggml_nbytes(c->s[il]));
 }
 
 int64_t fm_llm_cache_n_past(const fm_llm_cache *c) { return c ? c->n_past : 0; }

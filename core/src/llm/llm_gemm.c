@@ -112,7 +112,8 @@ static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) 
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {
   struct ggml_context *ctx = b->ctx;
-  const int route = b->m->fused_gemm ? gemm_route(w, x) : 0;
+  /* the kernels are CPU code (a custom operator): never on a device */
+  const int route = b->m->fused_gemm && !b->m->dev ? gemm_route(w, x) : 0;
   if (!route) return ggml_mul_mat(ctx, w, x);
   struct ggml_tensor *xc = x;
   if (route == 1 && w->type != GGML_TYPE_F32)

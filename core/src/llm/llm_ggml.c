@@ -1,7 +1,12 @@
-/* llm_ggml.c: the instruction sets of the linked GGML build (fm_llm_ggml.h). */
+/* llm_ggml.c: the instruction sets of the linked GGML build and the
+ * devices of its backend registry (fm_llm_ggml.h). */
 #include "fm/fm_llm_ggml.h"
 #include "fm/fm_llm.h"
+#include "llm_impl.h"
 
+#include <string.h>
+
+#include "ggml-backend.h"
 #include "ggml-cpu.h"
 #include "ggml.h"
 
@@ -55,4 +60,77 @@ const char *fm_llm_ggml_isa(void) {
 const char *fm_llm_ggml_version(void) {
   const char *v = ggml_version();
   return v ? v : "unknown";
+}
+
+/* FM_GGML_VULKAN: set by Rgguf's configure and the core's CMakeLists when
+ * the libggml.a they link defines ggml_backend_vk_reg. */
+int fm_llm_ggml_has_vulkan(void) {
+#ifdef FM_GGML_VULKAN
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+#ifdef FM_GGML_VULKAN
+/* GGML's Vulkan backend logs its device scan at info and debug level and
+ * every device buffer it allocates or frees at debug level: lines for
+ * GGML's developers, which reach R's console on every evaluation. Before
+ * the registry is first used (here and for a model on a device) a logger
+ * that drops the lines below warnings is put in front of the one in place,
+ * for the rest of the process (one static state: loads run on R's thread). */
+static struct {
+  ggml_log_callback cb;
+  void *data;
+  int dropping; /* the last line was dropped: drop its continuations */
+  int set;
+} quiet;
+
+static void quiet_log(enum ggml_log_level level, const char *text, void *data) {
+  (void)data;
+  if (level != GGML_LOG_LEVEL_CONT) quiet.dropping = level < GGML_LOG_LEVEL_WARN;
+  if (!quiet.dropping && quiet.cb) quiet.cb(level, text, quiet.data);
+}
+#endif
+
+void llm_ggml_quiet(void) {
+#ifdef FM_GGML_VULKAN
+  if (quiet.set) return;
+  quiet.set = 1;
+  ggml_log_get(&quiet.cb, &quiet.data);
+  ggml_log_set(quiet_log, NULL);
+#endif
+}
+
+int fm_llm_ggml_n_devices(const char *backend) {
+  if (!backend) return 0;
+  llm_ggml_quiet();
+  ggml_backend_reg_t reg = ggml_backend_reg_by_name(backend);
+  return reg ? (int)ggml_backend_reg_dev_count(reg) : 0;
+}
+
+static const char *dev_type_name(enum ggml_backend_dev_type t) {
+  switch (t) {
+  case GGML_BACKEND_DEVICE_TYPE_CPU: return "cpu";
+  case GGML_BACKEND_DEVICE_TYPE_GPU: return "gpu";
+  case GGML_BACKEND_DEVICE_TYPE_IGPU: return "igpu";
+  case GGML_BACKEND_DEVICE_TYPE_META: return "meta";
+  default: return "accel";
+  }
+}
+
+fm_status fm_llm_ggml_device(const char *backend, int i, fm_llm_device_info *out) {
+  if (!out) return FM_EARG;
+  memset(out, 0, sizeof *out);
+  if (i < 0 || i >= fm_llm_ggml_n_devices(backend)) return FM_EARG;
+  ggml_backend_dev_t dev = ggml_backend_reg_dev_get(ggml_backend_reg_by_name(backend), (size_t)i);
+  struct ggml_backend_dev_props p;
+  memset(&p, 0, sizeof p);
+  ggml_backend_dev_get_props(dev, &p);
+  out->name = p.name ? p.name : "";
+  out->description = p.description ? p.description : "";
+  out->memory_free = (unsigned long long)p.memory_free;
+  out->memory_total = (unsigned long long)p.memory_total;
+  out->type = dev_type_name(p.type);
+  return FM_OK;
 }

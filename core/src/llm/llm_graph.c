@@ -1,6 +1,8 @@
 /* llm_graph.c: reusable lowerings of transformer blocks to GGML operators,
  * the standard pre-norm decoder, and evaluation (graph build, allocation by
- * ggml_gallocr into one reused compute buffer, inputs, CPU compute).
+ * ggml_gallocr into one reused compute buffer, inputs, compute on the
+ * model's backend: GGML's CPU backend, or a device's, where the whole graph
+ * runs and only inputs and the result cross to and from host memory).
  *
  * The operator sequence mirrors what llama.cpp builds for the same
  * architecture (without flash attention, its default through node-llama-cpp),
@@ -319,23 +321,71 @@ static void fill_mask_row(const llm_build *b, int kind, int64_t i, float *row) {
   }
 }
 
+/* Host memory to write input t into: t's own where its buffer is host
+ * memory (the CPU backend: filled in place), else the model's staging
+ * area, which inp_commit() uploads to the device. NULL when out of memory. */
+static void *inp_begin(llm_model *m, const struct ggml_tensor *t) {
+  if (ggml_backend_buffer_is_host(t->buffer)) return t->data;
+  size_t n = ggml_nbytes(t);
+  if (n > m->inp_scratch_size) {
+    void *p = realloc(m->inp_scratch, n);
+    if (!p) return NULL;
+    m->inp_scratch = p;
+    m->inp_scratch_size = n;
+  }
+  return m->inp_scratch;
+}
+
+static void inp_commit(struct ggml_tensor *t, const void *host) {
+  if (host != t->data) ggml_backend_tensor_set(t, host, 0, ggml_nbytes(t));
+}
+
+#define INP_BEGIN(var, type, t)                                                        \
+  type *var = inp_begin(m, (t));                                                     \
+  if (!var) return fm_err_set(err, FM_ENOMEM, "out of memory staging a graph input")
+
 /* Fill the mask inputs of the graph, F32 and F16 (through one F32 row). */
-static fm_status fill_masks(const llm_build *b, fm_err *err) {
+static fm_status fill_masks(llm_model *m, const llm_build *b, fm_err *err) {
   float *tmp = NULL;
   for (int k = 0; k < LLM_MASK_COUNT; k++) {
-    if (b->mask[k] && b->mask[k]->data)
-      for (int64_t i = 0; i < b->n_tokens; i++)
-        fill_mask_row(b, k, i, (float *)b->mask[k]->data + i * b->n_kv);
+    if (b->mask[k] && b->mask[k]->data) {
+      float *d = inp_begin(m, b->mask[k]);
+      if (!d) goto nomem;
+      for (int64_t i = 0; i < b->n_tokens; i++) fill_mask_row(b, k, i, d + i * b->n_kv);
+      inp_commit(b->mask[k], d);
+    }
     if (b->mask16[k] && b->mask16[k]->data) {
-      if (!tmp && !(tmp = malloc((size_t)b->n_kv * sizeof *tmp)))
-        return fm_err_set(err, FM_ENOMEM, "out of memory for an attention mask");
+      if (!tmp && !(tmp = malloc((size_t)b->n_kv * sizeof *tmp))) goto nomem;
+      ggml_fp16_t *d = inp_begin(m, b->mask16[k]);
+      if (!d) goto nomem;
       for (int64_t i = 0; i < b->n_tokens; i++) {
         fill_mask_row(b, k, i, tmp);
-        ggml_fp32_to_fp16_row(tmp, (ggml_fp16_t *)b->mask16[k]->data + i * b->n_kv, b->n_kv);
+        ggml_fp32_to_fp16_row(tmp, d + i * b->n_kv, b->n_kv);
       }
+      inp_commit(b->mask16[k], d);
     }
   }
   free(tmp);
+  return FM_OK;
+nomem:
+  free(tmp);
+  return fm_err_set(err, FM_ENOMEM, "out of memory for an attention mask");
+}
+
+/* On a device every operator of the graph must run there (no operator
+ * falls back to the CPU): the first one it cannot run is named. */
+static fm_status check_device_ops(const llm_model *m, struct ggml_cgraph *gf, fm_err *err) {
+  for (int i = 0; i < ggml_graph_n_nodes(gf); i++) {
+    struct ggml_tensor *t = ggml_graph_node(gf, i);
+    if (!ggml_backend_supports_op(m->backend, t))
+      return fm_err_set(err, FM_EUNSUPPORTED,
+                        "%s cannot run GGML operator %s (result %s [%lld, %lld, %lld], sources %s "
+                        "and %s) of the %s graph",
+                        ggml_backend_name(m->backend), ggml_op_desc(t), ggml_type_name(t->type),
+                        (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
+                        t->src[0] ? ggml_type_name(t->src[0]->type) : "-",
+                        t->src[1] ? ggml_type_name(t->src[1]->type) : "-", m->arch_name);
+  }
   return FM_OK;
 }
 
@@ -406,6 +456,10 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     ggml_set_output(res);
     ggml_build_forward_expand(b->gf, res);
     b->result = res;
+    if (m->dev) {
+      st = check_device_ops(m, b->gf, err);
+      if (st != FM_OK) goto fail;
+    }
     if (!ggml_gallocr_alloc_graph(m->galloc, b->gf)) {
       st = fm_err_set(err, FM_ENOMEM, "out of memory for the compute buffer");
       goto fail;
@@ -415,50 +469,76 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   b->n_past = c->n_past;
   struct ggml_tensor *res = b->result;
 
-  /* Inputs (host memory: the CPU backend's buffers). */
-  memcpy(b->inp_tokens->data, tokens, (size_t)n * sizeof(int32_t));
-  if (b->inp_pos && b->inp_pos->data)
-    for (int64_t i = 0; i < n; i++) ((int32_t *)b->inp_pos->data)[i] = (int32_t)(b->n_past + i);
-  st = fill_masks(b, err);
+  /* Inputs: written in place in the CPU backend's buffers, staged and
+   * uploaded to a device's (inp_begin, inp_commit). */
+  {
+    INP_BEGIN(d, int32_t, b->inp_tokens);
+    memcpy(d, tokens, (size_t)n * sizeof(int32_t));
+    inp_commit(b->inp_tokens, d);
+  }
+  if (b->inp_pos && b->inp_pos->data) {
+    INP_BEGIN(d, int32_t, b->inp_pos);
+    for (int64_t i = 0; i < n; i++) d[i] = (int32_t)(b->n_past + i);
+    inp_commit(b->inp_pos, d);
+  }
+  st = fill_masks(m, b, err);
   if (st != FM_OK) return st;
-  if (b->inp_out_ids && b->inp_out_ids->data)
-    for (int64_t i = 0; i < n_out; i++)
-      ((int32_t *)b->inp_out_ids->data)[i] = (int32_t)(n - n_out + i);
-  if (b->inp_k_idx && b->inp_k_idx->data)
-    for (int64_t i = 0; i < n; i++) ((int64_t *)b->inp_k_idx->data)[i] = b->n_past + i;
+  if (b->inp_out_ids && b->inp_out_ids->data) {
+    INP_BEGIN(d, int32_t, b->inp_out_ids);
+    for (int64_t i = 0; i < n_out; i++) d[i] = (int32_t)(n - n_out + i);
+    inp_commit(b->inp_out_ids, d);
+  }
+  if (b->inp_k_idx && b->inp_k_idx->data) {
+    INP_BEGIN(d, int64_t, b->inp_k_idx);
+    for (int64_t i = 0; i < n; i++) d[i] = b->n_past + i;
+    inp_commit(b->inp_k_idx, d);
+  }
   for (int j = 0; j < 8 && b->inp_v_idx[j]; j++) {
-    int64_t ev = b->v_idx_ev[j], *d = b->inp_v_idx[j]->data;
-    if (!d) continue;
+    if (!b->inp_v_idx[j]->data) continue;
+    int64_t ev = b->v_idx_ev[j];
+    INP_BEGIN(d, int64_t, b->inp_v_idx[j]);
     for (int64_t t = 0; t < n; t++)
       for (int64_t ch = 0; ch < ev; ch++) d[ch + t * ev] = ch * c->n_cells + b->n_past + t;
+    inp_commit(b->inp_v_idx[j], d);
   }
   if (b->inp_pool && b->inp_pool->data) {
+    INP_BEGIN(d, void, b->inp_pool);
     if (pooling == FM_LLM_POOL_MEAN)
-      for (int64_t i = 0; i < n; i++) ((float *)b->inp_pool->data)[i] = 1.0f / (float)n;
+      for (int64_t i = 0; i < n; i++) ((float *)d)[i] = 1.0f / (float)n;
     else
-      ((int32_t *)b->inp_pool->data)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
+      ((int32_t *)d)[0] = pooling == FM_LLM_POOL_CLS ? 0 : (int32_t)(n - 1);
+    inp_commit(b->inp_pool, d);
   }
-  /* 2026-11-30: a batch of under ~4 MFLOP (the decode step of a tiny model)
-   * runs on one thread: each of its ~30 nodes per layer is microseconds of
-   * work, and a thread barrier per node costs more than the split saves
-   * (stories260K decode on 2 cores: ~3,800 tokens/s on one thread, at best
-   * ~1,600 on two). Results do not depend on the thread count. */
-  int nt = fm_llm_threads_for(m, ctl);
-  if (2.0 * (double)m->info.n_params * (double)n < 4e6) nt = 1;
-  ggml_backend_cpu_set_n_threads(m->backend, nt);
-  if ((st = llm_gemm_reserve(m, nt, err)) != FM_OK) return st;
-  m->ctl = ctl;
-  m->caller = pthread_self();
-  m->poll_count = 0;
-  ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);
-  enum ggml_status gs = ggml_backend_graph_compute(m->backend, b->gf);
-  m->ctl = NULL;
+  enum ggml_status gs;
+  if (m->dev) {
+    /* A device's backend has no abort hook: cancellation is polled here,
+     * before each micro-batch. */
+    if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+    gs = ggml_backend_graph_compute(m->backend, b->gf);
+  } else {
+    /* 2026-11-30: a batch of under ~4 MFLOP (the decode step of a tiny model)
+     * runs on one thread: each of its ~30 nodes per layer is microseconds of
+     * work, and a thread barrier per node costs more than the split saves
+     * (stories260K decode on 2 cores: ~3,800 tokens/s on one thread, at best
+     * ~1,600 on two). Results do not depend on the thread count. */
+    int nt = fm_llm_threads_for(m, ctl);
+    if (2.0 * (double)m->info.n_params * (double)n < 4e6) nt = 1;
+    ggml_backend_cpu_set_n_threads(m->backend, nt);
+    if ((st = llm_gemm_reserve(m, nt, err)) != FM_OK) return st;
+    m->ctl = ctl;
+    m->caller = pthread_self();
+    m->poll_count = 0;
+    ggml_backend_cpu_set_abort_callback(m->backend, abort_cb, m);
+    gs = ggml_backend_graph_compute(m->backend, b->gf);
+    m->ctl = NULL;
+  }
   if (gs == GGML_STATUS_ABORTED) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
   if (gs != GGML_STATUS_SUCCESS)
-    return fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed (status %d)", (int)gs);
+    return fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed on %s (status %d)",
+                      ggml_backend_name(m->backend), (int)gs);
   if (res->type != GGML_TYPE_F32 || !ggml_is_contiguous(res))
     return fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
-  memcpy(dst, res->data, ggml_nbytes(res));
+  ggml_backend_tensor_get(res, dst, 0, ggml_nbytes(res));
   c->n_past += n;
   return FM_OK;
 fail:
@@ -490,7 +570,7 @@ static fm_status state_save(const fm_llm_cache *c, void **out, fm_err *err) {
   if (!p) return fm_err_set(err, FM_ENOMEM, "out of memory saving the recurrent state");
   for (int64_t il = 0; il < c->m->hp.n_layer; il++)
     if (c->s[il]) {
-      memcpy(p, c->s[il]->data, ggml_nbytes(c->s[il]));
+      ggml_backend_tensor_get(c->s[il], p, 0, ggml_nbytes(c->s[il]));
       p += ggml_nbytes(c->s[il]);
     }
   return FM_OK;
@@ -501,7 +581,7 @@ static void state_restore(fm_llm_cache *c, const void *saved) {
   if (!p) return;
   for (int64_t il = 0; il < c->m->hp.n_layer; il++)
     if (c->s[il]) {
-      memcpy(c->s[il]->data, p, ggml_nbytes(c->s[il]));
+      ggml_backend_tensor_set(c->s[il], p, 0, ggml_nbytes(c->s[il]));
       p += ggml_nbytes(c->s[il]);
     }
 }

@@ -109,9 +109,13 @@ struct fm_llm_model {
   char path[256]; /* for messages: the file's name or "model" */
   struct ggml_context *wctx;    /* tensor metadata of bound weights (no data) */
   struct ggml_tensor **bound;   /* per GGUF tensor index, NULL until bound */
-  ggml_backend_t backend;       /* CPU */
-  ggml_backend_buffer_t wbuf;   /* wraps the file's mapping (read-only use) */
+  ggml_backend_t backend;       /* CPU, or the device's (dev) */
+  ggml_backend_dev_t dev;       /* NULL on the CPU; else the registry's device */
+  ggml_backend_buffer_t wbuf;   /* wraps the file's mapping (read-only use), or
+                                   holds the weights' copy in device memory */
   ggml_gallocr_t galloc;        /* compute buffer, reused between evaluations */
+  void *inp_scratch;            /* host staging of inputs for a device (llm_graph.c) */
+  size_t inp_scratch_size;
   void *graph_mem;              /* metadata arena for per-evaluation contexts */
   size_t graph_mem_size;
   int64_t graph_size;           /* max nodes of one graph */
@@ -174,7 +178,8 @@ struct fm_llm_cache {
   int64_t serial;     /* unique per cache and per rebase: keys reused graphs */
   fm_llm_kv_type type;
   struct ggml_context *ctx; /* tensor metadata */
-  ggml_backend_buffer_t buf;
+  ggml_backend_buffer_t buf; /* wraps heap or caller memory, or (on_device) owns device memory */
+  int on_device;      /* 1: buf is the model device's memory (base, heap NULL) */
   void *heap;         /* owned memory or NULL */
   void *base;         /* aligned start of the cache memory */
   size_t n_bytes;     /* bytes used from base */
@@ -267,6 +272,11 @@ static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
  * repack buffer (llm_repack.c; fm_llm_model_repack); a no-op where GGML
  * repacks nothing. */
 fm_status llm_repack(llm_model *m, fm_err *err);
+
+/* In a GGML built with Vulkan, drop GGML's log lines below warnings (its
+ * per-buffer debug lines) for the rest of the process (llm_ggml.c); a
+ * no-op otherwise. Called before the backend registry is first used. */
+void llm_ggml_quiet(void);
 
 /* ---- fused batch products (llm_gemm.c) ------------------------------------ */
 

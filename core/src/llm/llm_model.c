@@ -1,7 +1,8 @@
 /* llm_model.c: loading a model from a parsed GGUF file: the architecture
  * table, hyperparameters from metadata, and weights bound zero-copy (GGML
  * tensors whose data pointers lie in the file's read-only mapping, wrapped
- * by one CPU backend buffer; GGML only reads them).
+ * by one CPU backend buffer; GGML only reads them), or, on a device
+ * (fm_llm_model_new_on), copied once into one buffer of its memory.
  *
  * Every value the graph relies on is checked here (key types, positive
  * counts, tensor shapes and types), so a malformed file is an FM_EFORMAT
@@ -13,7 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fm/fm_llm_ggml.h"
 #include "llm_impl.h"
+#ifdef FM_GGML_VULKAN
+#include <ggml-vulkan.h>
+#include <stdbool.h>
+#endif
 
 /* ---- the architecture table ---------------------------------------------- */
 
@@ -246,8 +252,10 @@ fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kin
                       "tensor '%s' holds %llu bytes at offset %llu, GGML expects %llu (file of %llu bytes)",
                       name, (unsigned long long)t->n_bytes, (unsigned long long)t->data_offset,
                       (unsigned long long)nbytes, (unsigned long long)fm_gguf_size(m->g));
+  /* On a device the tensor stays unallocated here: upload_weights() places
+   * every bound tensor in one device buffer once the architecture is loaded. */
   void *addr = (void *)(fm_gguf_bytes(m->g) + t->data_offset);
-  if (ggml_backend_tensor_alloc(m->wbuf, gt, addr) != GGML_STATUS_SUCCESS)
+  if (!m->dev && ggml_backend_tensor_alloc(m->wbuf, gt, addr) != GGML_STATUS_SUCCESS)
     return fm_err_set(err, FM_EINTERNAL, "GGML refused to bind tensor '%s'", name);
   m->bound[idx] = gt;
   m->info.n_params += ggml_nelements(gt);
@@ -492,9 +500,76 @@ fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err)
   return FM_OK;
 }
 
+/* ---- devices ---------------------------------------------------------------- */
+
+/* The registry's device `index` of `kind` into *dev, with a backend on it. */
+static fm_status open_device(fm_llm_device kind, int index, ggml_backend_dev_t *dev,
+                             ggml_backend_t *backend, fm_err *err) {
+  const char *reg_name = "Vulkan";
+  if (kind != FM_LLM_DEVICE_VULKAN)
+    return fm_err_set(err, FM_EARG, "unknown device kind %d (0: CPU, 1: Vulkan)", (int)kind);
+  llm_ggml_quiet();
+  if (!fm_llm_ggml_has_vulkan())
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "Vulkan is not in this GGML build (ggmlR was compiled without "
+                      "--with-vulkan); in the source repository, `make vulkan` builds one");
+  int n = fm_llm_ggml_n_devices(reg_name);
+  if (n < 1)
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "GGML's Vulkan backend found no device (it needs a Vulkan loader and a "
+                      "GPU driver; a CPU driver such as Mesa's lavapipe counts only when "
+                      "GGML_VK_VISIBLE_DEVICES names it)");
+  if (index < 0 || index >= n)
+    return fm_err_set(err, FM_EARG, "Vulkan device %d does not exist (GGML has %d: 0 to %d)",
+                      index, n, n - 1);
+  *dev = ggml_backend_reg_dev_get(ggml_backend_reg_by_name(reg_name), (size_t)index);
+#ifdef FM_GGML_VULKAN
+  /* ggmlR's backend raises an R error from inside GGML (a longjmp through
+   * this code) when it starts a device with fewer than 256 bytes of push
+   * constants (Mesa 22's lavapipe has 128): asked first, so it is a status. */
+  bool pc256 = false;
+  uint32_t pc = 0;
+  ggml_backend_vk_get_device_caps(index, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                                  NULL, NULL, NULL, NULL, &pc256, &pc, NULL, NULL);
+  if (!pc256)
+    return fm_err_set(err, FM_EUNSUPPORTED,
+                      "Vulkan device %d (%s) offers %u bytes of push constants; GGML's Vulkan "
+                      "backend needs 256 (a newer driver: for Mesa's lavapipe, Mesa 25 or later)",
+                      index, *dev ? ggml_backend_dev_description(*dev) : "?", (unsigned)pc);
+#endif
+  *backend = *dev ? ggml_backend_dev_init(*dev, NULL) : NULL;
+  if (!*backend)
+    return fm_err_set(err, FM_EINTERNAL, "GGML could not start Vulkan device %d", index);
+  return FM_OK;
+}
+
+/* Every bound weight, copied from the mapping into one buffer of the
+ * device's memory (allocated for all of them at once, so the model's
+ * weights cost one allocation). */
+static fm_status upload_weights(llm_model *m, fm_err *err) {
+  ggml_backend_buffer_type_t bt = ggml_backend_dev_buffer_type(m->dev);
+  m->wbuf = ggml_backend_alloc_ctx_tensors_from_buft(m->wctx, bt);
+  if (!m->wbuf)
+    return fm_err_set(err, FM_ENOMEM, "%s has no room for the model's %llu bytes of weights",
+                      ggml_backend_dev_name(m->dev), (unsigned long long)m->info.n_weight_bytes);
+  ggml_backend_buffer_set_usage(m->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  const uint8_t *bytes = fm_gguf_bytes(m->g);
+  for (int64_t i = 0; i < fm_gguf_n_tensors(m->g); i++)
+    if (m->bound[i]) {
+      const fm_gguf_tensor *t = fm_gguf_tensor_at(m->g, i);
+      ggml_backend_tensor_set(m->bound[i], bytes + t->data_offset, 0, ggml_nbytes(m->bound[i]));
+    }
+  return FM_OK;
+}
+
 /* ---- the model ------------------------------------------------------------- */
 
 fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, fm_err *err) {
+  return fm_llm_model_new_on(g, n_threads, FM_LLM_DEVICE_CPU, 0, out, err);
+}
+
+fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device, int index,
+                              fm_llm_model **out, fm_err *err) {
   fm_status st = FM_OK;
   llm_model *m = NULL;
   if (out) *out = NULL;
@@ -507,6 +582,10 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   m->n_threads = n_threads;
   m->flash_attn = 1;
   m->fused_gemm = 1;
+  if (device != FM_LLM_DEVICE_CPU) {
+    st = open_device(device, index, &m->dev, &m->backend, err);
+    if (st != FM_OK) goto fail;
+  }
 
   int64_t ia = fm_gguf_find_kv(g, "general.architecture");
   const char *s = NULL;
@@ -538,20 +617,26 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   m->bound = calloc((size_t)(nt > 0 ? nt : 1), sizeof *m->bound);
   struct ggml_init_params ip = {(size_t)(nt + 8) * ggml_tensor_overhead(), NULL, true};
   m->wctx = ggml_init(ip);
-  m->backend = ggml_backend_cpu_init();
-  m->wbuf = ggml_backend_cpu_buffer_from_ptr((void *)bytes, size);
-  if (!m->bound || !m->wctx || !m->backend || !m->wbuf) {
+  if (!m->dev) {
+    m->backend = ggml_backend_cpu_init();
+    m->wbuf = ggml_backend_cpu_buffer_from_ptr((void *)bytes, size);
+  }
+  if (!m->bound || !m->wctx || !m->backend || (!m->dev && !m->wbuf)) {
     st = fm_err_set(err, FM_ENOMEM, "out of memory setting up GGML for the model");
     goto fail;
   }
-  ggml_backend_buffer_set_usage(m->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
+  if (m->wbuf) ggml_backend_buffer_set_usage(m->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 
   st = load_common(m, err);
   if (st != FM_OK) goto fail;
   st = m->arch->load(m, err);
   if (st != FM_OK) goto fail;
+  if (m->dev) {
+    st = upload_weights(m, err);
+    if (st != FM_OK) goto fail;
+  }
 
-  m->galloc = ggml_gallocr_new(ggml_backend_cpu_buffer_type());
+  m->galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(m->backend));
   m->graph_size = 1024 + 160 * m->hp.n_layer;
   m->graph_mem_size = (size_t)m->graph_size * ggml_tensor_overhead() +
                       ggml_graph_overhead_custom((size_t)m->graph_size, false);
@@ -607,6 +692,7 @@ void fm_llm_model_free(fm_llm_model *m) {
   if (m->wctx) ggml_free(m->wctx);
   free(m->graph_mem);
   free(m->gemm_scratch);
+  free(m->inp_scratch);
   free(m->bound);
   free(m->layers);
   free(m->hp.n_head);
@@ -650,11 +736,17 @@ fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_err *err) {
   return st;
 }
 
-int fm_llm_model_fused_gemm(const fm_llm_model *m) { return m ? m->fused_gemm : 0; }
+/* on a device the fused kernels (CPU code, a GGML custom operator) never run */
+int fm_llm_model_fused_gemm(const fm_llm_model *m) { return m && !m->dev ? m->fused_gemm : 0; }
+
+const char *fm_llm_model_device(const fm_llm_model *m) {
+  return m && m->dev ? ggml_backend_dev_name(m->dev) : "CPU";
+}
 
 fm_status fm_llm_model_repack(fm_llm_model *m, fm_err *err) {
   if (!m) return fm_err_set(err, FM_EARG, "NULL model");
-  if (m->repack_done) return FM_OK;
+  /* GGML's repacked layout is its CPU backend's: a device keeps its copy */
+  if (m->repack_done || m->dev) return FM_OK;
   /* once only: after an error every slot still holds a valid tensor
    * (repacked or mapped), so the model stays usable as it is */
   m->repack_done = 1;

@@ -170,6 +170,24 @@ rllm_threads <- function() {
 #'   token) use GGML's product either way, so a prompt evaluated at once
 #'   and token by token agree to rounding (with `FALSE`, both use GGML's
 #'   kernels). Prompt evaluation 1.2-4x faster here, depending on the type.
+#'   No effect on a device (`info$fused_gemm` is then `FALSE`).
+#' @param device `"cpu"` (the default): the weights stay on the file's
+#'   mapping and GGML's CPU backend evaluates. `"vulkan"` (or `"vulkan1"`,
+#'   ...: a device by its `index` in [rllm_vulkan_info()]; `"vulkan"` is
+#'   device 0): every weight is copied once, at load, into the device's
+#'   memory (the mapping is then no longer read), KV caches
+#'   ([rllm_cache()]) are allocated there too, and each evaluation runs the
+#'   whole graph on the device through GGML's Vulkan backend: only token
+#'   ids, positions and masks go up, and only the logits (or the
+#'   embedding) come back. No operator falls back to the CPU; a model whose
+#'   graph has one the device cannot run is refused at its first
+#'   evaluation (`fm_error_eunsupported` naming the operator). On a device
+#'   `threads`, `repack` and `fused_gemm` have no effect, a cache cannot
+#'   live in an Rfmalloc `runtime`, and an interrupt is noticed between
+#'   micro-batches of 256 tokens only. Logits agree with the CPU's to
+#'   rounding (other kernels: another order of sums, and GGML's Vulkan
+#'   products round activations as its CPU ones do); `make test-vulkan` in
+#'   the source repository runs the comparisons with llama.cpp on a device.
 #' @return An object of class `"rllm_model"`: a list with `path`, `gguf`
 #'   (the `gguf_file` handle), `info` (a list: `arch`, `name`, `n_vocab`,
 #'   `n_embd`, `n_embd_out`, `n_layer`, `n_head`, `n_head_kv`,
@@ -177,7 +195,9 @@ rllm_threads <- function() {
 #'   `n_expert`, `n_expert_used`, `rope_freq_base`, `norm_eps`,
 #'   `rope_neox`, `causal`, `pooling` (-1 when unset), `tied_output`,
 #'   `n_params`, `weight_bytes`, `threads`, `flash_attn`, `repacked_bytes`
-#'   (bytes of weights held repacked in memory), `fused_gemm`, `eog`: the end-of-generation
+#'   (bytes of weights held repacked in memory), `fused_gemm`, `device`
+#'   (GGML's name of the device that evaluates: `"CPU"`, `"Vulkan0"`, ...),
+#'   `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata) and `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
@@ -197,22 +217,33 @@ rllm_threads <- function() {
 #'   `fm_error_eformat` ("the file shrank from ... to ... bytes") instead of
 #'   reading past its end (one `fstat()` per call; a truncation during an
 #'   evaluation cannot be caught).
+#'   With `device = "vulkan"`: `fm_error_eunsupported` when the GGML that
+#'   Rgguf links was built without Vulkan (the message says so; in the
+#'   source repository `make vulkan` builds one) or found no Vulkan device
+#'   ([rllm_vulkan_info()] lists none); `fm_error_earg` for a device index
+#'   that does not exist, an unknown `device`, or a `runtime` given with a
+#'   device; `fm_error_enomem` when the device has no room for the weights.
 #' @source The GGUF key and tensor names of the GGUF specification
 #'   (<https://github.com/ggml-org/ggml/blob/master/docs/gguf.md>); the
 #'   operator sequence follows the LLaMA paper (Touvron et al. 2023) as
 #'   llama.cpp evaluates it, which the package's tests use as the oracle.
 #' @seealso [rllm_logits()], [rllm_generate()], [rllm_embed()],
-#'   [rllm_cache()].
+#'   [rllm_cache()], [rllm_vulkan_info()].
 #' @examples
 #' f <- Sys.getenv("RFMALLOC_FIXTURES")
 #' p <- file.path(f, "gguf", "stories260K.gguf")
 #' if (nzchar(f) && file.exists(p)) {
 #'   m <- rllm_gguf_model(p, threads = 1)
 #'   print(m)
+#'   # on a GPU when this build has one, else on the CPU
+#'   dev <- if (nrow(rllm_vulkan_info()) > 0) "vulkan" else "cpu"
+#'   m2 <- rllm_gguf_model(p, device = dev)
+#'   m2$info$device
 #' }
 #' @export
 rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE,
-                            fused_gemm = TRUE) {
+                            fused_gemm = TRUE, device = "cpu") {
+  dev <- .rllm_device(device)
   if (inherits(path, "gguf_file")) {
     g <- path
   } else {
@@ -229,10 +260,14 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
       Rfmalloc::fm_abort("earg", a, " must be TRUE or FALSE, not ", .rllm_describe(v))
   }
   .rllm_check_runtime(runtime)
+  if (!is.null(runtime) && dev$kind != 0L) {
+    Rfmalloc::fm_abort("earg", "runtime must be NULL with device = \"", device, "\": a model's ",
+                       "caches then live in the device's memory, not in an Rfmalloc runtime")
+  }
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
   ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, fused_gemm,
-               basename(full))
+               basename(full), dev$kind, dev$index)
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
@@ -241,6 +276,21 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   if (!is.null(tok_fun)) model$tokenizer <- tok_fun(g)
   model$info$eog <- .rllm_eog_ids(model)
   model
+}
+
+# device = "cpu", "vulkan" (device 0) or "vulkan<i>" (any case) -> the core's
+# fm_llm_device kind (0 CPU, 1 Vulkan) and the device index.
+.rllm_device <- function(device, call = sys.call(-1L)) {
+  if (is.character(device) && length(device) == 1L && !is.na(device)) {
+    d <- tolower(device)
+    if (d == "cpu") return(list(kind = 0L, index = 0L))
+    m <- regmatches(d, regexec("^vulkan([0-9]{0,4})$", d))[[1]]
+    if (length(m)) return(list(kind = 1L, index = if (nzchar(m[2])) as.integer(m[2]) else 0L))
+  }
+  Rfmalloc::fm_abort("earg", "device must be \"cpu\", \"vulkan\" or \"vulkan<index>\" (an index ",
+                     "of rllm_vulkan_info()), not ",
+                     if (is.character(device) && length(device) == 1L) dQuote(device, FALSE)
+                     else .rllm_describe(device), call = call)
 }
 
 # End-of-generation ids: the tokenizer's, by the core's one rule
@@ -276,7 +326,8 @@ print.rllm_model <- function(x, ...) {
   cat(sprintf("  %.0f parameters in %s bytes of the mapping; %s\n", i$n_params,
               format(i$weight_bytes, big.mark = ","), thr))
   g <- rllm_ggml_info()
-  cat(sprintf("  GGML %s, %s build\n", g$version, g$isa))
+  cat(sprintf("  GGML %s, %s build; evaluates on %s\n", g$version, g$isa,
+              if (is.null(i$device)) "CPU" else i$device))
   invisible(x)
 }
 
@@ -308,6 +359,45 @@ print.rllm_model <- function(x, ...) {
 #' rllm_ggml_info()$isa
 #' @export
 rllm_ggml_info <- function() .Call(C_rllm_ggml_info)
+
+#' Vulkan devices of the GGML build
+#'
+#' The devices GGML's Vulkan backend would run a model on
+#' (`rllm_gguf_model(device = "vulkan")`), as its backend registry lists
+#' them. A GGML built without Vulkan (the default: ggmlR's configure needs
+#' `--with-vulkan`; `make vulkan` in the source repository builds one) lists
+#' none, so a caller can test `nrow(rllm_vulkan_info()) > 0` and fall back
+#' to the CPU. A Vulkan build lists none either when there is no Vulkan
+#' loader or no usable device; GGML skips CPU drivers such as Mesa's
+#' lavapipe unless the environment variable `GGML_VK_VISIBLE_DEVICES` names
+#' them (by their Vulkan physical-device index, e.g. `"0"`), which must be
+#' set before the first call (GGML reads its devices once per process).
+#' @return A data frame with one row per device and columns `index`
+#'   (integer, 0-based: `device = "vulkan<index>"`), `name` (GGML's:
+#'   `"Vulkan0"`, ...), `description` (the driver's device name),
+#'   `memory_free` and `memory_total` (bytes, as the driver reports them;
+#'   numeric) and `type` (`"gpu"`, `"igpu"`, `"cpu"` or `"accel"`); zero
+#'   rows when there is no device. Its attribute `"vulkan_build"` is `TRUE`
+#'   when the GGML that Rgguf links was compiled with its Vulkan backend,
+#'   `FALSE` otherwise.
+#' @section Errors: none (no device is zero rows). The first call in a
+#'   process with a Vulkan build creates a Vulkan instance.
+#' @source GGML's backend registry (`ggml-backend.h`:
+#'   `ggml_backend_reg_by_name("Vulkan")`, `ggml_backend_dev_get_props()`).
+#' @seealso [rllm_gguf_model()] (`device`), [rllm_ggml_info()].
+#' @examples
+#' v <- rllm_vulkan_info()
+#' attr(v, "vulkan_build")
+#' if (nrow(v) > 0) v[, c("index", "name", "description", "memory_total")]
+#' @export
+rllm_vulkan_info <- function() {
+  x <- .Call(C_rllm_vulkan_info)
+  built <- x$vulkan_build
+  x$vulkan_build <- NULL
+  out <- data.frame(x, stringsAsFactors = FALSE)
+  attr(out, "vulkan_build") <- built
+  out
+}
 
 #' Set a model's number of evaluation threads
 #'
@@ -371,17 +461,20 @@ rllm_set_threads <- function(model, threads) {
 #'   permitting.
 #' @param runtime `NULL` (default: `model$runtime`) for the heap, or an
 #'   Rfmalloc runtime: the cache is then one raw vector of that runtime's
-#'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object.
+#'   mapping (`Rfmalloc_vec_alloc`), freed with the cache object. For a
+#'   model on a device (`rllm_gguf_model(device = "vulkan")`) the cache is
+#'   in the device's memory and `runtime` must be `NULL`.
 #' @param type `"f16"` or `"f32"`.
 #' @return An object of class `"rllm_cache"` (a list: `ptr`, `model`,
-#'   `n_ctx`, `type`, `bytes` (memory in bytes), `storage` (the raw vector in
-#'   the runtime, or `NULL`)). [rllm_cache_clear()] forgets its contents and
+#'   `n_ctx`, `type`, `bytes` (memory in bytes, as laid out in host memory),
+#'   `storage` (the raw vector in the runtime, or `NULL`), `device` (where
+#'   it lives: `"CPU"` or the model's device)). [rllm_cache_clear()] forgets its contents and
 #'   returns the cache invisibly. A cache does not survive `saveRDS()`: a
 #'   restored copy prints as `(freed)`; one whose runtime was closed prints
 #'   as `(closed)`.
 #' @section Errors: `fm_error_earg` for bad arguments (`n_ctx` not a whole
 #'   number from 1 to 2147483647, or `NA`: the message gives the limit and
-#'   the value); `fm_error_enospc` when the runtime is full;
+#'   the value; a `runtime` for a model on a device); `fm_error_enospc` when the runtime is full;
 #'   `fm_error_enomem`; `fm_error_eclosed` for a cache restored from a saved
 #'   session or whose runtime was closed (by [rllm_cache_clear()],
 #'   [rllm_cache_n_past()] and the evaluation functions).
@@ -414,6 +507,11 @@ rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32
 # rllm_cache() without argument checks or the context warning.
 .rllm_cache_new <- function(model, n_ctx, runtime, type, call = sys.call(-1L)) {
   if (is.null(runtime)) runtime <- model$runtime
+  device <- if (is.null(model$info$device)) "CPU" else model$info$device
+  if (!is.null(runtime) && device != "CPU") {
+    Rfmalloc::fm_abort("earg", "runtime must be NULL: the model runs on ", device, ", whose ",
+                       "caches live in the device's memory", call = call)
+  }
   kv <- .rllm_kv_type(type)
   bytes <- .Call(C_rllm_cache_bytes, model$ptr, n_ctx, kv)
   if (!(bytes > 0)) Rfmalloc::fm_abort("earg", "a cache of ", n_ctx, " positions is too large")
@@ -426,7 +524,7 @@ rllm_cache <- function(model, n_ctx = NULL, runtime = NULL, type = c("f16", "f32
   }
   ptr <- .Call(C_rllm_cache_new, model$ptr, n_ctx, kv, storage)
   structure(list(ptr = ptr, model = model$ptr, n_ctx = n_ctx, type = type, bytes = bytes,
-                 storage = storage), class = "rllm_cache")
+                 storage = storage, device = device), class = "rllm_cache")
 }
 
 # NULL (the heap) or an open Rfmalloc runtime, checked where it is given
@@ -495,7 +593,9 @@ rllm_cache_n_past <- function(cache) {
 
 #' @export
 print.rllm_cache <- function(x, ...) {
-  where <- if (is.null(x$storage)) "the heap" else "an Rfmalloc runtime"
+  where <- if (!is.null(x$storage)) "an Rfmalloc runtime"
+           else if (is.null(x$device) || x$device == "CPU") "the heap"
+           else paste("device", x$device)
   if (.Call(C_rllm_ptr_state, x$ptr) != 0L) {
     cat(sprintf("<rllm_cache> (freed) %s positions, %s, on %s: %s\n", format(x$n_ctx), x$type,
                 where, .rllm_cache_freed))

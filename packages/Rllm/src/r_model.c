@@ -107,16 +107,19 @@ static int effective_threads(const fm_llm_model *m) {
 
 /* ---- models ------------------------------------------------------------- */
 
-/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, fused_gemm, label) */
+/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, fused_gemm, label,
+ *       device, index): device 0 CPU, 1 Vulkan (fm_llm_device), index its device. */
 static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
-                           SEXP label) {
+                           SEXP label, SEXP device, SEXP index) {
   const fm_gguf *g = Rgguf_file(file);
   int nt = Rf_asInteger(threads);
   const char *lab = CHAR(STRING_ELT(label, 0));
   fm_err err;
   fm_err_clear(&err);
   fm_llm_model *m = NULL;
-  if (fm_llm_model_new(g, nt, &m, &err) != FM_OK) Rfmalloc_raise_err(&err, lab);
+  if (fm_llm_model_new_on(g, nt, (fm_llm_device)Rf_asInteger(device), Rf_asInteger(index), &m,
+                          &err) != FM_OK)
+    Rfmalloc_raise_err(&err, lab);
   SEXP p = PROTECT(R_MakeExternalPtr(m, tag_model, file));
   R_RegisterCFinalizerEx(p, model_finalizer, TRUE);
   if (fm_llm_model_set_flash_attn(m, Rf_asLogical(flash_attn) == 1, &err) != FM_OK ||
@@ -145,7 +148,7 @@ static SEXP rllm_model_info(SEXP p) {
                          "n_ctx_train", "n_expert", "n_expert_used", "rope_freq_base", "norm_eps",
                          "rope_neox", "causal", "pooling", "tied_output", "n_params",
                          "weight_bytes", "threads", "flash_attn", "repacked_bytes",
-                         "fused_gemm"};
+                         "fused_gemm", "device"};
   int n = (int)(sizeof names / sizeof names[0]);
   SEXP r = PROTECT(Rf_allocVector(VECSXP, n));
   nprot++;
@@ -180,6 +183,7 @@ static SEXP rllm_model_info(SEXP p) {
   SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(fm_llm_model_flash_attn(m)));
   SET_VECTOR_ELT(r, i++, Rf_ScalarReal((double)fm_llm_model_repacked_bytes(m)));
   SET_VECTOR_ELT(r, i++, Rf_ScalarLogical(fm_llm_model_fused_gemm(m)));
+  SET_VECTOR_ELT(r, i++, Rf_mkString(fm_llm_model_device(m)));
   Rf_setAttrib(r, R_NamesSymbol, nm);
   UNPROTECT(nprot);
   return r;
@@ -421,8 +425,45 @@ static SEXP rllm_ggml_info(void) {
   return out;
 }
 
+/* .Call(C_rllm_vulkan_info): the devices of GGML's Vulkan backend
+ * (fm_llm_ggml.h) as a list of equal-length columns (index, name,
+ * description, memory_free, memory_total, type) and whether the build has
+ * Vulkan at all (vulkan_build). */
+static SEXP rllm_vulkan_info(void) {
+  const int n = fm_llm_ggml_n_devices("Vulkan");
+  const char *names[] = {"index",        "name", "description", "memory_free",
+                         "memory_total", "type", "vulkan_build", ""};
+  SEXP out = PROTECT(Rf_mkNamed(VECSXP, names));
+  SEXP idx = Rf_allocVector(INTSXP, n);
+  SET_VECTOR_ELT(out, 0, idx);
+  SEXP nm = Rf_allocVector(STRSXP, n);
+  SET_VECTOR_ELT(out, 1, nm);
+  SEXP desc = Rf_allocVector(STRSXP, n);
+  SET_VECTOR_ELT(out, 2, desc);
+  SEXP fr = Rf_allocVector(REALSXP, n);
+  SET_VECTOR_ELT(out, 3, fr);
+  SEXP tot = Rf_allocVector(REALSXP, n);
+  SET_VECTOR_ELT(out, 4, tot);
+  SEXP ty = Rf_allocVector(STRSXP, n);
+  SET_VECTOR_ELT(out, 5, ty);
+  SET_VECTOR_ELT(out, 6, Rf_ScalarLogical(fm_llm_ggml_has_vulkan()));
+  for (int i = 0; i < n; i++) {
+    fm_llm_device_info d;
+    if (fm_llm_ggml_device("Vulkan", i, &d) != FM_OK)
+      Rfmalloc_raise(FM_EINTERNAL, "GGML's list of Vulkan devices changed while it was read");
+    INTEGER(idx)[i] = i;
+    SET_STRING_ELT(nm, i, Rf_mkChar(d.name));
+    SET_STRING_ELT(desc, i, Rf_mkChar(d.description));
+    REAL(fr)[i] = (double)d.memory_free;
+    REAL(tot)[i] = (double)d.memory_total;
+    SET_STRING_ELT(ty, i, Rf_mkChar(d.type));
+  }
+  UNPROTECT(1);
+  return out;
+}
+
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 6),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 8),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),
@@ -438,4 +479,5 @@ const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 6),
                                             CALLDEF(rllm_model_threads, 1),
                                             CALLDEF(rllm_ptr_state, 1),
                                             CALLDEF(rllm_ggml_info, 0),
+                                            CALLDEF(rllm_vulkan_info, 0),
                                             {NULL, NULL, 0}};

@@ -15,6 +15,7 @@
 #include "fm/fm_cpu.h"
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "fm/fm_llm_ggml.h"
 #include "fm_test.h"
 #include "fm_test_files.h"
 
@@ -377,6 +378,77 @@ done:
   free(b);
 }
 
+/* fm_llm_model_new_on and the device listing (fm_llm_ggml.h). On the CPU
+ * it is fm_llm_model_new: the same logits, bit for bit. A device kind the
+ * linked GGML lacks is FM_EUNSUPPORTED naming the remedy; a Vulkan build
+ * with devices (`make test-vulkan`'s library; not ctest's, which links the
+ * project's CPU build) also runs the model there: finite logits, caches in
+ * device memory that refuse a caller's buffer and never move. The logits
+ * against the CPU's and llama.cpp's: Rllm's test-device.R. */
+static void test_device(void) {
+  if (!open_story()) return;
+  fm_err err;
+  float a[512], b[512];
+  fm_llm_model *m = NULL;
+  CHECK(strcmp(fm_llm_model_device(m_story), "CPU") == 0);
+  CHECK(strcmp(fm_llm_model_device(NULL), "CPU") == 0);
+  CHECK_OK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
+  CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  CHECK_OK(fm_llm_eval(m, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+  fm_llm_model_free(m);
+  m = NULL;
+  CHECK(fm_llm_model_new_on(g_story, 1, (fm_llm_device)7, 0, &m, &err) == FM_EARG && !m);
+
+  fm_llm_device_info d;
+  const int n = fm_llm_ggml_n_devices("Vulkan");
+  CHECK(n >= 0);
+  CHECK(fm_llm_ggml_n_devices(NULL) == 0 && fm_llm_ggml_n_devices("NoSuchBackend") == 0);
+  CHECK(fm_llm_ggml_device("Vulkan", n, &d) == FM_EARG && d.name == NULL);
+  CHECK(fm_llm_ggml_device("Vulkan", -1, &d) == FM_EARG);
+  for (int i = 0; i < n; i++) {
+    CHECK(fm_llm_ggml_device("Vulkan", i, &d) == FM_OK);
+    CHECK(d.name && strncmp(d.name, "Vulkan", 6) == 0 && d.description && d.type);
+    CHECK(d.memory_free <= d.memory_total);
+  }
+  if (!fm_llm_ggml_has_vulkan()) {
+    CHECK(n == 0);
+    CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
+    CHECK(!m && strstr(err.msg, "Vulkan is not in this GGML build") && strstr(err.msg, "make vulkan"));
+    printf("GGML without Vulkan: device cases checked as refusals\n");
+    return;
+  }
+  if (n == 0) {
+    CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
+    CHECK(!m && strstr(err.msg, "found no device"));
+    return;
+  }
+  CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, n, &m, &err) == FM_EARG && !m);
+  fm_status st = fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err);
+  if (st == FM_EUNSUPPORTED) { /* a driver GGML refuses (push constants) */
+    CHECK(!m && strstr(err.msg, "push constants"));
+    printf("Vulkan device 0 refused: %s\n", err.msg);
+    return;
+  }
+  CHECK_OK(st, &err);
+  if (!m) return;
+  CHECK(strncmp(fm_llm_model_device(m), "Vulkan", 6) == 0);
+  CHECK(fm_llm_model_fused_gemm(m) == 0);
+  CHECK_OK(fm_llm_model_repack(m, &err), &err);
+  CHECK(fm_llm_model_repacked_bytes(m) == 0);
+  fm_llm_cache *c = NULL;
+  char mem[256];
+  CHECK(fm_llm_cache_new(m, 16, FM_LLM_KV_F16, mem, sizeof mem, &c, &err) == FM_EARG && !c);
+  CHECK_OK(fm_llm_cache_new(m, 16, FM_LLM_KV_F16, NULL, 0, &c, &err), &err);
+  CHECK(fm_llm_cache_rebase(c, mem, sizeof mem, &err) == FM_EARG);
+  CHECK_OK(fm_llm_eval(m, c, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  int finite = 1;
+  for (int i = 0; i < 512; i++) finite &= isfinite(b[i]) != 0;
+  CHECK(finite);
+  fm_llm_cache_free(c);
+  fm_llm_model_free(m);
+}
+
 static void test_embed(void) {
   if (!open_story()) return;
   fm_err err;
@@ -532,6 +604,7 @@ int main(void) {
   FM_RUN(test_repack);
   FM_RUN(test_fused_gemm);
   FM_RUN(test_embed);
+  FM_RUN(test_device);
   FM_RUN(test_argmax_sampler);
   FM_RUN(test_errors);
   fm_llm_model_free(m_story);

@@ -3,7 +3,7 @@
  * verified. Oracle: FM_GGML_ISA_EXPECTED, which the Makefile takes from
  * tools/ggmlr-setup.sh (GGML's compile flags and the AVX instructions that
  * objdump finds in the libggml.a linked here); without it that check is
- * skipped, saying so. */
+ * skipped, saying so. Also whether it has Vulkan (FM_GGML_VULKAN_EXPECTED). */
 #define _POSIX_C_SOURCE 200809L
 #include "fm/fm_llm_ggml.h"
 
@@ -58,8 +58,24 @@ static void test_expected(void) {
   CHECK(strcmp(fm_llm_ggml_isa(), want) == 0);
 }
 
+/* Whether the build has Vulkan, against what tools/ggmlr-setup.sh verified
+ * (nm finds ggml_backend_vk_reg in libggml.a or not); without a Vulkan
+ * build no device is listed. */
+static void test_vulkan(void) {
+  const int has = fm_llm_ggml_has_vulkan();
+  CHECK(has == 0 || has == 1);
+  if (!has) CHECK(fm_llm_ggml_n_devices("Vulkan") == 0);
+  const char *want = getenv("FM_GGML_VULKAN_EXPECTED");
+  if (!want || !*want) {
+    printf("skipped the Vulkan expectation: FM_GGML_VULKAN_EXPECTED unset (make test sets it)\n");
+    return;
+  }
+  CHECK(has == (strcmp(want, "yes") == 0));
+}
+
 int main(void) {
   FM_RUN(test_table);
+  FM_RUN(test_vulkan);
   FM_RUN(test_level);
   FM_RUN(test_expected);
   FM_TEST_END();

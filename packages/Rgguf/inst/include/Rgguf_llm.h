@@ -19,7 +19,7 @@
 #include "fm/fm_llm_tensor.h"
 
 /* Bump when Rgguf_llm_list.h or a struct of fm_llm*.h changes. */
-#define RGGUF_LLM_VERSION 5
+#define RGGUF_LLM_VERSION 6
 
 typedef struct Rgguf_llm_api {
   int version;     /* RGGUF_LLM_VERSION of the Rgguf that filled it */

@@ -22,6 +22,10 @@ FM_LLM_FN(int, fm_llm_ggml_feature, (int i, const char **name), (i, name))
 FM_LLM_FN(const char *, fm_llm_ggml_isa, (void), ())
 FM_LLM_FN(int, fm_llm_ggml_n_features, (void), ())
 FM_LLM_FN(const char *, fm_llm_ggml_version, (void), ())
+FM_LLM_FN(int, fm_llm_ggml_has_vulkan, (void), ())
+FM_LLM_FN(int, fm_llm_ggml_n_devices, (const char *backend), (backend))
+FM_LLM_FN(fm_status, fm_llm_ggml_device, (const char *backend, int i, fm_llm_device_info *out),
+          (backend, i, out))
 /* fm_llm.h: models, KV caches, samplers */
 FM_LLM_FN(size_t, fm_llm_cache_bytes, (const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv),
           (m, n_ctx, kv))
@@ -72,3 +76,8 @@ FM_LLM_FN(fm_status, fm_llm_sampler_new,
           (const fm_llm_sampling *s, int64_t n_vocab, fm_llm_sampler **out, fm_err *err),
           (s, n_vocab, out, err))
 FM_LLM_FN(int64_t, fm_llm_sampler_next, (fm_llm_sampler *s, const float *logits), (s, logits))
+FM_LLM_FN(fm_status, fm_llm_model_new_on,
+          (const fm_gguf *g, int n_threads, fm_llm_device device, int index, fm_llm_model **out,
+           fm_err *err),
+          (g, n_threads, device, index, out, err))
+FM_LLM_FN(const char *, fm_llm_model_device, (const fm_llm_model *m), (m))

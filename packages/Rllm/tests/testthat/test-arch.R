@@ -39,7 +39,7 @@ test_that("each generated architecture loads with the hyperparameters written", 
                              causal = FALSE, pooling = 1L),
     lfm2 = list(n_layer = 4, n_head_kv = 2, n_embd_head_k = 16, tied_output = TRUE))
   for (a in names(want)) {
-    m <- rllm_gguf_model(arch_file(a), threads = 2L)
+    m <- test_model(arch_file(a), threads = 2L)
     expect_identical(m$info$arch, a)
     expect_equal(m$info$n_embd, 64)
     expect_equal(m$info$n_vocab, 512)
@@ -51,7 +51,7 @@ test_that("each generated architecture loads with the hyperparameters written", 
 test_that("the decoders give finite logits; cached equals uncached, token by token agrees", {
   toks <- arch_gguf_tokens()
   for (a in decoders) {
-    m <- rllm_gguf_model(arch_file(a), threads = 2L)
+    m <- test_model(arch_file(a), threads = 2L)
     # transient (F16) cache vs a fresh F16 cache of the same batch: bit-identical
     lg <- rllm_logits(m, toks, all = TRUE)
     expect_identical(dim(lg), c(512L, length(toks)))
@@ -76,7 +76,7 @@ test_that("the decoders give finite logits; cached equals uncached, token by tok
 })
 
 test_that("lfm2's convolution state is part of the cache: clearing it restarts the sequence", {
-  m <- rllm_gguf_model(arch_file("lfm2"), threads = 2L)
+  m <- test_model(arch_file("lfm2"), threads = 2L)
   toks <- arch_gguf_tokens()
   c1 <- rllm_cache(m, 32L, type = "f32")
   a1 <- rllm_logits(m, toks, cache = c1, all = TRUE)
@@ -93,7 +93,7 @@ test_that("the decoders' logits match llama.cpp's at every position", {
   toks <- arch_gguf_tokens()
   for (a in decoders) {
     f <- arch_file(a)
-    m <- rllm_gguf_model(f, threads = 2L)
+    m <- test_model(f, threads = 2L)
     ours <- rllm_logits(m, toks, cache = rllm_cache(m, length(toks), type = "f32"), all = TRUE)
     o <- llama_oracle("logits", f, tokens = toks, all = TRUE, kv_type = "f32")
     expect_identical(o$positions, seq_along(toks) - 1L)
@@ -116,8 +116,8 @@ test_that("gemma-embedding's pooled embeddings match llama.cpp's", {
   toks <- arch_gguf_tokens()
   f <- arch_file("gemma-embedding")
   fd <- arch_file("gemma-embedding", "-dense", dense = TRUE)
-  m <- rllm_gguf_model(f, threads = 2L)
-  md <- rllm_gguf_model(fd, threads = 2L)
+  m <- test_model(f, threads = 2L)
+  md <- test_model(fd, threads = 2L)
   e <- rllm_embed(m, toks)
   expect_identical(dim(e), c(64L, 1L))
   expect_true(all(is.finite(e)))
@@ -148,13 +148,13 @@ test_that("gemma-embedding's pooled embeddings match llama.cpp's", {
 
 test_that("gemma-embedding's sliding window and its RoPE base are the ones llama.cpp uses", {
   toks <- arch_gguf_tokens()
-  base <- rllm_embed(rllm_gguf_model(arch_file("gemma-embedding")), toks, pooling = "cls")[, 1]
+  base <- rllm_embed(test_model(arch_file("gemma-embedding")), toks, pooling = "cls")[, 1]
   # the same weights with a window wider than the sequence, and with the
   # windowed layers' RoPE base equal to the full layers'
   fw <- arch_file("gemma-embedding", "-wide", hparams = list(n_swa = 1000L))
   fb <- arch_file("gemma-embedding", "-base", hparams = list(rope_base_swa = 1e6))
-  wide <- rllm_embed(rllm_gguf_model(fw), toks, pooling = "cls")[, 1]
-  same_base <- rllm_embed(rllm_gguf_model(fb), toks, pooling = "cls")[, 1]
+  wide <- rllm_embed(test_model(fw), toks, pooling = "cls")[, 1]
+  same_base <- rllm_embed(test_model(fb), toks, pooling = "cls")[, 1]
   expect_gt(max(abs(wide - base)), 1e-2)
   expect_gt(max(abs(same_base - base)), 1e-3)
   skip_if_no_oracle()

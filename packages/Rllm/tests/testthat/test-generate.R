@@ -9,7 +9,7 @@ test_that("64 greedy tokens after 'Once upon a time' equal llama.cpp's", {
   skip_if_no_oracle()
   for (f in gen_variants) {
     path <- gguf_fixture(f)
-    m <- rllm_gguf_model(path, threads = 1)
+    m <- test_model(path, threads = 1)
     ref <- llama_oracle("generate", path, prompt = "Once upon a time", add_special = TRUE, n = 64,
                         threads = 1)
     ours <- rllm_generate(m, ref$prompt_tokens, n_new = 64, stop_at_eog = FALSE)
@@ -18,7 +18,7 @@ test_that("64 greedy tokens after 'Once upon a time' equal llama.cpp's", {
 })
 
 test_that("greedy generation on stories260K gives the recorded story", {
-  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  m <- test_model(gguf_fixture("stories260K.gguf"), threads = 1)
   g <- rllm_generate(m, c(1L, 403L, 407L, 261L, 378L), n_new = 16)
   # llama.cpp's (node-llama-cpp 3.21.1) first 16 greedy tokens.
   expect_identical(g$tokens, c(432L, 383L, 286L, 261L, 376L, 298L, 315L, 421L, 395L, 317L,
@@ -105,8 +105,8 @@ test_that("generation: logits with no value above -Inf stop it as fm_error_edege
   on.exit(unlink(c(f0, f1, f2)), add = TRUE)
   arch_gguf_write("qwen2", f0)
   arch_gguf_write("qwen2", f1, edit = nan_out(0:511))
-  m0 <- rllm_gguf_model(f0, threads = 1)
-  m1 <- rllm_gguf_model(f1, threads = 1)
+  m0 <- test_model(f0, threads = 1)
+  m1 <- test_model(f1, threads = 1)
   ids <- arch_gguf_tokens()
   expect_true(all(is.nan(rllm_logits(m1, ids))))
   for (t in c(0, 1)) {
@@ -120,7 +120,7 @@ test_that("generation: logits with no value above -Inf stop it as fm_error_edege
   l0 <- rllm_logits(m0, ids)
   expect_identical(g0$tokens[1], rllm_sample(l0))
   arch_gguf_write("qwen2", f2, edit = nan_out(g0$tokens[1]))
-  m2 <- rllm_gguf_model(f2, threads = 1)
+  m2 <- test_model(f2, threads = 1)
   second <- order(-l0)[2] - 1L
   g2 <- rllm_generate(m2, ids, n_new = 8, stop_at_eog = FALSE)
   expect_identical(g2$tokens[1], second)
@@ -145,7 +145,7 @@ test_that("sampling follows softmax(logits / temperature) and is deterministic p
   set.seed(3)
   expect_identical(rllm_sample(x, temperature = 1, n = 50), a)
 
-  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  m <- test_model(gguf_fixture("stories260K.gguf"), threads = 1)
   ids <- c(1L, 403L, 407L, 261L, 378L)
   g1 <- rllm_generate(m, ids, n_new = 32, temperature = 0.9, seed = 11, stop_at_eog = FALSE)
   g2 <- rllm_generate(m, ids, n_new = 32, temperature = 0.9, seed = 11, stop_at_eog = FALSE)
@@ -157,7 +157,7 @@ test_that("sampling follows softmax(logits / temperature) and is deterministic p
 })
 
 test_that("generation continues a cache, and a runtime cache gives the same tokens", {
-  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  m <- test_model(gguf_fixture("stories260K.gguf"), threads = 1)
   ids <- c(1L, 403L, 407L, 261L, 378L)
   full <- rllm_generate(m, ids, n_new = 20)
   kv <- rllm_cache(m, 64)
@@ -168,6 +168,7 @@ test_that("generation continues a cache, and a runtime cache gives the same toke
   small <- rllm_cache(m, 8)
   expect_error(rllm_generate(m, ids, n_new = 10, cache = small), class = "fm_error_enospc")
 
+  skip_on_device("a device's caches live in its memory, not in an Rfmalloc runtime")
   rt <- scratch_runtime()
   expect_identical(rllm_generate(m, ids, n_new = 20, runtime = rt)$tokens, full$tokens)
   mr <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), runtime = rt, threads = 1)
@@ -175,7 +176,7 @@ test_that("generation continues a cache, and a runtime cache gives the same toke
 })
 
 test_that("pooled embeddings: mean, cls and last of the final normed states", {
-  m <- rllm_gguf_model(gguf_fixture("stories260K.gguf"), threads = 1)
+  m <- test_model(gguf_fixture("stories260K.gguf"), threads = 1)
   ids <- c(1L, 403L, 407L, 261L, 378L)
   e <- rllm_embed(m, ids, pooling = "mean")
   expect_identical(dim(e), c(64L, 1L))
@@ -198,7 +199,7 @@ test_that("pooled embeddings: mean, cls and last of the final normed states", {
 test_that("embeddings match llama.cpp's pooled embedding", {
   skip_if_no_oracle()
   path <- gguf_fixture("stories260K.gguf")
-  m <- rllm_gguf_model(path, threads = 1)
+  m <- test_model(path, threads = 1)
   ids <- c(1L, 403L, 407L, 261L, 378L)
   for (p in c("mean", "last")) {
     ref <- llama_oracle("embed", path, tokens = ids, pooling = p, threads = 1)

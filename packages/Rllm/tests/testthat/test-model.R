@@ -10,7 +10,7 @@ story_variants <- c("stories260K.gguf", "derived/stories260K-F16.gguf",
 once_ids <- c(1L, 403L, 407L, 261L, 378L)
 
 story_model <- function(file = "stories260K.gguf", ...) {
-  rllm_gguf_model(gguf_fixture(file), threads = 1, ...)
+  test_model(gguf_fixture(file), threads = 1, ...)
 }
 
 test_that("stories260K loads with the hyperparameters of its metadata", {
@@ -49,6 +49,7 @@ test_that("logits are shaped, finite, and identical with a fresh, cleared or run
   expect_identical(rllm_logits(m, once_ids, cache = kv, all = TRUE), a)
 
   # An Rfmalloc runtime holds the cache: same bits.
+  skip_on_device("a device's caches live in its memory, not in an Rfmalloc runtime")
   rt <- scratch_runtime()
   kr <- rllm_cache(m, 32, runtime = rt)
   expect_false(is.null(kr$storage))
@@ -108,8 +109,8 @@ test_that("flash attention and the explicit path agree (F32 cache, F32 weights: 
   # what logit_tolerance() bounds at the output product (helper-oracle.R).
   # Measured: 0.21 nats against a bound of ~2.
   path <- gguf_fixture(story_variants[3])
-  fa <- rllm_gguf_model(path, threads = 1)
-  ex <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+  fa <- test_model(path, threads = 1)
+  ex <- test_model(path, threads = 1, flash_attn = FALSE)
   a <- log_softmax(rllm_logits(fa, ids, cache = rllm_cache(fa, 600, type = "f32"), all = TRUE))
   b <- log_softmax(rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE))
   expect_true(all(apply(abs(a - b), 2, max) <= logit_tolerance(fa, path, ids, kv = "f32")))
@@ -127,8 +128,8 @@ test_that("with an F16 cache, flash attention is as accurate as the explicit pat
   # (flash) and 0.096 (explicit).
   ids <- long_ids()
   path <- gguf_fixture(story_variants[1])
-  fa <- rllm_gguf_model(path, threads = 1)
-  ex <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+  fa <- test_model(path, threads = 1)
+  ex <- test_model(path, threads = 1, flash_attn = FALSE)
   ref <- log_softmax(rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE))
   err_fa <- max(abs(log_softmax(rllm_logits(fa, ids, all = TRUE)) - ref))
   err_ex <- max(abs(log_softmax(rllm_logits(ex, ids, all = TRUE)) - ref))
@@ -145,7 +146,7 @@ test_that("a 600-token prompt on the explicit path matches llama.cpp's logits", 
   ids <- long_ids()
   for (f in story_variants[c(1, 3, 5)]) {
     path <- gguf_fixture(f)
-    m <- rllm_gguf_model(path, threads = 1, flash_attn = FALSE)
+    m <- test_model(path, threads = 1, flash_attn = FALSE)
     ref <- llama_oracle("logits", path, tokens = ids, all = TRUE, threads = 1)
     ours <- log_softmax(rllm_logits(m, ids, all = TRUE))
     tol <- logit_tolerance(m, path, ids)
@@ -162,6 +163,7 @@ test_that("repacked weights agree with the mapped ones", {
   # blocks as its plain products and accumulate in another order, so an
   # activation at a rounding boundary may flip: logit_tolerance() bounds
   # that at the output product (helper-oracle.R).
+  skip_on_device("repacking is GGML's CPU layout")
   skip_if_not(rllm_ggml_info()$features[["repack"]], "this GGML build repacks no Q4_0 matrix (no repack buffer, or no kernels for its ISA)")
   # (stories260K's Q4_K_M file has no Q4_K matrix GGML repacks: its rows of
   # 64 values are not whole 256-value blocks, so its matrices are Q5_0/Q8_0)
@@ -272,9 +274,9 @@ test_that("fused batch products agree with GGML's (every weight type; kernels on
   # exactly: the two differ only in the order of F32 sums. Under a portable
   # cap the graph keeps GGML's products: the same bits. Two threads split
   # the rows.
+  skip_on_device("the fused kernels are CPU code")
   ids <- long_ids(100L)
   on.exit(Rfmalloc:::.test_fused_isa("auto"), add = TRUE)
-  kernels_here <- function() Rfmalloc:::.test_fused_isa("auto") != "portable"
   ggml_avx2 <- rllm_ggml_info()$isa %in% c("avx2", "avx512")
   # F32 weights with an F32 cache round nothing but sums (at most ~3e-5
   # relative to the sum of |terms| per product, n <= 512 terms): within
@@ -332,7 +334,7 @@ test_that("logits match llama.cpp's on stories260K and its F16, Q8_0, Q4_0, Q4_K
   skip_if_no_oracle()
   for (f in story_variants) {
     path <- gguf_fixture(f)
-    m <- rllm_gguf_model(path, threads = 1)
+    m <- test_model(path, threads = 1)
     ref <- llama_oracle("logits", path, tokens = once_ids, all = TRUE, threads = 1)
     ours <- rllm_logits(m, once_ids, all = TRUE)
     expect_identical(dim(ref$logits), dim(ours), label = f)
