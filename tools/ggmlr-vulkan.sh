@@ -25,7 +25,12 @@
 #    needs from the release's backports suite, through a private package
 #    list (the machine's sources and packages are left as they are), and
 #    unpacks them under VKLIB/../lavapipe; its env file (read by the
-#    Makefile) points the Vulkan loader at that driver alone.
+#    Makefile) points the Vulkan loader at that driver alone, and runs it on
+#    one thread (LP_NUM_THREADS=1): with its default of one worker thread
+#    per core, GGML's matrix products of more than 64 columns come out
+#    wrong in some runs (measured on 2 cores: 3 of 120 single products,
+#    2 of 6 model evaluations of 100 tokens; with one thread 0 of 60 and
+#    0 of 6; docs/notes/issue-17-vulkan.md).
 #
 # Why a library of its own (build/vulkan/rlib) rather than the project's
 # (build/rlib): a libggml.a with Vulkan makes every program that links it
@@ -82,7 +87,7 @@ mkdir -p "$lvp"
 sysver=$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || echo 0)
 if dpkg --compare-versions "$sysver" ge 25.0; then
   icd=$(ls /usr/share/vulkan/icd.d/lvp_icd*.json | head -1)
-  echo "VK_ICD_FILENAMES=$icd" >"$lvp/env"
+  echo "VK_ICD_FILENAMES=$icd LP_NUM_THREADS=1" >"$lvp/env"
   echo "vulkan: lavapipe of the system's Mesa $sysver ($icd)"
 elif [ ! -f "$lvp/env" ] || ! grep -q "$lvp" "$lvp/env"; then
   codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
@@ -103,6 +108,6 @@ elif [ ! -f "$lvp/env" ] || ! grep -q "$lvp" "$lvp/env"; then
   [ -f "$so" ] || so=$(find "$lvp/root" -name libvulkan_lvp.so | head -1)
   [ -f "$so" ] || { echo "vulkan: no libvulkan_lvp.so in mesa-vulkan-drivers $ver" >&2; exit 1; }
   printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "1.3.0"}}\n' "$so" >"$lvp/lvp_icd.json"
-  echo "VK_ICD_FILENAMES=$lvp/lvp_icd.json LD_LIBRARY_PATH=$(dirname "$so")" >"$lvp/env"
+  echo "VK_ICD_FILENAMES=$lvp/lvp_icd.json LD_LIBRARY_PATH=$(dirname "$so") LP_NUM_THREADS=1" >"$lvp/env"
   echo "vulkan: lavapipe of Mesa $ver in $lvp"
 fi
