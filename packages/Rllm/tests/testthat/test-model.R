@@ -67,7 +67,10 @@ test_that("logits do not depend on the thread count", {
 
 test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
   # Measured on stories260K (F32 weights, F16 cache): max abs difference 0
-  # to ~1e-6 (GEMV vs GEMM kernels and summation lengths may differ).
+  # to ~1e-6 (GEMV vs GEMM kernels and summation lengths may differ). On a
+  # device one column and five take kernels that round activations
+  # differently: test-device.R bounds that by logit_tolerance.
+  skip_on_device("one and several columns take differently rounding device kernels (test-device.R)")
   for (f in story_variants[c(1, 3)]) {
     m <- story_model(f)
     whole <- rllm_logits(m, once_ids, all = TRUE)
