@@ -73,12 +73,17 @@ test_that("on the device, logits agree with the CPU's and with llama.cpp's", {
     tol <- logit_tolerance(cpu, path, ids)
     d_cpu <- apply(abs(ours - ref), 2, max)
     expect_true(all(d_cpu <= tol), label = paste(f, "device vs CPU"))
-    # whole prefix vs token by token through a device cache
+    # whole prefix vs token by token through a device cache: one column
+    # and five take different device kernels (mat-vec variants per column
+    # count), which round activations differently, so the bound is that of
+    # two engines (logit_tolerance), not the CPU's 1e-4 (measured on
+    # lavapipe: 0.0035 to 0.0051 nats).
     kv <- rllm_cache(m, 16)
     expect_match(capture.output(print(kv)), "device Vulkan", fixed = TRUE)
     step <- vapply(ids[1:5], function(t) rllm_logits(m, t, cache = kv)[, 1], numeric(512))
     whole <- rllm_logits(m, ids[1:5], all = TRUE)
-    expect_lt(max(abs(step - whole)), 1e-4, label = paste(f, "token by token"))
+    expect_true(all(apply(abs(log_softmax(step) - log_softmax(whole)), 2, max) <= tol[1:5]),
+                label = paste(f, "token by token"))
     d_ref <- NA_real_
     if (is.null(oracle_unavailable())) {
       o <- llama_oracle("logits", path, tokens = ids, all = TRUE, threads = 1)$logits

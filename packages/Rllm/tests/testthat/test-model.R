@@ -70,7 +70,10 @@ test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
   # to ~1e-6 (GEMV vs GEMM kernels and summation lengths may differ). With
   # GGML's products for both: the fused kernels of a batch sum in another
   # order, and a key rounded to the F16 cache may then flip one step (the
-  # fused products are bounded against GGML's below).
+  # fused products are bounded against GGML's below). On a device one
+  # column and five take kernels that round activations differently:
+  # test-device.R bounds that by logit_tolerance.
+  skip_on_device("one and several columns take differently rounding device kernels (test-device.R)")
   for (f in story_variants[c(1, 3)]) {
     m <- story_model(f, fused_gemm = FALSE)
     whole <- rllm_logits(m, once_ids, all = TRUE)
