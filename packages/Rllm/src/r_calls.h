@@ -9,4 +9,12 @@
 extern const R_CallMethodDef rllm_tok_calls[];   /* r_tok.c: tokenizer */
 extern const R_CallMethodDef rllm_model_calls[]; /* r_model.c: models, logits, generation */
 
+/* A new vector of type t and length n, stored as element i of the
+ * (protected) list `list` (which protects it); returned for filling. */
+static inline SEXP rllm_column(SEXP list, R_xlen_t i, SEXPTYPE t, R_xlen_t n) {
+  SEXP v = Rf_allocVector(t, n);
+  SET_VECTOR_ELT(list, i, v);
+  return v;
+}
+
 #endif

@@ -434,18 +434,9 @@ static SEXP rllm_vulkan_info(void) {
   const char *names[] = {"index",        "name", "description", "memory_free",
                          "memory_total", "type", "vulkan_build", ""};
   SEXP out = PROTECT(Rf_mkNamed(VECSXP, names));
-  SEXP idx = Rf_allocVector(INTSXP, n);
-  SET_VECTOR_ELT(out, 0, idx);
-  SEXP nm = Rf_allocVector(STRSXP, n);
-  SET_VECTOR_ELT(out, 1, nm);
-  SEXP desc = Rf_allocVector(STRSXP, n);
-  SET_VECTOR_ELT(out, 2, desc);
-  SEXP fr = Rf_allocVector(REALSXP, n);
-  SET_VECTOR_ELT(out, 3, fr);
-  SEXP tot = Rf_allocVector(REALSXP, n);
-  SET_VECTOR_ELT(out, 4, tot);
-  SEXP ty = Rf_allocVector(STRSXP, n);
-  SET_VECTOR_ELT(out, 5, ty);
+  SEXP idx = rllm_column(out, 0, INTSXP, n), nm = rllm_column(out, 1, STRSXP, n);
+  SEXP desc = rllm_column(out, 2, STRSXP, n), fr = rllm_column(out, 3, REALSXP, n);
+  SEXP tot = rllm_column(out, 4, REALSXP, n), ty = rllm_column(out, 5, STRSXP, n);
   SET_VECTOR_ELT(out, 6, Rf_ScalarLogical(fm_llm_ggml_has_vulkan()));
   for (int i = 0; i < n; i++) {
     fm_llm_device_info d;

@@ -243,14 +243,8 @@ static SEXP fmr_tok_vocab(SEXP p) {
   int nprot = 0;
   SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
   nprot++;
-  SEXP id = Rf_allocVector(INTSXP, n);
-  SET_VECTOR_ELT(out, 0, id);
-  SEXP text = Rf_allocVector(STRSXP, n);
-  SET_VECTOR_ELT(out, 1, text);
-  SEXP type = Rf_allocVector(INTSXP, n);
-  SET_VECTOR_ELT(out, 2, type);
-  SEXP score = Rf_allocVector(REALSXP, n);
-  SET_VECTOR_ELT(out, 3, score);
+  SEXP id = rllm_column(out, 0, INTSXP, n), text = rllm_column(out, 1, STRSXP, n);
+  SEXP type = rllm_column(out, 2, INTSXP, n), score = rllm_column(out, 3, REALSXP, n);
   for (int32_t i = 0; i < n; i++) {
     size_t len;
     const char *s = fm_tok_token_text(t, i, &len);
