@@ -152,7 +152,9 @@ demo: setup install
 # issue 5: bench/p1_pca.R (PCA vs plink2 approx/exact and pcaone),
 # bench/p2_freq.R (allele frequencies and variances vs plink2 --freq),
 # bench/p3_prodmat.R (X %*% B vs bigsnpr big_prodMat), bench/p6_crossprod.R
-# (BLAS on a mapped matrix vs the heap); bench/llm.R,
+# (BLAS on a mapped matrix vs the heap); bench/llm.R, bench/llm_long.R,
+# bench/llm_profile.R (perf profiles of us and llama.cpp, and GGML's
+# one-row products from L2 and from memory: bench/ggml_gemv.c),
 # bench/alp.R (ALP compression and fused products vs dense f64),
 # issue 15: bench/gwas_accuracy.R (the largest differences from plink2 --glm
 # on the fixture), bench/gwas.R (statgen_gwas vs plink2 --glm and bigstatsr's
@@ -182,6 +184,7 @@ bench: setup install
 	@$(RENV) Rscript bench/p6_crossprod.R
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/llm_long.R
+	@$(RENV) Rscript bench/llm_profile.R
 	@$(RENV) Rscript bench/alp.R
 	@$(RENV) Rscript bench/gwas_accuracy.R
 	@$(RENV) Rscript bench/gwas.R

@@ -203,6 +203,10 @@ safely <- function(what, f, ...) {
     na2
   })
 }
+# the CSV is rewritten after every row, so a run stopped part-way keeps its rows
+dir.create(file.path(root, "bench", "results"), recursive = TRUE, showWarnings = FALSE)
+out <- Sys.getenv("BENCH_OUT", "llm.csv")
+out_path <- file.path(root, "bench", "results", out)
 rows <- list()
 for (fl in files) {
   bpt <- bytes_per_token(fl$path)
@@ -227,6 +231,7 @@ for (fl in files) {
       llamacpp_decode_wall_tps = if (length(lcpp) > 2) lcpp[["decode_wall"]] else NA_real_,
       peer_flash_attn = peer_fa, stringsAsFactors = FALSE)
     rows[[length(rows) + 1L]] <- row
+    utils::write.csv(do.call(rbind, rows), out_path, row.names = FALSE)
     with(row, cat(sprintf(
       "%-11s %-6s t%d P%-3d G%-3d prefill %7.1f / %7.1f / %7.1f (%4.2f, %4.2f)  decode %6.1f / %6.1f / %6.1f (%4.2f, %4.2f)  bound %6.1f (%3.0f%%)\n",
       model, weights, threads, P, G, ours_prefill_tps, llamacpp_prefill_tps, llamar_prefill_tps,
@@ -235,11 +240,7 @@ for (fl in files) {
       decode_bound_pct)))
   }
 }
-res <- do.call(rbind, rows)
 cat(sprintf("\ncolumns: tokens/s ours / llama.cpp / llamaR (ours/llama.cpp, ours/llamaR); decode bound = %.1f GB/s (one thread reading memory) / weight bytes per token\n",
             read_rate / 1e9))
 cat("goal: ratios >= 1.0 on every row; decode >= 80% of the bound at 1 thread\n")
-dir.create(file.path(root, "bench", "results"), recursive = TRUE, showWarnings = FALSE)
-out <- Sys.getenv("BENCH_OUT", "llm.csv")
-utils::write.csv(res, file.path(root, "bench", "results", out), row.names = FALSE)
 cat("wrote bench/results/", out, "\n", sep = "")

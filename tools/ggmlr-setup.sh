@@ -80,6 +80,20 @@ probe() {
   return 1
 }
 
+# The Makevars (R_MAKEVARS_USER) every build uses: GGML_USE_CPU_REPACK
+# (above), and -O3 after R's -O2, as llama.cpp's and GGML's own release
+# builds compile: at -O2 gcc 12 does not unroll GGML's loops over its
+# accumulator arrays (GGML_F16_ARR, GGML_F32_ARR), so ggml_vec_dot_f16 and
+# the other F16/F32 vector loops (attention's dot products among them) keep
+# their sums on the stack, a store and reload per multiply-add
+# (bench/ggml_gemv.c measures it). -O3 leaves the arithmetic as it is (no
+# -ffast-math: sums are not reassociated).
+makevars() {
+  echo 'CPPFLAGS += -DGGML_USE_CPU_REPACK'
+  local v
+  for v in CFLAGS CXXFLAGS CXX11FLAGS CXX14FLAGS CXX17FLAGS CXX20FLAGS; do echo "$v += -O3"; done
+}
+
 # The verified build, for the tests that check what they link (FM_GGML_ISA_EXPECTED).
 record() {
   mkdir -p "$lib/.ggmlr"
@@ -88,11 +102,15 @@ record() {
 }
 vk_said() { [ "$vulkan" = yes ] && echo ", with GGML's Vulkan backend (ggml_backend_vk_reg in libggml.a)"; }
 
-if got=$(probe) && [ "${got%% *}" = "$want" ]; then
+# A build with other Makevars than makevars() (an older setup's) is rebuilt.
+flags_ok=0
+cmp -s <(makevars) "$lib/.ggmlr/Makevars" 2>/dev/null && flags_ok=1
+if got=$(probe) && [ "${got%% *}" = "$want" ] && [ $flags_ok = 1 ]; then
   record
   echo "setup: GGML (ggmlR $(R_LIBS=$rlibs Rscript -e 'cat(format(packageVersion("ggmlR")))') in $lib): $got$(vk_said)"
   exit 0
 fi
+[ $flags_ok = 1 ] || got="$got; Makevars not those of this setup"
 echo "setup: building ggmlR from source into $lib, $want build, Vulkan: $vulkan (found: $got)"
 
 # Dependencies first (into LIB when missing everywhere), then ggmlR alone.
@@ -140,7 +158,7 @@ log=$lib/.ggmlr/ggmlR-install.log
 # MAKEFLAGS: ggmlR is the longest compile of the setup; use both cores
 # (JOBS=1 leaves one to others: the Vulkan build compiles ~200 shader files).
 mk=$lib/.ggmlr/Makevars
-echo 'CPPFLAGS += -DGGML_USE_CPU_REPACK' >"$mk"
+makevars >"$mk"
 if ! R_MAKEVARS_USER=$mk R_LIBS=$rlibs MAKEFLAGS="-j${JOBS:-2}" R CMD INSTALL --no-test-load -l "$lib" "--configure-args=$cargs" "$src" >"$log" 2>&1; then
   tail -40 "$log" >&2
   echo "setup: R CMD INSTALL of $src failed (log: $log)" >&2
