@@ -13,8 +13,8 @@
 # Settings (environment):
 #   PROFILE_ROWS   model:weights:phase,... (phase decode or prefill; models
 #                  from build/bench-models, written by tools/gen-bench-models.R)
-#                  default: llama85m and smollm135m, F16/Q8_0/Q4_0/Q4_K_M, decode,
-#                  and llama85m Q4_0 prefill
+#                  default: the prefill of Q8_0 and Q4_0 (llama85m, smollm135m),
+#                  the decode of llama85m in F16, Q8_0, Q4_0 and Q4_K_M
 #   PROFILE_TOP    symbols listed per engine (default 8)
 #   RLLM_ORACLE_DIR the llama.cpp variant (default tools/llama-oracle)
 #   BENCH_OUT      file under bench/results (default llm_profile.txt)
@@ -34,9 +34,10 @@ source(file.path(oracle_home, "client.R"))
 why <- oracle_unavailable()
 if (!is.null(why)) cat("bench llm_profile: llama.cpp oracle unavailable (", why, "); ours only\n", sep = "")
 
-rows <- trimws(strsplit(Sys.getenv("PROFILE_ROWS", paste(
-  c(outer(c("llama85m", "smollm135m"), c("F16", "Q8_0", "Q4_0", "Q4_K_M"), paste, "decode", sep = ":")),
-  "llama85m:Q4_0:prefill", sep = ",", collapse = ",")), ",")[[1]])
+rows <- trimws(strsplit(Sys.getenv("PROFILE_ROWS", paste(c(
+  outer(c("llama85m", "smollm135m"), c("Q8_0", "Q4_0"), paste, "prefill", sep = ":"),
+  outer("llama85m", c("F16", "Q8_0", "Q4_0", "Q4_K_M"), paste, "decode", sep = ":")),
+  collapse = ",")), ",")[[1]])
 top <- as.integer(Sys.getenv("PROFILE_TOP", "8"))
 gen_dir <- file.path(root, "build", "bench-models")
 out_path <- file.path(root, "bench", "results", Sys.getenv("BENCH_OUT", "llm_profile.txt"))
