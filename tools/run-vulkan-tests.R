@@ -2,7 +2,8 @@
 # packages/Rllm/tests/testthat, the working folder) against the Rllm first
 # on R_LIBS (the Vulkan library), with RLLM_TEST_DEVICE naming the device
 # the models evaluate on. Prints the Vulkan devices GGML lists, each test's
-# result (what failed or skipped, and why), and one closing line
+# result (what failed or skipped, and why; a failure's message also as it
+# happens), and one closing line
 # "N passed, N failed, N skipped". Exits non-zero on a failure, or when the
 # device list is empty (the run would test the CPU only).
 files <- commandArgs(trailingOnly = TRUE)
@@ -20,11 +21,19 @@ if (!nrow(v)) {
   cat("test-vulkan: GGML lists no Vulkan device; nothing would run on one\n")
   quit(status = 1L)
 }
+# A failure's message as soon as it happens (SummaryReporter prints them
+# only at the end of a file, and a file takes hours on lavapipe).
+FailNow <- R6::R6Class("FailNow", inherit = Reporter, public = list(
+  add_result = function(context, test, result) {
+    if (inherits(result, c("expectation_failure", "expectation_error")))
+      self$cat_line("\nFAILED NOW in '", test, "': ", conditionMessage(result))
+  }))
 passed <- failed <- skipped <- 0L
 for (f in files) {
   t0 <- proc.time()[["elapsed"]]
   res <- as.data.frame(test_file(f, package = "Rllm", load_package = "installed",
-                                 reporter = SummaryReporter$new(max_reports = Inf),
+                                 reporter = MultiReporter$new(list(SummaryReporter$new(max_reports = Inf),
+                                                                   FailNow$new())),
                                  stop_on_failure = FALSE))
   cat(sprintf("== %s: %.0f s\n", f, proc.time()[["elapsed"]] - t0))
   for (i in seq_len(nrow(res))) {
