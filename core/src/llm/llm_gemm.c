@@ -3,21 +3,24 @@
  * running our tiled kernels where they apply (weights mapped rather than
  * repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to ggml_mul_mat
  * elsewhere. Two routes:
- *  - Q8_0, F16 and F32 weights: kernels of their own. The activations are
- *    first coded as GGML's own product codes them (ggml_cpy to the
- *    weights' type: GGML's quantize_row_q8_0, or F16 rounding), so the two
- *    lowerings differ only in the order of F32 sums (llm_gemm.h).
- *  - every other quantized type (Q4_0 and Q4_K when not repacked, Q5_0,
- *    Q6_K, ...), for batches of at least LLM_GEMM_DEQ_MIN_TOKENS: a codec
- *    panel, as elsewhere in this project: GGML's own to_float decodes
- *    LLM_GEMM_DEQ_ROWS weight rows to F32 (the code values times their
- *    scales; for types with block minimums, such as Q4_K, d * q - m is
- *    rounded once in F32 where GGML's product applies the minimum through
- *    integer sums), which the F32 kernel multiplies with the activations as
- *    they are. GGML instead quantizes the activations to 8 bits
- *    (Q8_0/Q8_K) for these types, so this route is the more accurate; it
- *    differs from GGML's product by that activation rounding. The decoding
- *    is amortized over the batch's columns, hence the larger minimum batch.
+ *  - F16 and F32 weights: kernels of their own. F16 activations are first
+ *    rounded as GGML's own product rounds them (ggml_cpy to F16), so the
+ *    two lowerings differ only in the order of F32 sums (llm_gemm.h).
+ *  - quantized weights (Q8_0 from LLM_GEMM_Q8_MIN_TOKENS; Q4_0 and Q4_K
+ *    when not repacked, Q5_0, Q6_K, ... from LLM_GEMM_DEQ_MIN_TOKENS): a
+ *    codec panel, as elsewhere in this project: GGML's own to_float
+ *    decodes LLM_GEMM_DEQ_ROWS weight rows to F32 (the code values times
+ *    their scales; for types with block minimums, such as Q4_K, d * q - m
+ *    is rounded once in F32 where GGML's product applies the minimum
+ *    through integer sums), which the F32 kernel multiplies with the
+ *    activations as they are. GGML instead quantizes the activations to 8
+ *    bits (Q8_0/Q8_K) for these types, so this route is the more accurate;
+ *    it differs from GGML's product by that activation rounding. The
+ *    decoding is amortized over the batch's columns, hence the minimum
+ *    batch. For Q8_0 this route is faster than an integer Q8_0 x Q8_0 tile
+ *    (measured 1.2-1.6x at 16-512 tokens: the F32 tile's FMAs cost fewer
+ *    instructions per product than sign/maddubs/madd/convert/scale per
+ *    block; docs/notes/issue-17.md).
  * Where the kernels do not run (no AVX2/F16C, FM_ISA or the test cap below
  * avx2) every product stays GGML's. The kernel's ISA path is chosen per call from
  * fm_cpu_isa() (FM_ISA and the test cap apply), independently of the ISA
@@ -43,7 +46,6 @@ static void probe_f16c(void) {
 /* The kernel of a type (NULL: none), whatever the ISA cap. */
 static llm_gemm_fn kernel_of(enum ggml_type type) {
   switch (type) {
-  case GGML_TYPE_Q8_0: return llm_gemm_q8_0_avx2;
   case GGML_TYPE_F16: return llm_gemm_f16_avx2;
   case GGML_TYPE_F32: return llm_gemm_f32_avx2;
   default: return NULL;
@@ -102,12 +104,9 @@ static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) 
       x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 ||
       !ggml_is_contiguous(x) || x->ne[1] < LLM_GEMM_MIN_TOKENS)
     return 0;
-  if (llm_gemm_kernel(w->type))
-    return w->type != GGML_TYPE_Q8_0 || x->ne[1] >= LLM_GEMM_Q8_MIN_TOKENS ? 1 : 0;
-  return ggml_is_quantized(w->type) && ggml_get_type_traits(w->type)->to_float &&
-                 x->ne[1] >= LLM_GEMM_DEQ_MIN_TOKENS
-             ? 2
-             : 0;
+  if (llm_gemm_kernel(w->type)) return 1;
+  const int64_t min_tokens = w->type == GGML_TYPE_Q8_0 ? LLM_GEMM_Q8_MIN_TOKENS : LLM_GEMM_DEQ_MIN_TOKENS;
+  return ggml_is_quantized(w->type) && ggml_get_type_traits(w->type)->to_float && x->ne[1] >= min_tokens ? 2 : 0;
 }
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {

@@ -6,10 +6,7 @@
  * Each call walks its rows in panels of LLM_GEMM_PANEL (a panel of W stays
  * in L1/L2 while every column of X passes it) and computes tiles of RM rows
  * x RN columns with RM * RN vector accumulators of 8 lanes, summed
- * horizontally once per output. Q8_0: per pair of blocks, the signed bytes
- * go through vpmaddubsw as |w| * (x * sign w) (|w| <= 128 and |x| <= 127,
- * so the 16-bit pair sums cannot saturate), then vpmaddwd to 32 bits:
- * exact. */
+ * horizontally once per output. */
 #include "llm_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -32,48 +29,6 @@ INL float hsum8(__m256 v) {
 }
 
 INL float half(uint16_t h) { return _cvtsh_ss(h); }
-
-/* ---- Q8_0 x Q8_0 ------------------------------------------------------------ */
-
-INL void tile_q8_0(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn) {
-  const int64_t nb = t->k / LLM_QK8_0;
-  const llm_q8_0 *w[RM], *x[RN];
-  __m256 acc[RM][RN];
-  UNROLL
-  for (int i = 0; i < rm; i++) w[i] = (const llm_q8_0 *)(const void *)(t->w + (size_t)(i0 + i) * t->w_stride);
-  UNROLL
-  for (int j = 0; j < rn; j++) x[j] = (const llm_q8_0 *)(const void *)(t->x + (size_t)(j0 + j) * t->x_stride);
-  UNROLL
-  for (int i = 0; i < rm; i++)
-    UNROLL
-    for (int j = 0; j < rn; j++) acc[i][j] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (int64_t b = 0; b < nb; b++) {
-    __m256i xv[RN];
-    float dx[RN];
-    UNROLL
-    for (int j = 0; j < rn; j++) {
-      xv[j] = _mm256_loadu_si256((const __m256i *)(const void *)x[j][b].qs);
-      dx[j] = half(x[j][b].d);
-    }
-    UNROLL
-    for (int i = 0; i < rm; i++) {
-      const __m256i wv = _mm256_loadu_si256((const __m256i *)(const void *)w[i][b].qs);
-      const __m256i wa = _mm256_sign_epi8(wv, wv);
-      const __m256 dw = _mm256_set1_ps(half(w[i][b].d));
-      UNROLL
-      for (int j = 0; j < rn; j++) {
-        const __m256i p16 = _mm256_maddubs_epi16(wa, _mm256_sign_epi8(xv[j], wv));
-        const __m256 p = _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, ones));
-        acc[i][j] = _mm256_fmadd_ps(p, _mm256_mul_ps(dw, _mm256_broadcast_ss(&dx[j])), acc[i][j]);
-      }
-    }
-  }
-  UNROLL
-  for (int j = 0; j < rn; j++)
-    UNROLL
-    for (int i = 0; i < rm; i++) t->y[(j0 + j) * t->ldy + i0 + i] = hsum8(acc[i][j]);
-}
 
 /* ---- F16 x F16 and F32 x F32 ------------------------------------------------ */
 
@@ -146,10 +101,6 @@ INL void tile_f32(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, 
   default: K(t, i0, j0, 4, 3); break;                                                             \
   }
 
-ATTR static void tile_q8_0_any(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn) {
-  TILE_CASES(tile_q8_0)
-}
-
 ATTR static void tile_f16_any(const llm_gemm_task *t, int64_t i0, int64_t j0, int rm, int rn) {
   TILE_CASES(tile_f16)
 }
@@ -173,12 +124,10 @@ INL void gemm(const llm_gemm_task *t, tile_fn tile) {
   }
 }
 
-ATTR static void gemm_q8_0(const llm_gemm_task *t) { gemm(t, tile_q8_0_any); }
 ATTR static void gemm_f16(const llm_gemm_task *t) { gemm(t, tile_f16_any); }
 ATTR static void gemm_f32(const llm_gemm_task *t) { gemm(t, tile_f32_any); }
 
-const llm_gemm_fn llm_gemm_q8_0_avx2 = gemm_q8_0, llm_gemm_f16_avx2 = gemm_f16,
-                  llm_gemm_f32_avx2 = gemm_f32;
+const llm_gemm_fn llm_gemm_f16_avx2 = gemm_f16, llm_gemm_f32_avx2 = gemm_f32;
 #else
-const llm_gemm_fn llm_gemm_q8_0_avx2 = 0, llm_gemm_f16_avx2 = 0, llm_gemm_f32_avx2 = 0;
+const llm_gemm_fn llm_gemm_f16_avx2 = 0, llm_gemm_f32_avx2 = 0;
 #endif

@@ -160,14 +160,15 @@ struct fm_llm_model {
 
 /* Products of a weight matrix with batches of at least this many tokens
  * go through the fused kernels (llm_gemm.h) where they apply: F16 and F32
- * from 2 (1.3x faster than GGML at 2 tokens, llama85m F16), Q8_0 from 16
- * (below that, GGML's product is as fast or faster: 0.75x at 2 tokens,
- * 0.97x at 8, 1.28x at 16). */
+ * from 2 (1.3x faster than GGML at 2 tokens, llama85m F16); Q8_0, through
+ * decoded panels, from 16 (llama85m, 1 thread: 16 tokens 51-53 ms against
+ * GGML's 57-79, 32 tokens 67-85 against 108-145). */
 #define LLM_GEMM_MIN_TOKENS 2
 #define LLM_GEMM_Q8_MIN_TOKENS 16
-/* Types without a kernel of their own go through decoded panels of this
- * many rows, for batches of at least LLM_GEMM_DEQ_MIN_TOKENS tokens (the
- * decoding is paid once per panel, whatever the batch). */
+/* Quantized types go through decoded panels of this many rows, for
+ * batches of at least LLM_GEMM_DEQ_MIN_TOKENS tokens (Q8_0:
+ * LLM_GEMM_Q8_MIN_TOKENS; the decoding is paid once per panel, whatever
+ * the batch). */
 #define LLM_GEMM_DEQ_ROWS 16
 #define LLM_GEMM_DEQ_MIN_TOKENS 32
 
@@ -283,13 +284,13 @@ void llm_ggml_quiet(void);
 /* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled
  * kernels of llm_gemm.h when m->fused_gemm and they take it (w a mapped
  * 2-D matrix: F16 or F32 with x of >= LLM_GEMM_MIN_TOKENS columns, Q8_0
- * with >= LLM_GEMM_Q8_MIN_TOKENS,
+ * (decoded panels) with >= LLM_GEMM_Q8_MIN_TOKENS,
  * another quantized type with >= LLM_GEMM_DEQ_MIN_TOKENS; x contiguous
  * F32; the kernels run on this CPU), else ggml_mul_mat. Use it for every
  * product with a 2-D weight matrix. */
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x);
 /* The kernel of a type at the ISA level fm_cpu_isa() allows: NULL for
- * types other than Q8_0, F16 and F32, and on CPUs (or caps) without AVX2,
+ * types other than F16 and F32, and on CPUs (or caps) without AVX2,
  * FMA and F16C. */
 llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
 /* Before computing a graph on n_threads threads: the scratch of its

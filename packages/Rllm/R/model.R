@@ -160,13 +160,12 @@ rllm_threads <- function() {
 #'   CPU with AVX2, FMA and F16C (and `FM_ISA` not below `"avx2"`);
 #'   elsewhere, and with `FALSE`, every product is GGML's, one row and one
 #'   token at a time. F16 and F32 matrices (batches of 2 tokens or more)
-#'   and Q8_0 ones (16 or more) code the activations as GGML does (Q8_0 quantization, F16
-#'   rounding, or none) and compute each block's integer dot product
-#'   exactly, so they differ only in the order of single-precision sums.
-#'   Other quantized types (Q4_K, Q5_0, Q6_K, ...; batches of 32 or more)
-#'   are decoded by GGML in panels of 16 rows and multiplied in single
-#'   precision with the unrounded activations, where GGML rounds them to 8
-#'   bits: more accurate, and different by that rounding. Decode steps (one
+#'   round the activations as GGML does (F16 rounding, or none), so they
+#'   differ only in the order of single-precision sums. Quantized types
+#'   (Q8_0 in batches of 16 or more; Q4_K, Q5_0, Q6_K, ... in batches of 32
+#'   or more) are decoded by GGML in panels of 16 rows and multiplied in
+#'   single precision with the unrounded activations, where GGML rounds
+#'   them to 8 bits: more accurate, and different by that rounding. Decode steps (one
 #'   token) use GGML's product either way, so a prompt evaluated at once
 #'   and token by token agree to rounding (with `FALSE`, both use GGML's
 #'   kernels). Prompt evaluation 1.2-4x faster here, depending on the type.

@@ -1,13 +1,14 @@
 /* test_llm_gemm.c: the fused batch-product kernels (llm_gemm.h; AVX2, the
  * one path they have: skipped with a message on CPUs without it) against a
- * double-precision reference of the same coded values, on shapes with partial tiles (rows
- * not a multiple of 4, columns not a multiple of 3, F16 and F32 lengths
- * not a multiple of 8) and extreme values (codes -127 and 127, subnormal
- * and large scales, F32 values of 1e30 and 1e-30).
+ * double-precision reference of the same values, on shapes with partial
+ * tiles (rows not a multiple of 4, columns not a multiple of 3, lengths not
+ * a multiple of 8) and extreme values (F16 subnormals and 65504, F32
+ * values of 1e30 and 1e-30).
  * Tolerance, from the arithmetic (llm_gemm.h): gamma(n + 4) * sum of
- * |w_e x_e| (times |d_w d_x| per Q8_0 block), gamma(n) = n u / (1 - n u),
- * u = 2^-24, n the blocks (Q8_0) or elements (F16, F32). Also: the
- * dispatcher follows the ISA cap (no kernel below avx2: GGML's products). */
+ * |w_e x_e|, gamma(n) = n u / (1 - n u), u = 2^-24, n the elements. Also:
+ * the dispatcher follows the ISA cap (no kernel below avx2: GGML's
+ * products), and quantized types have no kernel of their own (they reach
+ * the F32 kernel as decoded panels). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,34 +32,7 @@ static uint16_t rand_half(int lo, int hi) {
   return (uint16_t)(((r >> 20) & 1u) << 15 | e << 10 | ((r >> 32) & 0x3ffu));
 }
 
-static void fill_q8_0(llm_q8_0 *blk, int64_t n, int extreme) {
-  for (int64_t b = 0; b < n; b++) {
-    blk[b].d = extreme && b % 3 == 0 ? (uint16_t)(1 + b % 1023) /* subnormal */ : rand_half(5, 20);
-    for (int e = 0; e < LLM_QK8_0; e++) {
-      int v = (int)(fm_test_rng_next(&rng) % 255) - 127;
-      if (extreme && b % 3 == 1) v = e % 2 ? 127 : -127;
-      blk[b].qs[e] = (int8_t)v;
-    }
-  }
-}
-
-static double ref_q8_0(const llm_q8_0 *w, const llm_q8_0 *x, int64_t nb, double *abs_sum) {
-  double s = 0, a = 0;
-  for (int64_t b = 0; b < nb; b++) {
-    long dot = 0, dot_abs = 0;
-    for (int e = 0; e < LLM_QK8_0; e++) {
-      dot += (long)w[b].qs[e] * x[b].qs[e];
-      dot_abs += labs((long)w[b].qs[e] * x[b].qs[e]);
-    }
-    const double scale = (double)ggml_fp16_to_fp32(w[b].d) * ggml_fp16_to_fp32(x[b].d);
-    s += (double)dot * scale;
-    a += (double)dot_abs * fabs(scale);
-  }
-  *abs_sum = a;
-  return s;
-}
-
-enum { T_F16, T_Q8_0, T_F32 };
+enum { T_F16, T_F32 };
 
 static double ref_fp(const void *w, const void *x, int64_t k, int f32, double *abs_sum) {
   double s = 0, a = 0;
@@ -76,18 +50,13 @@ static double ref_fp(const void *w, const void *x, int64_t k, int f32, double *a
 /* One kernel on an m x k weight matrix and n columns, rows [m0, m1). */
 static void check_kernel(llm_gemm_fn fn, int type, int64_t m, int64_t n, int64_t k, int64_t m0,
                          int64_t m1, int extreme) {
-  const int q8 = type == T_Q8_0;
-  const size_t row = q8 ? (size_t)(k / LLM_QK8_0) * sizeof(llm_q8_0)
-                        : (size_t)k * (type == T_F32 ? sizeof(float) : 2);
+  const size_t row = (size_t)k * (type == T_F32 ? sizeof(float) : 2);
   uint8_t *w = malloc((size_t)m * row), *x = malloc((size_t)n * row);
   const int64_t ldy = m + 5; /* a padded output: untouched cells stay NaN */
   float *y = malloc((size_t)(ldy * n) * sizeof *y);
   CHECK(w && x && y);
   if (!w || !x || !y) goto done;
-  if (q8) {
-    fill_q8_0((llm_q8_0 *)(void *)w, m * (k / LLM_QK8_0), extreme);
-    fill_q8_0((llm_q8_0 *)(void *)x, n * (k / LLM_QK8_0), extreme);
-  } else if (type == T_F32) {
+  if (type == T_F32) {
     float *w32 = (float *)(void *)w, *x32 = (float *)(void *)x;
     for (int64_t i = 0; i < m * k; i++) w32[i] = (float)(fm_test_rng_unif(&rng) - 0.5) * (extreme && i % 5 == 0 ? 1e30f : 1.0f);
     for (int64_t i = 0; i < n * k; i++) x32[i] = (float)(fm_test_rng_unif(&rng) - 0.5) * (extreme && i % 7 == 0 ? 1e-30f : 1.0f);
@@ -108,17 +77,12 @@ static void check_kernel(llm_gemm_fn fn, int type, int64_t m, int64_t n, int64_t
         continue;
       }
       double abs_sum;
-      const double ref = q8 ? ref_q8_0((const llm_q8_0 *)(const void *)(w + (size_t)i * row),
-                                       (const llm_q8_0 *)(const void *)(x + (size_t)j * row),
-                                       k / LLM_QK8_0, &abs_sum)
-                            : ref_fp(w + (size_t)i * row, x + (size_t)j * row, k, type == T_F32,
-                                     &abs_sum);
-      const double n_terms = q8 ? (double)(k / LLM_QK8_0) : (double)k;
-      const double bound = gamma_n(n_terms + 4) * abs_sum + 1e-45;
+      const double ref = ref_fp(w + (size_t)i * row, x + (size_t)j * row, k, type == T_F32, &abs_sum);
+      const double bound = gamma_n((double)k + 4) * abs_sum + 1e-45;
       if (!(fabs(got - ref) <= bound)) {
         if (bad < 3)
           fprintf(stderr, "  %s k=%lld y[%lld,%lld] = %.9g, reference %.9g, bound %.3g\n",
-                  q8 ? "Q8_0" : type == T_F32 ? "F32" : "F16", (long long)k, (long long)i, (long long)j, got, ref, bound);
+                  type == T_F32 ? "F32" : "F16", (long long)k, (long long)i, (long long)j, got, ref, bound);
         bad++;
       }
     }
@@ -130,47 +94,43 @@ done:
 }
 
 static void check_type(int type) {
-  const llm_gemm_fn kernels[3] = {llm_gemm_f16_avx2, llm_gemm_q8_0_avx2, llm_gemm_f32_avx2};
-  static const enum ggml_type types[3] = {GGML_TYPE_F16, GGML_TYPE_Q8_0, GGML_TYPE_F32};
-  static const int64_t ks_q8[] = {32, 160, 2048}, ks_fp[] = {1, 7, 75, 768};
-  const int q8 = type == T_Q8_0;
+  const llm_gemm_fn kernels[2] = {llm_gemm_f16_avx2, llm_gemm_f32_avx2};
+  static const enum ggml_type types[2] = {GGML_TYPE_F16, GGML_TYPE_F32};
+  static const int64_t ks[] = {1, 7, 75, 768};
   llm_gemm_fn fn = llm_gemm_kernel(types[type]);
   if (!fn) {
     fprintf(stderr, "  no AVX2, FMA and F16C here (or FM_ISA below avx2): kernels not tested\n");
     return;
   }
   CHECK(fn == kernels[type]);
-  for (int ik = 0; ik < (q8 ? 3 : 4); ik++) {
-    const int64_t k = q8 ? ks_q8[ik] : ks_fp[ik];
+  for (int ik = 0; ik < 4; ik++) {
+    const int64_t k = ks[ik];
     for (int64_t n = 1; n <= 7; n += 3) check_kernel(fn, type, 37, n, k, 0, 37, 0);
     check_kernel(fn, type, 37, 13, k, 5, 30, 0); /* a row range, as a thread takes */
     check_kernel(fn, type, 9, 4, k, 0, 9, 1);    /* extreme values */
   }
 }
 
-static void test_q8_0(void) { check_type(T_Q8_0); }
 static void test_f16(void) { check_type(T_F16); }
 static void test_f32(void) { check_type(T_F32); }
 
 /* The dispatcher gives no kernel under a portable cap (the graph then
  * keeps GGML's products) and the AVX2 ones above it where the CPU runs
- * them; none for other types. */
+ * them; none for quantized types (decoded panels). */
 static void test_dispatch(void) {
   fm_cpu_cap(FM_ISA_PORTABLE);
-  CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == NULL);
   CHECK(llm_gemm_kernel(GGML_TYPE_F16) == NULL);
   CHECK(llm_gemm_kernel(GGML_TYPE_F32) == NULL);
   fm_cpu_cap(FM_ISA_AVX512);
   if (llm_gemm_kernel(GGML_TYPE_F32)) {
     CHECK(fm_cpu_isa() >= FM_ISA_AVX2);
-    CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == llm_gemm_q8_0_avx2);
     CHECK(llm_gemm_kernel(GGML_TYPE_F16) == llm_gemm_f16_avx2);
   }
+  CHECK(llm_gemm_kernel(GGML_TYPE_Q8_0) == NULL);
   CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
 }
 
 int main(void) {
-  FM_RUN(test_q8_0);
   FM_RUN(test_f16);
   FM_RUN(test_f32);
   FM_RUN(test_dispatch);
