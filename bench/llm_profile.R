@@ -22,8 +22,8 @@
 # prefill, a 512-token prompt evaluated as one batch, three times.
 # Needs perf (Debian linux-perf) and permission to sample (root, or
 # kernel.perf_event_paranoid <= 1); says so and stops otherwise.
-args0 <- commandArgs(FALSE)
-root <- normalizePath(file.path(dirname(sub("^--file=", "", grep("^--file=", args0, value = TRUE)[1])), ".."))
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), "lib.R"))
+root <- bench_root()
 perf <- unname(Sys.which("perf"))
 if (!nzchar(perf)) {
   cat("bench llm_profile: perf is not installed (Debian: linux-perf); nothing profiled\n")
@@ -70,9 +70,7 @@ profile <- function(cmd, argv) {
 ours_argv <- function(path, w) {
   code <- sprintf(paste(
     "m <- Rllm::rllm_gguf_model('%s', threads = 1L);",
-    "for (r in seq_len(%d)) { tm <- Rllm::rllm_generate(m, c(%s), n_new = %dL, temperature = 0,",
-    "stop_at_eog = FALSE)$timings; cat(sprintf('prefill %%.1f tok/s, decode %%.1f tok/s\\n',",
-    "tm$n_prefill / tm$prefill_s, tm$n_decode / tm$decode_s), file = stderr()) }"),
+    "for (r in seq_len(%d)) Rllm::rllm_generate(m, c(%s), n_new = %dL, temperature = 0, stop_at_eog = FALSE)"),
     path, w$reps, paste(w$prompt, collapse = ","), w$gen)
   c("-e", shQuote(code))
 }

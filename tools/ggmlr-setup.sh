@@ -15,8 +15,9 @@
 # rebuilt. Every build defines GGML_USE_CPU_REPACK (through a Makevars file
 # given as R_MAKEVARS_USER; ggmlR's own Makevars leaves it out), which
 # registers GGML's repack buffer: its interleaved Q4_0/Q4_K/IQ4_NL kernels,
-# which llama.cpp uses by default (Rllm's repack = TRUE); the check finds
-# the reference to that buffer in libggml.a. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
+# which llama.cpp uses by default (Rllm's repack = TRUE), and compiles at
+# -O3 (makevars() below says why); the check finds the reference to that
+# buffer in libggml.a, and a build whose recorded Makevars differ is redone. The verified build is recorded in LIB/.ggmlr/isa. Installs elsewhere (the site library) are never used: LIB comes
 # first in R_LIBS for every build and test (Makefile).
 #
 #
