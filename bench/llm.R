@@ -46,8 +46,8 @@
 # 2 cores any other process stalls GGML's thread barrier. All rows take
 # about an hour and a half on 2 cores.
 
-args <- commandArgs(trailingOnly = FALSE)
-root <- normalizePath(file.path(dirname(sub("^--file=", "", args[grep("^--file=", args)])), ".."))
+source(file.path(dirname(sub("^--file=", "", grep("^--file=", commandArgs(FALSE), value = TRUE))), "lib.R"))
+root <- bench_root()
 fixtures <- Sys.getenv("RFMALLOC_FIXTURES", file.path(root, "..", "shared", "fixtures"))
 env_list <- function(name, default) trimws(strsplit(Sys.getenv(name, default), ",")[[1]])
 env_int <- function(name, default) as.integer(env_list(name, default))
