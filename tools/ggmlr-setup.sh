@@ -2,15 +2,22 @@
 # Install GGML (the CRAN package ggmlR: static libggml.a + headers) into the
 # project's own R library, built for this CPU, and verify what was built.
 #
-#   tools/ggmlr-setup.sh LIB [auto|avx2|portable]
+#   tools/ggmlr-setup.sh LIB [auto|avx512|avx2|portable]
 #
-# auto: the SIMD build (ggmlR's configure --with-simd: -mavx2 -mfma -mf16c)
-# when the CPU has AVX2, FMA and F16C, the portable build otherwise. avx2 or
-# portable force one (a forced avx2 on a CPU without it is an error). The
-# result is checked, never trusted: ggml_cpu_has_avx2() of the installed
-# package (GGML's compile-time flags) and the AVX instructions (ymm
-# registers) that objdump finds in lib/libggml.a, the archive Rgguf and Rllm
-# link, must both match the build asked for; else this script fails. A
+# auto: the best of these the CPU runs. avx2: the SIMD build (ggmlR's
+# configure --with-simd: -mavx2 -mfma -mf16c), for a CPU with AVX2, FMA and
+# F16C. avx512: that build plus AVX-512 (-mavx512f/cd/vl/dq/bw, the set of
+# llama.cpp's skylakex CPU variant, and -mavx512vnni/-mavx512vbmi where the
+# CPU has them, as its icelake variant), for a CPU with AVX-512 F, CD, VL, DQ
+# and BW: ggmlR's configure stops at AVX2, so these flags come through the
+# Makevars below; GGML's sources have AVX-512 paths (F16/F32 vectors, the
+# quantized dot products' VNNI sums, the repacked Q4_0/Q4_K products) that
+# llama.cpp's own CPU variants compile. A forced level the CPU lacks is an
+# error. The result is checked, never trusted: ggml_cpu_has_avx2() and
+# ggml_cpu_has_avx512() of the installed package (GGML's compile-time
+# flags) and the AVX instructions (ymm and zmm registers) that objdump finds
+# in lib/libggml.a, the archive Rgguf and Rllm link, must all match the build
+# asked for; else this script fails. A
 # ggmlR already in LIB that passes the check is kept; one that fails it is
 # rebuilt. Every build defines GGML_USE_CPU_REPACK (through a Makevars file
 # given as R_MAKEVARS_USER; ggmlR's own Makevars leaves it out), which
@@ -41,16 +48,19 @@
 # build had no SIMD. Here dependencies are installed first, then ggmlR alone
 # with R CMD INSTALL --configure-args.
 set -euo pipefail
-lib=${1:?usage: ggmlr-setup.sh LIB [auto|avx2|portable]}
+lib=${1:?usage: ggmlr-setup.sh LIB [auto|avx512|avx2|portable]}
 want=${2:-auto}
 
-cpu_simd=0
-bash "$(dirname "$0")/cpu.sh" has avx2 fma f16c && cpu_simd=1
+cpu=$(dirname "$0")/cpu.sh
+cpu_simd=0 cpu_512=0
+bash "$cpu" has avx2 fma f16c && cpu_simd=1
+[ $cpu_simd = 1 ] && bash "$cpu" has avx512f avx512cd avx512vl avx512dq avx512bw && cpu_512=1
 case $want in
-  auto) if [ $cpu_simd = 1 ]; then want=avx2; else want=portable; fi ;;
+  auto) if [ $cpu_512 = 1 ]; then want=avx512; elif [ $cpu_simd = 1 ]; then want=avx2; else want=portable; fi ;;
+  avx512) [ $cpu_512 = 1 ] || { echo "ggmlr-setup: an avx512 GGML was asked for, but this CPU lacks AVX-512 F, CD, VL, DQ or BW (or AVX2, FMA, F16C)" >&2; exit 1; } ;;
   avx2) [ $cpu_simd = 1 ] || { echo "ggmlr-setup: an avx2 GGML was asked for, but this CPU lacks AVX2, FMA or F16C" >&2; exit 1; } ;;
   portable) ;;
-  *) echo "ggmlr-setup: unknown build '$want' (auto, avx2 or portable)" >&2; exit 1 ;;
+  *) echo "ggmlr-setup: unknown build '$want' (auto, avx512, avx2 or portable)" >&2; exit 1 ;;
 esac
 mkdir -p "$lib"
 lib=$(cd "$lib" && pwd)
@@ -58,13 +68,14 @@ vulkan=no
 [ "${GGMLR_VULKAN:-0}" = 1 ] && vulkan=yes
 rlibs=$lib${R_LIBS_EXTRA:+:$R_LIBS_EXTRA}
 
-# Prints "avx2" or "portable" for the ggmlR in $lib, or why it is neither;
-# returns 0 only when the build is consistent (flags and code agree).
+# Prints "avx512", "avx2" or "portable" for the ggmlR in $lib, or why it is
+# none; returns 0 only when the build is consistent (flags and code agree).
 probe() {
-  local dir=$lib/ggmlR a flag n
+  local dir=$lib/ggmlR a flag n z
   a=$dir/lib/libggml.a
   [ -f "$a" ] || { echo "no ggmlR with lib/libggml.a in $lib"; return 1; }
-  flag=$(R_LIBS=$rlibs Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()))' 2>/dev/null) || { echo "ggmlR in $lib does not load"; return 1; }
+  flag=$(R_LIBS=$rlibs Rscript -e 'cat(as.integer(ggmlR::ggml_cpu_has_avx2()), as.integer(ggmlR::ggml_cpu_has_avx512()))' 2>/dev/null) ||
+    { echo "ggmlR in $lib does not load"; return 1; }
   local dis
   dis=$(objdump -d --no-show-raw-insn "$a" 2>/dev/null) && [ -n "$dis" ] ||
     { echo "objdump cannot read $a"; return 1; }
@@ -75,9 +86,13 @@ probe() {
   grep -q ' T ggml_backend_vk_reg$' <<<"$(nm "$a" 2>/dev/null)" && vk=yes
   [ "$vk" = "$vulkan" ] || { echo "Vulkan backend in libggml.a: $vk, asked for: $vulkan"; return 1; }
   n=$(grep -c ymm <<<"$dis" || true)
-  if [ "$flag" = 1 ] && [ "$n" -ge 1000 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi
-  if [ "$flag" = 0 ] && [ "$n" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi
-  echo "inconsistent: ggml_cpu_has_avx2() = $flag with $n AVX instructions on ymm in libggml.a"
+  z=$(grep -c zmm <<<"$dis" || true)
+  case "$flag" in
+    "1 1") if [ "$n" -ge 1000 ] && [ "$z" -ge 1000 ]; then echo "avx512 ($z AVX-512 instructions on zmm, $n on ymm in libggml.a)"; return 0; fi ;;
+    "1 0") if [ "$n" -ge 1000 ] && [ "$z" -eq 0 ]; then echo "avx2 ($n AVX instructions on ymm in libggml.a)"; return 0; fi ;;
+    "0 0") if [ "$n" -eq 0 ] && [ "$z" -eq 0 ]; then echo "portable (no AVX instruction in libggml.a)"; return 0; fi ;;
+  esac
+  echo "inconsistent: ggml_cpu_has_avx2(), ggml_cpu_has_avx512() = $flag with $n instructions on ymm and $z on zmm in libggml.a"
   return 1
 }
 
@@ -88,11 +103,17 @@ probe() {
 # the other F16/F32 vector loops (attention's dot products among them) keep
 # their sums on the stack, a store and reload per multiply-add
 # (bench/ggml_gemv.c measures it). -O3 leaves the arithmetic as it is (no
-# -ffast-math: sums are not reassociated).
+# -ffast-math: sums are not reassociated). The avx512 build adds its flags
+# here too (GGML's C and C++ sources both hold AVX-512 paths).
 makevars() {
   echo 'CPPFLAGS += -DGGML_USE_CPU_REPACK'
-  local v
-  for v in CFLAGS CXXFLAGS CXX11FLAGS CXX14FLAGS CXX17FLAGS CXX20FLAGS; do echo "$v += -O3"; done
+  local v opt=-O3
+  if [ "$want" = avx512 ]; then
+    opt="$opt -mavx512f -mavx512cd -mavx512vl -mavx512dq -mavx512bw"
+    bash "$cpu" has avx512_vnni && opt="$opt -mavx512vnni"
+    bash "$cpu" has avx512vbmi && opt="$opt -mavx512vbmi"
+  fi
+  for v in CFLAGS CXXFLAGS CXX11FLAGS CXX14FLAGS CXX17FLAGS CXX20FLAGS; do echo "$v += $opt"; done
 }
 
 # The verified build, for the tests that check what they link (FM_GGML_ISA_EXPECTED).
@@ -136,7 +157,7 @@ R_LIBS=$rlibs GGMLR_TARBALL=${GGMLR_TARBALL:-} Rscript -e '
 tarball=$(tr -d ' \n' <"$lib/.ggmlr/tarball")
 cargs="--without-vulkan"
 [ "$vulkan" = yes ] && cargs="--with-vulkan"
-[ "$want" = avx2 ] && cargs="$cargs --with-simd"
+[ "$want" != portable ] && cargs="$cargs --with-simd"
 src=$tarball
 if [ "$vulkan" = yes ]; then
   # ggmlR 0.8.8.1 chains VK_EXT_layer_settings (the validation layer's

@@ -2,7 +2,7 @@
 # `make vulkan`: GGML with its Vulkan backend, in an R library of its own,
 # with Rgguf and Rllm built against it.
 #
-#   tools/ggmlr-vulkan.sh VKLIB BASELIB [auto|avx2|portable]
+#   tools/ggmlr-vulkan.sh VKLIB BASELIB [auto|avx512|avx2|portable]
 #
 # 1. Debian packages: libvulkan-dev (headers, loader), glslc (GGML's shader
 #    compiler), mesa-vulkan-drivers (lavapipe, Mesa's Vulkan driver on the
@@ -42,8 +42,8 @@
 # headers and glslc on the machine); the Vulkan library shadows ggmlR, Rgguf
 # and Rllm only for the runs that put it first in R_LIBS.
 set -euo pipefail
-vklib=${1:?usage: ggmlr-vulkan.sh VKLIB BASELIB [auto|avx2|portable]}
-base=${2:?usage: ggmlr-vulkan.sh VKLIB BASELIB [auto|avx2|portable]}
+vklib=${1:?usage: ggmlr-vulkan.sh VKLIB BASELIB [auto|avx512|avx2|portable]}
+base=${2:?usage: ggmlr-vulkan.sh VKLIB BASELIB [auto|avx512|avx2|portable]}
 isa=${3:-auto}
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$vklib"

@@ -12,8 +12,7 @@ case $isa in
   portable|avx2|avx512)
     bash tools/cpu.sh levels | grep -qx "$isa" ||
       { echo "setup: ISA=$isa, but this CPU runs only: $(bash tools/cpu.sh levels | tr '\n' ' ')" >&2; exit 1; }
-    # ggmlR's SIMD build stops at AVX2 (its configure adds no -mavx512*)
-    if [ "$isa" = portable ]; then ggml=portable; else ggml=avx2; fi ;;
+    ggml=$isa ;;
   *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
 esac
 
