@@ -13,7 +13,9 @@
  * block) is the limit, not memory.
  * Build and run (bench/llm_profile.R does it):
  *   cc -O2 -I$RLIB/ggmlR/include bench/ggml_gemv.c $RLIB/ggmlR/lib/libggml.a \
- *      -lstdc++ -lm -lpthread -fopenmp -o build/ggml_gemv && build/ggml_gemv [dir] */
+ *      $(R CMD config --ldflags) -lstdc++ -lm -lpthread -fopenmp -o build/ggml_gemv &&
+ *   build/ggml_gemv [dir]
+ * (R's flags: ggmlR's libggml.a prints through R.) */
 #define _POSIX_C_SOURCE 200809L
 #include <fcntl.h>
 #include <stdint.h>

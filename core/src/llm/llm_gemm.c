@@ -3,9 +3,11 @@
  * running our tiled kernels where they apply (weights mapped rather than
  * repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to ggml_mul_mat
  * elsewhere. Two routes:
- *  - F16 and F32 weights: kernels of their own. F16 activations are first
- *    rounded as GGML's own product rounds them (ggml_cpy to F16), so the
- *    two lowerings differ only in the order of F32 sums (llm_gemm.h).
+ *  - F16 and F32 weights: kernels of their own. For F16 weights the
+ *    activations are first rounded as GGML's own product rounds them
+ *    (ggml_cpy to F16), then widened back to F32 (exact) so that the tiles
+ *    load them without converting; the two lowerings differ only in the
+ *    order of F32 sums (llm_gemm.h).
  *  - quantized weights (Q8_0 from LLM_GEMM_Q8_MIN_TOKENS; Q4_0 and Q4_K
  *    when not repacked, Q5_0, Q6_K, ... from LLM_GEMM_DEQ_MIN_TOKENS): a
  *    codec panel, as elsewhere in this project: GGML's own to_float
@@ -22,9 +24,9 @@
  *    instructions per product than sign/maddubs/madd/convert/scale per
  *    block; docs/notes/issue-17.md).
  * Where the kernels do not run (no AVX2/F16C, FM_ISA or the test cap below
- * avx2) every product stays GGML's. The kernel's ISA path is chosen per call from
- * fm_cpu_isa() (FM_ISA and the test cap apply), independently of the ISA
- * GGML was built for. */
+ * avx2) every product stays GGML's. The kernel's ISA path (AVX2 or
+ * AVX-512) is chosen per call from fm_cpu_isa() (FM_ISA and the test cap
+ * apply), independently of the ISA GGML was built for. */
 #include "llm_gemm.h"
 
 #include <pthread.h>
@@ -43,11 +45,14 @@ static void probe_f16c(void) {
 #endif
 }
 
-/* The kernel of a type (NULL: none), whatever the ISA cap. */
+/* The kernel of a type (NULL: none): the AVX-512 one where fm_cpu_isa()
+ * allows it, else the AVX2 one, whatever a cap below avx2 says (the route
+ * was chosen where the kernels ran). */
 static llm_gemm_fn kernel_of(enum ggml_type type) {
+  const int wide = fm_cpu_isa() >= FM_ISA_AVX512;
   switch (type) {
-  case GGML_TYPE_F16: return llm_gemm_f16_avx2;
-  case GGML_TYPE_F32: return llm_gemm_f32_avx2;
+  case GGML_TYPE_F16: return wide && llm_gemm_f16_avx512 ? llm_gemm_f16_avx512 : llm_gemm_f16_avx2;
+  case GGML_TYPE_F32: return wide && llm_gemm_f32_avx512 ? llm_gemm_f32_avx512 : llm_gemm_f32_avx2;
   default: return NULL;
   }
 }
@@ -65,7 +70,6 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
 static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, float *scratch) {
   const struct ggml_tensor *w = dst->src[0], *x = dst->src[1];
   const int64_t ldy = (int64_t)(dst->nb[1] / sizeof(float)), k = w->ne[0];
-  /* the route was chosen when the graph was built, where the kernels ran */
   llm_gemm_fn direct = kernel_of(w->type);
   if (direct) {
     llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], (const uint8_t *)x->data, x->nb[1],
@@ -115,8 +119,10 @@ struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tens
   const int route = b->m->fused_gemm && !b->m->dev ? gemm_route(w, x) : 0;
   if (!route) return ggml_mul_mat(ctx, w, x);
   struct ggml_tensor *xc = x;
-  if (route == 1 && w->type != GGML_TYPE_F32)
+  if (route == 1 && w->type != GGML_TYPE_F32) {
     xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
+    xc = ggml_cpy(ctx, xc, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1]));
+  }
   if (route == 2 && w->ne[0] > b->m->gemm_deq_k) b->m->gemm_deq_k = w->ne[0];
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,

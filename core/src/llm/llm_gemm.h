@@ -6,21 +6,25 @@
  * tile of rows x columns at once, with one accumulator per output, so the
  * loads of a row serve several products and the sums run in parallel.
  * Quantized weights reach them as F32 panels decoded by GGML's own
- * to_float (llm_gemm.c). They exist for x86-64 with AVX2, FMA and F16C
- * only: on other CPUs (and under FM_ISA=portable) the graph keeps GGML's
- * products, which have SIMD of their own there (NEON, SSE); a plain-C tile
- * is several times slower than those.
+ * to_float (llm_gemm.c). They exist for x86-64 with AVX2, FMA and F16C,
+ * and with AVX-512 F and BW (wider tiles, llm_gemm_kern.h); the best the
+ * CPU and FM_ISA allow runs. On other CPUs (and under FM_ISA=portable) the
+ * graph keeps GGML's products, which have SIMD of their own there (NEON,
+ * SSE); a plain-C tile is several times slower than those.
  *
- * Coding: the weights and the activations come in the same type: F16
- * against F16 (the activations rounded to F16, as GGML's F16 product
- * rounds them), F32 against F32. Formats: GGUF specification
- * (ggml/docs/gguf.md).
+ * Coding: the weights are F16 or F32; the activations are F32 in both
+ * cases. Against F16 weights they hold values rounded to F16, as GGML's F16
+ * product rounds them (llm_gemm.c rounds them and widens them back once
+ * per product, so the tiles load them without converting). Formats: GGUF
+ * specification (ggml/docs/gguf.md).
  *
  * Numerical contract: the product of two F16 values is exact in F32; an
- * F32 product is rounded once; the terms are summed in F32 in eight lanes,
- * each over every eighth element, the lanes summed at the end. So
- * |y - exact| <= gamma(n + 4) * sum_e |w_e x_e| (gamma(n) = n u / (1 - n u),
- * u = 2^-24, n the elements; core/tests/llm/llm_gemm/). GGML's own product
+ * F32 product is rounded once; the terms are summed in F32 in L lanes (8
+ * for AVX2, 16 for AVX-512), each over every L-th element, the lanes summed
+ * at the end in log2(L) steps. So |y - exact| <= gamma(n + 4) * sum_e
+ * |w_e x_e| (gamma(n) = n u / (1 - n u), u = 2^-24, n the elements; the
+ * depth of each sum is at most n / L + log2(L) + 1 <= n + 4;
+ * core/tests/llm/llm_gemm/). The two paths differ only in that order. GGML's own product
  * is of the same form, so the fused and the unfused graph agree to twice
  * that per product.
  *
@@ -34,8 +38,8 @@
 
 /* y[j * ldy + i] = sum_k W[i, k] * X[j, k] for rows i in [m0, m1) of W and
  * columns j in [0, n) of X. Row i of W starts at w + i * w_stride bytes,
- * column j of X at x + j * x_stride; each holds k values in the task's
- * type. */
+ * column j of X at x + j * x_stride; a row of W holds k values in the
+ * kernel's type (F16 or F32), a column of X k floats. */
 typedef struct llm_gemm_task {
   const uint8_t *w;
   size_t w_stride;
@@ -48,8 +52,9 @@ typedef struct llm_gemm_task {
 
 typedef void (*llm_gemm_fn)(const llm_gemm_task *t);
 
-/* The kernels: they need AVX2, FMA and F16C, and are defined (non-NULL)
- * on x86-64 builds only. */
+/* The kernels: _avx2 need AVX2, FMA and F16C, _avx512 also AVX-512 F and
+ * BW; they are defined (non-NULL) on x86-64 builds only. */
 extern const llm_gemm_fn llm_gemm_f16_avx2, llm_gemm_f32_avx2;
+extern const llm_gemm_fn llm_gemm_f16_avx512, llm_gemm_f32_avx512;
 
 #endif

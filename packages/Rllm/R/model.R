@@ -157,8 +157,9 @@ rllm_threads <- function() {
 #'   matrices kept on the mapping (not repacked) with a batch of tokens (a
 #'   prompt, an embedding) run through the package's own tiled kernels,
 #'   which compute several rows and tokens at once. They need an x86-64
-#'   CPU with AVX2, FMA and F16C (and `FM_ISA` not below `"avx2"`);
-#'   elsewhere, and with `FALSE`, every product is GGML's, one row and one
+#'   CPU with AVX2, FMA and F16C (and `FM_ISA` not below `"avx2"`), and
+#'   use wider tiles with AVX-512 (F and BW, `FM_ISA` not below
+#'   `"avx512"`); elsewhere, and with `FALSE`, every product is GGML's, one row and one
 #'   token at a time. F16 and F32 matrices (batches of 2 tokens or more)
 #'   round the activations as GGML does (F16 rounding, or none), so they
 #'   differ only in the order of single-precision sums. Quantized types
