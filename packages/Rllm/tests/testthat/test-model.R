@@ -89,11 +89,11 @@ test_that("whole-prefix and token-by-token evaluation agree within 1e-4", {
 long_ids <- function(n = 600L) c(1L, 3L + (seq_len(n - 1L) * 7919L) %% 509L)
 
 test_that("flash attention and the explicit path agree (F32 cache, F32 weights: within 1e-4)", {
-  # With an F32 cache and F32 weights neither path rounds anything: both
-  # multiply the same F32 queries, keys and values and differ only in the
-  # order of F32 sums (a relative error of at most n_kv u = 600 x 2^-24 =
-  # 3.6e-5 per sum), so the bound of token-by-token against whole-prefix
-  # evaluation applies. Measured: 1e-5.
+  # With an F32 cache and F32 weights neither path rounds anything on the
+  # CPU: both multiply the same F32 queries, keys and values and differ only
+  # in the order of F32 sums (a relative error of at most n_kv u = 600 x
+  # 2^-24 = 3.6e-5 per sum), so the bound of token-by-token against
+  # whole-prefix evaluation applies. Measured: 1e-5. (On a device: below.)
   ids <- long_ids()
   fa <- story_model()
   ex <- story_model(flash_attn = FALSE)
@@ -101,7 +101,19 @@ test_that("flash attention and the explicit path agree (F32 cache, F32 weights: 
   expect_false(ex$info$flash_attn)
   a <- rllm_logits(fa, ids, cache = rllm_cache(fa, 600, type = "f32"), all = TRUE)
   b <- rllm_logits(ex, ids, cache = rllm_cache(ex, 600, type = "f32"), all = TRUE)
-  expect_lt(max(abs(a - b)), 1e-4)
+  if (on_device()) {
+    # GGML's Vulkan flash-attention shader computes in F16 where the device
+    # has F16 arithmetic (lavapipe has): it rounds what an F16 cache and the
+    # explicit path's F16 probabilities round, so the F16 bound applies, on
+    # the first 100 positions as in test-device.R (the bound costs one
+    # evaluation per position). Measured on lavapipe: 0.013.
+    n <- 100L
+    tol <- logit_tolerance(fa, gguf_fixture(story_variants[1]), ids[seq_len(n)], kv = "f16")
+    d <- abs(log_softmax(a[, seq_len(n)]) - log_softmax(b[, seq_len(n)]))
+    expect_true(all(apply(d, 2, max) <= tol))
+  } else {
+    expect_lt(max(abs(a - b)), 1e-4)
+  }
   # micro-batches: the last-token output is the last column of all of them
   # (its last layer's feed-forward and output product take GGML's product
   # for one row, the batch's the fused kernels: F32 sums in another order)
