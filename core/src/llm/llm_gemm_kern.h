@@ -29,12 +29,13 @@ INL float load1(const void *p, int64_t e, const int f16) {
 
 INL void tile_fp(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, const int rn,
                  const int f16) {
-  const void *w[RM], *x[RN];
+  const void *w[RM];
+  const float *x[RN];
   vf acc[RM][RN];
   UNROLL
   for (int i = 0; i < rm; i++) w[i] = t->w + (size_t)(i0 + i) * t->w_stride;
   UNROLL
-  for (int j = 0; j < rn; j++) x[j] = t->x + (size_t)(j0 + j) * t->x_stride;
+  for (int j = 0; j < rn; j++) x[j] = (const float *)(const void *)(t->x + (size_t)(j0 + j) * t->x_stride);
   UNROLL
   for (int i = 0; i < rm; i++)
     UNROLL
@@ -43,7 +44,7 @@ INL void tile_fp(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, c
   for (int64_t e = 0; e < kv; e += VL) {
     vf xv[RN];
     UNROLL
-    for (int j = 0; j < rn; j++) xv[j] = VLOADF((const float *)x[j] + e);
+    for (int j = 0; j < rn; j++) xv[j] = VLOADF(x[j] + e);
     UNROLL
     for (int i = 0; i < rm; i++) {
       const vf wv = load_v(w[i], e, f16);
@@ -56,7 +57,7 @@ INL void tile_fp(const llm_gemm_task *t, int64_t i0, int64_t j0, const int rm, c
     UNROLL
     for (int i = 0; i < rm; i++) {
       float s = VHSUM(acc[i][j]);
-      for (int64_t e = kv; e < t->k; e++) s += load1(w[i], e, f16) * ((const float *)x[j])[e];
+      for (int64_t e = kv; e < t->k; e++) s += load1(w[i], e, f16) * x[j][e];
       t->y[(j0 + j) * t->ldy + i0 + i] = s;
     }
 }
