@@ -141,7 +141,7 @@ void fm_backend_used_clear(void);
  *         one panel)
  *   COLSUMS: per column, sums in row order (so the result does not depend
  *         on the plan at all).
- * Once a column block is consumed it calls fm_mat_evict_cols on it, so a
+ * Once a column block is consumed it calls fm_mat_evict_stream on it, so a
  * pass over an evictable file mapping keeps about one block resident.
  * Polls ctl->cancel once before each panel decode and reports progress after
  * each, in panels (done, total). Same contract as fm_backend_run, plus FM_EARG when

@@ -35,7 +35,7 @@
  *
  * Memory: besides y, about (2 n + 1024) x k doubles (b transposed, row sums)
  * plus up to 3 MB of per-block tables; the stored bytes are read in blocks of
- * about 1 MB of variants, each released with fm_mat_evict_cols once
+ * about 1 MB of variants, each released with fm_mat_evict_stream once
  * consumed. Cancellation is polled and progress reported once per block.
  *
  * Thread safety: the backend may run concurrently on distinct outputs. */

@@ -13,7 +13,7 @@
  * in base R's crossprod(), a missing value that the transform leaves NaN
  * makes every entry it takes part in NaN, also against a zero; the upper
  * triangle is mirrored at the end, so out is exactly symmetric. Consumed columns of an evictable file
- * mapping are dropped from the resident set (fm_mat_evict_cols) once a
+ * mapping are dropped from the resident set (fm_mat_evict_stream) once a
  * pass no longer needs them.
  * Shape:  out is p x p (CROSS) or n x n (TCROSS), column-major with
  *         leading dimension ld >= that size; n, p may be 0 (nothing

@@ -20,7 +20,7 @@
  * (no affine), to within a few ulp (exactly, for F64, EXT and ALP).
  * Cancellation and progress: ctl->cancel is polled once per column block;
  * ctl->progress reports columns done out of x->n_cols. Each block is passed
- * to fm_mat_evict_cols once consumed (bounded residency on file mappings).
+ * to fm_mat_evict_stream once consumed (bounded residency on file mappings).
  * Thread safety: reentrant; x is only read.
  * Source: Chan, Golub and LeVeque (1983) on the two-pass algorithm. Oracle:
  * core/tests/stats/stats_colvar/ (long-double two-pass); apply(X, 2, var) in R;

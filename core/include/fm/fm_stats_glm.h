@@ -46,7 +46,7 @@
  * depend on the panel's width, as the reference BLAS's).
  * Errors, cancellation, progress: ctl->cancel is polled once per column
  * block; progress reports columns done of x->n_cols; each block is evicted
- * once consumed (fm_mat_evict_cols).
+ * once consumed (fm_mat_evict_stream).
  * Thread safety: reentrant; x and the design are only read.
  * Sources: Frisch and Waugh (1933), Lovell (1963); Firth (1993) Biometrika
  * 80:27-38; Heinze and Schemper (2002) Stat Med 21:2409-2419; Chang et al.

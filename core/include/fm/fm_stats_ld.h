@@ -47,7 +47,7 @@
  * a fixed order). The popcount kernel runs at the level fm_cpu_isa() names
  * (POPCNT from the AVX2 level up; portable C below), same integers either
  * way. Cancellation is polled and progress reported (columns done of n)
- * once per block; consumed input columns are evicted (fm_mat_evict_cols).
+ * once per block; consumed input columns are evicted (fm_mat_evict_stream).
  * Thread safety: reentrant; x is only read.
  * Sources: Pearson correlation of allele counts as plink 1.9's --r2 (Chang
  * et al. 2015, GigaScience 4:7, www.cog-genomics.org/plink/1.9/ld);

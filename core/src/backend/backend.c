@@ -236,7 +236,7 @@ fm_status fm_backend_reference(const fm_product *p, const fm_ctl *ctl, fm_err *e
     }
     /* the block is consumed: drop its pages from the resident set (a no-op
      * unless x is an evictable file mapping) */
-    fm_mat_evict_cols(x, c0, nc);
+    fm_mat_evict_stream(x, c0, nc);
   }
   st = FM_OK;
 fail:

@@ -444,7 +444,7 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
       fused_pool_run(pool, phase_b, &job);
       if (fused_pool_fault(pool)) break;
     }
-    fm_mat_evict_cols(x, job.c0, job.nc);
+    fm_mat_evict_stream(x, job.c0, job.nc);
     fm_ctl_progress(ctl, (double)(blk + 1), (double)n_blocks);
   }
   if (fused_pool_fault(pool)) { /* its file truncated from outside: y is incomplete */

@@ -67,7 +67,7 @@ static fm_status gram_pass(const fm_mat *x, const fm_affine *aff, int cross, dou
     st = cross ? fm_panel_decode(x, aff, s0, k, 0, p, panel, k, err)
                : fm_panel_decode(x, aff, 0, n, s0, k, panel, n, err);
     if (st != FM_OK) break;
-    if (!cross) fm_mat_evict_cols(x, s0, k);
+    if (!cross) fm_mat_evict_stream(x, s0, k);
     const fm_blas_int kk = (fm_blas_int)k;
     if (all_finite(panel, (size_t)k * (size_t)m)) {
       const double *b = panel; /* m x k */

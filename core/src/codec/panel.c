@@ -316,11 +316,14 @@ static void evict_run(const fm_mat *x, int64_t s0, int64_t s1, int outward) {
                          outward ? FM_PAGES_OUTWARD : FM_PAGES_DOWN, NULL);
 }
 
+static int evictable(const fm_mat *x, int64_t c0, int64_t n_cols) {
+  return x && (x->flags & FM_MAT_EVICTABLE) && x->codec != FM_CODEC_EXT &&
+         x->codec != FM_CODEC_ALP && x->data && n_cols > 0 && c0 >= 0 &&
+         c0 + n_cols <= x->n_cols && x->col_stride > 0;
+}
+
 void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
-  if (!x || !(x->flags & FM_MAT_EVICTABLE) || x->codec == FM_CODEC_EXT ||
-      x->codec == FM_CODEC_ALP || !x->data ||
-      n_cols <= 0 || c0 < 0 || c0 + n_cols > x->n_cols || x->col_stride <= 0)
-    return;
+  if (!evictable(x, c0, n_cols)) return;
   if (!x->col_index) {
     evict_run(x, c0, c0 + n_cols, 0);
     return;
@@ -335,4 +338,14 @@ void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
     prev = s;
   }
   evict_run(x, run0, prev + 1, 1);
+}
+
+void fm_mat_evict_stream(const fm_mat *x, int64_t c0, int64_t n_cols) {
+  if (!evictable(x, c0, n_cols)) return;
+  fm_mat_evict_cols(x, c0, n_cols);
+  /* one page table's span: the most that one fault maps (a PMD-mapped huge
+   * page; fault-around and large folios map less) */
+  const size_t ps = fm_page_size(), reach = ps / 8 * ps;
+  const size_t first = (size_t)((x->col_index ? x->col_index[c0] : c0) * x->col_stride);
+  (void)fm_pages_release(x->data, first > reach ? first - reach : 0, first, FM_PAGES_DOWN, NULL);
 }

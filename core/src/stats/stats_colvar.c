@@ -297,7 +297,7 @@ static fm_status each_block(const fm_mat *x, int64_t block, block_fn fn, void *u
     const int64_t nb = c0 + block <= p ? block : p - c0;
     const fm_status st = guarded(fn, x, c0, nb, ud, err);
     if (st != FM_OK) return st;
-    fm_mat_evict_cols(x, c0, nb);
+    fm_mat_evict_stream(x, c0, nb);
     fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
   }
   return FM_OK;

@@ -211,7 +211,6 @@ fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, int d
                     (long long)n, (long long)block);
     goto done;
   }
-  int64_t prev = 0; /* the previous block's first column */
   for (int64_t c0 = 0; c0 < p; c0 += block) {
     if (fm_ctl_cancelled(ctl)) {
       st = fm_err_set(err, FM_ECANCELLED, "%s: cancelled after %lld of %lld variants", what,
@@ -229,11 +228,7 @@ fm_status glm_stream(const fm_mat *x, const fm_ctl *ctl, const char *what, int d
     }
     st = fn(ud, &blk, c0, panel, err);
     if (st != FM_OK) goto done;
-    /* From the previous block's start: reading this block maps pages around
-     * each fault (the kernel's fault-around), the previous block's tail
-     * among them, which its own eviction had dropped. */
-    fm_mat_evict_cols(x, prev, c0 + nb - prev);
-    prev = c0;
+    fm_mat_evict_stream(x, c0, nb);
     fm_ctl_progress(ctl, (double)(c0 + nb), (double)p);
   }
 done:

@@ -336,7 +336,7 @@ static fm_status ld_pass(const char *what, const fm_mat *x, const fm_affine *aff
       }
     }
     block_free(&k);
-    fm_mat_evict_cols(x, a, b - a);
+    fm_mat_evict_stream(x, a, b - a);
     if (w && o->release_output && b < n) {
       int64_t s_next = start;
       while (win_end[s_next] <= b) s_next++;
