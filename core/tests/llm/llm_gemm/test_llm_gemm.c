@@ -8,7 +8,11 @@
  * |w_e x_e|, gamma(n) = n u / (1 - n u), u = 2^-24, n the elements. Also:
  * the dispatcher follows the ISA cap (no kernel below avx2: GGML's
  * products), and quantized types have no kernel of their own (they reach
- * the F32 kernel as decoded panels). */
+ * the F32 kernel as decoded panels).
+ * The decoded-panel route (llm_mm on quantized weights, in a GGML graph on
+ * 1 and 3 threads): equal, within the same bound, to a double product of
+ * the rows GGML's to_float decodes, for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K
+ * at each ISA level; GGML's own product below the route's minimum batch. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,9 +152,91 @@ static void test_dispatch(void) {
   CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
 }
 
+/* y = llm_mm(W, X) for W (m x k) of `type` quantized from random values
+ * and n random F32 columns, computed on n_threads; returns the number of
+ * outputs off the double product of to_float's rows by more than the
+ * bound, or -1 when llm_mm chose GGML's product (route 0). */
+static int64_t panel_route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
+                               int n_threads) {
+  llm_model *model = calloc(1, sizeof *model);
+  struct ggml_init_params ip = {(size_t)64 << 20, NULL, false};
+  struct ggml_context *ctx = ggml_init(ip);
+  CHECK(model && ctx);
+  if (!model || !ctx) {
+    free(model);
+    return 1;
+  }
+  model->fused_gemm = 1;
+  struct ggml_tensor *w = ggml_new_tensor_2d(ctx, type, k, m);
+  struct ggml_tensor *x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
+  float *wf = malloc((size_t)(m * k) * sizeof *wf);
+  for (int64_t i = 0; i < m * k; i++) wf[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
+  ggml_quantize_chunk(type, wf, w->data, 0, m, k, NULL);
+  for (int64_t i = 0; i < n * k; i++) ((float *)x->data)[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
+  llm_build b = {0};
+  b.m = model;
+  b.ctx = ctx;
+  struct ggml_tensor *y = llm_mm(&b, w, x);
+  int64_t bad = -1;
+  if (y->op == GGML_OP_MUL_MAT) goto done;
+  bad = 0;
+  CHECK(model->gemm_deq_k == k);
+  fm_err err = {0};
+  CHECK_OK(llm_gemm_reserve(model, n_threads, &err), &err);
+  struct ggml_cgraph *gf = ggml_new_graph(ctx);
+  ggml_build_forward_expand(gf, y);
+  CHECK(ggml_graph_compute_with_ctx(ctx, gf, n_threads) == GGML_STATUS_SUCCESS);
+  const ggml_to_float_t to_float = ggml_get_type_traits(type)->to_float;
+  for (int64_t i = 0; i < m; i++) {
+    to_float((const char *)w->data + (size_t)i * w->nb[1], wf, k); /* the row the route decodes */
+    for (int64_t j = 0; j < n; j++) {
+      double abs_sum;
+      const double ref = ref_fp(wf, (const float *)x->data + j * k, k, 1, &abs_sum);
+      const float got = ((const float *)y->data)[j * m + i];
+      if (!(fabs(got - ref) <= gamma_n((double)k + 4) * abs_sum)) {
+        if (bad < 3)
+          fprintf(stderr, "  %s y[%lld,%lld] = %.9g, reference %.9g\n", ggml_type_name(type),
+                  (long long)i, (long long)j, got, ref);
+        bad++;
+      }
+    }
+  }
+done:
+  free(wf);
+  free(model->gemm_scratch);
+  free(model);
+  ggml_free(ctx);
+  return bad;
+}
+
+static void test_panel_route(void) {
+  static const enum ggml_type types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
+                                         GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
+  static const fm_isa caps[] = {FM_ISA_AVX2, FM_ISA_AVX512};
+  for (int c = 0; c < 2; c++) {
+    fm_cpu_cap(caps[c]);
+    if (fm_cpu_isa() != caps[c] || !llm_gemm_kernel(GGML_TYPE_F32)) {
+      fprintf(stderr, "  panel route at %s: not run here (CPU, F16C or FM_ISA)\n",
+              fm_cpu_isa_name(caps[c]));
+      continue;
+    }
+    for (int t = 0; t < 5; t++) {
+      const int64_t min = types[t] == GGML_TYPE_Q8_0 ? LLM_GEMM_Q8_MIN_TOKENS : LLM_GEMM_DEQ_MIN_TOKENS;
+      /* 37 rows: two full panels of 16 and a partial one, tiles of 4 and 1 */
+      CHECK(panel_route_bad(types[t], 37, 512, min - 1, 1) == -1);
+      CHECK(panel_route_bad(types[t], 37, 512, min, 1) == 0);
+      CHECK(panel_route_bad(types[t], 37, 256, min + 5, 3) == 0);
+    }
+  }
+  fm_cpu_cap(FM_ISA_PORTABLE); /* no kernels: GGML's product at any batch */
+  CHECK(panel_route_bad(GGML_TYPE_Q4_K, 8, 256, 64, 1) == -1);
+  fm_cpu_cap(FM_ISA_AVX512);
+}
+
 int main(void) {
   FM_RUN(test_f16);
   FM_RUN(test_f32);
   FM_RUN(test_dispatch);
+  FM_RUN(test_panel_route);
   FM_TEST_END();
 }
