@@ -14,6 +14,7 @@
 
 #include "fm/fm_cpu.h"
 #include "fm/fm_gguf.h"
+#include "fm/fm_gguf_write.h"
 #include "fm/fm_llm.h"
 #include "fm/fm_llm_ggml.h"
 #include "fm_test.h"
@@ -186,6 +187,134 @@ static void test_cancel(void) {
   CHECK_OK(fm_llm_eval(m_story, c, ids, N, FM_LLM_OUT_LAST, b, NULL, &err), &err);
   CHECK(memcmp(a, b, sizeof a) == 0);
   fm_llm_cache_free(c);
+}
+
+/* The tensors of a model being written: names, values and descriptions. */
+typedef struct w_tensors {
+  fm_gguf_wtensor t[64];
+  char name[64][64];
+  double *v[64];
+  int n;
+  uint64_t rs;
+} w_tensors;
+
+/* Adds an F32 tensor (GGML type 0) named by fmt: a norm (ne1 0) of values
+ * about 1, else an ne0 x ne1 matrix, uniform with sd about scale /
+ * sqrt(ne0). */
+static void w_add(w_tensors *w, int64_t ne0, int64_t ne1, double scale, const char *fmt, int il) {
+  const int i = w->n++;
+  snprintf(w->name[i], sizeof w->name[i], fmt, il);
+  const int64_t n = ne0 * (ne1 > 0 ? ne1 : 1);
+  w->v[i] = malloc((size_t)n * sizeof(double));
+  for (int64_t e = 0; e < n; e++)
+    w->v[i][e] = ne1 > 0 ? (fm_test_rng_unif(&w->rs) - 0.5) * 3.4 * scale / sqrt((double)ne0)
+                         : 1.0 + (fm_test_rng_unif(&w->rs) - 0.5) * 0.35;
+  w->t[i] = (fm_gguf_wtensor){w->name[i], 0, ne1 > 0 ? 2 : 1, {ne0, ne1 > 0 ? ne1 : 1},
+                              FM_GGUF_WSRC_F64, w->v[i], n};
+}
+
+/* A random-weight lfm2 model (n_embd 64; layers 0, 1 and 3 short
+ * convolutions of width 3, layer 2 attention with 4 heads / 2 KV heads of
+ * 16; tied output) written to path with F32 weights: the names and keys
+ * llm_arch_lfm2.c reads. 1 when written. */
+static int write_lfm2(const char *path) {
+  enum { E = 64, V = 512, FF = 128, L = 3, NL = 4, HD = 16 };
+  static const int32_t kv_heads[NL] = {0, 0, 2, 0};
+  const char *arch = "lfm2";
+  const uint32_t ctx = 1024, emb = E, nl = NL, ff = FF, nh = 4, lc = L;
+  const float base = 1e6f, eps = 1e-5f;
+  const fm_gguf_wkv kv[] = {{"general.architecture", FM_GGUF_STRING, 0, 1, &arch},
+                            {"lfm2.context_length", FM_GGUF_U32, 0, 1, &ctx},
+                            {"lfm2.embedding_length", FM_GGUF_U32, 0, 1, &emb},
+                            {"lfm2.block_count", FM_GGUF_U32, 0, 1, &nl},
+                            {"lfm2.feed_forward_length", FM_GGUF_U32, 0, 1, &ff},
+                            {"lfm2.attention.head_count", FM_GGUF_U32, 0, 1, &nh},
+                            {"lfm2.attention.head_count_kv", FM_GGUF_I32, 1, NL, kv_heads},
+                            {"lfm2.rope.freq_base", FM_GGUF_F32, 0, 1, &base},
+                            {"lfm2.attention.layer_norm_rms_epsilon", FM_GGUF_F32, 0, 1, &eps},
+                            {"lfm2.shortconv.l_cache", FM_GGUF_U32, 0, 1, &lc}};
+  w_tensors *w = calloc(1, sizeof *w);
+  if (!w) return 0;
+  w->rs = 11;
+  w_add(w, E, V, 0.3 * sqrt((double)E), "token_embd.weight", 0); /* logits of a few nats */
+  for (int il = 0; il < NL; il++) {
+    w_add(w, E, 0, 1, "blk.%d.attn_norm.weight", il);
+    if (kv_heads[il] == 0) {
+      w_add(w, L, E, 1, "blk.%d.shortconv.conv.weight", il);
+      w_add(w, E, 3 * E, 1, "blk.%d.shortconv.in_proj.weight", il);
+      w_add(w, E, E, 1, "blk.%d.shortconv.out_proj.weight", il);
+    } else {
+      w_add(w, E, 4 * HD, 1, "blk.%d.attn_q.weight", il);
+      w_add(w, E, kv_heads[il] * HD, 1, "blk.%d.attn_k.weight", il);
+      w_add(w, E, kv_heads[il] * HD, 1, "blk.%d.attn_v.weight", il);
+      w_add(w, HD, 0, 1, "blk.%d.attn_q_norm.weight", il);
+      w_add(w, HD, 0, 1, "blk.%d.attn_k_norm.weight", il);
+      w_add(w, 4 * HD, E, 1, "blk.%d.attn_output.weight", il);
+    }
+    w_add(w, E, 0, 1, "blk.%d.ffn_norm.weight", il);
+    w_add(w, E, FF, 1, "blk.%d.ffn_gate.weight", il);
+    w_add(w, E, FF, 1, "blk.%d.ffn_up.weight", il);
+    w_add(w, FF, E, 1, "blk.%d.ffn_down.weight", il);
+  }
+  w_add(w, E, 0, 1, "token_embd_norm.weight", 0);
+  fm_err err;
+  const fm_status st = fm_gguf_write(path, kv, (int64_t)(sizeof kv / sizeof kv[0]), w->t, w->n,
+                                     FM_GGUF_DEFAULT_ALIGNMENT, NULL, &err);
+  CHECK_OK(st, &err);
+  for (int i = 0; i < w->n; i++) free(w->v[i]);
+  free(w);
+  return st == FM_OK;
+}
+
+/* lfm2's convolution layers carry a recurrent state in the cache: a
+ * prompt cancelled in its second micro-batch leaves n_past and that state
+ * as they were before the call (after a 20-token prefix), so evaluating
+ * the rest again gives the logits of an uninterrupted run bit for bit. */
+static void test_cancel_recurrent(void) {
+  char dir[256];
+  if (!fm_test_tmpdir(dir, sizeof dir, "fm_lfm2")) {
+    CHECK(0 && "no temporary directory");
+    return;
+  }
+  const char *path = fm_test_path_in(dir, "lfm2.gguf");
+  fm_gguf *g = NULL;
+  fm_llm_model *m = NULL;
+  fm_llm_cache *c = NULL;
+  fm_err err;
+  if (!write_lfm2(path)) goto done;
+  CHECK_OK(fm_gguf_open(path, &g, &err), &err);
+  if (g) CHECK_OK(fm_llm_model_new(g, 1, &m, &err), &err);
+  if (!m) goto done;
+  CHECK(strcmp(fm_llm_model_info(m)->arch, "lfm2") == 0);
+  enum { P = 20, N = 300 };
+  int32_t ids[P + N];
+  float a[512], b[512];
+  ids[0] = 1;
+  for (int i = 1; i < P + N; i++) ids[i] = 3 + (i * 7919) % 509;
+  fm_ctl ctl = {.cancel = cancel_cb};
+  CHECK_OK(fm_llm_cache_new(m, P + N, FM_LLM_KV_F32, NULL, 0, &c, &err), &err);
+  if (!c) goto done;
+  CHECK_OK(fm_llm_eval(m, c, ids, P, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  CHECK_OK(fm_llm_eval(m, c, ids + P, N, FM_LLM_OUT_LAST, a, NULL, &err), &err);
+  /* the polls of one micro-batch after the prefix */
+  fm_llm_cache_clear(c);
+  CHECK_OK(fm_llm_eval(m, c, ids, P, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  cancel_after_calls = 1 << 30;
+  cancel_calls = 0;
+  CHECK_OK(fm_llm_eval(m, c, ids + P, FM_LLM_UBATCH, FM_LLM_OUT_LAST, b, &ctl, &err), &err);
+  const int first = cancel_calls;
+  fm_llm_cache_clear(c);
+  CHECK_OK(fm_llm_eval(m, c, ids, P, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  cancel_after_calls = first; /* the first poll of the second micro-batch stops it */
+  CHECK(fm_llm_eval(m, c, ids + P, N, FM_LLM_OUT_LAST, b, &ctl, &err) == FM_ECANCELLED);
+  CHECK(fm_llm_cache_n_past(c) == P);
+  CHECK_OK(fm_llm_eval(m, c, ids + P, N, FM_LLM_OUT_LAST, b, NULL, &err), &err);
+  CHECK(memcmp(a, b, sizeof a) == 0);
+done:
+  fm_llm_cache_free(c);
+  fm_llm_model_free(m);
+  fm_gguf_close(g);
+  fm_test_rmtree(dir);
 }
 
 static void test_generate(void) {
@@ -599,6 +728,7 @@ int main(void) {
   FM_RUN(test_logits_and_cache);
   FM_RUN(test_generate);
   FM_RUN(test_cancel);
+  FM_RUN(test_cancel_recurrent);
   FM_RUN(test_threads);
   FM_RUN(test_flash_attn);
   FM_RUN(test_repack);
