@@ -72,13 +72,12 @@ int fm_llm_ggml_has_vulkan(void) {
 #endif
 }
 
-#ifdef FM_GGML_VULKAN
-/* GGML's Vulkan backend logs its device scan at info and debug level and
- * every device buffer it allocates or frees at debug level: lines for
- * GGML's developers, which reach R's console on every evaluation. Before
- * the registry is first used (here and for a model on a device) a logger
- * that drops the lines below warnings is put in front of the one in place,
- * for the rest of the process (one static state: loads run on R's thread). */
+/* GGML logs lines for its developers at info and debug level: one per
+ * tensor it repacks (llm_repack.c) and, with Vulkan, its device scan and
+ * every device buffer it allocates or frees, which would reach R's console
+ * on every evaluation. Before GGML first does either, a logger that drops
+ * the lines below warnings is put in front of the one in place, for the
+ * rest of the process (one static state: loads run on R's thread). */
 static struct {
   ggml_log_callback cb;
   void *data;
@@ -91,15 +90,12 @@ static void quiet_log(enum ggml_log_level level, const char *text, void *data) {
   if (level != GGML_LOG_LEVEL_CONT) quiet.dropping = level < GGML_LOG_LEVEL_WARN;
   if (!quiet.dropping && quiet.cb) quiet.cb(level, text, quiet.data);
 }
-#endif
 
 void llm_ggml_quiet(void) {
-#ifdef FM_GGML_VULKAN
   if (quiet.set) return;
   quiet.set = 1;
   ggml_log_get(&quiet.cb, &quiet.data);
   ggml_log_set(quiet_log, NULL);
-#endif
 }
 
 int fm_llm_ggml_n_devices(const char *backend) {

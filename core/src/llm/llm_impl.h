@@ -274,9 +274,9 @@ static inline int64_t llm_n_embd_v_gqa(const llm_hparams *hp, int64_t il) {
  * repacks nothing. */
 fm_status llm_repack(llm_model *m, fm_err *err);
 
-/* In a GGML built with Vulkan, drop GGML's log lines below warnings (its
- * per-buffer debug lines) for the rest of the process (llm_ggml.c); a
- * no-op otherwise. Called before the backend registry is first used. */
+/* Drop GGML's log lines below warnings (its per-tensor repack and
+ * per-buffer debug lines) for the rest of the process (llm_ggml.c). Called
+ * before GGML first repacks or its backend registry is first used. */
 void llm_ggml_quiet(void);
 
 /* ---- fused batch products (llm_gemm.c) ------------------------------------ */

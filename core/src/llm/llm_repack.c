@@ -78,22 +78,6 @@ static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
   return n;
 }
 
-/* GGML says at debug level which tensors it repacks; R users do not need
- * one line per tensor: debug and info lines are dropped while repacking
- * (model loads run on R's thread, one at a time; the previous logger is
- * kept in static storage, never on a stack). */
-static struct {
-  ggml_log_callback cb;
-  void *data;
-  int dropping; /* the last line was dropped: drop its continuations */
-} log_prev;
-
-static void quiet_log(enum ggml_log_level level, const char *text, void *data) {
-  (void)data;
-  if (level != GGML_LOG_LEVEL_CONT) log_prev.dropping = level < GGML_LOG_LEVEL_WARN;
-  if (!log_prev.dropping && log_prev.cb) log_prev.cb(level, text, log_prev.data);
-}
-
 static size_t padded(ggml_backend_buffer_type_t bt, const struct ggml_tensor *t) {
   size_t a = ggml_backend_buft_get_alignment(bt);
   return (ggml_backend_buft_get_alloc_size(bt, t) + a - 1) / a * a;
@@ -145,8 +129,7 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
     goto done;
   }
   ggml_backend_buffer_set_usage(m->rbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
-  ggml_log_get(&log_prev.cb, &log_prev.data);
-  ggml_log_set(quiet_log, NULL);
+  llm_ggml_quiet(); /* GGML says at debug level which tensors it repacks */
   char *p = ggml_backend_buffer_get_base(m->rbuf);
   for (int64_t i = 0; i < n && st == FM_OK; i++) {
     if (!take[i]) continue;
@@ -161,7 +144,6 @@ fm_status llm_repack(llm_model *m, fm_err *err) {
     for (int64_t j = i; j < n; j++)
       if (*s[j] == old) *s[j] = copy[i];
   }
-  ggml_log_set(log_prev.cb, log_prev.data);
 done:
   free(s);
   free(copy);
