@@ -182,10 +182,11 @@ FM_NODISCARD fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_e
 int fm_llm_model_fused_gemm(const fm_llm_model *m);
 
 /* Move the layer matrices (Q/K/V/output projections, feed-forward and
- * expert matrices) and an untied output matrix that GGML multiplies with
+ * expert matrices) and the output matrix that GGML multiplies with
  * interleaved kernels of its own (its CPU "repack" buffer; on x86 with
  * AVX2: Q4_0, Q4_K and IQ4_NL matrices whose row count is a multiple of 8)
- * into memory GGML owns, in that layout, as llama.cpp does by default.
+ * into memory GGML owns, in that layout, as llama.cpp does by default. A
+ * tied output is copied (the embedding stays mapped for its row lookups).
  * Faster products for those types (prefill of a Q4_0 model 1.7-2x here),
  * at the cost of a heap copy of them: the mapping's pages are read once,
  * then no longer used. Every other weight stays zero-copy on the mapping.

@@ -52,10 +52,12 @@ int fm_llm_ggml_has_repack(void) {
 }
 
 /* The weight slots of a model that only matrix products read: the
- * standard layer matrices and an untied output (a tied one also feeds
- * get_rows, which the repacked layout cannot). Matrices an architecture
- * keeps in extra[] (lfm2's short convolutions, gemma's dense head) stay
- * on the mapping. */
+ * standard layer matrices and the output. A tied output gets a repacked
+ * copy of its own, as in llama.cpp: the embedding it shares stays on the
+ * mapping for get_rows, which the repacked layout cannot serve (so the
+ * embedding's bytes are held twice). Matrices an architecture keeps in
+ * extra[] (lfm2's short convolutions, gemma's dense head) stay on the
+ * mapping. */
 static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
   int64_t n = 0;
   for (int64_t il = 0; il < m->hp.n_layer; il++) {
@@ -71,7 +73,7 @@ static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
         n++;
       }
   }
-  if (m->output && m->output != m->tok_embd) {
+  if (m->output) {
     if (out) out[n] = &m->output;
     n++;
   }

@@ -182,12 +182,22 @@ test_that("repacked weights agree with the mapped ones", {
   skip_if_not(rllm_ggml_info()$features[["repack"]], "this GGML build repacks no Q4_0 matrix (no repack buffer, or no kernels for its ISA)")
   # (stories260K's Q4_K_M file has no Q4_K matrix GGML repacks: its rows of
   # 64 values are not whole 256-value blocks, so its matrices are Q5_0/Q8_0)
+  # A tied output is repacked as a copy of its own (the embedding stays
+  # mapped for row lookups): a random qwen3 (tied) with Q4_0 matrices.
+  tied <- tempfile(fileext = ".gguf")
+  on.exit(unlink(tied))
+  arch_gguf_write("qwen3", tied, type = "Q4_0")
   ids <- long_ids(100L)
-  for (f in "derived/stories260K-Q4_0.gguf") {
-    path <- gguf_fixture(f)
+  for (path in c(gguf_fixture("derived/stories260K-Q4_0.gguf"), tied)) {
+    f <- basename(path)
     m <- rllm_gguf_model(path, threads = 1)
     m0 <- rllm_gguf_model(path, threads = 1, repack = FALSE)
-    expect_gt(m$info$repacked_bytes, 0, label = f)
+    td <- Rgguf::gguf_tensors(Rgguf::gguf_open(path))
+    # every product's Q4_0 matrix of whole 8-row groups: the output, or
+    # the embedding when it is the tied output
+    products <- td$name != "token_embd.weight" | !"output.weight" %in% td$name
+    q4 <- products & td$type == "q4_0" & td$ne1 %% 8 == 0
+    expect_identical(m$info$repacked_bytes, sum(td$bytes[q4]), label = f)
     expect_identical(m0$info$repacked_bytes, 0)
     a <- log_softmax(rllm_logits(m, ids, all = TRUE))
     b <- log_softmax(rllm_logits(m0, ids, all = TRUE))
