@@ -145,8 +145,9 @@ rllm_threads <- function() {
 #'   before the product with V; flash attention keeps them F32); the
 #'   package's tests bound the difference of the logits.
 #' @param repack `TRUE` (the default, as llama.cpp): the layer matrices
-#'   and an untied output matrix that GGML has interleaved kernels for
-#'   (on x86 with AVX2: Q4_0, Q4_K and IQ4_NL) are copied at load into
+#'   and the output matrix that GGML has interleaved kernels for (on x86
+#'   with AVX2: Q4_0, Q4_K and IQ4_NL; a tied output is copied, the
+#'   embedding staying on the mapping for its row lookups) are copied at load into
 #'   GGML's repacked layout, which multiplies them faster (prompt
 #'   evaluation of a Q4_0 model 1.7-2x); they then live
 #'   in memory (`info$repacked_bytes`) instead of being read from the
