@@ -63,7 +63,9 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
 }
 
 /* The weight rows [m0, m1) of dst's product. Types with a kernel of their
- * own run it on the mapped rows; every other type is decoded by GGML's own
+ * own run it on the mapped rows (one column against F16 weights first
+ * rounded to F16 and widened back into the scratch, k floats and k halves);
+ * every other type is decoded by GGML's own
  * to_float, LLM_GEMM_DEQ_ROWS rows at a time, into the thread's slice of
  * the model's scratch (llm_gemm_reserve), then multiplied as F32 with the
  * F32 activations. */
@@ -72,7 +74,14 @@ static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, flo
   const int64_t ldy = (int64_t)(dst->nb[1] / sizeof(float)), k = w->ne[0];
   llm_gemm_fn direct = kernel_of(w->type);
   if (direct) {
-    llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], (const uint8_t *)x->data, x->nb[1],
+    const uint8_t *xd = (const uint8_t *)x->data;
+    if (x->ne[1] == 1 && w->type == GGML_TYPE_F16) { /* rounded here, not by copy nodes (llm_mm) */
+      ggml_fp16_t *h = (ggml_fp16_t *)(void *)(scratch + k);
+      ggml_cpu_fp32_to_fp16((const float *)x->data, h, k);
+      ggml_cpu_fp16_to_fp32(h, scratch, k);
+      xd = (const uint8_t *)scratch;
+    }
+    llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], xd, x->nb[1],
                        (float *)dst->data, ldy, k, m0, m1, x->ne[1]};
     direct(&t);
     return;
@@ -119,11 +128,15 @@ struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tens
   const int route = b->m->fused_gemm && !b->m->dev ? gemm_route(w, x) : 0;
   if (!route) return ggml_mul_mat(ctx, w, x);
   struct ggml_tensor *xc = x;
-  if (route == 1 && w->type != GGML_TYPE_F32) {
+  /* one column against F16 weights is rounded in the thread's scratch
+   * (gemm_rows): two copy nodes per product would cost a decode step more
+   * than the rounding */
+  const int round_in_scratch = route == 1 && w->type == GGML_TYPE_F16 && x->ne[1] == 1;
+  if (route == 1 && w->type != GGML_TYPE_F32 && !round_in_scratch) {
     xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
     xc = ggml_cpy(ctx, xc, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1]));
   }
-  if (route == 2 && w->ne[0] > b->m->gemm_deq_k) b->m->gemm_deq_k = w->ne[0];
+  if ((route == 2 || round_in_scratch) && w->ne[0] > b->m->gemm_deq_k) b->m->gemm_deq_k = w->ne[0];
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,
                         GGML_N_TASKS_MAX, b->m);

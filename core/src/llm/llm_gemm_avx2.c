@@ -16,6 +16,7 @@ typedef __m256 vf;
 #define VLOADF(p) _mm256_loadu_ps(p)
 #define VLOADH(p) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p)))
 #define VFMA(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define VADD(a, b) _mm256_add_ps((a), (b))
 #define VHSUM(v) hsum8(v)
 
 ATTR static inline float hsum8(__m256 v) {

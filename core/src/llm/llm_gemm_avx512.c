@@ -17,6 +17,7 @@ typedef __m512 vf;
 #define VLOADF(p) _mm512_loadu_ps(p)
 #define VLOADH(p) _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
 #define VFMA(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define VADD(a, b) _mm512_add_ps((a), (b))
 #define VHSUM(v) _mm512_reduce_add_ps(v)
 
 #include "llm_gemm_kern.h"

@@ -6,13 +6,13 @@
  *   KN(name)    an exported kernel's name for the ISA
  *   vf, VL      the float vector and its lanes
  *   VZERO(), VLOADF(p) (VL floats), VLOADH(p) (VL halves, widened),
- *   VFMA(a, b, c) (a * b + c, one rounding), VHSUM(v) (a float)
+ *   VFMA(a, b, c) (a * b + c, one rounding), VADD(a, b), VHSUM(v) (a float)
  *   RN          the columns of a full tile (at most 6; rows: RM = 4)
  * Each call walks its rows in panels of LLM_GEMM_PANEL (a panel of W stays
  * in L1/L2 while every column of X passes it) and computes tiles of RM rows
  * x RN columns with RM * RN vector accumulators, each summed horizontally
  * once per output; elements past the last multiple of VL are added in
- * scalar code. */
+ * scalar code. One column (a decode step) goes through gemv instead. */
 #define RM 4
 #define LLM_GEMM_PANEL 16
 #define INL __attribute__((always_inline)) ATTR static inline
@@ -109,7 +109,40 @@ INL void gemm(const llm_gemm_task *t, tile_fn tile) {
   }
 }
 
-ATTR static void gemm_f16(const llm_gemm_task *t) { gemm(t, tile_f16_any); }
-ATTR static void gemm_f32(const llm_gemm_task *t) { gemm(t, tile_f32_any); }
+/* One column: row after row, each with four accumulators over runs of 4
+ * VL elements. Rows taken in order are one stream for the hardware
+ * prefetcher; a tile's four rows at once are four streams, which read a
+ * matrix from memory at 6.4-8.4 GB/s where this reads it at 9.8-10.0
+ * (F16, AVX-512, one thread; GGML's one-row product 8.9-9.1; the memory
+ * 10.7; docs/notes/issue-17.md). */
+INL void gemv(const llm_gemm_task *t, const int f16) {
+  const float *x = (const float *)(const void *)t->x;
+  const int64_t k4 = t->k - t->k % (4 * VL), kv = t->k - t->k % VL;
+  for (int64_t i = t->m0; i < t->m1; i++) {
+    const void *w = t->w + (size_t)i * t->w_stride;
+    vf a0 = VZERO(), a1 = VZERO(), a2 = VZERO(), a3 = VZERO();
+    int64_t e = 0;
+    for (; e < k4; e += 4 * VL) {
+      a0 = VFMA(load_v(w, e, f16), VLOADF(x + e), a0);
+      a1 = VFMA(load_v(w, e + VL, f16), VLOADF(x + e + VL), a1);
+      a2 = VFMA(load_v(w, e + 2 * VL, f16), VLOADF(x + e + 2 * VL), a2);
+      a3 = VFMA(load_v(w, e + 3 * VL, f16), VLOADF(x + e + 3 * VL), a3);
+    }
+    for (; e < kv; e += VL) a0 = VFMA(load_v(w, e, f16), VLOADF(x + e), a0);
+    float s = VHSUM(VADD(VADD(a0, a1), VADD(a2, a3)));
+    for (; e < t->k; e++) s += load1(w, e, f16) * x[e];
+    t->y[i] = s;
+  }
+}
+
+ATTR static void gemm_f16(const llm_gemm_task *t) {
+  if (t->n == 1) gemv(t, 1);
+  else gemm(t, tile_f16_any);
+}
+
+ATTR static void gemm_f32(const llm_gemm_task *t) {
+  if (t->n == 1) gemv(t, 0);
+  else gemm(t, tile_f32_any);
+}
 
 const llm_gemm_fn KN(llm_gemm_f16) = gemm_f16, KN(llm_gemm_f32) = gemm_f32;

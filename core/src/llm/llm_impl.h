@@ -122,7 +122,7 @@ struct fm_llm_model {
   int n_threads;
   int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
   int fused_gemm;               /* 1: products through llm_mm's kernels where they apply */
-  int64_t gemm_deq_k;           /* longest row of a graph's decoded-panel products (llm_gemm.c) */
+  int64_t gemm_deq_k;           /* longest row of a graph's products that need scratch (llm_gemm.c) */
   float *gemm_scratch;          /* their per-thread panels: gemm_scratch_threads slices */
   size_t gemm_scratch_per;      /* of this many floats */
   int gemm_scratch_threads;
@@ -160,10 +160,11 @@ struct fm_llm_model {
 
 /* Products of a weight matrix with batches of at least this many tokens
  * go through the fused kernels (llm_gemm.h) where they apply: F16 and F32
- * from 2 (1.3x faster than GGML at 2 tokens, llama85m F16); Q8_0, through
+ * from 1 (one column: a one-row GEMV that reads memory faster than GGML's;
+ * 2 tokens: 1.3x faster than GGML, llama85m F16); Q8_0, through
  * decoded panels, from 16 (llama85m, 1 thread: 16 tokens 51-53 ms against
  * GGML's 57-79, 32 tokens 67-85 against 108-145). */
-#define LLM_GEMM_MIN_TOKENS 2
+#define LLM_GEMM_MIN_TOKENS 1
 #define LLM_GEMM_Q8_MIN_TOKENS 16
 /* Quantized types go through decoded panels of this many rows, for
  * batches of at least LLM_GEMM_DEQ_MIN_TOKENS tokens (Q8_0:
@@ -294,7 +295,7 @@ struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tens
  * FMA and F16C. */
 llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
 /* Before computing a graph on n_threads threads: the scratch of its
- * decoded-panel products. FM_ENOMEM. */
+ * decoded-panel products and of its one-column F16 products. FM_ENOMEM. */
 fm_status llm_gemm_reserve(llm_model *m, int n_threads, fm_err *err);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */

@@ -9,10 +9,12 @@
  * the dispatcher follows the ISA cap (no kernel below avx2: GGML's
  * products), and quantized types have no kernel of their own (they reach
  * the F32 kernel as decoded panels).
- * The decoded-panel route (llm_mm on quantized weights, in a GGML graph on
- * 1 and 3 threads): equal, within the same bound, to a double product of
- * the rows GGML's to_float decodes, for Q8_0, Q4_0, Q5_0, Q4_K and Q6_K
- * at each ISA level; GGML's own product below the route's minimum batch. */
+ * The routes of llm_mm in a GGML graph on 1 and 3 threads, at each ISA
+ * level, within the same bound: decoded panels (Q8_0, Q4_0, Q5_0, Q4_K and
+ * Q6_K weights) against a double product of the rows GGML's to_float
+ * decodes, GGML's own product below the route's minimum batch; one column
+ * (a decode step) against F16 weights, rounded to F16 as GGML rounds it,
+ * and against F32 weights. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,7 +122,9 @@ static void check_level(int type, fm_isa cap) {
     const int64_t k = ks[ik];
     for (int64_t n = 1; n <= 13; n += 3) check_kernel(fn, type, 37, n, k, 0, 37, 0);
     check_kernel(fn, type, 37, 13, k, 5, 30, 0); /* a row range, as a thread takes */
+    check_kernel(fn, type, 37, 1, k, 5, 30, 0);  /* one column (the GEMV) */
     check_kernel(fn, type, 9, 4, k, 0, 9, 1);    /* extreme values */
+    check_kernel(fn, type, 9, 1, k, 0, 9, 1);
   }
   fm_cpu_cap(FM_ISA_AVX512);
 }
@@ -152,11 +156,12 @@ static void test_dispatch(void) {
   CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
 }
 
-/* y = llm_mm(W, X) for W (m x k) of `type` quantized from random values
- * and n random F32 columns, computed on n_threads; returns the number of
- * outputs off the double product of to_float's rows by more than the
- * bound, or -1 when llm_mm chose GGML's product (route 0). */
-static int64_t panel_route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
+/* y = llm_mm(W, X) for W (m x k) of `type` coded from random values and
+ * n random F32 columns, computed on n_threads; returns the number of
+ * outputs off the double product of to_float's rows (and, against F16,
+ * the columns rounded to F16) by more than the bound, or -1 when llm_mm
+ * chose GGML's product (route 0). */
+static int64_t route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
                                int n_threads) {
   llm_model *model = calloc(1, sizeof *model);
   struct ggml_init_params ip = {(size_t)64 << 20, NULL, false};
@@ -180,15 +185,20 @@ static int64_t panel_route_bad(enum ggml_type type, int64_t m, int64_t k, int64_
   int64_t bad = -1;
   if (y->op == GGML_OP_MUL_MAT) goto done;
   bad = 0;
-  CHECK(model->gemm_deq_k == k);
+  CHECK(model->gemm_deq_k == (type == GGML_TYPE_F32 || (type == GGML_TYPE_F16 && n > 1) ? 0 : k));
   fm_err err = {0};
   CHECK_OK(llm_gemm_reserve(model, n_threads, &err), &err);
   struct ggml_cgraph *gf = ggml_new_graph(ctx);
   ggml_build_forward_expand(gf, y);
   CHECK(ggml_graph_compute_with_ctx(ctx, gf, n_threads) == GGML_STATUS_SUCCESS);
   const ggml_to_float_t to_float = ggml_get_type_traits(type)->to_float;
+  if (type == GGML_TYPE_F16)
+    for (int64_t i = 0; i < n * k; i++)
+      ((float *)x->data)[i] = ggml_fp16_to_fp32(ggml_fp32_to_fp16(((float *)x->data)[i]));
   for (int64_t i = 0; i < m; i++) {
-    to_float((const char *)w->data + (size_t)i * w->nb[1], wf, k); /* the row the route decodes */
+    const char *row = (const char *)w->data + (size_t)i * w->nb[1];
+    if (type == GGML_TYPE_F32) memcpy(wf, row, (size_t)k * sizeof *wf);
+    else to_float(row, wf, k); /* the row the route decodes */
     for (int64_t j = 0; j < n; j++) {
       double abs_sum;
       const double ref = ref_fp(wf, (const float *)x->data + j * k, k, 1, &abs_sum);
@@ -209,27 +219,33 @@ done:
   return bad;
 }
 
-static void test_panel_route(void) {
+static void test_routes(void) {
   static const enum ggml_type types[] = {GGML_TYPE_Q8_0, GGML_TYPE_Q4_0, GGML_TYPE_Q5_0,
                                          GGML_TYPE_Q4_K, GGML_TYPE_Q6_K};
   static const fm_isa caps[] = {FM_ISA_AVX2, FM_ISA_AVX512};
   for (int c = 0; c < 2; c++) {
     fm_cpu_cap(caps[c]);
     if (fm_cpu_isa() != caps[c] || !llm_gemm_kernel(GGML_TYPE_F32)) {
-      fprintf(stderr, "  panel route at %s: not run here (CPU, F16C or FM_ISA)\n",
+      fprintf(stderr, "  routes at %s: not run here (CPU, F16C or FM_ISA)\n",
               fm_cpu_isa_name(caps[c]));
       continue;
     }
     for (int t = 0; t < 5; t++) {
       const int64_t min = types[t] == GGML_TYPE_Q8_0 ? LLM_GEMM_Q8_MIN_TOKENS : LLM_GEMM_DEQ_MIN_TOKENS;
       /* 37 rows: two full panels of 16 and a partial one, tiles of 4 and 1 */
-      CHECK(panel_route_bad(types[t], 37, 512, min - 1, 1) == -1);
-      CHECK(panel_route_bad(types[t], 37, 512, min, 1) == 0);
-      CHECK(panel_route_bad(types[t], 37, 256, min + 5, 3) == 0);
+      CHECK(route_bad(types[t], 37, 512, min - 1, 1) == -1);
+      CHECK(route_bad(types[t], 37, 512, min, 1) == 0);
+      CHECK(route_bad(types[t], 37, 256, min + 5, 3) == 0);
+    }
+    for (int t = 0; t < 2; t++) { /* one column: the GEMV */
+      const enum ggml_type ty = t ? GGML_TYPE_F16 : GGML_TYPE_F32;
+      CHECK(route_bad(ty, 37, 768, 1, 1) == 0);
+      CHECK(route_bad(ty, 37, 75, 1, 3) == 0);
+      CHECK(route_bad(ty, 37, 75, 2, 3) == 0);
     }
   }
   fm_cpu_cap(FM_ISA_PORTABLE); /* no kernels: GGML's product at any batch */
-  CHECK(panel_route_bad(GGML_TYPE_Q4_K, 8, 256, 64, 1) == -1);
+  CHECK(route_bad(GGML_TYPE_Q4_K, 8, 256, 64, 1) == -1);
   fm_cpu_cap(FM_ISA_AVX512);
 }
 
@@ -237,6 +253,6 @@ int main(void) {
   FM_RUN(test_f16);
   FM_RUN(test_f32);
   FM_RUN(test_dispatch);
-  FM_RUN(test_panel_route);
+  FM_RUN(test_routes);
   FM_TEST_END();
 }
