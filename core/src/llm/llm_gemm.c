@@ -3,11 +3,12 @@
  * running our tiled kernels where they apply (weights mapped rather than
  * repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to ggml_mul_mat
  * elsewhere. Two routes:
- *  - F16 and F32 weights: kernels of their own. For F16 weights the
- *    activations are first rounded as GGML's own product rounds them
- *    (ggml_cpy to F16), then widened back to F32 (exact) so that the tiles
- *    load them without converting; the two lowerings differ only in the
- *    order of F32 sums (llm_gemm.h).
+ *  - F16 and F32 weights: kernels of their own, from one token (one
+ *    column: a GEMV). For F16 weights the activations are first rounded as
+ *    GGML's own product rounds them (ggml_cpy to F16; a single column in
+ *    the thread's scratch instead), then widened back to F32 (exact) so
+ *    that the kernels load them without converting; the two lowerings
+ *    differ only in the order of F32 sums (llm_gemm.h).
  *  - quantized weights (Q8_0 from LLM_GEMM_Q8_MIN_TOKENS; Q4_0 and Q4_K
  *    when not repacked, Q5_0, Q6_K, ... from LLM_GEMM_DEQ_MIN_TOKENS): a
  *    codec panel, as elsewhere in this project: GGML's own to_float

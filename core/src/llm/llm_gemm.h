@@ -1,5 +1,6 @@
-/* llm_gemm.h (private): batch products of GGUF-coded weight matrices with
- * a batch of activations, for prefill. GGML (as ggmlR builds it) multiplies
+/* llm_gemm.h (private): products of GGUF-coded weight matrices with a
+ * batch of activations (prefill) or one column (decode: a GEMV that reads
+ * the rows in order, llm_gemm_kern.h). GGML (as ggmlR builds it) multiplies
  * F16 and F32 matrices one row-column pair at a time, each dot product one
  * dependency chain; llama.cpp reaches 1.4-2.5x that through a tiled GEMM
  * (llamafile's tinyBLAS) that ggmlR does not ship. These kernels compute a
