@@ -29,6 +29,17 @@ arch_file <- function(arch, variant = "", ...) {
 
 decoders <- c("qwen2", "qwen3", "qwen3moe", "lfm2")
 
+# GGML's Vulkan matrix-matrix shaders for expert products (mul_mat_id)
+# hold both operands as F16 in shared memory where the device has F16
+# arithmetic (lavapipe has), F32 weights included, and take no precision
+# setting (one-token steps use its F32 vector shader): on a device a
+# mixture of experts is bounded as F16 arithmetic (logit_tolerance with kv
+# = "f16"), as flash attention is in test-model.R. Measured on lavapipe
+# with the CPU's bounds: 0.0013-0.0028 against llama.cpp, 0.0027 whole
+# against token by token.
+f16_experts <- function(arch) on_device() && arch == "qwen3moe"
+
+
 test_that("each generated architecture loads with the hyperparameters written", {
   want <- list(
     qwen2 = list(n_layer = 2, n_head_kv = 2, n_embd_head_k = 16, tied_output = FALSE, n_expert = 0),
@@ -64,7 +75,13 @@ test_that("the decoders give finite logits; cached equals uncached, token by tok
     c1 <- rllm_cache(m, length(toks), type = "f32")
     steps <- vapply(seq_along(toks), function(j) rllm_logits(m, toks[j], cache = c1)[, 1],
                     numeric(512))
-    expect_lt(max(abs(whole - steps)), 1e-4, label = paste(a, "whole vs token by token"))
+    if (f16_experts(a)) {
+      tol <- logit_tolerance(m, arch_file(a), toks, kv = "f16")
+      d <- abs(log_softmax(whole) - log_softmax(steps))
+      expect_true(all(apply(d, 2, max) <= tol), label = paste(a, "whole vs token by token"))
+    } else {
+      expect_lt(max(abs(whole - steps)), 1e-4, label = paste(a, "whole vs token by token"))
+    }
     expect_identical(rllm_cache_n_past(c1), length(toks))
     # causal: the logits after token j do not depend on later tokens
     toks2 <- toks
@@ -103,7 +120,7 @@ test_that("the decoders' logits match llama.cpp's at every position", {
     # the argmax of every position and the top-5 ids after the sequence
     # wherever their margins exceed what that bound lets them move.
     ours <- log_softmax(ours)
-    tol <- logit_tolerance(m, f, toks, kv = "f32")
+    tol <- logit_tolerance(m, f, toks, kv = if (f16_experts(a)) "f16" else "f32")
     for (j in seq_along(toks)) {
       expect_lte(max(abs(ours[, j] - o$logits[, j])), tol[j],
                  label = sprintf("%s position %d: max |log-softmax difference|", a, j))

@@ -344,10 +344,18 @@ test_that("fused batch products agree with GGML's (every weight type; kernels on
         expect_true(all(apply(abs(a - ref), 2, max) <= logit_tolerance(m, path, ids)),
                     label = paste(f, used))
       }
-      # decode steps take GGML's product either way
+      # decode steps: F16 through our one-column GEMV where the kernels
+      # run (bounded as above), the quantized types through GGML's product
       c0 <- rllm_cache(m0, 8)
       c1 <- rllm_cache(m, 8)
-      expect_identical(rllm_logits(m, 1L, cache = c1), rllm_logits(m0, 1L, cache = c0))
+      step <- rllm_logits(m, 1L, cache = c1)
+      step0 <- rllm_logits(m0, 1L, cache = c0)
+      if (used == "portable" || !grepl("F16", f)) {
+        expect_identical(step, step0, label = paste(f, used))
+      } else {
+        expect_lte(max(abs(log_softmax(step) - log_softmax(step0))),
+                   logit_tolerance(m, path, 1L), label = paste(f, used))
+      }
     }
   }
   expect_error(story_model(fused_gemm = NA), class = "fm_error_earg")
