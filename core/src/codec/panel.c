@@ -341,8 +341,8 @@ void fm_mat_evict_cols(const fm_mat *x, int64_t c0, int64_t n_cols) {
 }
 
 void fm_mat_evict_stream(const fm_mat *x, int64_t c0, int64_t n_cols) {
-  if (!evictable(x, c0, n_cols)) return;
   fm_mat_evict_cols(x, c0, n_cols);
+  if (!evictable(x, c0, n_cols)) return;
   /* one page table's span: the most that one fault maps (a PMD-mapped huge
    * page; fault-around and large folios map less) */
   const size_t ps = fm_page_size(), reach = ps / 8 * ps;

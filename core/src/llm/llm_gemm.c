@@ -137,15 +137,15 @@ struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tens
     xc = ggml_cpy(ctx, x, ggml_new_tensor_2d(ctx, w->type, x->ne[0], x->ne[1]));
     xc = ggml_cpy(ctx, xc, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, x->ne[0], x->ne[1]));
   }
-  if ((route == 2 || round_in_scratch) && w->ne[0] > b->m->gemm_deq_k) b->m->gemm_deq_k = w->ne[0];
+  if ((route == 2 || round_in_scratch) && w->ne[0] > b->m->gemm_scratch_k) b->m->gemm_scratch_k = w->ne[0];
   struct ggml_tensor *args[2] = {w, xc};
   return ggml_custom_4d(ctx, GGML_TYPE_F32, w->ne[1], x->ne[1], 1, 1, args, 2, gemm_op,
                         GGML_N_TASKS_MAX, b->m);
 }
 
 fm_status llm_gemm_reserve(llm_model *m, int n_threads, fm_err *err) {
-  if (m->gemm_deq_k == 0) return FM_OK;
-  const size_t per = (size_t)LLM_GEMM_DEQ_ROWS * (size_t)m->gemm_deq_k;
+  if (m->gemm_scratch_k == 0) return FM_OK;
+  const size_t per = (size_t)LLM_GEMM_DEQ_ROWS * (size_t)m->gemm_scratch_k;
   if (m->gemm_scratch && m->gemm_scratch_per >= per && m->gemm_scratch_threads >= n_threads)
     return FM_OK;
   float *p = malloc(per * (size_t)n_threads * sizeof *p);

@@ -122,7 +122,7 @@ struct fm_llm_model {
   int n_threads;
   int flash_attn;               /* 1: batches of >= LLM_FA_MIN_TOKENS use flash attention */
   int fused_gemm;               /* 1: products through llm_mm's kernels where they apply */
-  int64_t gemm_deq_k;           /* longest row of a graph's products that need scratch (llm_gemm.c) */
+  int64_t gemm_scratch_k;       /* longest row of a graph's products that need scratch (llm_gemm.c) */
   float *gemm_scratch;          /* their per-thread panels: gemm_scratch_threads slices */
   size_t gemm_scratch_per;      /* of this many floats */
   int gemm_scratch_threads;

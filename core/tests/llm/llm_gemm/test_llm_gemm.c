@@ -185,7 +185,7 @@ static int64_t route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
   int64_t bad = -1;
   if (y->op == GGML_OP_MUL_MAT) goto done;
   bad = 0;
-  CHECK(model->gemm_deq_k == (type == GGML_TYPE_F32 || (type == GGML_TYPE_F16 && n > 1) ? 0 : k));
+  CHECK(model->gemm_scratch_k == (type == GGML_TYPE_F32 || (type == GGML_TYPE_F16 && n > 1) ? 0 : k));
   fm_err err = {0};
   CHECK_OK(llm_gemm_reserve(model, n_threads, &err), &err);
   struct ggml_cgraph *gf = ggml_new_graph(ctx);
