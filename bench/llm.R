@@ -28,7 +28,8 @@
 # (BENCH_PEER_FA=off|on|auto).
 # Decode bound: bytes of weights one decoded token reads (every matrix; one
 # row of an untied token_embd) / the single-thread read rate of memory
-# measured here (bench/membw.c; its memcpy rate is in the CSV too);
+# measured here (bench/membw.c: a read with each line requested 4 KB ahead,
+# the fastest way one thread reads; its memcpy rate is in the CSV too);
 # decode_bound_pct = ours / bound.
 #
 # Settings (environment; lists are comma-separated):

@@ -2,13 +2,21 @@
  * lowers a weight-times-activations product to a GGML custom operator
  * running our tiled kernels where they apply (weights mapped rather than
  * repacked, a batch of at least LLM_GEMM_MIN_TOKENS), and to ggml_mul_mat
- * elsewhere. Two routes:
+ * elsewhere. Three routes:
  *  - F16 and F32 weights: kernels of their own, from one token (one
  *    column: a GEMV). For F16 weights the activations are first rounded as
  *    GGML's own product rounds them (ggml_cpy to F16; a single column in
  *    the thread's scratch instead), then widened back to F32 (exact) so
  *    that the kernels load them without converting; the two lowerings
  *    differ only in the order of F32 sums (llm_gemm.h).
+ *  - quantized weights not repacked, one column (a decode step): GGML's
+ *    own one-row product (type_traits_cpu->vec_dot, the column quantized
+ *    by its from_float, as ggml_mul_mat does, so the result is GGML's bit
+ *    for bit) taken row after row with the rows ahead prefetched
+ *    (llm_gemv_prefetch): ggml_mul_mat's loop does not prefetch, and
+ *    decode is a read of every weight from memory. Measured in the model
+ *    (llama85m, one thread, idle): Q8_0 decode 1.7x, Q4_K_M (its Q6_K
+ *    matrices) 1.2x (docs/notes/issue-17.md, sixth session).
  *  - quantized weights (Q8_0 from LLM_GEMM_Q8_MIN_TOKENS; Q4_0 and Q4_K
  *    when not repacked, Q5_0, Q6_K, ... from LLM_GEMM_DEQ_MIN_TOKENS): a
  *    codec panel, as elsewhere in this project: GGML's own to_float
@@ -66,7 +74,8 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type) {
 /* The weight rows [m0, m1) of dst's product. Types with a kernel of their
  * own run it on the mapped rows (one column against F16 weights first
  * rounded to F16 and widened back into the scratch, k floats and k halves);
- * every other type is decoded by GGML's own
+ * one column against another type is quantized into the scratch and
+ * multiplied by GGML's one-row product; otherwise the weights are decoded by GGML's own
  * to_float, LLM_GEMM_DEQ_ROWS rows at a time, into the thread's slice of
  * the model's scratch (llm_gemm_reserve), then multiplied as F32 with the
  * F32 activations. */
@@ -85,6 +94,17 @@ static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, flo
     llm_gemm_task t = {(const uint8_t *)w->data, w->nb[1], xd, x->nb[1],
                        (float *)dst->data, ldy, k, m0, m1, x->ne[1]};
     direct(&t);
+    return;
+  }
+  if (x->ne[1] == 1) { /* one column: GGML's own one-row product, prefetched */
+    const struct ggml_type_traits_cpu *tr = ggml_get_type_traits_cpu(w->type);
+    ggml_get_type_traits_cpu(tr->vec_dot_type)->from_float((const float *)x->data, scratch, k);
+    const size_t row = ggml_row_size(w->type, k), len = (size_t)m1 * w->nb[1];
+    for (int64_t i = m0; i < m1; i++) {
+      llm_gemv_prefetch((const uint8_t *)w->data, (size_t)i * w->nb[1], row, len);
+      tr->vec_dot((int)k, (float *)dst->data + i, 0, (const char *)w->data + (size_t)i * w->nb[1], 0,
+                  scratch, 0, 1);
+    }
     return;
   }
   const ggml_to_float_t to_float = ggml_get_type_traits(w->type)->to_float;
@@ -111,16 +131,20 @@ static void gemm_op(struct ggml_tensor *dst, int ith, int nth, void *userdata) {
   gemm_rows(dst, m0, m1, m->gemm_scratch ? m->gemm_scratch + (size_t)ith * m->gemm_scratch_per : NULL);
 }
 
-/* 1: the type has a kernel of its own; 2: through decoded panels; 0: no
- * (GGML's product). */
+/* 1: the type has a kernel of its own; 2: through decoded panels (a
+ * batch) or GGML's one-row product (one column); 0: no (GGML's product). */
 static int gemm_route(const struct ggml_tensor *w, const struct ggml_tensor *x) {
   if (!llm_gemm_kernel(GGML_TYPE_F32) || w->extra || w->nb[0] != ggml_type_size(w->type) || w->ne[2] != 1 || w->ne[3] != 1 ||
       x->type != GGML_TYPE_F32 || x->ne[0] != w->ne[0] || x->ne[2] != 1 || x->ne[3] != 1 ||
       !ggml_is_contiguous(x) || x->ne[1] < LLM_GEMM_MIN_TOKENS)
     return 0;
   if (llm_gemm_kernel(w->type)) return 1;
+  if (!ggml_is_quantized(w->type)) return 0;
+  const struct ggml_type_traits_cpu *tr = ggml_get_type_traits_cpu(w->type);
+  if (x->ne[1] == 1) /* the quantized column (8-bit codes and scales) fits the scratch's k floats */
+    return tr->vec_dot && ggml_get_type_traits_cpu(tr->vec_dot_type)->from_float ? 2 : 0;
   const int64_t min_tokens = w->type == GGML_TYPE_Q8_0 ? LLM_GEMM_Q8_MIN_TOKENS : LLM_GEMM_DEQ_MIN_TOKENS;
-  return ggml_is_quantized(w->type) && ggml_get_type_traits(w->type)->to_float && x->ne[1] >= min_tokens ? 2 : 0;
+  return ggml_get_type_traits(w->type)->to_float && x->ne[1] >= min_tokens ? 2 : 0;
 }
 
 struct ggml_tensor *llm_mm(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *x) {

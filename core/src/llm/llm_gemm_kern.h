@@ -118,8 +118,10 @@ INL void gemm(const llm_gemm_task *t, tile_fn tile) {
 INL void gemv(const llm_gemm_task *t, const int f16) {
   const float *x = (const float *)(const void *)t->x;
   const int64_t k4 = t->k - t->k % (4 * VL), kv = t->k - t->k % VL;
+  const size_t row = (size_t)t->k * (f16 ? 2 : 4), len = (size_t)t->m1 * t->w_stride;
   for (int64_t i = t->m0; i < t->m1; i++) {
     const void *w = t->w + (size_t)i * t->w_stride;
+    llm_gemv_prefetch(t->w, (size_t)i * t->w_stride, row, len);
     vf a0 = VZERO(), a1 = VZERO(), a2 = VZERO(), a3 = VZERO();
     int64_t e = 0;
     for (; e < k4; e += 4 * VL) {

@@ -284,7 +284,8 @@ void llm_ggml_quiet(void);
 
 /* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled
  * kernels of llm_gemm.h when m->fused_gemm and they take it (w a mapped
- * 2-D matrix: F16 or F32 with x of >= LLM_GEMM_MIN_TOKENS columns, Q8_0
+ * 2-D matrix: F16 or F32 with x of >= LLM_GEMM_MIN_TOKENS columns; a
+ * quantized type with one column (GGML's one-row product, prefetched), Q8_0
  * (decoded panels) with >= LLM_GEMM_Q8_MIN_TOKENS,
  * another quantized type with >= LLM_GEMM_DEQ_MIN_TOKENS; x contiguous
  * F32; the kernels run on this CPU), else ggml_mul_mat. Use it for every

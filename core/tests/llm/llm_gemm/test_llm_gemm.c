@@ -14,7 +14,9 @@
  * Q6_K weights) against a double product of the rows GGML's to_float
  * decodes, GGML's own product below the route's minimum batch; one column
  * (a decode step) against F16 weights, rounded to F16 as GGML rounds it,
- * and against F32 weights. */
+ * and against F32 weights; one column against those quantized weights,
+ * GGML's one-row product taken row by row with prefetching, equal to
+ * GGML's mul_mat bit for bit. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +158,46 @@ static void test_dispatch(void) {
   CHECK(llm_gemm_kernel(GGML_TYPE_Q4_0) == NULL);
 }
 
+/* A product to lower: a model with the fused products on, and in ctx an
+ * m x k matrix W of `type` coded from random values (their floats in wf,
+ * m * k) and n random F32 columns X. 0 when out of memory. */
+typedef struct route_case {
+  llm_model *model;
+  struct ggml_context *ctx;
+  struct ggml_tensor *w, *x;
+  float *wf;
+} route_case;
+
+static int route_case_new(route_case *c, enum ggml_type type, int64_t m, int64_t k, int64_t n) {
+  c->model = calloc(1, sizeof *c->model);
+  struct ggml_init_params ip = {(size_t)64 << 20, NULL, false};
+  c->ctx = ggml_init(ip);
+  c->wf = malloc((size_t)(m * k) * sizeof *c->wf);
+  CHECK(c->model && c->ctx && c->wf);
+  if (!c->model || !c->ctx || !c->wf) return 0;
+  c->model->fused_gemm = 1;
+  c->w = ggml_new_tensor_2d(c->ctx, type, k, m);
+  c->x = ggml_new_tensor_2d(c->ctx, GGML_TYPE_F32, k, n);
+  for (int64_t i = 0; i < m * k; i++) c->wf[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
+  ggml_quantize_chunk(type, c->wf, c->w->data, 0, m, k, NULL);
+  for (int64_t i = 0; i < n * k; i++) ((float *)c->x->data)[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
+  return 1;
+}
+
+static void route_case_free(route_case *c) {
+  free(c->wf);
+  if (c->model) free(c->model->gemm_scratch);
+  free(c->model);
+  if (c->ctx) ggml_free(c->ctx);
+}
+
+static struct ggml_tensor *route_case_mm(route_case *c) {
+  llm_build b = {0};
+  b.m = c->model;
+  b.ctx = c->ctx;
+  return llm_mm(&b, c->w, c->x);
+}
+
 /* y = llm_mm(W, X) for W (m x k) of `type` coded from random values and
  * n random F32 columns, computed on n_threads; returns the number of
  * outputs off the double product of to_float's rows (and, against F16,
@@ -163,25 +205,15 @@ static void test_dispatch(void) {
  * chose GGML's product (route 0). */
 static int64_t route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
                                int n_threads) {
-  llm_model *model = calloc(1, sizeof *model);
-  struct ggml_init_params ip = {(size_t)64 << 20, NULL, false};
-  struct ggml_context *ctx = ggml_init(ip);
-  CHECK(model && ctx);
-  if (!model || !ctx) {
-    free(model);
+  route_case c;
+  if (!route_case_new(&c, type, m, k, n)) {
+    route_case_free(&c);
     return 1;
   }
-  model->fused_gemm = 1;
-  struct ggml_tensor *w = ggml_new_tensor_2d(ctx, type, k, m);
-  struct ggml_tensor *x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, k, n);
-  float *wf = malloc((size_t)(m * k) * sizeof *wf);
-  for (int64_t i = 0; i < m * k; i++) wf[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
-  ggml_quantize_chunk(type, wf, w->data, 0, m, k, NULL);
-  for (int64_t i = 0; i < n * k; i++) ((float *)x->data)[i] = (float)(fm_test_rng_unif(&rng) - 0.5);
-  llm_build b = {0};
-  b.m = model;
-  b.ctx = ctx;
-  struct ggml_tensor *y = llm_mm(&b, w, x);
+  llm_model *model = c.model;
+  struct ggml_context *ctx = c.ctx;
+  struct ggml_tensor *w = c.w, *x = c.x, *y = route_case_mm(&c);
+  float *wf = c.wf;
   int64_t bad = -1;
   if (y->op == GGML_OP_MUL_MAT) goto done;
   bad = 0;
@@ -212,11 +244,38 @@ static int64_t route_bad(enum ggml_type type, int64_t m, int64_t k, int64_t n,
     }
   }
 done:
-  free(wf);
-  free(model->gemm_scratch);
-  free(model);
-  ggml_free(ctx);
+  route_case_free(&c);
   return bad;
+}
+
+/* One column against quantized weights: llm_mm takes GGML's own one-row
+ * product (its vec_dot, the activations quantized by its from_float), so
+ * the result is GGML's mul_mat's bit for bit, on 1 and 3 threads. */
+static void check_one_column(enum ggml_type type, int64_t m, int64_t k) {
+  route_case c;
+  if (!route_case_new(&c, type, m, k, 1)) {
+    route_case_free(&c);
+    return;
+  }
+  llm_model *model = c.model;
+  struct ggml_context *ctx = c.ctx;
+  struct ggml_tensor *y = route_case_mm(&c), *ref = ggml_mul_mat(ctx, c.w, c.x);
+  CHECK(y->op == GGML_OP_CUSTOM);
+  CHECK(model->gemm_scratch_k == k);
+  for (int threads = 1; threads <= 3; threads += 2) {
+    fm_err err = {0};
+    CHECK_OK(llm_gemm_reserve(model, threads, &err), &err);
+    struct ggml_cgraph *gf = ggml_new_graph(ctx);
+    ggml_build_forward_expand(gf, y);
+    ggml_build_forward_expand(gf, ref);
+    CHECK(ggml_graph_compute_with_ctx(ctx, gf, threads) == GGML_STATUS_SUCCESS);
+    int64_t differ = 0;
+    for (int64_t i = 0; i < m; i++) differ += ((float *)y->data)[i] != ((float *)ref->data)[i];
+    if (differ) fprintf(stderr, "  %s one column, %d threads: %lld of %lld outputs differ\n",
+                        ggml_type_name(type), threads, (long long)differ, (long long)m);
+    CHECK(differ == 0);
+  }
+  route_case_free(&c);
 }
 
 static void test_routes(void) {
@@ -236,6 +295,10 @@ static void test_routes(void) {
       CHECK(route_bad(types[t], 37, 512, min - 1, 1) == -1);
       CHECK(route_bad(types[t], 37, 512, min, 1) == 0);
       CHECK(route_bad(types[t], 37, 256, min + 5, 3) == 0);
+    }
+    for (int t = 0; t < 5; t++) { /* one column: 37 rows, and 300 (prefetches within the rows) */
+      check_one_column(types[t], 37, 512);
+      check_one_column(types[t], 300, 256);
     }
     for (int t = 0; t < 2; t++) { /* one column: the GEMV */
       const enum ggml_type ty = t ? GGML_TYPE_F16 : GGML_TYPE_F32;

@@ -345,7 +345,9 @@ test_that("fused batch products agree with GGML's (every weight type; kernels on
                     label = paste(f, used))
       }
       # decode steps: F16 through our one-column GEMV where the kernels
-      # run (bounded as above), the quantized types through GGML's product
+      # run (bounded as above), the quantized types through GGML's one-row
+      # product (row by row with prefetching where the kernels run, else
+      # its mul_mat: the same bits)
       c0 <- rllm_cache(m0, 8)
       c1 <- rllm_cache(m, 8)
       step <- rllm_logits(m, 1L, cache = c1)
