@@ -106,7 +106,8 @@ gg <- system.file(package = "ggmlR")
 exe <- file.path(root, "build", "ggml_gemv")
 cc <- Sys.getenv("CC", "cc")
 ld <- system2(file.path(R.home("bin"), "R"), c("CMD", "config", "--ldflags"), stdout = TRUE)
-st <- system2(cc, c("-O2", "-I", shQuote(file.path(gg, "include")), shQuote(file.path(root, "bench", "ggml_gemv.c")),
+st <- system2(cc, c("-O2", "-I", shQuote(file.path(gg, "include")), "-I", shQuote(file.path(root, "core", "src", "llm")),
+                    shQuote(file.path(root, "bench", "ggml_gemv.c")),
                     shQuote(file.path(gg, "lib", "libggml.a")), ld, "-lstdc++", "-lm", "-lpthread", "-fopenmp",
                     "-o", shQuote(exe)))
 gemv <- if (st == 0) system2(exe, shQuote(tempdir()), stdout = TRUE) else "(bench/ggml_gemv.c did not compile)"
