@@ -96,7 +96,8 @@ static void gemm_rows(const struct ggml_tensor *dst, int64_t m0, int64_t m1, flo
     direct(&t);
     return;
   }
-  if (x->ne[1] == 1) { /* one column: GGML's own one-row product, prefetched */
+  if (x->ne[1] == 1) { /* one column: GGML's own one-row product, prefetched; each thread
+                        * quantizes the column itself (k values: less than a graph node) */
     const struct ggml_type_traits_cpu *tr = ggml_get_type_traits_cpu(w->type);
     ggml_get_type_traits_cpu(tr->vec_dot_type)->from_float((const float *)x->data, scratch, k);
     const size_t row = ggml_row_size(w->type, k), len = (size_t)m1 * w->nb[1];
