@@ -10,8 +10,11 @@ build=${BUILD:-$(pwd)/build}
 case $isa in
   auto) ggml=auto ;;
   portable|avx2|avx512)
-    bash tools/cpu.sh levels | grep -qx "$isa" ||
-      { echo "setup: ISA=$isa, but this CPU runs only: $(bash tools/cpu.sh levels | tr '\n' ' ')" >&2; exit 1; }
+    # read the levels first: grep -q quits early, and pipefail would then
+    # count cpu.sh's SIGPIPE as a failure
+    levels=$(bash tools/cpu.sh levels)
+    grep -qx "$isa" <<<"$levels" ||
+      { echo "setup: ISA=$isa, but this CPU runs only: $(tr '\n' ' ' <<<"$levels")" >&2; exit 1; }
     ggml=$isa ;;
   *) echo "setup: unknown ISA '$isa' (auto, portable, avx2 or avx512)" >&2; exit 1 ;;
 esac
