@@ -18,10 +18,12 @@ ORACLE    := $(if $(filter auto avx512,$(ISA)),$(CURDIR)/tools/llama-oracle,$(BU
 FIXTURES  ?= $(abspath $(CURDIR)/../shared/fixtures)
 # The path's environment for every test: the core's kernel limit, and the
 # GGML build tools/ggmlr-setup.sh verified (read when a recipe runs, after
-# setup), which the tests check is the one they link.
+# setup), which the tests check is the one they link; and the fixtures (the
+# core tests' relative default finds them only from build/core).
 ISA_ENV    = FM_ISA=$(ISA) FM_GGML_ISA_EXPECTED=$(shell cat $(RLIB)/.ggmlr/isa 2>/dev/null) \
-             FM_GGML_VULKAN_EXPECTED=$(shell cat $(RLIB)/.ggmlr/vulkan 2>/dev/null)
-RENV       = R_LIBS=$(RLIB) RFMALLOC_FIXTURES=$(FIXTURES) RLLM_ORACLE_DIR=$(ORACLE) $(ISA_ENV)
+             FM_GGML_VULKAN_EXPECTED=$(shell cat $(RLIB)/.ggmlr/vulkan 2>/dev/null) \
+             RFMALLOC_FIXTURES=$(FIXTURES)
+RENV       = R_LIBS=$(RLIB) RLLM_ORACLE_DIR=$(ORACLE) $(ISA_ENV)
 CMAKE_GGML := -DGGMLR_DIR=$(RLIB)/ggmlR
 # The R packages in install (dependency) order: tools/packages, read by
 # every script and test that goes over them.
