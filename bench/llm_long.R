@@ -1,8 +1,9 @@
 # make bench (llm, long prompts): prefill of a 2,000-token prompt on
 # stories260K (real, F32; ../shared/fixtures/gguf) at one thread, one batch
 # on an empty cache: ours as rllm_gguf_model() defaults (flash attention for
-# batches of >= 64 tokens, fused batch products), ours with both off (the
-# explicit attention path and GGML's products), llama.cpp (node-llama-cpp
+# batches of >= 64 tokens, fused batch products), ours with flash attention
+# off (the explicit attention path), with both off (and GGML's products),
+# llama.cpp (node-llama-cpp
 # through tools/llama-oracle, its default flash attention "auto"), and,
 # when BENCH_BASELINE_LIB names an R library holding an earlier build of
 # Rfmalloc/Rgguf/Rllm (e.g. one installed from commit 7e7f9ed, before
@@ -59,6 +60,7 @@ llamacpp <- function() {
 
 rows <- list(
   c(engine = "ours (flash attention, fused products)", s = ours()),
+  c(engine = "ours (explicit attention, fused products)", s = ours(flash_attn = FALSE)),
   c(engine = "ours (explicit attention, GGML products)", s = ours(flash_attn = FALSE, fused_gemm = FALSE)),
   c(engine = "llama.cpp", s = llamacpp()))
 lib <- Sys.getenv("BENCH_BASELINE_LIB")

@@ -1,7 +1,9 @@
 #!/usr/bin/env Rscript
 # Write the generated llama models of realistic size that bench/llm.R runs,
 # in F16, Q8_0, Q4_K_M and Q4_0, to build/bench-models/ (a file already
-# there, from the same recipe, is kept). GENERATED DATA: pseudo-random
+# there, from the same recipe and of the size its stamp <file>.recipe
+# records, is kept; files are written under a temporary name, then
+# renamed, so an interrupted run leaves no partial model). GENERATED DATA: pseudo-random
 # weights (R's Mersenne-Twister, seed 1), not trained models; tokens per
 # second do not depend on the values, only on the shapes and types.
 #
@@ -42,7 +44,10 @@ fixtures <- Sys.getenv("RFMALLOC_FIXTURES", file.path("..", "shared", "fixtures"
 story <- file.path(fixtures, "gguf", "stories260K.gguf")
 if (!file.exists(story)) stop("the stories260K fixture (its tokenizer) is not at ", story)
 voc <- gguf_metadata(gguf_open(story))
+# the output folder is checked before minutes of generating, not after
 dir.create(out, recursive = TRUE, showWarnings = FALSE)
+if (!dir.exists(out) || file.access(out, 2L) != 0L)
+  stop("cannot write the models to '", out, "': not a writable folder")
 
 more_bits <- function(i, n) i < n %/% 8 || i >= 7 * n %/% 8 || (i - n %/% 8) %% 3 == 2
 # (a K-quant needs rows of whole 256-value blocks: for other widths, such
@@ -58,8 +63,11 @@ type_of <- function(q, name, il, n_layer, ne0) {
 write_shape <- function(id, s) {
   files <- file.path(out, sprintf("%s-%s.gguf", id, types))
   stamps <- paste0(files, ".recipe")
-  have <- file.exists(files) & file.exists(stamps) &
-    vapply(stamps, function(f) file.exists(f) && identical(readLines(f, warn = FALSE), recipe), TRUE)
+  # a stamp holds the recipe and the size of the file it vouches for
+  have <- vapply(seq_along(files), function(k) {
+    file.exists(files[k]) && file.exists(stamps[k]) &&
+      identical(readLines(stamps[k], warn = FALSE), c(recipe, format(file.size(files[k]), scientific = FALSE)))
+  }, TRUE)
   if (all(have)) {
     cat(sprintf("%-10s cached: %s\n", id, paste(basename(files), collapse = ", ")))
     return(invisible(files))
@@ -113,8 +121,10 @@ write_shape <- function(id, s) {
   if (!s$tied) add("output.weight", c(E, s$n_vocab), 1 / sqrt(E))
   for (k in seq_along(types)) {
     md$general.file_type <- NULL
-    gguf_write(files[k], md, tensors[[types[k]]])
-    writeLines(recipe, stamps[k])
+    tmp <- paste0(files[k], ".partial")
+    gguf_write(tmp, md, tensors[[types[k]]])
+    if (!file.rename(tmp, files[k])) stop("cannot rename '", tmp, "' to '", files[k], "'")
+    writeLines(c(recipe, format(file.size(files[k]), scientific = FALSE)), stamps[k])
     cat(sprintf("%-10s %-7s %s (%.1f MB)\n", id, types[k], files[k], file.size(files[k]) / 1e6))
   }
   invisible(files)

@@ -707,7 +707,9 @@ fm_status fm_gguf_open(const char *path, fm_gguf **out, fm_err *err) {
   if (out) *out = NULL;
   if (!path || !path[0] || !out)
     return fm_err_set(err, FM_EARG, "fm_gguf_open needs a non-empty path and an out pointer");
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO would block open() until a writer came (and R
+   * cannot interrupt it); a regular file ignores the flag. */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return fm_err_set(err, FM_EIO, "cannot open '%s': %s", path, strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0) {

@@ -625,7 +625,7 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
   }
   if (n_tokens > c->n_ctx - c->n_past) {
     st = fm_err_set(err, FM_ENOSPC,
-                    "the cache holds %lld of %lld positions; %lld more tokens do not fit",
+                    "the cache holds %lld of %lld positions; %lld more token(s) do not fit",
                     (long long)c->n_past, (long long)c->n_ctx, (long long)n_tokens);
     goto done;
   }

@@ -9,6 +9,7 @@
  * naming the key or tensor and never reaches one of GGML's asserts (which
  * abort, or in R raise an error through a longjmp). */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -330,11 +331,16 @@ static fm_status load_common(llm_model *m, fm_err *err) {
                       m->arch_name, (long long)hp->n_rot, (long long)hp->n_embd_head_k);
   TRY(llm_kv_f64(m, "attention.layer_norm_rms_epsilon", 0, 1e-5, &hp->norm_rms_eps, err));
   TRY(llm_kv_f64(m, "attention.layer_norm_epsilon", 0, 1e-5, &hp->norm_eps, err));
-  if (!(hp->norm_rms_eps >= 0 && hp->norm_rms_eps < 1) || !(hp->norm_eps >= 0 && hp->norm_eps < 1))
-    return fm_err_set(err, FM_EFORMAT, "norm epsilon %g / %g is outside [0, 1)", hp->norm_rms_eps,
-                      hp->norm_eps);
+  if (!(hp->norm_rms_eps >= 0 && hp->norm_rms_eps < 1))
+    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.attention.layer_norm_rms_epsilon' is %g, "
+                      "expected a number in [0, 1)", m->arch_name, hp->norm_rms_eps);
+  if (!(hp->norm_eps >= 0 && hp->norm_eps < 1))
+    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.attention.layer_norm_epsilon' is %g, "
+                      "expected a number in [0, 1)", m->arch_name, hp->norm_eps);
   TRY(llm_kv_f64(m, "rope.freq_base", 0, 10000.0, &d, err));
-  if (!(d > 0)) return fm_err_set(err, FM_EFORMAT, "rope.freq_base %g is not positive", d);
+  if (!(d > 0 && d <= FLT_MAX))
+    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.rope.freq_base' is %g, expected a positive "
+                      "finite number", m->arch_name, d);
   hp->rope_freq_base = (float)d;
   /* RoPE scaling: none or linear (freq_scale = 1 / factor). */
   const char *s;
@@ -414,8 +420,9 @@ fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err) {
     TRY(llm_bind(m, &l->ffn_post_norm, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.post_ffw_norm.weight",
                  i));
     struct ggml_tensor *router = NULL;
+    /* expert_count > 0 declares a mixture of experts: its router is required */
     if (hp->n_expert > 0)
-      TRY(llm_bind(m, &router, 0, LLM_T_MATMUL, E, hp->n_expert, 1, err,
+      TRY(llm_bind(m, &router, 1, LLM_T_MATMUL, E, hp->n_expert, 1, err,
                    "blk.%d.ffn_gate_inp.weight", i));
     if (router) {
       int64_t ne = hp->n_expert;

@@ -29,7 +29,9 @@ fm_status fm_fileview_open(const char *path, fm_fileview **out, fm_err *err) {
     goto fail;
   }
   memcpy(v->path, path, n);
-  v->fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO would block open() until a writer came; a regular
+   * file, the only kind mapped, ignores the flag. */
+  v->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (v->fd < 0) {
     st = fm_err_set(err, FM_EIO, "cannot open '%s': %s", path, strerror(errno));
     goto fail;

@@ -515,7 +515,9 @@ fm_status fmi_map_open_with(const char *path, uint64_t cap_bytes, fm_map_mode mo
     if ((st = lock_file(m->fd, 1, path, err)) != FM_OK) goto fail;
     if ((st = init_file(m->fd, path, cap_bytes, slot_bytes, 0, err)) != FM_OK) goto fail;
   } else if (read_only) {
-    m->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO would block until a writer came (load() refuses
+     * anything but a regular file, which ignores the flag) */
+    m->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (m->fd < 0) {
       st = fm_err_set(err, FM_EIO, "cannot open '%s': %s", path, strerror(errno));
       goto fail;

@@ -49,12 +49,10 @@ rllm_embed <- function(model, x, pooling = c("model", "mean", "cls", "last"),
   }
   nms <- names(x)
   if (is.character(x)) {
-    if (is.null(model$tokenizer)) {
-      Rfmalloc::fm_abort("earg", "this model has no tokenizer; give token ids")
-    }
     if (anyNA(x)) Rfmalloc::fm_abort("earg", "x has missing strings")
     if (is.null(nms)) nms <- x
-    seqs <- lapply(x, function(s) rllm_tokenize(model, s, add_special = add_special))
+    seqs <- lapply(seq_along(x), function(j) .rllm_text_ids(model, x[[j]], sprintf("sequence %d", j),
+                                                            add_special))
   } else if (is.list(x)) {
     seqs <- x
   } else {

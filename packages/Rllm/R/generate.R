@@ -88,10 +88,7 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
     if (is.character(prompt) && (length(prompt) != 1L || is.na(prompt))) {
       Rfmalloc::fm_abort("earg", "prompt must be one string, a raw vector or token ids")
     }
-    if (is.null(model$tokenizer)) {
-      Rfmalloc::fm_abort("earg", "this model has no tokenizer; give the prompt as token ids")
-    }
-    ids <- rllm_tokenize(model, prompt, add_special = add_special, parse_special = parse_special)
+    ids <- .rllm_text_ids(model, prompt, "the prompt", add_special, parse_special)
   } else {
     ids <- prompt
   }
@@ -99,7 +96,14 @@ rllm_generate <- function(model, prompt, n_new = 64L, temperature = 0, top_k = 4
   cache <- .rllm_check_cache(cache, model)
   .rllm_check_runtime(runtime)
   past <- if (is.null(cache)) 0 else .Call(C_rllm_cache_state, cache$ptr)[1L]
-  .rllm_warn_past_context(model, past, length(ids) + max(n_new - 1L, 0L), call = sys.call())
+  # in doubles: n_new may be up to .Machine$integer.max
+  n_pos <- past + length(ids) + max(as.numeric(n_new), 1)
+  if (n_pos > .Machine$integer.max) {
+    Rfmalloc::fm_abort("earg", format(past, scientific = FALSE), " cached + ", length(ids),
+                       " prompt + ", n_new, " new positions make ", format(n_pos, scientific = FALSE),
+                       ", more than a cache holds (2147483647)")
+  }
+  .rllm_warn_past_context(model, past, n_pos - past - 1, call = sys.call())
   if (is.null(cache)) {
     cache <- .rllm_cache_new(model, length(ids) + max(n_new, 1L), runtime, "f16", call = sys.call())
   }

@@ -3,6 +3,7 @@
 .rllm_describe <- function(x) {
   if (is.object(x)) return(paste0("an object of class '", class(x)[1L], "'"))
   if (is.null(x)) return("NULL")
+  if (is.atomic(x) && length(x) == 1L && is.na(x)) return(paste0("NA (", typeof(x), ")"))
   paste0("an object of type ", typeof(x), " and length ", length(x))
 }
 
@@ -63,6 +64,22 @@
 }
 
 # Token ids: integer-valued, no NA, in [0, n_vocab).
+# The token ids of one text (string or raw vector); `what` names it in errors.
+.rllm_text_ids <- function(model, text, what, add_special, parse_special = FALSE,
+                           call = sys.call(-1L)) {
+  if (is.null(model$tokenizer)) {
+    Rfmalloc::fm_abort("earg", "this model has no tokenizer (its GGUF file has no key ",
+                       "tokenizer.ggml.model); give ", what, " as token ids", call = call)
+  }
+  ids <- rllm_tokenize(model, text, add_special = add_special, parse_special = parse_special)
+  if (!length(ids)) {
+    Rfmalloc::fm_abort("earg", what, " is ", length(if (is.raw(text)) text else charToRaw(text)),
+                       " bytes that tokenize to no token",
+                       if (!isTRUE(add_special)) " (add_special = FALSE adds none)", call = call)
+  }
+  ids
+}
+
 .rllm_check_tokens <- function(tokens, n_vocab, name = "tokens", call = sys.call(-1L)) {
   if (!is.numeric(tokens) || length(tokens) < 1L) {
     Rfmalloc::fm_abort("earg", name, " must be a non-empty integer vector of token ids, not ",
@@ -272,9 +289,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
-  tok_fun <- get0("rllm_tokenizer", envir = asNamespace("Rllm"), mode = "function",
-                  inherits = FALSE)
-  if (!is.null(tok_fun)) model$tokenizer <- tok_fun(g)
+  model$tokenizer <- .tok_of_model(g, model$info$n_vocab, full, sys.call())
   model$info$eog <- .rllm_eog_ids(model)
   model
 }
@@ -290,7 +305,7 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   }
   Rfmalloc::fm_abort("earg", "device must be \"cpu\", \"vulkan\" or \"vulkan<index>\" (an index ",
                      "of rllm_vulkan_info()), not ",
-                     if (is.character(device) && length(device) == 1L) dQuote(device, FALSE)
+                     if (is.character(device) && length(device) == 1L && !is.na(device)) dQuote(device, FALSE)
                      else .rllm_describe(device), call = call)
 }
 
@@ -325,7 +340,7 @@ print.rllm_model <- function(x, ...) {
     "(freed: a model does not survive saveRDS() or a new session)"
   }
   cat(sprintf("  %.0f parameters in %s bytes of the mapping; %s\n", i$n_params,
-              format(i$weight_bytes, big.mark = ","), thr))
+              format(i$weight_bytes, big.mark = ",", scientific = FALSE), thr))
   g <- rllm_ggml_info()
   cat(sprintf("  GGML %s, %s build; evaluates on %s\n", g$version, g$isa,
               if (is.null(i$device)) "CPU" else i$device))
@@ -609,7 +624,7 @@ print.rllm_cache <- function(x, ...) {
     return(invisible(x))
   }
   cat(sprintf("<rllm_cache> %d of %d positions filled, %s, %s bytes on %s\n", as.integer(st[1]),
-              as.integer(st[2]), x$type, format(x$bytes, big.mark = ","), where))
+              as.integer(st[2]), x$type, format(x$bytes, big.mark = ",", scientific = FALSE), where))
   invisible(x)
 }
 

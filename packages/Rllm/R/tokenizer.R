@@ -3,11 +3,27 @@
 # "rllm_tok_error": status and message) instead of raising; .tok_value()
 # raises it as an fm_error_<status> condition with the caller's call.
 
-.tok_value <- function(res, call) {
+.tok_value <- function(res, call, path = NULL) {
   if (inherits(res, "rllm_tok_error")) {
-    Rfmalloc::fm_abort(res[[1]], res[[2]], call = call)
+    # prefixed with the file's name as the model's load errors are
+    named <- is.null(path) || grepl(basename(path), res[[2]], fixed = TRUE)
+    Rfmalloc::fm_abort(res[[1]], if (!named) paste0(basename(path), ": "), res[[2]], call = call)
   }
   res
+}
+
+# The tokenizer of a model's GGUF file, or NULL where the file has none.
+# Its vocabulary must be the model's: ids index token_embd's rows.
+.tok_of_model <- function(g, n_vocab, path, call) {
+  p <- .tok_value(.Call(C_fmr_tok_from_gguf, g, TRUE), call, path)
+  if (is.null(p)) return(NULL)
+  tok <- .tok_new(p, path, call)
+  if (tok$n_vocab != n_vocab) {
+    Rfmalloc::fm_abort("eformat", basename(path), ": the tokenizer has ", tok$n_vocab,
+                       " tokens (tokenizer.ggml.tokens), but the model's vocabulary (token_embd.weight) has ",
+                       n_vocab, call = call)
+  }
+  tok
 }
 
 .tok_describe <- function(x) {
@@ -49,7 +65,11 @@
 
 .tok_resolve <- function(x, call) {
   if (inherits(x, "rllm_tokenizer")) return(x)
-  if (inherits(x, "rllm_model") && inherits(x$tokenizer, "rllm_tokenizer")) return(x$tokenizer)
+  if (inherits(x, "rllm_model")) {
+    if (inherits(x$tokenizer, "rllm_tokenizer")) return(x$tokenizer)
+    Rfmalloc::fm_abort("earg", "this model has no tokenizer (its GGUF file '", x$path,
+                       "' has no key tokenizer.ggml.model)", call = call)
+  }
   Rfmalloc::fm_abort("earg", "x must be an rllm_tokenizer or an rllm_model, not ", .tok_describe(x), call = call)
 }
 
@@ -134,7 +154,7 @@ rllm_tokenizer <- function(x) {
   if (inherits(x, "rllm_tokenizer")) return(x)
   if (inherits(x, "rllm_model")) return(.tok_resolve(x, call))
   if (inherits(x, "gguf_file")) {
-    p <- .tok_value(.Call(C_fmr_tok_from_gguf, x), call)
+    p <- .tok_value(.Call(C_fmr_tok_from_gguf, x, FALSE), call, attr(x, "path"))
     return(.tok_new(p, attr(x, "path"), call))
   }
   if (!is.character(x) || length(x) != 1L || is.na(x)) {
@@ -145,7 +165,7 @@ rllm_tokenizer <- function(x) {
   if (!file.exists(path) || dir.exists(path)) {
     Rfmalloc::fm_abort("eio", sprintf("GGUF file '%s' does not exist", x), call = call)
   }
-  p <- .tok_value(.Call(C_fmr_tok_from_path, path), call)
+  p <- .tok_value(.Call(C_fmr_tok_from_path, path), call, path)
   .tok_new(p, path, call)
 }
 

@@ -83,9 +83,12 @@ static SEXP fmr_tok_from_path(SEXP path) {
   return wrap(t);
 }
 
-/* fmr_tok_from_gguf(x): build from an open gguf_file handle of Rgguf. */
-static SEXP fmr_tok_from_gguf(SEXP x) {
+/* fmr_tok_from_gguf(x, optional): build from an open gguf_file handle of
+ * Rgguf; NULL when optional is TRUE and the file has no tokenizer (no key
+ * tokenizer.ggml.model: a model then takes token ids). */
+static SEXP fmr_tok_from_gguf(SEXP x, SEXP optional) {
   const struct fm_gguf *g = Rgguf_file(x); /* raises for anything else */
+  if (Rf_asLogical(optional) == TRUE && fm_gguf_find_kv(g, "tokenizer.ggml.model") < 0) return R_NilValue;
   fm_err err;
   fm_tok *t = NULL;
   if (fm_tok_from_gguf(g, &t, &err)) return error_marker(&err);
@@ -282,7 +285,7 @@ static SEXP fmr_tok_is_live(SEXP p) { return Rf_ScalarLogical(get_tok(p) != NULL
 
 const R_CallMethodDef rllm_tok_calls[] = {
     {"fmr_tok_from_path", (DL_FUNC)&fmr_tok_from_path, 1},
-    {"fmr_tok_from_gguf", (DL_FUNC)&fmr_tok_from_gguf, 1},
+    {"fmr_tok_from_gguf", (DL_FUNC)&fmr_tok_from_gguf, 2},
     {"fmr_tok_info", (DL_FUNC)&fmr_tok_info, 1},
     {"fmr_tok_tokenize", (DL_FUNC)&fmr_tok_tokenize, 4},
     {"fmr_tok_detokenize", (DL_FUNC)&fmr_tok_detokenize, 4},

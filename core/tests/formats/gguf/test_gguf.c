@@ -662,6 +662,11 @@ static void open_files(void) {
   }
   CHECK(fm_gguf_open("/nonexistent/x.gguf", &g, &err) == FM_EIO && has(err.msg, "/nonexistent/x.gguf"));
   CHECK(fm_gguf_open(g_dir, &g, &err) == FM_EIO && has(err.msg, "not a regular file"));
+  /* a FIFO without a writer: refused at once, not waited on */
+  snprintf(path, sizeof path, "%s/fifo.gguf", g_dir);
+  CHECK(mkfifo(path, 0600) == 0);
+  CHECK(fm_gguf_open(path, &g, &err) == FM_EIO && has(err.msg, "not a regular file") && g == NULL);
+  unlink(path);
   CHECK(fm_gguf_open("", &g, &err) == FM_EARG);
   snprintf(path, sizeof path, "%s/empty.gguf", g_dir);
   fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -100,6 +100,9 @@ static void errors_and_null(void) {
   CHECK(fm_fileview_open(tpath("missing.bin"), &v, &err) == FM_EIO && v == NULL);
   CHECK(has(err.msg, "missing.bin"));
   CHECK(fm_fileview_open(g_dir, &v, &err) == FM_EIO && v == NULL && has(err.msg, g_dir));
+  /* a FIFO without a writer: refused at once, not waited on */
+  CHECK(mkfifo(tpath("fifo"), 0600) == 0);
+  CHECK(fm_fileview_open(tpath("fifo"), &v, &err) == FM_EIO && v == NULL && has(err.msg, "not a regular file"));
   CHECK(fm_fileview_open(NULL, &v, &err) == FM_EARG);
   CHECK(fm_fileview_open("", &v, &err) == FM_EARG);
   CHECK(fm_fileview_open(tpath("x"), NULL, &err) == FM_EARG);

@@ -1121,6 +1121,10 @@ static void corrupt_files(void) {
   m = NULL;
   CHECK(fm_map_open(g_dir, 0, FM_MAP_PERSISTENT, 1, &m, &err) != FM_OK && m == NULL);
   CHECK(fm_map_open(g_dir, 0, FM_MAP_PERSISTENT, 0, &m, &err) != FM_OK && m == NULL);
+  /* a FIFO without a writer: refused at once, not waited on */
+  CHECK(mkfifo(tpath("fifo.fm"), 0600) == 0);
+  CHECK(fm_map_open(tpath("fifo.fm"), 0, FM_MAP_PERSISTENT, 1, &m, &err) != FM_OK && m == NULL);
+  CHECK(has(err.msg, "not a regular file"));
   CHECK(fm_map_open(tpath("missing.fm"), 0, FM_MAP_PERSISTENT, 1, &m, &err) == FM_EIO);
   CHECK(has(err.msg, "missing.fm"));
   CHECK(fm_map_open(tpath("nodir/x.fm"), GIB, FM_MAP_PERSISTENT, 0, &m, &err) == FM_EIO);

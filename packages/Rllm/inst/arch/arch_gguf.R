@@ -64,8 +64,9 @@ arch_gguf_vocab <- function(n_vocab = 512L) {
 # as shapes do.
 # edit: NULL or a function given the named list of tensors (after drop) that
 # returns the list to write (e.g. NaN weights, to make degenerate logits).
+# edit_md: NULL or the same for the metadata (named list of keys to values).
 arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
-                            drop = character(), hparams = list(), edit = NULL) {
+                            drop = character(), hparams = list(), edit = NULL, edit_md = NULL) {
   arch <- match.arg(arch, arch_gguf_names)
   if (exists(".Random.seed", envir = globalenv())) {
     old <- get(".Random.seed", envir = globalenv())
@@ -200,6 +201,7 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
   }
   tn <- tn[setdiff(names(tn), drop)]
   if (!is.null(edit)) tn <- edit(tn)
+  if (!is.null(edit_md)) md <- edit_md(md)
   Rgguf::gguf_write(path, md, tn)
   invisible(list(path = path, arch = arch, hparams = hp, n_vocab = n_vocab))
 }

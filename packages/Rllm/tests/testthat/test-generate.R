@@ -167,6 +167,15 @@ test_that("generation continues a cache, and a runtime cache gives the same toke
   expect_identical(c(a$tokens, b$tokens), full$tokens)
   small <- rllm_cache(m, 8)
   expect_error(rllm_generate(m, ids, n_new = 10, cache = small), class = "fm_error_enospc")
+  # counts near .Machine$integer.max: one error naming them, before any work
+  expect_error(rllm_generate(m, ids, n_new = .Machine$integer.max),
+               "0 cached + 5 prompt + 2147483647 new positions make 2147483652", fixed = TRUE,
+               class = "fm_error_earg")
+  expect_error(rllm_generate(m, "", add_special = FALSE),
+               "the prompt is 0 bytes that tokenize to no token (add_special = FALSE adds none)",
+               fixed = TRUE, class = "fm_error_earg")
+  expect_error(rllm_embed(m, c("Once", ""), add_special = FALSE), "sequence 2 is 0 bytes",
+               fixed = TRUE, class = "fm_error_earg")
 
   skip_on_device("a device's caches live in its memory, not in an Rfmalloc runtime")
   rt <- scratch_runtime()

@@ -94,6 +94,61 @@ test_that("a tensor missing from any layer is an error at load, naming it", {
   }
 })
 
+test_that("metadata the model would ignore, or a tokenizer not of its vocabulary, is refused at load", {
+  f <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f), add = TRUE)
+  load_with <- function(edit_md) {
+    arch_gguf_write("qwen2", f, edit_md = edit_md)
+    rllm_gguf_model(f, threads = 1)
+  }
+  # expert_count declares a mixture of experts: its router must be there
+  expect_error(load_with(function(md) {
+    md$qwen2.expert_count <- Rgguf::gguf_u32(4)
+    md$qwen2.expert_used_count <- Rgguf::gguf_u32(2)
+    md
+  }), "tensor 'blk.0.ffn_gate_inp.weight' is missing", fixed = TRUE, class = "fm_error_eformat")
+  expect_error(load_with(function(md) { md$qwen2.rope.freq_base <- Rgguf::gguf_f32(Inf); md }),
+               "'qwen2.rope.freq_base' is inf, expected a positive finite number", fixed = TRUE,
+               class = "fm_error_eformat")
+  expect_error(load_with(function(md) {
+    md$qwen2.attention.layer_norm_rms_epsilon <- Rgguf::gguf_f32(-1)
+    md
+  }), "'qwen2.attention.layer_norm_rms_epsilon' is -1", fixed = TRUE, class = "fm_error_eformat")
+  # 256 tokens for 512 rows of token_embd: ids would not mean the same
+  expect_error(load_with(function(md) {
+    for (k in c("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type"))
+      md[[k]] <- Rgguf::gguf_value(md[[k]][1:256], attr(md[[k]], "gguf_type"), array = TRUE)
+    md
+  }), paste0(basename(f), ": the tokenizer has 256 tokens"), fixed = TRUE,
+  class = "fm_error_eformat")
+  # tokenizer errors name the file
+  expect_error(load_with(function(md) { md$tokenizer.ggml.model <- "foo"; md }),
+               paste0(basename(f), ": "), fixed = TRUE,
+               class = "fm_error_eunsupported")
+})
+
+test_that("a model without a tokenizer loads and takes token ids", {
+  f <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f), add = TRUE)
+  arch_gguf_write("qwen2", f, edit_md = function(md) md[!startsWith(names(md), "tokenizer.")])
+  m <- rllm_gguf_model(f, threads = 1)
+  expect_null(m$tokenizer)
+  expect_identical(m$info$eog, integer())
+  ids <- arch_gguf_tokens()
+  g <- rllm_generate(m, ids, n_new = 3)
+  expect_length(g$tokens, 3L)
+  expect_identical(g$raw, raw(0))
+  # the same weights with a tokenizer give the same tokens
+  f2 <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f2), add = TRUE)
+  arch_gguf_write("qwen2", f2)
+  expect_identical(rllm_generate(rllm_gguf_model(f2, threads = 1), ids, n_new = 3,
+                                 stop_at_eog = FALSE)$tokens, g$tokens)
+  expect_error(rllm_generate(m, "Once"), "this model has no tokenizer", class = "fm_error_earg")
+  expect_error(rllm_tokenize(m, "Once"), "this model has no tokenizer", class = "fm_error_earg")
+  expect_error(rllm_embed(m, "Once"), "this model has no tokenizer", class = "fm_error_earg")
+})
+
 test_that("positions beyond the trained context give an rllm_warning_context naming both numbers", {
   m <- rllm_gguf_model(stories(), threads = 1)
   expect_identical(m$info$n_ctx_train, 2048)
