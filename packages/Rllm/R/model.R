@@ -217,7 +217,9 @@ rllm_threads <- function() {
 #'   (GGML's name of the device that evaluates: `"CPU"`, `"Vulkan0"`, ...),
 #'   `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
-#'   from the same metadata) and `runtime`. The model does not survive
+#'   from the same metadata; `NULL` when the file has no tokenizer, no key
+#'   `tokenizer.ggml.model`: such a model takes token ids, not text) and
+#'   `runtime`. The model does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
 #'   `fm_error_eclosed`; load it again.
 #' @section Errors: conditions raised through [Rfmalloc::fm_abort()], with
@@ -226,7 +228,10 @@ rllm_threads <- function() {
 #'   RoPE scaling; `fm_error_eformat` for a missing or mistyped metadata key
 #'   or a tensor that is missing or has the wrong shape or type (named):
 #'   every tensor of every layer that the graph uses is bound and checked
-#'   here, at load, never at the first evaluation;
+#'   here, at load, never at the first evaluation; a tokenizer whose
+#'   vocabulary is not the model's (`tokenizer.ggml.tokens` against the rows
+#'   of `token_embd.weight`), an `expert_count` without the experts' router,
+#'   and out-of-range values (epsilons, a non-finite `rope.freq_base`);
 #'   errors of [Rgguf::gguf_open()] for files that are not valid GGUF (a
 #'   header cut short, a tensor past the end of the file, a metadata array
 #'   claiming 2^62 elements); `fm_error_earg` for bad arguments (`NA` path).
