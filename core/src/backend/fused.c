@@ -40,8 +40,9 @@
 #define FUSED_VMAX ((int64_t)1024)
 /* Bytes of transposed b per row segment of phase A (kept in L2 while the
  * block's variants are gathered from it); the segment's rows are a multiple
- * of 32 between FUSED_SEG_MIN and FUSED_SEG_MAX. They set the order of the
- * gather's partial sums, so they depend on kp alone. */
+ * of 32 between FUSED_SEG_MIN and FUSED_SEG_MAX. The sums do not depend on
+ * them: a variant's entries alternate between its two accumulator sets
+ * across segments (phase_a). */
 #define FUSED_SEG_BYTES ((int64_t)256 << 10)
 #define FUSED_SEG_MIN ((int64_t)256)
 #define FUSED_SEG_MAX ((int64_t)8192)
@@ -87,6 +88,7 @@ typedef struct fused_job {
   uint32_t *ent;         /* (n_threads, list_cap + 4): each thread's list */
   int64_t list_cap;      /* max(seg, tile) */
   double *acc;           /* (vmax, 2 * kp): gather accumulators per variant */
+  unsigned char *odd;    /* (vmax): the variant's entries so far are odd in number */
 } fused_job;
 
 /* The byte table of BED2 lists (fused_tables in fused_impl.h). */
@@ -169,6 +171,7 @@ static void prepare_variant(fused_job *job, int64_t jl) {
     for (int64_t t = job->k; t < kp; t++) src[t] = 0.0;
   } else {
     memset(job->acc + jl * 2 * kp, 0, 2 * (size_t)kp * sizeof(double));
+    job->odd[jl] = 0;
   }
 }
 
@@ -197,10 +200,18 @@ static void phase_a(void *arg, int tid) {
     const int64_t r1 = job->n - r0 < job->seg ? job->n : r0 + job->seg;
     for (int64_t jl = tid; jl < job->nc; jl += step) {
       const int64_t m = list_rows(job, jl, r0, r1, ent);
-      double *acc_e = job->acc + jl * 2 * kp;
+      /* after an odd number of entries so far, this segment's first one
+       * is an odd entry of the variant's whole list: the sets swap */
+      double *acc_e = job->acc + jl * 2 * kp, *acc_o = acc_e + kp;
+      if (job->odd[jl]) {
+        double *t = acc_e;
+        acc_e = acc_o;
+        acc_o = t;
+      }
       if (m > 0)
         job->kern->gather(ent, m, job->dtab + jl * job->n_codes, job->bt + r0 * kp, kp, acc_e,
-                          acc_e + kp);
+                          acc_o);
+      job->odd[jl] ^= (unsigned char)(m & 1);
     }
   }
   for (int64_t jl = tid; jl < job->nc; jl += step) finish_variant(job, jl);
@@ -424,7 +435,8 @@ fm_status fm_fused_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_
   job.n_threads = fused_pool_size(pool);
   job.ent = malloc((size_t)job.n_threads * (size_t)(job.list_cap + 4) * sizeof(uint32_t));
   job.acc = alloc_aligned((size_t)vmax * 2 * (size_t)kp * sizeof(double));
-  if (!job.ent || !job.acc) goto done;
+  job.odd = calloc((size_t)vmax, 1);
+  if (!job.ent || !job.acc || !job.odd) goto done;
 
   const int64_t n_blocks = (q + vmax - 1) / vmax;
   const uint32_t row0 = 0; /* row 0, code 0: r += basev * src */
@@ -464,6 +476,7 @@ done:
   free(job.ys);
   free(job.ent);
   free(job.acc);
+  free(job.odd);
   free(bt);
   free(bsum);
   free(r);

@@ -16,9 +16,12 @@
  *                FK_S(v) for v in 1 .. FK_SCATTER_NV (one switch case each)
  * and may define FK_DOS8_MASK32 (below) to find the bytes that differ from
  * the base 32 at a time, and FK_HW_POPCNT when the build has a popcount
- * instruction. Results depend on the build (FMA rounds once) and on
- * kp (which columns share a chunk of one or two accumulator sets), never on
- * anything else. */
+ * instruction. Results depend on the build (FMA rounds once), never on kp
+ * or on the row segments: every column sums the even entries of a
+ * variant's list (over all rows, in order) in one accumulator and the odd
+ * ones in another, whatever the chunk, so a column of b gives the same
+ * partial sums in any product (GWAS of several phenotypes in one pass
+ * equal each one alone). */
 #include <string.h>
 
 #if defined(__GNUC__)
@@ -236,26 +239,30 @@ FK_INLINE FK_ATTR void KN(gather2_nv)(const int nv, const uint32_t *ent, int64_t
   }
 }
 
-/* The same with one set (acc_e) for chunks wide enough to hide latency. */
+/* The same sums with one set of registers, for chunks too wide for two:
+ * the even entries into acc_e, then the odd ones into acc_o. */
 FK_INLINE FK_ATTR void KN(gather1_nv)(const int nv, const uint32_t *ent, int64_t m,
                                       const double *dtab, const double *rows, int64_t kp,
-                                      double *acc_e) {
-  vd ae[FK_GATHER1_NV];
-  FK_UNROLL
-  for (int v = 0; v < nv; v++) ae[v] = VLOAD(acc_e + v * VW);
-  for (int64_t t = 0; t < m; t++) {
-    const uint32_t e0 = ent[t];
-    const double *r0 = FK_ROW(rows, e0, kp);
-    const vd d0 = VSPLAT(FK_D(dtab, e0));
+                                      double *acc_e, double *acc_o) {
+  vd a[FK_GATHER1_NV];
+  for (int odd = 0; odd < 2; odd++) {
+    double *acc = odd ? acc_o : acc_e;
     FK_UNROLL
-    for (int v = 0; v < nv; v++) ae[v] = VFMA(d0, VLOAD(r0 + v * VW), ae[v]);
+    for (int v = 0; v < nv; v++) a[v] = VLOAD(acc + v * VW);
+    for (int64_t t = odd; t < m; t += 2) {
+      const uint32_t e0 = ent[t];
+      const double *r0 = FK_ROW(rows, e0, kp);
+      const vd d0 = VSPLAT(FK_D(dtab, e0));
+      FK_UNROLL
+      for (int v = 0; v < nv; v++) a[v] = VFMA(d0, VLOAD(r0 + v * VW), a[v]);
+    }
+    FK_UNROLL
+    for (int v = 0; v < nv; v++) VSTORE(acc + v * VW, a[v]);
   }
-  FK_UNROLL
-  for (int v = 0; v < nv; v++) VSTORE(acc_e + v * VW, ae[v]);
 }
 
-/* Chunks: up to FK_GATHER_NV vectors with two sets, wider ones (up to
- * FK_GATHER1_NV) with one; the split depends on kp alone. */
+/* Chunks: up to FK_GATHER_NV vectors with two sets of registers, wider
+ * ones (up to FK_GATHER1_NV) with one; the sums are the same either way. */
 static FK_ATTR void KN(gather)(const uint32_t *ent, int64_t m, const double *dtab,
                                const double *rows, int64_t kp, double *acc_e, double *acc_o) {
   for (int64_t c0 = 0; c0 < kp;) {
@@ -274,7 +281,7 @@ static FK_ATTR void KN(gather)(const uint32_t *ent, int64_t m, const double *dta
       const int nv = left < FK_GATHER1_NV ? left : FK_GATHER1_NV;
       switch (nv) {
 #define FK_G(NV)                                                                                  \
-  case NV: KN(gather1_nv)(NV, ent, m, dtab, r, kp, acc_e + c0); break;
+  case NV: KN(gather1_nv)(NV, ent, m, dtab, r, kp, acc_e + c0, acc_o + c0); break;
         FK_GATHER1_CASES
 #undef FK_G
       default: break;

@@ -442,6 +442,46 @@ static void test_segments(void) {
       }
 }
 
+/* A column of b gives the same sums in any product: X'b for 64 columns
+ * (several row segments, chunks with one set of registers) equals X'b_c
+ * for each column alone (one segment, two sets), bit for bit, at every
+ * kernel level (what GWAS of several phenotypes in one pass relies on). */
+static void test_columns_alone(void) {
+  static const fm_op ops[] = {FM_OP_XTB, FM_OP_XXTB};
+  for (int ci = 0; ci < 2; ci++)
+    for (int oi = 0; oi < 2; oi++) {
+      gmat g;
+      gmat_make(&g, ci ? FM_CODEC_DOS8 : FM_CODEC_BED2, 9000 + 37 * ci, 12, IX_SUBSET, AFF_FULL);
+      pcase pc;
+      pcase_make(&pc, &g, ops[oi], 64);
+      const int64_t yr = y_rows_of(pc.op, g.n, g.q);
+      double *all = malloc(sizeof(double) * (size_t)(pc.ldy * pc.k));
+      double *one = malloc(sizeof(double) * (size_t)pc.ldy);
+      for (int cap = FM_ISA_PORTABLE; cap <= FM_ISA_AVX512; cap++) {
+        fm_cpu_cap((fm_isa)cap);
+        if ((int)fm_cpu_isa() < cap) continue;
+        CHECK(run_fused(&g, &pc, all) == FM_OK);
+        for (int64_t c = 0; c < pc.k; c += 9) {
+          pcase alone = pc;
+          alone.b = pc.b + c * pc.ldb;
+          alone.k = 1;
+          CHECK(run_fused(&g, &alone, one) == FM_OK);
+          if (memcmp(one, all + c * pc.ldy, sizeof(double) * (size_t)yr) != 0) {
+            fprintf(stderr, "  %s %s column %lld [%s]: alone differs from among 64\n",
+                    ci ? "dos8" : "bed2", op_name(pc.op), (long long)c,
+                    fm_cpu_isa_name(fm_cpu_isa()));
+            CHECK(0);
+          }
+        }
+      }
+      fm_cpu_cap(FM_ISA_AVX512);
+      free(all);
+      free(one);
+      pcase_free(&pc);
+      gmat_free(&g);
+    }
+}
+
 /* A product the backend must decline: FM_EUNSUPPORTED, y untouched. */
 static void expect_declined(const fm_product *p, const char *why) {
   const int64_t yr = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? p->x->n_rows : p->x->n_cols;
@@ -694,6 +734,7 @@ int main(void) {
   FM_RUN(test_all_n);
   FM_RUN(test_threads);
   FM_RUN(test_segments);
+  FM_RUN(test_columns_alone);
   FM_RUN(test_cancel_progress);
   FM_RUN(test_evictable_mapping);
   FM_RUN(test_fixture);
