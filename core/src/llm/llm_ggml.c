@@ -57,6 +57,13 @@ const char *fm_llm_ggml_isa(void) {
   return "portable";
 }
 
+int64_t llm_ggml_f32_lanes(void) {
+  if (ggml_cpu_has_avx512()) return 16;
+  if (ggml_cpu_has_avx()) return 8;
+  if (ggml_cpu_has_sse3() || ggml_cpu_has_neon()) return 4;
+  return 16;
+}
+
 const char *fm_llm_ggml_version(void) {
   const char *v = ggml_version();
   return v ? v : "unknown";

@@ -161,9 +161,16 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
      * two paths differ only in the order of F32 sums (and, with an F16
      * cache, in the explicit path's F16 rounding of probabilities). */
     vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
+    /* On the CPU, value heads padded with zeros to GGML's SIMD width, so
+     * that its tiled kernel takes them (stories260K's 8 with AVX-512: 3.8x
+     * faster); the padded outputs are zeros, dropped. */
+    const int64_t lanes = b->m->dev ? 1 : llm_ggml_f32_lanes(), hvp = (hv + lanes - 1) / lanes * lanes;
+    if (hvp != hv) vv = ggml_pad(ctx, vv, (int)(hvp - hv), 0, 0, 0);
     cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
     ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
-    cur = ggml_reshape_2d(ctx, cur, hv * nh, n); /* the result is [hv, nh, n] */
+    if (hvp != hv) /* the result is [hvp, nh, n] */
+      cur = ggml_cont(ctx, ggml_view_3d(ctx, cur, hv, nh, n, cur->nb[1], cur->nb[2], 0));
+    cur = ggml_reshape_2d(ctx, cur, hv * nh, n);
   } else {
     struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp); /* [n_kv, n, nh] */
     kq = ggml_soft_max_ext(ctx, kq, llm_build_mask(b, mk, 0), scale, 0.0f);

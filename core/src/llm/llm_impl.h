@@ -280,6 +280,12 @@ fm_status llm_repack(llm_model *m, fm_err *err);
  * before GGML first repacks or its backend registry is first used. */
 void llm_ggml_quiet(void);
 
+/* Floats per SIMD step of GGML's CPU build (its GGML_F32_EPR: 16 with
+ * AVX-512, 8 with AVX, 4 with SSE or NEON; 16 where unknown, a multiple of
+ * the others). Its tiled flash-attention kernel runs only for value heads
+ * a multiple of it; other heads take a scalar path several times slower. */
+int64_t llm_ggml_f32_lanes(void);
+
 /* ---- fused batch products (llm_gemm.c) ------------------------------------ */
 
 /* w x ([ne1(w), ne1(x)] F32), as ggml_mul_mat(w, x): through the tiled
