@@ -1,0 +1,108 @@
+# Architecture programs: the language (freeze, round trips, errors) and the
+# dense interpreter rllm_execute() against the C runtime and against direct
+# R code.
+
+llama <- function() rllm_freeze(Rllm:::.rllm_program_llama())
+
+test_that("a frozen program is plain data: saveRDS and JSON round-trip it", {
+  prog <- llama()
+  expect_s3_class(prog, "rllm_frozen_program")
+  expect_identical(prog$format, "rllm_program")
+  expect_false(any(vapply(unlist(unclass(prog)), is.function, TRUE)))
+  f <- tempfile(fileext = ".rds")
+  on.exit(unlink(f))
+  saveRDS(prog, f)
+  expect_identical(readRDS(f), prog)
+  skip_if_not_installed("jsonlite")
+  expect_identical(rllm_program_from_json(rllm_program_json(prog)), prog)
+})
+
+test_that("the llama program in R gives the C runtime's logits (stories260K, F32 cache)", {
+  path <- gguf_fixture("stories260K.gguf")
+  ids <- c(1L, 403L, 407L, 261L, 378L, 10L, 300L)
+  got <- rllm_execute(llama(), path, list(tokens = ids))$logits
+  m <- test_model(path, threads = 1)
+  want <- rllm_logits(m, ids, cache = rllm_cache(m, 64, type = "f32"), all = TRUE)
+  expect_identical(dim(got), dim(want))
+  # F32 weights and cache: the two differ in the order and precision of
+  # sums (doubles here, F32 there: 64-172 terms, about 1e-6 relative)
+  expect_lt(max(abs(got - want)), 1e-4)
+})
+
+test_that("nested loops carry several states (a TRM-shaped recurrence) as direct R iteration does", {
+  set.seed(7)
+  d <- 6L
+  w <- list(wh = matrix(rnorm(d * d, sd = 0.4), d), wl = matrix(rnorm(d * d, sd = 0.4), d),
+            emb = matrix(rnorm(10L * d), 10L))
+  prog <- rllm_freeze(rllm_program("trm", function(p) {
+    rllm_hparam(p, "n_outer", default = 2)
+    rllm_hparam(p, "n_inner", default = 3)
+    x <- op_get_rows(rllm_input(p, "tokens", "token_ids"), rllm_param(p, "emb", c("d", "n_vocab")))
+    z <- rllm_loop(p, "n_outer", "j", list(zh = x, zl = x), function(s, j) {
+      zl <- rllm_loop(p, "n_inner", "k", s$zl, function(zl, k) {
+        op_silu(op_matmul(zl + s$zh + x, rllm_param(p, "wl", c("d", "d"))))
+      })
+      rllm_tap(p, "zl", zl)
+      list(zh = op_silu(op_matmul(s$zh + zl, rllm_param(p, "wh", c("d", "d")))), zl = zl)
+    })
+    rllm_output(p, "zh", z$zh)
+  }))
+  ids <- c(3L, 1L, 4L)
+  got <- rllm_execute(prog, w, list(tokens = ids), taps = TRUE)
+  silu <- function(x) x / (1 + exp(-x))
+  x <- t(w$emb[ids + 1L, ])
+  zh <- zl <- x
+  zls <- list()
+  for (j in 1:2) {
+    for (k in 1:3) zl <- silu(w$wl %*% (zl + zh + x))
+    zls[[j]] <- zl
+    zh <- silu(w$wh %*% (zh + zl))
+  }
+  expect_equal(got$zh, zh, tolerance = 1e-14)
+  expect_equal(got$taps$zl, zls, tolerance = 1e-14)
+})
+
+test_that("per-layer choices are made from the metadata at run time", {
+  w <- list(a = diag(2) * 2, b = diag(2) * 3)
+  prog <- rllm_freeze(rllm_program("sched", function(p) {
+    rllm_hparam(p, "kind", default = "c(1, 0, 1)")
+    x <- rllm_input(p, "x", "sequence")
+    y <- rllm_loop(p, "length(kind)", "i", x, function(h, i) {
+      rllm_when(p, "kind[i] == 1", h, function(h) op_matmul(h, rllm_param(p, "a", c(2, 2))),
+                function(h) op_matmul(h, rllm_param(p, "b", c(2, 2))))
+    })
+    rllm_output(p, "y", y)
+  }))
+  expect_equal(rllm_execute(prog, w, list(x = matrix(1, 2, 1)), hparams = list(kind = c(1, 0, 1)))$y,
+               matrix(12, 2, 1))
+})
+
+test_that("programs refuse what they cannot mean, naming it", {
+  expect_error(rllm_freeze(rllm_program("x", function(p) {
+    x <- rllm_input(p, "x", "sequence")
+    rllm_output(p, "y", op_scale(x, "system('true')"))
+  })) |> rllm_execute(list(), list(x = matrix(1)), hparams = list()),
+  "calls 'system'", class = "rllm_error_program")
+  expect_error(rllm_freeze(rllm_program("x", function(p) {
+    x <- rllm_input(p, "x", "sequence")
+    rllm_output(p, "y", op_scale(x, "n_missing * 2"))
+  })) |> rllm_execute(list(), list(x = matrix(1))), "reads 'n_missing'", class = "rllm_error_program")
+  expect_error(rllm_freeze(rllm_program("x", function(p) {
+    x <- rllm_input(p, "x", "sequence")
+    rllm_output(p, "y", op_matmul(x, rllm_param(p, "blk.{j}.w", c(1, 1))))
+  })), "names \\{j\\}, which is not a loop variable", class = "rllm_error_program")
+  expect_error(rllm_freeze(rllm_program("x", function(p) {
+    x <- rllm_input(p, "x", "sequence")
+    rllm_output(p, "y", op_rms_norm(x, eps = 1e-5, bogus = 1))
+  })), "unused argument", class = "error")
+  expect_error(rllm_freeze(rllm_program("x", function(p) rllm_input(p, "x", "sequence"))),
+               "declares no output", class = "rllm_error_program")
+  prog <- rllm_freeze(rllm_program("x", function(p) {
+    x <- rllm_input(p, "x", "sequence")
+    rllm_output(p, "y", op_matmul(x, rllm_param(p, "w", c(1, 1))))
+  }))
+  expect_error(rllm_execute(prog, list(v = 1), list(x = matrix(1))),
+               "node n2 \\(param\\): tensor 'w' \\(parameter 'w'\\) is missing", class = "rllm_error_program")
+  expect_error(rllm_execute(prog, list(w = 1), list()), "input 'x' \\(sequence\\) was not given",
+               class = "rllm_error_program")
+})
