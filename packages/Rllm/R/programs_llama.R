@@ -1,9 +1,13 @@
-# The llama architecture as a program: pre-norm decoder, RMSNorm, rotary
-# positions (adjacent pairs), grouped-query attention, SwiGLU feed-forward,
-# tied or untied output. Source: Touvron et al. 2023 (LLaMA); the GGUF
-# keys and tensor names of ggml's docs/gguf.md as llama.cpp reads them.
+# The pre-norm decoders as programs: llama (RMSNorm, rotary positions of
+# adjacent pairs, grouped-query attention, SwiGLU feed-forward, tied or
+# untied output; Touvron et al. 2023), qwen2 (the same with Q/K/V biases
+# and NEOX pairs; Qwen2 technical report, Yang et al. 2024) and qwen3
+# (per-head Q/K RMSNorm, NEOX, no biases; Qwen3 technical report 2025).
+# Biases and the Q/K norms are optional parameters: absent, add and mul
+# pass their input through. GGUF keys and tensor names: ggml's
+# docs/gguf.md as llama.cpp reads them.
 
-.rllm_program_llama <- function(name = "llama", rope_mode = "normal") {
+.rllm_program_llama <- function(name = "llama", rope_mode = "normal", qk_norm = FALSE) {
   rllm_program(name, function(p) {
     rllm_hparam(p, "n_embd", "{arch}.embedding_length")
     rllm_hparam(p, "n_layer", "{arch}.block_count")
@@ -19,11 +23,19 @@
     h <- rllm_loop(p, "n_layer", "i", h, function(h, i) {
       w <- function(t, shape) rllm_param(p, paste0("blk.{i}.", t), shape)
       x <- op_rms_norm(h, "eps") * w("attn_norm.weight", "n_embd")
+      opt <- function(t, shape) rllm_param(p, paste0("blk.{i}.", t), shape, types = "f32", optional = TRUE)
+      # qwen3's per-head norms of Q and K, before the rotation
+      head_norm <- function(x, t) {
+        if (qk_norm) op_rms_norm(x, "eps", group = "head_dim") * w(t, "head_dim") else x
+      }
       q <- x |> op_matmul(w("attn_q.weight", c("n_embd", "n_head[i] * head_dim"))) |>
+        op_add(opt("attn_q.bias", "n_head[i] * head_dim")) |> head_norm("attn_q_norm.weight") |>
         op_rope(pos, "n_head[i]", "n_rot", "rope_base", rope_mode)
       k <- x |> op_matmul(w("attn_k.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
+        op_add(opt("attn_k.bias", "n_head_kv[i] * head_dim")) |> head_norm("attn_k_norm.weight") |>
         op_rope(pos, "n_head_kv[i]", "n_rot", "rope_base", rope_mode)
-      v <- x |> op_matmul(w("attn_v.weight", c("n_embd", "n_head_kv[i] * head_dim")))
+      v <- x |> op_matmul(w("attn_v.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
+        op_add(opt("attn_v.bias", "n_head_kv[i] * head_dim"))
       a <- op_attention(q, k, v, pos, "n_head[i]", "n_head_kv[i]", "1 / sqrt(head_dim)")
       h <- h + op_matmul(a, w("attn_output.weight", c("n_head[i] * head_dim", "n_embd")))
       x <- op_rms_norm(h, "eps") * w("ffn_norm.weight", "n_embd")
@@ -36,3 +48,6 @@
     rllm_output(p, "logits", logits)
   })
 }
+
+.rllm_program_qwen2 <- function() .rllm_program_llama("qwen2", rope_mode = "neox")
+.rllm_program_qwen3 <- function() .rllm_program_llama("qwen3", rope_mode = "neox", qk_norm = TRUE)

@@ -29,6 +29,20 @@ test_that("the llama program in R gives the C runtime's logits (stories260K, F32
   expect_lt(max(abs(got - want)), 1e-4)
 })
 
+test_that("the qwen2 and qwen3 programs give the C runtime's logits (random-weight files)", {
+  for (arch in c("qwen2", "qwen3")) {
+    f <- tempfile(fileext = ".gguf")
+    arch_gguf_write(arch, f)
+    prog <- rllm_freeze(get(paste0(".rllm_program_", arch), asNamespace("Rllm"))())
+    ids <- arch_gguf_tokens()
+    got <- rllm_execute(prog, f, list(tokens = ids))$logits
+    m <- test_model(f, threads = 1)
+    want <- rllm_logits(m, ids, cache = rllm_cache(m, 64, type = "f32"), all = TRUE)
+    expect_lt(max(abs(got - want)), 1e-4, label = paste(arch, "max |logit difference|"))
+    unlink(f)
+  }
+})
+
 test_that("nested loops carry several states (a TRM-shaped recurrence) as direct R iteration does", {
   set.seed(7)
   d <- 6L
