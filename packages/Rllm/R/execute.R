@@ -57,12 +57,13 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
       get = function(name) {
         r <- dir[dir$name == name, ]
         x <- Rgguf::gguf_tensor(weights, name)
-        d <- if (r$n_dims == 1L) as.numeric(x[, seq_len(ncol(x))]) else x[, seq_len(ncol(x)), drop = FALSE]
-        if (r$n_dims > 2L) {
-          .rllm_program_abort("program", "tensor '", name, "' has ", r$n_dims, " dimensions; the dense ",
-                              "interpreter reads matrices and vectors")
-        }
-        d
+        d <- x[, seq_len(ncol(x)), drop = FALSE] # [ne1 * ne2 * ne3, ne0]
+        if (r$n_dims == 1L) return(as.numeric(d))
+        if (r$n_dims == 2L) return(d)
+        # [ne0, ne1, ne2] as an R array ne1 x ne0 x ne2 (a matrix per expert)
+        a <- array(0, c(r$ne1, r$ne0, r$ne2 * r$ne3))
+        for (e in seq_len(dim(a)[3L])) a[, , e] <- d[(e - 1) * r$ne1 + seq_len(r$ne1), ]
+        a
       },
       meta = Rgguf::gguf_metadata(weights)))
   }

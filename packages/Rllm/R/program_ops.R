@@ -61,6 +61,27 @@
   out
 }
 
+# Mixture of experts per position: router [n_expert, n_embd]; gate, up
+# [n_ff, n_embd, n_expert], down [n_embd, n_ff, n_expert]. Ties in the
+# selection go to the lower expert index.
+.rllm_moe <- function(x, router, gate, up, down, n_used, norm) {
+  out <- matrix(0, dim(down)[1L], ncol(x))
+  for (j in seq_len(ncol(x))) {
+    l <- drop(router %*% x[, j])
+    pr <- exp(l - max(l))
+    pr <- pr / sum(pr)
+    sel <- order(-pr, seq_along(pr))[seq_len(n_used)]
+    wt <- pr[sel]
+    if (norm) wt <- wt / sum(wt)
+    for (k in seq_along(sel)) {
+      e <- sel[k]
+      h <- .rllm_silu(gate[, , e] %*% x[, j]) * (up[, , e] %*% x[, j])
+      out[, j] <- out[, j] + wt[k] * drop(down[, , e] %*% h)
+    }
+  }
+  out
+}
+
 # Each operator: args (names; trailing ones may be optional), attrs (names
 # with defaults, NULL: required) and oracle(a, at): a the argument values,
 # at the evaluated attributes.
@@ -107,6 +128,10 @@
               doc = "GELU, tanh approximation (Hendrycks & Gimpel 2016)"),
   swiglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_silu(a$gate) * a$up,
                 doc = "silu(gate) up (Shazeer 2020)"),
+  moe = list(args = c("x", "router", "gate", "up", "down"), attrs = list(n_used = NULL, norm = 1),
+             oracle = function(a, at) .rllm_moe(a$x, a$router, a$gate, a$up, a$down, at$n_used, at$norm),
+             doc = paste("mixture of experts: softmax router, the n_used most probable experts (renormalized",
+                         "when norm), each a SwiGLU feed-forward (Shazeer et al. 2017; Fedus et al. 2021)")),
   softmax = list(args = "x", attrs = list(),
                  oracle = function(a, at) {
                    e <- exp(sweep(a$x, 2L, apply(a$x, 2L, max)))
@@ -221,6 +246,14 @@ op_swiglu <- function(gate, up) .rllm_op("swiglu", list(gate, up), list())
 #' @rdname rllm_operators
 #' @export
 op_softmax <- function(x) .rllm_op("softmax", list(x), list())
+#' @rdname rllm_operators
+#' @param router,down symbolic tensors (the experts' router and matrices).
+#' @param n_used,norm attribute expressions: experts per position, and
+#'   whether their weights are renormalized to sum 1.
+#' @export
+op_moe <- function(x, router, gate, up, down, n_used, norm = 1) {
+  .rllm_op("moe", list(x, router, gate, up, down), list(n_used = n_used, norm = norm))
+}
 
 #' @export
 Ops.rllm_sym <- function(e1, e2) {

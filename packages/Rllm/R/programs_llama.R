@@ -7,7 +7,7 @@
 # pass their input through. GGUF keys and tensor names: ggml's
 # docs/gguf.md as llama.cpp reads them.
 
-.rllm_program_llama <- function(name = "llama", rope_mode = "normal", qk_norm = FALSE) {
+.rllm_program_llama <- function(name = "llama", rope_mode = "normal", qk_norm = FALSE, moe = FALSE) {
   rllm_program(name, function(p) {
     rllm_hparam(p, "n_embd", "{arch}.embedding_length")
     rllm_hparam(p, "n_layer", "{arch}.block_count")
@@ -17,6 +17,11 @@
     rllm_hparam(p, "n_rot", "{arch}.rope.dimension_count", default = "head_dim")
     rllm_hparam(p, "rope_base", "{arch}.rope.freq_base", default = 10000)
     rllm_hparam(p, "eps", "{arch}.attention.layer_norm_rms_epsilon", default = 1e-5)
+    if (moe) {
+      rllm_hparam(p, "n_expert", "{arch}.expert_count")
+      rllm_hparam(p, "n_expert_used", "{arch}.expert_used_count")
+      rllm_hparam(p, "n_ff_exp", "{arch}.expert_feed_forward_length")
+    }
     tokens <- rllm_input(p, "tokens", "token_ids")
     pos <- rllm_input(p, "positions", "positions")
     h <- op_get_rows(tokens, rllm_param(p, "token_embd.weight", c("n_embd", "n_vocab")))
@@ -39,6 +44,12 @@
       a <- op_attention(q, k, v, pos, "n_head[i]", "n_head_kv[i]", "1 / sqrt(head_dim)")
       h <- h + op_matmul(a, w("attn_output.weight", c("n_head[i] * head_dim", "n_embd")))
       x <- op_rms_norm(h, "eps") * w("ffn_norm.weight", "n_embd")
+      if (moe) {
+        return(h + op_moe(x, w("ffn_gate_inp.weight", c("n_embd", "n_expert")),
+                          w("ffn_gate_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
+                          w("ffn_up_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
+                          w("ffn_down_exps.weight", c("n_ff_exp", "n_embd", "n_expert")), "n_expert_used"))
+      }
       f <- op_swiglu(op_matmul(x, w("ffn_gate.weight", c("n_embd", "n_ff"))),
                      op_matmul(x, w("ffn_up.weight", c("n_embd", "n_ff"))))
       h + op_matmul(f, w("ffn_down.weight", c("n_ff", "n_embd")))
@@ -51,3 +62,4 @@
 
 .rllm_program_qwen2 <- function() .rllm_program_llama("qwen2", rope_mode = "neox")
 .rllm_program_qwen3 <- function() .rllm_program_llama("qwen3", rope_mode = "neox", qk_norm = TRUE)
+.rllm_program_qwen3moe <- function() .rllm_program_llama("qwen3moe", rope_mode = "neox", qk_norm = TRUE, moe = TRUE)
