@@ -146,7 +146,7 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
         names(a) <- def$args[seq_along(a)]
         at <- lapply(names(node$attrs), function(nm) {
           v <- node$attrs[[nm]]
-          if (nm %in% c("mode", "mask")) v else .rllm_expr_eval(v, env, paste0(what, " attribute '", nm, "'"))
+          if (nm %in% .rllm_name_attrs) v else .rllm_expr_eval(v, env, paste0(what, " attribute '", nm, "'"))
         })
         names(at) <- names(node$attrs)
         def$oracle(a, at)

@@ -7,6 +7,7 @@
 # out x in (Rgguf::gguf_tensor()); vectors are plain numerics.
 
 .rllm_vocabulary_version <- 1L
+.rllm_name_attrs <- c("mode", "mask", "state")
 
 .rllm_silu <- function(x) x / (1 + exp(-x))
 .rllm_gelu <- function(x) 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) # GGML's tanh form
@@ -82,6 +83,16 @@
   out
 }
 
+# Causal depthwise convolution: x [channels, n], kernel an R matrix
+# channels x L (GGUF [L, channels]); zeros before the first position.
+.rllm_conv_causal <- function(x, kernel) {
+  L <- ncol(kernel)
+  xp <- cbind(matrix(0, nrow(x), L - 1L), x)
+  y <- matrix(0, nrow(x), ncol(x))
+  for (k in seq_len(L)) y <- y + kernel[, k] * xp[, k - 1L + seq_len(ncol(x)), drop = FALSE]
+  y
+}
+
 # Each operator: args (names; trailing ones may be optional), attrs (names
 # with defaults, NULL: required) and oracle(a, at): a the argument values,
 # at the evaluated attributes.
@@ -132,6 +143,14 @@
              oracle = function(a, at) .rllm_moe(a$x, a$router, a$gate, a$up, a$down, at$n_used, at$norm),
              doc = paste("mixture of experts: softmax router, the n_used most probable experts (renormalized",
                          "when norm), each a SwiGLU feed-forward (Shazeer et al. 2017; Fedus et al. 2021)")),
+  rows = list(args = "x", attrs = list(start = NULL, count = NULL),
+              oracle = function(a, at) a$x[at$start + seq_len(at$count), , drop = FALSE],
+              doc = "rows start .. start + count - 1 (0-based) of every column"),
+  conv_causal = list(args = c("x", "kernel"), attrs = list(state = ""),
+                     oracle = function(a, at) .rllm_conv_causal(a$x, a$kernel),
+                     doc = paste("causal depthwise convolution over positions, kernel [L, channels]:",
+                                 "y[c, t] = sum_k kernel[k, c] x[c, t - (L - 1) + k]; the last L - 1",
+                                 "inputs are the named state (zeros before the first position)")),
   softmax = list(args = "x", attrs = list(),
                  oracle = function(a, at) {
                    e <- exp(sweep(a$x, 2L, apply(a$x, 2L, max)))
@@ -177,8 +196,8 @@ rllm_ops <- function() {
   }
   at <- lapply(names(at), function(nm) {
     v <- at[[nm]]
-    # mode and mask are names, not expressions
-    if (nm %in% c("mode", "mask")) v else .rllm_expr_text(v, paste0("operator '", op, "' attribute '", nm, "'"), call)
+    # mode, mask and state are names, not expressions
+    if (nm %in% .rllm_name_attrs) v else .rllm_expr_text(v, paste0("operator '", op, "' attribute '", nm, "'"), call)
   })
   names(at) <- names(def$attrs)
   .rllm_node(x$b, op, args = args, attrs = at)
@@ -246,6 +265,18 @@ op_swiglu <- function(gate, up) .rllm_op("swiglu", list(gate, up), list())
 #' @rdname rllm_operators
 #' @export
 op_softmax <- function(x) .rllm_op("softmax", list(x), list())
+#' @rdname rllm_operators
+#' @param start,count attribute expressions: the first row (0-based) and
+#'   the number of rows.
+#' @export
+op_rows <- function(x, start, count) .rllm_op("rows", list(x), list(start = start, count = count))
+#' @rdname rllm_operators
+#' @param kernel a symbolic tensor (the convolution's kernel).
+#' @param state the name of the program's state holding the last inputs.
+#' @export
+op_conv_causal <- function(x, kernel, state = "") {
+  .rllm_op("conv_causal", list(x, kernel), list(state = state))
+}
 #' @rdname rllm_operators
 #' @param router,down symbolic tensors (the experts' router and matrices).
 #' @param n_used,norm attribute expressions: experts per position, and

@@ -29,8 +29,8 @@ test_that("the llama program in R gives the C runtime's logits (stories260K, F32
   expect_lt(max(abs(got - want)), 1e-4)
 })
 
-test_that("the qwen2, qwen3 and qwen3moe programs give the C runtime's logits (random-weight files)", {
-  for (arch in c("qwen2", "qwen3", "qwen3moe")) {
+test_that("the qwen2, qwen3, qwen3moe and lfm2 programs give the C runtime's logits (random-weight files)", {
+  for (arch in c("qwen2", "qwen3", "qwen3moe", "lfm2")) {
     f <- tempfile(fileext = ".gguf")
     arch_gguf_write(arch, f)
     prog <- rllm_freeze(get(paste0(".rllm_program_", arch), asNamespace("Rllm"))())

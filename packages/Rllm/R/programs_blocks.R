@@ -1,0 +1,59 @@
+# Blocks shared by the shipped programs (programs_*.R): hyperparameters of
+# the decoders, their attention and feed-forward branches. Each is an R
+# function that appends nodes to the program being built; a program stays
+# data, these only spare writing the same nodes twice.
+
+# The hyperparameters every decoder reads (GGUF keys as llama.cpp reads
+# them; per-layer head counts may be arrays, as LFM2's are).
+.rllm_decoder_hparams <- function(p) {
+  rllm_hparam(p, "n_embd", "{arch}.embedding_length")
+  rllm_hparam(p, "n_layer", "{arch}.block_count")
+  rllm_hparam(p, "n_head", "{arch}.attention.head_count", per_layer = TRUE)
+  rllm_hparam(p, "n_head_kv", "{arch}.attention.head_count_kv", default = "n_head", per_layer = TRUE)
+  rllm_hparam(p, "head_dim", "{arch}.attention.key_length", default = "n_embd %/% n_head[0]")
+  rllm_hparam(p, "n_rot", "{arch}.rope.dimension_count", default = "head_dim")
+  rllm_hparam(p, "rope_base", "{arch}.rope.freq_base", default = 10000)
+  rllm_hparam(p, "eps", "{arch}.attention.layer_norm_rms_epsilon", default = 1e-5)
+}
+
+# A layer's tensor blk.{i}.<t>.
+.rllm_blk <- function(p, t, shape, ...) rllm_param(p, paste0("blk.{i}.", t), shape, ...)
+
+# RMSNorm of x times the weight `t` (GGML's rms_norm then mul).
+.rllm_rms <- function(p, x, t, shape = "n_embd") op_rms_norm(x, "eps") * .rllm_blk(p, t, shape, types = "f32")
+
+# Self-attention of layer i on normed x: Q/K/V (optional biases), per-head
+# Q/K RMSNorm when qk_norm, rotary positions, grouped-query attention,
+# output projection.
+.rllm_attention_block <- function(p, x, pos, rope_mode, qk_norm) {
+  opt <- function(t, shape) .rllm_blk(p, t, shape, types = "f32", optional = TRUE)
+  head_norm <- function(x, t) {
+    if (qk_norm) op_rms_norm(x, "eps", group = "head_dim") * .rllm_blk(p, t, "head_dim", types = "f32")
+    else x
+  }
+  q <- x |> op_matmul(.rllm_blk(p, "attn_q.weight", c("n_embd", "n_head[i] * head_dim"))) |>
+    op_add(opt("attn_q.bias", "n_head[i] * head_dim")) |> head_norm("attn_q_norm.weight") |>
+    op_rope(pos, "n_head[i]", "n_rot", "rope_base", rope_mode)
+  k <- x |> op_matmul(.rllm_blk(p, "attn_k.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
+    op_add(opt("attn_k.bias", "n_head_kv[i] * head_dim")) |> head_norm("attn_k_norm.weight") |>
+    op_rope(pos, "n_head_kv[i]", "n_rot", "rope_base", rope_mode)
+  v <- x |> op_matmul(.rllm_blk(p, "attn_v.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
+    op_add(opt("attn_v.bias", "n_head_kv[i] * head_dim"))
+  op_attention(q, k, v, pos, "n_head[i]", "n_head_kv[i]", "1 / sqrt(head_dim)") |>
+    op_matmul(.rllm_blk(p, "attn_output.weight", c("n_head[i] * head_dim", "n_embd")))
+}
+
+# SwiGLU feed-forward of layer i on normed x.
+.rllm_ffn_block <- function(p, x) {
+  op_swiglu(op_matmul(x, .rllm_blk(p, "ffn_gate.weight", c("n_embd", "n_ff"))),
+            op_matmul(x, .rllm_blk(p, "ffn_up.weight", c("n_embd", "n_ff")))) |>
+    op_matmul(.rllm_blk(p, "ffn_down.weight", c("n_ff", "n_embd")))
+}
+
+# Final norm (weight `norm`) and the output matrix (tied to the embedding
+# when absent): the "logits" output.
+.rllm_logits_head <- function(p, h, norm = "output_norm.weight") {
+  h <- op_rms_norm(h, "eps") * rllm_param(p, norm, "n_embd", types = "f32")
+  rllm_output(p, "logits", op_matmul(h, rllm_param(p, "output.weight", c("n_embd", "n_vocab"),
+                                                   alias = "token_embd.weight")))
+}
