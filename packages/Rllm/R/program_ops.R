@@ -139,6 +139,16 @@
               doc = "GELU, tanh approximation (Hendrycks & Gimpel 2016)"),
   swiglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_silu(a$gate) * a$up,
                 doc = "silu(gate) up (Shazeer 2020)"),
+  geglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_gelu(a$gate) * a$up,
+               doc = "gelu(gate) up (Shazeer 2020)"),
+  pool = list(args = "x", attrs = list(type = NULL),
+              oracle = function(a, at) {
+                x <- a$x
+                matrix(switch(as.character(at$type), "1" = rowMeans(x), "2" = x[, 1L], "3" = x[, ncol(x)],
+                              .rllm_program_abort("program", "pool: type ", at$type, " is not 1 (mean), ",
+                                                  "2 (first position) or 3 (last)")), ncol = 1L)
+              },
+              doc = "one column from all positions: type 1 mean, 2 the first (CLS), 3 the last (llama.cpp's pooling types)"),
   moe = list(args = c("x", "router", "gate", "up", "down"), attrs = list(n_used = NULL, norm = 1),
              oracle = function(a, at) .rllm_moe(a$x, a$router, a$gate, a$up, a$down, at$n_used, at$norm),
              doc = paste("mixture of experts: softmax router, the n_used most probable experts (renormalized",
@@ -265,6 +275,13 @@ op_swiglu <- function(gate, up) .rllm_op("swiglu", list(gate, up), list())
 #' @rdname rllm_operators
 #' @export
 op_softmax <- function(x) .rllm_op("softmax", list(x), list())
+#' @rdname rllm_operators
+#' @export
+op_geglu <- function(gate, up) .rllm_op("geglu", list(gate, up), list())
+#' @rdname rllm_operators
+#' @param type an attribute expression: the pooling (1 mean, 2 first, 3 last).
+#' @export
+op_pool <- function(x, type) .rllm_op("pool", list(x), list(type = type))
 #' @rdname rllm_operators
 #' @param start,count attribute expressions: the first row (0-based) and
 #'   the number of rows.

@@ -23,9 +23,11 @@
 .rllm_rms <- function(p, x, t, shape = "n_embd") op_rms_norm(x, "eps") * .rllm_blk(p, t, shape, types = "f32")
 
 # Self-attention of layer i on normed x: Q/K/V (optional biases), per-head
-# Q/K RMSNorm when qk_norm, rotary positions, grouped-query attention,
+# Q/K RMSNorm when qk_norm, rotary positions (base the expression
+# rope_base), grouped-query attention (mask and window as op_attention's),
 # output projection.
-.rllm_attention_block <- function(p, x, pos, rope_mode, qk_norm) {
+.rllm_attention_block <- function(p, x, pos, rope_mode, qk_norm, rope_base = "rope_base",
+                                  mask = "causal", window = 0) {
   opt <- function(t, shape) .rllm_blk(p, t, shape, types = "f32", optional = TRUE)
   head_norm <- function(x, t) {
     if (qk_norm) op_rms_norm(x, "eps", group = "head_dim") * .rllm_blk(p, t, "head_dim", types = "f32")
@@ -33,20 +35,20 @@
   }
   q <- x |> op_matmul(.rllm_blk(p, "attn_q.weight", c("n_embd", "n_head[i] * head_dim"))) |>
     op_add(opt("attn_q.bias", "n_head[i] * head_dim")) |> head_norm("attn_q_norm.weight") |>
-    op_rope(pos, "n_head[i]", "n_rot", "rope_base", rope_mode)
+    op_rope(pos, "n_head[i]", "n_rot", rope_base, rope_mode)
   k <- x |> op_matmul(.rllm_blk(p, "attn_k.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
     op_add(opt("attn_k.bias", "n_head_kv[i] * head_dim")) |> head_norm("attn_k_norm.weight") |>
-    op_rope(pos, "n_head_kv[i]", "n_rot", "rope_base", rope_mode)
+    op_rope(pos, "n_head_kv[i]", "n_rot", rope_base, rope_mode)
   v <- x |> op_matmul(.rllm_blk(p, "attn_v.weight", c("n_embd", "n_head_kv[i] * head_dim"))) |>
     op_add(opt("attn_v.bias", "n_head_kv[i] * head_dim"))
-  op_attention(q, k, v, pos, "n_head[i]", "n_head_kv[i]", "1 / sqrt(head_dim)") |>
+  op_attention(q, k, v, pos, "n_head[i]", "n_head_kv[i]", "1 / sqrt(head_dim)", mask, window) |>
     op_matmul(.rllm_blk(p, "attn_output.weight", c("n_head[i] * head_dim", "n_embd")))
 }
 
-# SwiGLU feed-forward of layer i on normed x.
-.rllm_ffn_block <- function(p, x) {
-  op_swiglu(op_matmul(x, .rllm_blk(p, "ffn_gate.weight", c("n_embd", "n_ff"))),
-            op_matmul(x, .rllm_blk(p, "ffn_up.weight", c("n_embd", "n_ff")))) |>
+# Gated feed-forward of layer i on normed x: SwiGLU, or GEGLU (gated).
+.rllm_ffn_block <- function(p, x, gated = op_swiglu) {
+  gated(op_matmul(x, .rllm_blk(p, "ffn_gate.weight", c("n_embd", "n_ff"))),
+        op_matmul(x, .rllm_blk(p, "ffn_up.weight", c("n_embd", "n_ff")))) |>
     op_matmul(.rllm_blk(p, "ffn_down.weight", c("n_ff", "n_embd")))
 }
 
