@@ -74,7 +74,7 @@ typedef struct fm_pt_tensor {
   int64_t numel;
   const void *data; /* borrowed from the bytes parsed; never NULL, even when numel is 0 */
   uint64_t n_bytes;
-  uint64_t offset;         /* byte offset of data in the file */
+  uint64_t data_off;       /* byte offset of data in the file */
   const char *storage;     /* the storage key (entry <top>/data/<storage>), owned by fm_pt */
   int64_t storage_offset;  /* in elements */
   int requires_grad;       /* as pickled; informational */

@@ -262,8 +262,8 @@ static fm_status make_tensor(fm_pt *pt, const fm_pt_dict *d, int64_t i, const ui
   t->n_dims = r->n_dims;
   t->numel = numel;
   t->n_bytes = (uint64_t)numel * es;
-  t->offset = data_off[r->storage] + (uint64_t)r->offset * es;
-  t->data = pt->base + t->offset;
+  t->data_off = data_off[r->storage] + (uint64_t)r->offset * es;
+  t->data = pt->base + t->data_off;
   t->storage_offset = r->offset;
   t->requires_grad = r->requires_grad;
   return FM_OK;

@@ -28,8 +28,7 @@ enum kind { K_NONE, K_BOOL, K_INT, K_FLOAT, K_STR, K_TUPLE, K_LIST, K_DICT, K_GL
 static const char *const k_kind[] = {"None", "bool",   "int",     "float",   "str",   "tuple",
                                      "list", "dict",   "global",  "storage", "tensor"};
 
-#define F_ORDERED 1u /* a dict made by collections.OrderedDict() */
-#define F_KEY 2u     /* a str already used as a key of the top dict */
+#define F_KEY 1u /* a str already used as a key of the top dict */
 
 /* One value. By kind:
  *   BOOL, INT: a = the value; FLOAT: a = the IEEE bits;
@@ -388,9 +387,7 @@ static fm_status reduce(vm *m) {
       return fail(m, FM_EUNSUPPORTED, "collections.OrderedDict called with arguments (a %s); only OrderedDict() is read",
                   k_kind[m->o[args].kind]);
     int32_t d = 0;
-    if ((st = new_container(m, K_DICT, &d))) return st;
-    m->o[d].flags |= F_ORDERED;
-    return push(m, d);
+    return (st = new_container(m, K_DICT, &d)) ? st : push(m, d);
   }
   return fail(m, FM_EUNSUPPORTED, "REDUCE calls %s.%s, which a state dict never calls",
               k_globals[f->a].module, k_globals[f->a].name);

@@ -456,7 +456,7 @@ static void check_small(const fm_pt *pt, const char *top) {
   CHECK(strcmp(w->name, "w") == 0 && w->dtype == FM_PT_F32 && w->n_dims == 2);
   CHECK(w->shape[0] == 2 && w->shape[1] == 3 && w->shape[2] == 1 && w->numel == 6 && w->n_bytes == 24);
   CHECK(strcmp(w->storage, "a") == 0 && w->storage_offset == 0);
-  CHECK(b->numel == 3 && b->storage_offset == 6 && b->offset == w->offset + 24);
+  CHECK(b->numel == 3 && b->storage_offset == 6 && b->data_off == w->data_off + 24);
   float fw[6], fb[3];
   memcpy(fw, w->data, sizeof fw);
   memcpy(fb, b->data, sizeof fb);
@@ -468,7 +468,7 @@ static void check_small(const fm_pt *pt, const char *top) {
   CHECK(get_le((const uint8_t *)h->data + 6, 2) == (uint64_t)('d' * 100 + 3));
   for (int64_t i = 0; i < 4; i++) CHECK(fm_pt_find(pt, fm_pt_tensor_at(pt, i)->name) == i);
   CHECK(fm_pt_find(pt, "x") == -1 && fm_pt_find(pt, "") == -1 && fm_pt_find(pt, NULL) == -1);
-  for (int64_t i = 0; i < 4; i++) CHECK(fm_pt_tensor_at(pt, i)->offset % 2 == 0);
+  for (int64_t i = 0; i < 4; i++) CHECK(fm_pt_tensor_at(pt, i)->data_off % 2 == 0);
 }
 
 /* ---- cases: valid archives ------------------------------------------------------------ */
@@ -542,7 +542,7 @@ static void every_dtype(void) {
       const fm_pt_tensor *x = fm_pt_tensor_at(pt, i);
       const size_t es = fm_pt_dtype_size((fm_pt_dtype)i);
       CHECK(x->dtype == (fm_pt_dtype)i && x->numel == 4 && x->n_bytes == 4 * es);
-      CHECK(x->offset % es == 0 && x->storage_offset == 1);
+      CHECK(x->data_off % es == 0 && x->storage_offset == 1);
       if (i >= FM_PT_I64 && i <= FM_PT_U8) /* integers: element 1 of the storage */
         CHECK(get_le(x->data, (int)es) == (uint64_t)('k' * 100 + 1) % (es == 1 ? 256u : UINT64_MAX));
     }
@@ -626,7 +626,7 @@ static void every_cut_and_flip(void) {
           n_ok++;
           for (int64_t k = 0; k < fm_pt_n_tensors(pt); k++) {
             const fm_pt_tensor *x = fm_pt_tensor_at(pt, k);
-            CHECK(x->offset <= b.n && x->n_bytes <= b.n - x->offset);
+            CHECK(x->data_off <= b.n && x->n_bytes <= b.n - x->data_off);
           }
         } else {
           CHECK(err.msg[0] != 0);
@@ -1074,7 +1074,7 @@ static void fixture_one(int flank, int seed, int n_groups, int64_t n_tensors, in
     uint64_t esize = 0;
     const uint8_t *d = entry_data(base, fm_pt_size(pt), ename, &esize);
     CHECK(d != NULL && d == (const uint8_t *)t->data && esize == t->n_bytes);
-    CHECK(t->offset % 64 == 0);
+    CHECK(t->data_off % 64 == 0);
   }
   CHECK(learn == n_learnable);
   CHECK(floats == n_learnable + 2 * 32 * n_bn);
