@@ -15,22 +15,37 @@
 #include "fm/fm_fileview.h"
 
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef unsigned long long ull;
 
 /* ---- names and text ------------------------------------------------------------ */
 
-static uint64_t hash_parts(fm_pt_name a, fm_pt_name b) {
-  return fm_checksum(b.s, b.n, fm_checksum(a.s, a.n, FM_CHECKSUM_SEED));
+static uint64_t hash_parts(uint64_t seed, fm_pt_name a, fm_pt_name b) {
+  return fm_checksum(b.s, b.n, fm_checksum(a.s, a.n, seed));
+}
+
+/* A seed for a new table: the clock, the table's and the stack's addresses
+ * (ASLR) and a counter, mixed (splitmix64's finalizer). */
+static uint64_t new_seed(const void *t) {
+  static _Atomic uint64_t counter;
+  struct timespec ts;
+  timespec_get(&ts, TIME_UTC);
+  uint64_t z = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)t ^
+               (uint64_t)(uintptr_t)&ts ^ (counter += UINT64_C(0x9E3779B97F4A7C15));
+  z = (z ^ z >> 30) * UINT64_C(0xBF58476D1CE4E5B9);
+  z = (z ^ z >> 27) * UINT64_C(0x94D049BB133111EB);
+  return (z ^ z >> 31) | 1u;
 }
 
 int64_t fm_pt_names_find(const fm_pt_names *t, const void *owner, fm_pt_name_of name_of,
                          fm_pt_name prefix, fm_pt_name s) {
   if (!t->cap) return -1;
   const size_t mask = t->cap - 1;
-  for (size_t h = (size_t)hash_parts(prefix, s) & mask;; h = (h + 1) & mask) {
+  for (size_t h = (size_t)hash_parts(t->seed, prefix, s) & mask;; h = (h + 1) & mask) {
     if (!t->slot[h]) return -1;
     fm_pt_name x = name_of(owner, t->slot[h] - 1);
     if (x.n == prefix.n + s.n && memcmp(x.s, prefix.s, prefix.n) == 0 &&
@@ -39,9 +54,9 @@ int64_t fm_pt_names_find(const fm_pt_names *t, const void *owner, fm_pt_name_of 
   }
 }
 
-static void place(int64_t *slot, size_t cap, fm_pt_name nm, int64_t i) {
+static void place(int64_t *slot, size_t cap, uint64_t seed, fm_pt_name nm, int64_t i) {
   fm_pt_name none = {"", 0};
-  size_t h = (size_t)hash_parts(none, nm) & (cap - 1);
+  size_t h = (size_t)hash_parts(seed, none, nm) & (cap - 1);
   while (slot[h]) h = (h + 1) & (cap - 1);
   slot[h] = i + 1;
 }
@@ -51,13 +66,14 @@ int fm_pt_names_add(fm_pt_names *t, const void *owner, fm_pt_name_of name_of, in
     size_t cap = t->cap ? t->cap * 2 : 16;
     int64_t *slot = calloc(cap, sizeof *slot);
     if (!slot) return -1;
+    if (!t->seed) t->seed = new_seed(t);
     for (size_t k = 0; k < t->cap; k++)
-      if (t->slot[k]) place(slot, cap, name_of(owner, t->slot[k] - 1), t->slot[k] - 1);
+      if (t->slot[k]) place(slot, cap, t->seed, name_of(owner, t->slot[k] - 1), t->slot[k] - 1);
     free(t->slot);
     t->slot = slot;
     t->cap = cap;
   }
-  place(t->slot, t->cap, name_of(owner, i), i);
+  place(t->slot, t->cap, t->seed, name_of(owner, i), i);
   t->n++;
   return 0;
 }

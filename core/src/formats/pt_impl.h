@@ -18,6 +18,8 @@ typedef struct fm_pt_names {
   int64_t *slot; /* (cap) owned */
   size_t cap;    /* a power of two >= 2 * n, or 0 */
   int64_t n;
+  uint64_t seed; /* of the hash, drawn when the table is first sized, so a
+                    file cannot be built to make every name collide */
 } fm_pt_names;
 
 typedef struct fm_pt_name {
@@ -33,7 +35,7 @@ int64_t fm_pt_names_find(const fm_pt_names *t, const void *owner, fm_pt_name_of 
                          fm_pt_name prefix, fm_pt_name s);
 /* Insert index i, whose name is not in the table (find first): 0, or -1
  * when memory runs out. */
-int fm_pt_names_add(fm_pt_names *t, const void *owner, fm_pt_name_of name_of, int64_t i);
+FM_NODISCARD int fm_pt_names_add(fm_pt_names *t, const void *owner, fm_pt_name_of name_of, int64_t i);
 void fm_pt_names_clear(fm_pt_names *t);
 
 /* The offset in s of the first byte at which s stops being UTF-8 (RFC 3629:
@@ -70,7 +72,7 @@ typedef struct fm_pt_zip {
  * directory's, its data inside the file and before the central directory.
  * Errors: FM_EFORMAT, FM_EUNSUPPORTED, FM_ENOMEM, naming msg and the byte
  * offset. z is zeroed first; clear it with fm_pt_zip_clear. */
-fm_status fm_pt_zip_read(fm_pt_zip *z, const uint8_t *p, size_t size, const char *msg,
+FM_NODISCARD fm_status fm_pt_zip_read(fm_pt_zip *z, const uint8_t *p, size_t size, const char *msg,
                          fm_err *err);
 /* The entry named "<top>/" + rel, or NULL. */
 const fm_pt_entry *fm_pt_zip_find(const fm_pt_zip *z, const char *rel, size_t rel_len);
@@ -120,7 +122,7 @@ typedef struct fm_pt_dict {
  * messages ("<file>: <entry>"); base is its offset in the file (messages
  * give both offsets). Errors: FM_EFORMAT, FM_EUNSUPPORTED, FM_ENOMEM.
  * out is zeroed first; clear it with fm_pt_dict_clear. */
-fm_status fm_pt_pickle_load(const uint8_t *p, size_t n, const char *where, uint64_t base,
+FM_NODISCARD fm_status fm_pt_pickle_load(const uint8_t *p, size_t n, const char *where, uint64_t base,
                             fm_pt_dict *out, fm_err *err);
 void fm_pt_dict_clear(fm_pt_dict *d);
 
