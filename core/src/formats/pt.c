@@ -31,11 +31,12 @@ static uint64_t hash_parts(uint64_t seed, fm_pt_name a, fm_pt_name b) {
 /* A seed for a new table: the clock, the table's and the stack's addresses
  * (ASLR) and a counter, mixed (splitmix64's finalizer). */
 static uint64_t new_seed(const void *t) {
-  static _Atomic uint64_t counter;
+  static atomic_uint_fast64_t counter;
+  const uint64_t k = (uint64_t)atomic_fetch_add(&counter, 1) * UINT64_C(0x9E3779B97F4A7C15);
   struct timespec ts;
   timespec_get(&ts, TIME_UTC);
   uint64_t z = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uint64_t)(uintptr_t)t ^
-               (uint64_t)(uintptr_t)&ts ^ (counter += UINT64_C(0x9E3779B97F4A7C15));
+               (uint64_t)(uintptr_t)&ts ^ k;
   z = (z ^ z >> 30) * UINT64_C(0xBF58476D1CE4E5B9);
   z = (z ^ z >> 27) * UINT64_C(0x94D049BB133111EB);
   return (z ^ z >> 31) | 1u;
