@@ -500,7 +500,7 @@ static void small_reads(void) {
       buf b;
       build_small(&b, &c);
       char seed[64];
-      snprintf(seed, sizeof seed, "small_p%d_z%d.pt", proto, m);
+      snprintf(seed, sizeof seed, "small_p%d_z%d", proto, m);
       write_seed(seed, &b);
       fm_pt *pt = NULL;
       fm_err err = {FM_OK, ""};
@@ -532,7 +532,7 @@ static void every_dtype(void) {
   ckpt c = {"top with space", NULL, 2, Z_PLAIN}; /* no byteorder entry: little */
   buf b;
   ckpt_build(&b, &c, t, FM_PT_N_DTYPES, s, FM_PT_N_DTYPES);
-  write_seed("every_dtype.pt", &b);
+  write_seed("every_dtype", &b);
   fm_pt *pt = NULL;
   fm_err err = {FM_OK, ""};
   CHECK_OK(parse(b.p, b.n, &pt, &err), &err);
@@ -587,7 +587,7 @@ static void many_tensors(void) {
   done(pt);
   free(b.p);
   ckpt_build(&b, &c, t, 0, &s, 0);
-  write_seed("empty_dict.pt", &b);
+  write_seed("empty_dict", &b);
   CHECK_OK(parse(b.p, b.n, &pt, &err), &err);
   CHECK(pt && fm_pt_n_tensors(pt) == 0);
   done(pt);
