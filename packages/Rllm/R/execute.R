@@ -174,10 +174,11 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
                       call = NULL)
 }
 
-# A parameter's tensor name: {var} replaced by the loop variables' values.
+# A parameter's tensor name: each {expr} replaced by its value.
 .rllm_param_name <- function(pattern, env) {
   for (v in regmatches(pattern, gregexpr("\\{[^}]*\\}", pattern))[[1L]]) {
-    pattern <- sub(v, env[[gsub("[{}]", "", v)]], pattern, fixed = TRUE)
+    val <- .rllm_expr_eval(gsub("[{}]", "", v), env, paste0("parameter '", pattern, "'"))
+    pattern <- sub(v, format(val, scientific = FALSE), pattern, fixed = TRUE)
   }
   pattern
 }

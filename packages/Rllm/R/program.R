@@ -186,12 +186,14 @@ rllm_param <- function(p, pattern, shape, types = "matmul", optional = FALSE, al
     .rllm_program_abort("program", "a parameter's pattern must be one string, not ",
                         .rllm_describe(pattern), call = sys.call())
   }
-  vars <- regmatches(pattern, gregexpr("\\{[^}]*\\}", pattern))[[1L]]
-  vars <- gsub("[{}]", "", vars)
-  bad <- setdiff(vars, b$vars)
-  if (length(bad)) {
-    .rllm_program_abort("program", "parameter '", pattern, "' names {", bad[1L], "}, which is not a ",
-                        "loop variable in scope", call = sys.call())
+  # {expr}: an expression over the loop variables in scope (e.g. {5 * g + u})
+  exprs <- gsub("[{}]", "", regmatches(pattern, gregexpr("\\{[^}]*\\}", pattern))[[1L]])
+  for (e in exprs) {
+    bad <- setdiff(.rllm_expr_names(.rllm_expr_text(e, paste0("parameter '", pattern, "'"))), b$vars)
+    if (length(bad)) {
+      .rllm_program_abort("program", "parameter '", pattern, "' names {", bad[1L], "}, which is not a ",
+                          "loop variable in scope", call = sys.call())
+    }
   }
   decl <- list(shape = .rllm_shape_text(shape, paste0("parameter '", pattern, "'")),
                types = as.character(types), optional = isTRUE(optional), alias = alias)

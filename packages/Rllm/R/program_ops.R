@@ -93,6 +93,20 @@
   y
 }
 
+# 1-D convolution of x [in, n] with w an R array [in, k, out] (a GGUF
+# [k, in, out] read by rllm_execute) and bias b [out] (or NULL), dilation
+# d, zero padding d (k - 1) / 2 on each side.
+.rllm_conv1d <- function(x, w, b, d) {
+  k <- dim(w)[2L]
+  half <- d * (k - 1) %/% 2
+  n <- ncol(x)
+  xp <- cbind(matrix(0, nrow(x), half), x, matrix(0, nrow(x), half))
+  y <- matrix(0, dim(w)[3L], n)
+  for (j in seq_len(k)) y <- y + crossprod(matrix(w[, j, ], nrow = dim(w)[1L]), xp[, (j - 1) * d + seq_len(n), drop = FALSE])
+  if (!is.null(b)) y <- y + b
+  y
+}
+
 # Each operator: args (names; trailing ones may be optional), attrs (names
 # with defaults, NULL: required) and oracle(a, at): a the argument values,
 # at the evaluated attributes.
@@ -161,6 +175,19 @@
                      doc = paste("causal depthwise convolution over positions, kernel [L, channels]:",
                                  "y[c, t] = sum_k kernel[k, c] x[c, t - (L - 1) + k]; the last L - 1",
                                  "inputs are the named state (zeros before the first position)")),
+  conv1d = list(args = c("x", "w", "b"), attrs = list(dilation = 1),
+                oracle = function(a, at) .rllm_conv1d(a$x, a$w, a$b, at$dilation),
+                doc = paste("1-D convolution (cross-correlation) with zero 'same' padding, kernel",
+                            "[k, in, out] (PyTorch's [out, in, k]), odd k, dilation, optional bias")),
+  batchnorm = list(args = c("x", "mean", "var", "w", "b"), attrs = list(eps = 1e-5),
+                   oracle = function(a, at) (a$x - a$mean) / sqrt(a$var + at$eps) * a$w + a$b,
+                   doc = "inference batch normalization per channel (row): (x - mean) / sqrt(var + eps) w + b (Ioffe & Szegedy 2015)"),
+  leaky_relu = list(args = "x", attrs = list(slope = NULL),
+                    oracle = function(a, at) ifelse(a$x > 0, a$x, at$slope * a$x),
+                    doc = "x where positive, slope x elsewhere"),
+  crop = list(args = "x", attrs = list(left = NULL, right = NULL),
+              oracle = function(a, at) a$x[, (at$left + 1):(ncol(a$x) - at$right), drop = FALSE],
+              doc = "drops left positions (columns) at the start and right at the end"),
   softmax = list(args = "x", attrs = list(),
                  oracle = function(a, at) {
                    e <- exp(sweep(a$x, 2L, apply(a$x, 2L, max)))
@@ -278,6 +305,25 @@ op_softmax <- function(x) .rllm_op("softmax", list(x), list())
 #' @rdname rllm_operators
 #' @export
 op_geglu <- function(gate, up) .rllm_op("geglu", list(gate, up), list())
+#' @rdname rllm_operators
+#' @param b a symbolic tensor: a bias (an absent optional parameter: none).
+#' @param dilation an attribute expression.
+#' @export
+op_conv1d <- function(x, w, b, dilation = 1) .rllm_op("conv1d", list(x, w, b), list(dilation = dilation))
+#' @rdname rllm_operators
+#' @param mean,var symbolic tensors: running statistics.
+#' @export
+op_batchnorm <- function(x, mean, var, w, b, eps = 1e-5) {
+  .rllm_op("batchnorm", list(x, mean, var, w, b), list(eps = eps))
+}
+#' @rdname rllm_operators
+#' @param slope an attribute expression.
+#' @export
+op_leaky_relu <- function(x, slope) .rllm_op("leaky_relu", list(x), list(slope = slope))
+#' @rdname rllm_operators
+#' @param left,right attribute expressions: positions dropped.
+#' @export
+op_crop <- function(x, left, right) .rllm_op("crop", list(x), list(left = left, right = right))
 #' @rdname rllm_operators
 #' @param type an attribute expression: the pooling (1 mean, 2 first, 3 last).
 #' @export
