@@ -65,7 +65,7 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
         for (e in seq_len(dim(a)[3L])) a[, , e] <- d[(e - 1) * r$ne1 + seq_len(r$ne1), ]
         a
       },
-      meta = Rgguf::gguf_metadata(weights)))
+      meta = Rgguf::gguf_metadata(weights), dir = dir))
   }
   if (is.list(weights) && !inherits(weights, "gguf_file") && (!length(weights) || !is.null(names(weights)))) {
     return(list(has = function(name) !is.null(weights[[name]]), get = function(name) weights[[name]],

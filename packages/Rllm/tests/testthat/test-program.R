@@ -137,3 +137,37 @@ test_that("programs refuse what they cannot mean, naming it", {
   expect_error(rllm_execute(prog, list(w = 1), list()), "input 'x' \\(sequence\\) was not given",
                class = "rllm_error_program")
 })
+
+test_that("rllm_validate passes the shipped programs on their files and names what is wrong", {
+  for (arch in c("qwen2", "qwen3", "qwen3moe", "lfm2", "gemma-embedding")) {
+    f <- tempfile(fileext = ".gguf")
+    arch_gguf_write(arch, f, dense = arch == "gemma-embedding")
+    prog <- get(paste0(".rllm_program_", sub("-", "_", arch)), asNamespace("Rllm"))()
+    expect_s3_class(rllm_validate(prog, f), "rllm_frozen_program")
+    unlink(f)
+  }
+  path <- gguf_fixture("stories260K.gguf")
+  prog <- llama()
+  expect_s3_class(rllm_validate(prog, path), "rllm_frozen_program")
+  # a missing tensor, a shape that disagrees
+  f <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f), add = TRUE)
+  arch_gguf_write("qwen2", f, drop = "blk.1.ffn_up.weight")
+  expect_error(rllm_validate(Rllm:::.rllm_program_qwen2(), f),
+               "tensor 'blk.1.ffn_up.weight' \\(parameter 'blk.\\{i\\}.ffn_up.weight'\\) is missing",
+               class = "rllm_error_program")
+  expect_error(rllm_validate(prog, path, hparams = list(n_embd = 32)),
+               "tensor 'token_embd.weight' is \\[64, 512\\], but parameter 'token_embd.weight' declares dimension 1",
+               class = "rllm_error_program")
+  # an unknown operator, a cycle, an attribute reading an unknown name
+  bad <- prog
+  bad$nodes[[4]]$op <- "frobnicate"
+  expect_error(rllm_validate(bad), "'frobnicate' is not an operator", class = "rllm_error_program")
+  bad <- prog
+  bad$nodes[[4]]$args[1] <- bad$outputs$logits
+  expect_error(rllm_validate(bad), "is not a node defined before it", class = "rllm_error_program")
+  bad <- prog
+  k <- which(vapply(bad$nodes, `[[`, "", "op") == "rms_norm")[1]
+  bad$nodes[[k]]$attrs$eps <- "epsilon"
+  expect_error(rllm_validate(bad), "reads 'epsilon'", class = "rllm_error_program")
+})
