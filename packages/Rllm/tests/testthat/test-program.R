@@ -60,37 +60,52 @@ test_that("the gemma-embedding program gives the C runtime's pooled embeddings",
   }
 })
 
-test_that("nested loops carry several states (a TRM-shaped recurrence) as direct R iteration does", {
+test_that("a Tiny Recursive Model (a shared module, z_H and z_L over three nested loops) equals direct R iteration", {
+  # TRM (Jolicoeur-Martineau 2025): per supervision step, H cycles of
+  # (L cycles of z_L = net(x + z_H + z_L)) then z_H = net(z_L + z_H), one
+  # network `net` (a 2-layer MLP with RMSNorm) shared by both updates
   set.seed(7)
   d <- 6L
-  w <- list(wh = matrix(rnorm(d * d, sd = 0.4), d), wl = matrix(rnorm(d * d, sd = 0.4), d),
-            emb = matrix(rnorm(10L * d), 10L))
+  w <- list(w1 = matrix(rnorm(d * 2 * d, sd = 0.4), 2 * d), w2 = matrix(rnorm(2 * d * d, sd = 0.4), d),
+            emb = matrix(rnorm(10L * d), 10L), head = matrix(rnorm(3L * d), 3L))
   prog <- rllm_freeze(rllm_program("trm", function(p) {
-    rllm_hparam(p, "n_outer", default = 2)
-    rllm_hparam(p, "n_inner", default = 3)
+    rllm_hparam(p, "n_sup", default = 2)
+    rllm_hparam(p, "n_h", default = 3)
+    rllm_hparam(p, "n_l", default = 2)
+    net <- function(z) {
+      op_rms_norm(z, 1e-6) |> op_matmul(rllm_param(p, "w1", c("d", "2 * d"))) |> op_silu() |>
+        op_matmul(rllm_param(p, "w2", c("2 * d", "d")))
+    }
     x <- op_get_rows(rllm_input(p, "tokens", "token_ids"), rllm_param(p, "emb", c("d", "n_vocab")))
-    z <- rllm_loop(p, "n_outer", "j", list(zh = x, zl = x), function(s, j) {
-      zl <- rllm_loop(p, "n_inner", "k", s$zl, function(zl, k) {
-        op_silu(op_matmul(zl + s$zh + x, rllm_param(p, "wl", c("d", "d"))))
+    z <- rllm_loop(p, "n_sup", "s", list(zh = x, zl = x), function(z, s) {
+      z <- rllm_loop(p, "n_h", "h", z, function(z, h) {
+        zl <- rllm_loop(p, "n_l", "l", z$zl, function(zl, l) net(x + z$zh + zl))
+        list(zh = net(zl + z$zh), zl = zl)
       })
-      rllm_tap(p, "zl", zl)
-      list(zh = op_silu(op_matmul(s$zh + zl, rllm_param(p, "wh", c("d", "d")))), zl = zl)
+      rllm_tap(p, "zh", z$zh)
+      z
     })
-    rllm_output(p, "zh", z$zh)
+    rllm_output(p, "y", op_matmul(z$zh, rllm_param(p, "head", c("d", 3))))
   }))
   ids <- c(3L, 1L, 4L)
   got <- rllm_execute(prog, w, list(tokens = ids), taps = TRUE)
-  silu <- function(x) x / (1 + exp(-x))
+  net <- function(z) {
+    z <- sweep(z, 2L, sqrt(colMeans(z^2) + 1e-6), "/")
+    h <- w$w1 %*% z
+    w$w2 %*% (h / (1 + exp(-h)))
+  }
   x <- t(w$emb[ids + 1L, ])
   zh <- zl <- x
-  zls <- list()
-  for (j in 1:2) {
-    for (k in 1:3) zl <- silu(w$wl %*% (zl + zh + x))
-    zls[[j]] <- zl
-    zh <- silu(w$wh %*% (zh + zl))
+  zhs <- list()
+  for (s in 1:2) {
+    for (h in 1:3) {
+      for (l in 1:2) zl <- net(x + zh + zl)
+      zh <- net(zl + zh)
+    }
+    zhs[[s]] <- zh
   }
-  expect_equal(got$zh, zh, tolerance = 1e-14)
-  expect_equal(got$taps$zl, zls, tolerance = 1e-14)
+  expect_equal(got$y, w$head %*% zh, tolerance = 1e-14)
+  expect_equal(got$taps$zh, zhs, tolerance = 1e-14)
 })
 
 test_that("per-layer choices are made from the metadata at run time", {
