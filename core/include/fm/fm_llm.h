@@ -175,6 +175,10 @@ int fm_llm_model_flash_attn(const fm_llm_model *m);
  * rounds them to 8 bits: more accurate, and different by that rounding.
  * Single-token steps (decode) use GGML's product either way, so a batch
  * and the same tokens one at a time agree to rounding, not bit for bit.
+ * The same switch governs flash attention for heads of at most 32
+ * elements (core/src/llm/llm_attn.h: vectorized along the keys, where
+ * GGML's kernel vectorizes along the head), which agrees with GGML's to
+ * the order of F32 sums and its exponential's rounding.
  * FM_EARG for other values. */
 FM_NODISCARD fm_status fm_llm_model_set_fused_gemm(fm_llm_model *m, int on, fm_err *err);
 /* The setting in effect: always 0 for a model on a device (the kernels are

@@ -1,6 +1,6 @@
 /* llm_gemm_kern.h (private): the batch-product kernels of llm_gemm.h,
  * written once over a vector of VL floats and included by one file per ISA
- * (llm_gemm_avx2.c, llm_gemm_avx512.c), which defines first:
+ * (llm_simd_avx2.c, llm_simd_avx512.c), which defines first:
  *   ATTR        the target attribute of its ISA (only these functions carry
  *               it; llm_gemm.c calls them only after CPUID said yes)
  *   KN(name)    an exported kernel's name for the ISA

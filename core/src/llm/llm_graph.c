@@ -96,6 +96,50 @@ static struct ggml_tensor *rope(llm_build *b, struct ggml_tensor *x) {
                        32.0f, 1.0f);
 }
 
+/* Attention by GGML's operators: flash attention (b->flash_attn) or
+ * explicit scores, softmax and product with V. q [hk, nh, n], kk [hk,
+ * n_kv, nkv] and vv [n_kv, hv, nkv] views of the cache; [hv * nh, n]. */
+static struct ggml_tensor *attn_ggml(llm_build *b, struct ggml_tensor *q, struct ggml_tensor *kk,
+                                     struct ggml_tensor *vv, int mk, float scale) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t hk = kk->ne[0], hv = vv->ne[1], nh = q->ne[1], n = q->ne[2];
+  struct ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); /* [hk, n, nh] */
+  struct ggml_tensor *cur;
+  if (kk->type == GGML_TYPE_F16 && (b->flash_attn || hk < 32)) {
+    /* F16 keys as F32 copies and queries rounded to F16, as GGML's F16
+     * product rounds them: the same scores, from F32 arithmetic. Flash
+     * attention needs it to accumulate in F32 on every path it may take;
+     * the explicit path for small heads, where GGML's F16 dot product of
+     * fewer than 32 elements runs a scalar loop converting each element.
+     * The copies are linear in n_kv, against quadratic work. */
+    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
+    qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
+  }
+  if (b->flash_attn) {
+    /* Flash attention (online softmax over tiles of cells): the n_kv x n x
+     * nh scores are never stored. Values go in as an F32 copy too, so the
+     * two paths differ only in the order of F32 sums (and, with an F16
+     * cache, in the explicit path's F16 rounding of probabilities). */
+    vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
+    /* On the CPU, value heads padded with zeros to GGML's SIMD width, so
+     * that its tiled kernel takes them (stories260K's 8 with AVX-512: 3.8x
+     * faster); the padded outputs are zeros, dropped. */
+    const int64_t lanes = b->m->dev ? 1 : llm_ggml_f32_lanes(), hvp = (hv + lanes - 1) / lanes * lanes;
+    if (hvp != hv) vv = ggml_pad(ctx, vv, (int)(hvp - hv), 0, 0, 0);
+    cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
+    ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
+    if (hvp != hv) /* the result is [hvp, nh, n] */
+      cur = ggml_cont(ctx, ggml_view_3d(ctx, cur, hv, nh, n, cur->nb[1], cur->nb[2], 0));
+    cur = ggml_reshape_2d(ctx, cur, hv * nh, n);
+  } else {
+    struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp); /* [n_kv, n, nh] */
+    kq = ggml_soft_max_ext(ctx, kq, llm_build_mask(b, mk, 0), scale, 0.0f);
+    struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);                      /* [hv, n, nh] */
+    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), hv * nh, n); /* [hv*nh, n] */
+  }
+  return cur;
+}
+
 struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
                              const llm_attn_opts *o) {
   llm_model *m = b->m;
@@ -139,44 +183,17 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
   float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
                 : hp->kq_scale != 0.0f     ? hp->kq_scale
                                            : 1.0f / sqrtf((float)hk);
-  struct ggml_tensor *qp = ggml_permute(ctx, q, 0, 2, 1, 3); /* [hk, n, nh] */
   struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
                                         ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
   struct ggml_tensor *vv =
       ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
-  if (kc->type == GGML_TYPE_F16 && (b->flash_attn || hk < 32)) {
-    /* F16 keys as F32 copies and queries rounded to F16, as GGML's F16
-     * product rounds them: the same scores, from F32 arithmetic. Flash
-     * attention needs it to accumulate in F32 on every path it may take;
-     * the explicit path for small heads, where GGML's F16 dot product of
-     * fewer than 32 elements runs a scalar loop converting each element.
-     * The copies are linear in n_kv, against quadratic work. */
-    kk = ggml_cast(ctx, kk, GGML_TYPE_F32);
-    qp = ggml_cast(ctx, ggml_cast(ctx, qp, GGML_TYPE_F16), GGML_TYPE_F32);
-  }
   struct ggml_tensor *cur;
-  if (b->flash_attn) {
-    /* Flash attention (online softmax over tiles of cells): the n_kv x n x
-     * nh scores are never stored. Values go in as an F32 copy too, so the
-     * two paths differ only in the order of F32 sums (and, with an F16
-     * cache, in the explicit path's F16 rounding of probabilities). */
-    vv = ggml_cast(ctx, ggml_permute(ctx, vv, 1, 0, 2, 3), GGML_TYPE_F32); /* [hv, n_kv, nkv] */
-    /* On the CPU, value heads padded with zeros to GGML's SIMD width, so
-     * that its tiled kernel takes them (stories260K's 8 with AVX-512: 3.8x
-     * faster); the padded outputs are zeros, dropped. */
-    const int64_t lanes = b->m->dev ? 1 : llm_ggml_f32_lanes(), hvp = (hv + lanes - 1) / lanes * lanes;
-    if (hvp != hv) vv = ggml_pad(ctx, vv, (int)(hvp - hv), 0, 0, 0);
-    cur = ggml_flash_attn_ext(ctx, qp, kk, vv, llm_build_mask(b, mk, 1), scale, 0.0f, 0.0f);
-    ggml_flash_attn_ext_set_prec(cur, GGML_PREC_F32);
-    if (hvp != hv) /* the result is [hvp, nh, n] */
-      cur = ggml_cont(ctx, ggml_view_3d(ctx, cur, hv, nh, n, cur->nb[1], cur->nb[2], 0));
-    cur = ggml_reshape_2d(ctx, cur, hv * nh, n);
-  } else {
-    struct ggml_tensor *kq = ggml_mul_mat(ctx, kk, qp); /* [n_kv, n, nh] */
-    kq = ggml_soft_max_ext(ctx, kq, llm_build_mask(b, mk, 0), scale, 0.0f);
-    struct ggml_tensor *kqv = ggml_mul_mat(ctx, vv, kq);                      /* [hv, n, nh] */
-    cur = ggml_cont_2d(ctx, ggml_permute(ctx, kqv, 0, 2, 1, 3), hv * nh, n); /* [hv*nh, n] */
-  }
+  if (b->flash_attn && llm_attn_small_applies(b, hk, hv))
+    /* small heads on the CPU: our kernel, vectorized along the keys
+     * (llm_attn.h), on the operands of GGML's flash attention below */
+    cur = llm_attn_small(b, q, kk, vv, llm_build_mask(b, mk, 0), scale, kc->type == GGML_TYPE_F16);
+  else
+    cur = attn_ggml(b, q, kk, vv, mk, scale);
   cur = llm_mm(b, l->wo, cur);
   if (l->bo) cur = ggml_add(ctx, cur, l->bo);
   return cur;

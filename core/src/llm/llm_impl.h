@@ -305,6 +305,22 @@ llm_gemm_fn llm_gemm_kernel(enum ggml_type type);
  * decoded-panel products and of its one-column F16 products. FM_ENOMEM. */
 fm_status llm_gemm_reserve(llm_model *m, int n_threads, fm_err *err);
 
+/* ---- small-head attention (llm_attn.c) ----------------------------------- */
+
+/* 1 when llm_attn_small() runs for heads of hk and hv elements: the
+ * model's fused kernels on (m->fused_gemm), on the CPU, heads of at most
+ * LLM_ATTN_MAX_HEAD, and the kernels run on this CPU (AVX2, FMA and F16C;
+ * FM_ISA and the test cap apply). */
+int llm_attn_small_applies(const llm_build *b, int64_t hk, int64_t hv);
+/* Flash attention of queries q ([hk, nh, n] F32; rounded to F16 first
+ * when round_q, as GGML's F16 products round them) over keys k ([hk, n_kv,
+ * nkv], F16 or F32, any strides) and values v ([n_kv, hv, nkv], the
+ * cache's transposed layout), with mask ([n_kv, n] F32) and scale, by the
+ * kernels of llm_attn.h: [hv * nh, n] F32, heads merged. */
+struct ggml_tensor *llm_attn_small(llm_build *b, struct ggml_tensor *q, struct ggml_tensor *k,
+                                   struct ggml_tensor *v, struct ggml_tensor *mask, float scale,
+                                   int round_q);
+
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 
 /* get_rows(token_embd, tokens) (times hp.embd_scale when set): [n_embd, n_tokens]. */

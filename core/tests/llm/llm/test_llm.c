@@ -466,10 +466,12 @@ static void test_repack(void) {
 /* fm_llm_model_set_fused_gemm: checked; on stories260K (F32 weights) with
  * an F32 cache the fused and GGML's products differ only in the order of
  * F32 sums (at most gamma(n + 4) ~ 3e-5 relative to the sum of |terms| per
- * product, n <= 512 terms): logits within 1e-4, the bound the whole-prefix
- * test uses for the same kind of difference (measured 8e-6). Under a
- * portable cap the graph keeps GGML's products: the same bits. The kernels
- * themselves: test_llm_gemm; the other weight types against GGML's and
+ * product, n <= 512 terms), and so do the two flash attentions (100
+ * tokens: ours for its heads of 8, with an exponential within 3 u): logits
+ * within 1e-4, the bound the whole-prefix test uses for the same kind of
+ * difference (measured 1e-5). Under a portable cap the graph keeps GGML's
+ * products and attention: the same bits. The kernels themselves:
+ * test_llm_gemm, test_llm_attn; the other weight types against GGML's and
  * llama.cpp: Rllm's test-model.R. */
 static void test_fused_gemm(void) {
   if (!open_story()) return;
