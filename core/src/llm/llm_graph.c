@@ -140,13 +140,42 @@ static struct ggml_tensor *attn_ggml(llm_build *b, struct ggml_tensor *q, struct
   return cur;
 }
 
+struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, struct ggml_tensor *k,
+                               struct ggml_tensor *v, int mk, float scale) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t hk = q->ne[0], nkv = k->ne[1], n = q->ne[2];
+  const int64_t hv = ggml_nelements(v) / (nkv * n);
+  /* Store this batch's keys and values at cells n_past .. n_past + n - 1
+   * (rows named by index inputs, so the graph does not depend on n_past).
+   * V is stored transposed: element (c, t) goes to cell c * n_cells + p_t
+   * of the cache viewed as one-element rows. */
+  struct ggml_tensor *kc = b->cache->k[il], *vc = b->cache->v[il];
+  int64_t ek = hk * nkv, ev = hv * nkv;
+  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, kc, ggml_reshape_2d(ctx, k, ek, n),
+                                                 llm_build_k_idx(b)));
+  struct ggml_tensor *vflat = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
+  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, vflat, ggml_reshape_2d(ctx, v, 1, ev * n),
+                                                 llm_build_v_idx(b, ev)));
+
+  /* Attention over the n_kv cells. */
+  struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
+                                        ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
+  struct ggml_tensor *vv =
+      ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
+  if (b->flash_attn && llm_attn_small_applies(b, hk, hv))
+    /* small heads on the CPU: our kernel, vectorized along the keys
+     * (llm_attn.h), on the operands of GGML's flash attention */
+    return llm_attn_small(b, q, kk, vv, llm_build_mask(b, mk, 0), scale, kc->type == GGML_TYPE_F16);
+  return attn_ggml(b, q, kk, vv, mk, scale);
+}
+
 struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
                              const llm_attn_opts *o) {
   llm_model *m = b->m;
   const llm_hparams *hp = &m->hp;
   const llm_layer *l = &m->layers[il];
   struct ggml_context *ctx = b->ctx;
-  int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
+  int64_t hk = hp->n_embd_head_k;
   int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il], n = b->n_tokens;
 
   struct ggml_tensor *q = llm_mm(b, l->wq, x);
@@ -164,36 +193,13 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
     k = rope(b, k);
   }
 
-  /* Store this batch's keys and values at cells n_past .. n_past + n - 1
-   * (rows named by index inputs, so the graph does not depend on n_past).
-   * V is stored transposed: element (c, t) goes to cell c * n_cells + p_t
-   * of the cache viewed as one-element rows. */
-  struct ggml_tensor *kc = b->cache->k[il], *vc = b->cache->v[il];
-  int64_t ek = hk * nkv, ev = hv * nkv;
-  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, kc, ggml_reshape_2d(ctx, k, ek, n),
-                                                 llm_build_k_idx(b)));
-  struct ggml_tensor *vflat = ggml_reshape_2d(ctx, vc, 1, ggml_nelements(vc));
-  ggml_build_forward_expand(b->gf, ggml_set_rows(ctx, vflat, ggml_reshape_2d(ctx, v, 1, ev * n),
-                                                 llm_build_v_idx(b, ev)));
-
-  /* Attention over the n_kv cells. */
   int mk = o ? o->mask : LLM_MASK_DEFAULT;
   if (mk == LLM_MASK_DEFAULT && hp->swa_layer[il] && hp->n_swa > 0)
     mk = hp->causal ? LLM_MASK_SWA_CAUSAL : LLM_MASK_SWA_SYM;
   float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
                 : hp->kq_scale != 0.0f     ? hp->kq_scale
                                            : 1.0f / sqrtf((float)hk);
-  struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
-                                        ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
-  struct ggml_tensor *vv =
-      ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
-  struct ggml_tensor *cur;
-  if (b->flash_attn && llm_attn_small_applies(b, hk, hv))
-    /* small heads on the CPU: our kernel, vectorized along the keys
-     * (llm_attn.h), on the operands of GGML's flash attention below */
-    cur = llm_attn_small(b, q, kk, vv, llm_build_mask(b, mk, 0), scale, kc->type == GGML_TYPE_F16);
-  else
-    cur = attn_ggml(b, q, kk, vv, mk, scale);
+  struct ggml_tensor *cur = llm_attend(b, il, q, k, v, mk, scale);
   cur = llm_mm(b, l->wo, cur);
   if (l->bo) cur = ggml_add(ctx, cur, l->bo);
   return cur;
@@ -226,17 +232,17 @@ struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int
                    l->ffn_down_b, kind);
 }
 
-struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
-                            const llm_moe_opts *o) {
-  llm_model *m = b->m;
-  const llm_layer *l = &m->layers[il];
+struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *router,
+                                    struct ggml_tensor *probs_b, struct ggml_tensor *gate_exps,
+                                    struct ggml_tensor *up_exps, struct ggml_tensor *down_exps,
+                                    int64_t nu, const llm_moe_opts *o) {
   struct ggml_context *ctx = b->ctx;
-  int64_t E = m->hp.n_embd, ne = m->hp.n_expert, nu = m->hp.n_expert_used, n = x->ne[1];
+  const int64_t E = x->ne[0], ne = router->ne[1], n = x->ne[1];
 
-  struct ggml_tensor *logits = llm_mm(b, l->ffn_gate_inp, x); /* [ne, n] */
+  struct ggml_tensor *logits = llm_mm(b, router, x); /* [ne, n] */
   struct ggml_tensor *probs = o->gating_sigmoid ? ggml_sigmoid(ctx, logits) : ggml_soft_max(ctx, logits);
   struct ggml_tensor *sel = probs;
-  if (l->ffn_exp_probs_b) sel = ggml_add(ctx, probs, l->ffn_exp_probs_b);
+  if (probs_b) sel = ggml_add(ctx, probs, probs_b);
   struct ggml_tensor *ids = ggml_top_k(ctx, sel, (int)nu); /* [nu, n] I32 */
   struct ggml_tensor *w = ggml_get_rows(ctx, ggml_reshape_3d(ctx, probs, 1, ne, n), ids); /* [1, nu, n] */
   if (o->norm_weights) {
@@ -247,11 +253,11 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
   if (o->weights_scale != 0.0f) w = ggml_scale(ctx, w, o->weights_scale);
 
   struct ggml_tensor *x3 = ggml_reshape_3d(ctx, x, E, 1, n);
-  struct ggml_tensor *up = ggml_mul_mat_id(ctx, l->ffn_up_exps, x3, ids);     /* [ff, nu, n] */
-  struct ggml_tensor *gate = ggml_mul_mat_id(ctx, l->ffn_gate_exps, x3, ids); /* [ff, nu, n] */
+  struct ggml_tensor *up = ggml_mul_mat_id(ctx, up_exps, x3, ids);     /* [ff, nu, n] */
+  struct ggml_tensor *gate = ggml_mul_mat_id(ctx, gate_exps, x3, ids); /* [ff, nu, n] */
   struct ggml_tensor *h = o->act == LLM_FFN_GEGLU ? ggml_geglu_split(ctx, gate, up)
                                                   : ggml_swiglu_split(ctx, gate, up);
-  struct ggml_tensor *ex = ggml_mul_mat_id(ctx, l->ffn_down_exps, h, ids); /* [E, nu, n] */
+  struct ggml_tensor *ex = ggml_mul_mat_id(ctx, down_exps, h, ids); /* [E, nu, n] */
   ex = ggml_mul(ctx, ex, w);
   struct ggml_tensor *out = NULL;
   for (int64_t i = 0; i < nu; i++) {
@@ -259,12 +265,20 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
     out = out ? ggml_add(ctx, out, e) : e;
   }
   if (nu == 1) out = ggml_cont(ctx, out);
+  return out;
+}
+
+struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
+                            const llm_moe_opts *o) {
+  const llm_layer *l = &b->m->layers[il];
+  struct ggml_tensor *out = llm_moe_experts(b, x, l->ffn_gate_inp, l->ffn_exp_probs_b, l->ffn_gate_exps,
+                                            l->ffn_up_exps, l->ffn_down_exps, b->m->hp.n_expert_used, o);
   if (l->ffn_up_shexp) {
     struct ggml_tensor *sh = ffn_dense(b, x, l->ffn_up_shexp, NULL, l->ffn_gate_shexp, NULL,
                                        l->ffn_down_shexp, NULL, LLM_FFN_SWIGLU);
     if (l->ffn_gate_inp_shexp)
-      sh = ggml_mul(ctx, sh, ggml_sigmoid(ctx, llm_mm(b, l->ffn_gate_inp_shexp, x)));
-    out = ggml_add(ctx, out, sh);
+      sh = ggml_mul(b->ctx, sh, ggml_sigmoid(b->ctx, llm_mm(b, l->ffn_gate_inp_shexp, x)));
+    out = ggml_add(b->ctx, out, sh);
   }
   return out;
 }

@@ -45,6 +45,7 @@
 
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "fm/fm_llm_program.h"
 #include "llm_gemm.h"
 
 #define LLM_EXTRA_TENSORS 16
@@ -262,6 +263,12 @@ fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kin
                    int64_t ne0, int64_t ne1, int64_t ne2, fm_err *err, const char *fmt, ...)
     FM_PRINTF(9, 10);
 
+/* llm_bind of the file's tensor number idx (0-based; FM_EARG out of
+ * range), its shape checked against want[0..4) (-1: any) unless want is
+ * NULL. */
+fm_status llm_bind_at(llm_model *m, int64_t idx, int kind, const int64_t *want,
+                      struct ggml_tensor **out, fm_err *err);
+
 /* n_embd_k_gqa / n_embd_v_gqa of layer il. */
 static inline int64_t llm_n_embd_k_gqa(const llm_hparams *hp, int64_t il) {
   return hp->n_embd_head_k * hp->n_head_kv[il];
@@ -370,6 +377,23 @@ typedef struct llm_moe_opts {
 struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
                             const llm_moe_opts *opts);
 
+/* The experts of llm_moe without the layer: router [E, n_expert], the
+ * selection bias probs_b (or NULL), the stacked gate/up [E, ff, n_expert]
+ * and down [ff, E, n_expert] matrices, nu experts per token. [E, n]. */
+struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *router,
+                                    struct ggml_tensor *probs_b, struct ggml_tensor *gate_exps,
+                                    struct ggml_tensor *up_exps, struct ggml_tensor *down_exps,
+                                    int64_t nu, const llm_moe_opts *o);
+
+/* Attention of layer il's cache slot: stores the batch's keys k [hk, nkv,
+ * n] and values v (hv * nkv x n elements, positions last) in the cache,
+ * then attends with queries q [hk, nh, n] over the n_kv cells with mask
+ * kind mk (LLM_MASK_*, not DEFAULT) and scale: our small-head kernel,
+ * GGML's flash attention or the explicit path, as b and the heads allow.
+ * [hv * nh, n]. */
+struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, struct ggml_tensor *k,
+                               struct ggml_tensor *v, int mk, float scale);
+
 /* Keep only the output rows (b->inp_out_ids) of x; identity when all. */
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x);
 
@@ -414,5 +438,13 @@ enum {
 fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err);
 
 const llm_arch *llm_arch_find(const char *name, size_t len);
+
+/* ---- bound programs (llm_program.c) ------------------------------------------ */
+
+/* Check and bind program p (fm_llm_program.h) into m: m->arch_data holds
+ * it, m->hp the cache slots and sizes derived from its nodes. */
+fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
+/* The architecture of every program model: its build lowers the nodes. */
+extern const llm_arch llm_arch_program;
 
 #endif

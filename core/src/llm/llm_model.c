@@ -203,32 +203,24 @@ static const char *kind_name(int kind) {
   }
 }
 
-fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kind, int64_t ne0,
-                   int64_t ne1, int64_t ne2, fm_err *err, const char *fmt, ...) {
-  char name[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(name, sizeof name, fmt, ap);
-  va_end(ap);
+fm_status llm_bind_at(llm_model *m, int64_t idx, int kind, const int64_t *want,
+                      struct ggml_tensor **out, fm_err *err) {
   *out = NULL;
-  int64_t idx = fm_gguf_find_tensor(m->g, name);
-  if (idx < 0) {
-    if (required)
-      return fm_err_set(err, FM_EFORMAT, "tensor '%s' is missing (architecture %s)", name,
-                        m->arch_name);
-    return FM_OK;
-  }
+  if (idx < 0 || idx >= fm_gguf_n_tensors(m->g))
+    return fm_err_set(err, FM_EARG, "tensor index %lld is not in the file (%lld tensors)",
+                      (long long)idx, (long long)fm_gguf_n_tensors(m->g));
   const fm_gguf_tensor *t = fm_gguf_tensor_at(m->g, idx);
-  int64_t want[4] = {ne0, ne1, ne2, 1};
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)(t->name_len > 255 ? 255 : t->name_len), t->name);
   int bad = 0;
-  for (int d = 0; d < 4; d++)
+  for (int d = 0; want && d < 4; d++)
     if (want[d] >= 0 && t->ne[d] != want[d]) bad = 1;
   if (bad) {
     char w[96], h[96];
     snprintf(h, sizeof h, "[%lld, %lld, %lld, %lld]", (long long)t->ne[0], (long long)t->ne[1],
              (long long)t->ne[2], (long long)t->ne[3]);
-    snprintf(w, sizeof w, "[%lld, %lld, %lld, 1] (-1: any)", (long long)ne0, (long long)ne1,
-             (long long)ne2);
+    snprintf(w, sizeof w, "[%lld, %lld, %lld, 1] (-1: any)", (long long)want[0], (long long)want[1],
+             (long long)want[2]);
     return fm_err_set(err, FM_EFORMAT, "tensor '%s' has shape %s, expected %s", name, h, w);
   }
   if (!type_consistent(t->type))
@@ -263,6 +255,25 @@ fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kin
   m->info.n_weight_bytes += nbytes;
   *out = gt;
   return FM_OK;
+}
+
+fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kind, int64_t ne0,
+                   int64_t ne1, int64_t ne2, fm_err *err, const char *fmt, ...) {
+  char name[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  *out = NULL;
+  int64_t idx = fm_gguf_find_tensor(m->g, name);
+  if (idx < 0) {
+    if (required)
+      return fm_err_set(err, FM_EFORMAT, "tensor '%s' is missing (architecture %s)", name,
+                        m->arch_name);
+    return FM_OK;
+  }
+  const int64_t want[4] = {ne0, ne1, ne2, 1};
+  return llm_bind_at(m, idx, kind, want, out, err);
 }
 
 /* ---- common hyperparameters and global tensors ----------------------------- */
@@ -575,8 +586,10 @@ fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, 
   return fm_llm_model_new_on(g, n_threads, FM_LLM_DEVICE_CPU, 0, out, err);
 }
 
-fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device, int index,
-                              fm_llm_model **out, fm_err *err) {
+/* A model of file g: its architecture's (general.architecture), or
+ * program p's when p is not NULL (llm_program.c). */
+static fm_status model_new(const fm_gguf *g, const fm_llm_program *p, int n_threads,
+                           fm_llm_device device, int index, fm_llm_model **out, fm_err *err) {
   fm_status st = FM_OK;
   llm_model *m = NULL;
   if (out) *out = NULL;
@@ -597,11 +610,15 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   int64_t ia = fm_gguf_find_kv(g, "general.architecture");
   const char *s = NULL;
   size_t len = 0;
-  if (ia < 0 || fm_gguf_get_str(fm_gguf_kv_at(g, ia), 0, &s, &len) != 0) {
+  if (p) {
+    m->arch = &llm_arch_program;
+    s = p->name ? p->name : "program";
+    len = strlen(s);
+  } else if (ia < 0 || fm_gguf_get_str(fm_gguf_kv_at(g, ia), 0, &s, &len) != 0) {
     st = fm_err_set(err, FM_EFORMAT, "metadata key 'general.architecture' is missing or not a string");
     goto fail;
   }
-  m->arch = llm_arch_find(s, len);
+  if (!p) m->arch = llm_arch_find(s, len);
   if (!m->arch) {
     char known[256];
     arch_names(known, sizeof known);
@@ -609,7 +626,7 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
                     (int)(len > 64 ? 64 : len), s, known);
     goto fail;
   }
-  snprintf(m->arch_name, sizeof m->arch_name, "%s", m->arch->name);
+  snprintf(m->arch_name, sizeof m->arch_name, "%.*s", (int)(len > 63 ? 63 : len), s);
   int64_t in = fm_gguf_find_kv(g, "general.name");
   if (in >= 0 && fm_gguf_get_str(fm_gguf_kv_at(g, in), 0, &s, &len) == 0)
     snprintf(m->name, sizeof m->name, "%.*s", (int)(len > 127 ? 127 : len), s);
@@ -634,9 +651,9 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   }
   if (m->wbuf) ggml_backend_buffer_set_usage(m->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 
-  st = load_common(m, err);
+  st = p ? llm_program_load(m, p, err) : load_common(m, err);
   if (st != FM_OK) goto fail;
-  st = m->arch->load(m, err);
+  if (!p) st = m->arch->load(m, err);
   if (st != FM_OK) goto fail;
   if (m->dev) {
     st = upload_weights(m, err);
@@ -644,7 +661,7 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   }
 
   m->galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(m->backend));
-  m->graph_size = 1024 + 160 * m->hp.n_layer;
+  m->graph_size = p ? 1024 + 8 * p->n_nodes : 1024 + 160 * m->hp.n_layer;
   m->graph_mem_size = (size_t)m->graph_size * ggml_tensor_overhead() +
                       ggml_graph_overhead_custom((size_t)m->graph_size, false);
   m->graph_mem = malloc(m->graph_mem_size);
@@ -685,6 +702,20 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
 fail:
   fm_llm_model_free(m);
   return st;
+}
+
+fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device, int index,
+                              fm_llm_model **out, fm_err *err) {
+  return model_new(g, NULL, n_threads, device, index, out, err);
+}
+
+fm_status fm_llm_model_new_program(const fm_gguf *g, const fm_llm_program *p, int n_threads,
+                                   fm_llm_device device, int index, fm_llm_model **out, fm_err *err) {
+  if (!p) {
+    if (out) *out = NULL;
+    return fm_err_set(err, FM_EARG, "fm_llm_model_new_program: NULL program");
+  }
+  return model_new(g, p, n_threads, device, index, out, err);
 }
 
 void fm_llm_model_free(fm_llm_model *m) {

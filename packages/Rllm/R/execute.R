@@ -110,7 +110,12 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
   inputs
 }
 
-.rllm_exec_body <- function(st, nodes, env, tap_ids) {
+# Walk a body in order, loops unrolled and branches decided per iteration
+# (env: the hyperparameters and loop variables), storing each node's value
+# in st$val: leaf(node, what) gives the value of an operator, input or
+# parameter node (rllm_execute: a matrix; the native binding: a node
+# index).
+.rllm_walk <- function(st, nodes, env, tap_ids, leaf) {
   for (node in nodes) {
     what <- sprintf("node %s (%s)", node$id, node$op)
     if (node$op == "loop") {
@@ -120,7 +125,7 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
       for (it in seq_len(n_it) - 1L) {
         for (nm in names(carry)) st$val[[paste0(node$id, ".in.", nm)]] <- carry[[nm]]
         env[[node$attrs$var]] <- it
-        .rllm_exec_body(st, node$body, env, tap_ids)
+        .rllm_walk(st, node$body, env, tap_ids, leaf)
         carry <- lapply(node$result, function(id) st$val[[id]])
         names(carry) <- node$attrs$carry
       }
@@ -131,12 +136,28 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
     if (node$op == "when") {
       yes <- isTRUE(.rllm_expr_eval(node$attrs$cond, env, paste(what, "condition")))
       st$val[[paste0(node$id, ".in")]] <- st$val[[node$args]]
-      .rllm_exec_body(st, if (yes) node$yes else node$no, env, tap_ids)
+      .rllm_walk(st, if (yes) node$yes else node$no, env, tap_ids, leaf)
       .rllm_exec_set(st, paste0(node$id, ".out"), st$val[[if (yes) node$result_yes else node$result_no]],
                      tap_ids)
       next
     }
-    val <- switch(node$op,
+    .rllm_exec_set(st, node$id, leaf(node, what, env), tap_ids)
+  }
+}
+
+# An operator node's attributes, evaluated (names kept as they are).
+.rllm_node_attrs <- function(node, env, what) {
+  at <- lapply(names(node$attrs), function(nm) {
+    v <- node$attrs[[nm]]
+    if (nm %in% .rllm_name_attrs) v else .rllm_expr_eval(v, env, paste0(what, " attribute '", nm, "'"))
+  })
+  names(at) <- names(node$attrs)
+  at
+}
+
+.rllm_exec_body <- function(st, nodes, env, tap_ids) {
+  .rllm_walk(st, nodes, env, tap_ids, function(node, what, env) {
+    switch(node$op,
       input = st$inputs[[node$attrs$name]],
       param = .rllm_exec_param(st, node$attrs$pattern, env, what),
       {
@@ -144,15 +165,9 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
         if (is.null(def)) .rllm_program_abort("program", what, ": unknown operator")
         a <- lapply(node$args, function(id) st$val[[id]])
         names(a) <- def$args[seq_along(a)]
-        at <- lapply(names(node$attrs), function(nm) {
-          v <- node$attrs[[nm]]
-          if (nm %in% .rllm_name_attrs) v else .rllm_expr_eval(v, env, paste0(what, " attribute '", nm, "'"))
-        })
-        names(at) <- names(node$attrs)
-        def$oracle(a, at)
+        def$oracle(a, .rllm_node_attrs(node, env, what))
       })
-    .rllm_exec_set(st, node$id, val, tap_ids)
-  }
+  })
 }
 
 # The value of node id, recorded for the taps that name it.
@@ -162,12 +177,19 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
 }
 
 .rllm_exec_param <- function(st, pattern, env, what) {
+  name <- .rllm_resolve_param(st, pattern, env, what)
+  if (is.null(name)) NULL else st$w$get(name)
+}
+
+# The tensor a parameter names here: its pattern's, else its alias's;
+# NULL when absent and optional.
+.rllm_resolve_param <- function(st, pattern, env, what) {
   name <- .rllm_param_name(pattern, env)
   decl <- st$prog$params[[pattern]]
-  if (st$w$has(name)) return(st$w$get(name))
+  if (st$w$has(name)) return(name)
   if (!is.null(decl$alias)) {
     alias <- .rllm_param_name(decl$alias, env)
-    if (st$w$has(alias)) return(st$w$get(alias))
+    if (st$w$has(alias)) return(alias)
   }
   if (isTRUE(decl$optional)) return(NULL)
   .rllm_program_abort("program", what, ": tensor '", name, "' (parameter '", pattern, "') is missing",

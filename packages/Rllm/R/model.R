@@ -269,7 +269,7 @@ rllm_threads <- function() {
 #' }
 #' @export
 rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE,
-                            fused_gemm = TRUE, device = "cpu") {
+                            fused_gemm = TRUE, device = "cpu", program = NULL) {
   dev <- .rllm_device(device)
   if (inherits(path, "gguf_file")) {
     g <- path
@@ -293,8 +293,13 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   }
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
-  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, fused_gemm,
-               basename(full), dev$kind, dev$index)
+  ptr <- if (is.null(program)) {
+    .Call(C_rllm_model_new, g, threads, flash_attn, repack, fused_gemm, basename(full), dev$kind, dev$index)
+  } else {
+    bound <- .rllm_bind_native(rllm_freeze(program), g)
+    .Call(C_rllm_model_new_program, g, threads, flash_attn, repack, fused_gemm, basename(full), dev$kind,
+          dev$index, bound)
+  }
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)

@@ -81,3 +81,9 @@ FM_LLM_FN(fm_status, fm_llm_model_new_on,
            fm_err *err),
           (g, n_threads, device, index, out, err))
 FM_LLM_FN(const char *, fm_llm_model_device, (const fm_llm_model *m), (m))
+/* fm_llm_program.h: models as bound architecture programs */
+FM_LLM_FN(int, fm_llm_op_find, (const char *name), (name))
+FM_LLM_FN(fm_status, fm_llm_model_new_program,
+          (const fm_gguf *g, const fm_llm_program *p, int n_threads, fm_llm_device device, int index,
+           fm_llm_model **out, fm_err *err),
+          (g, p, n_threads, device, index, out, err))

@@ -1,0 +1,130 @@
+/* fm_llm_program.h: models given as bound architecture programs.
+ *
+ * An architecture program (Rllm's R language, docs/programs.md) is data: a
+ * graph of operators of a versioned vocabulary over inputs and named
+ * parameters. Bound to a GGUF file (loops unrolled, conditions decided,
+ * attribute expressions evaluated, parameter names resolved to the file's
+ * tensors), it reaches the core as a flat array of nodes in topological
+ * order, each naming earlier nodes as its arguments. The core checks every
+ * node against its operator's shape rule, binds the parameters zero-copy to
+ * the mapping, and lowers the nodes to GGML operators, one graph per batch
+ * shape, reused (as fm_llm_model_new's models). It knows operators, never
+ * model families.
+ *
+ * Vocabulary version 1 (FM_LLM_VOCABULARY); shapes are GGML's [ne0, ne1],
+ * ne1 the positions (T, the batch's tokens) of an activation; parameters
+ * have the file's shape. Attributes: ia[] integers, fa[] reals.
+ *   INPUT       tensor = FM_LLM_IN_TOKENS (token ids, I32 [T]) or
+ *               FM_LLM_IN_POSITIONS (I32 [T], n_past + 0, 1, ...)
+ *   PARAM       tensor = the file's tensor index (0-based); type_class:
+ *               FM_LLM_PARAM_* (the types its consumer accepts)
+ *   GET_ROWS    (ids, w [E, V]) -> [E, T]
+ *   MATMUL      (x [k, T], w [k, m]) -> [m, T] (w x, F32 accumulation)
+ *   ADD, MUL    (x [a, T], y) -> [a, T]; y absent (-1: x passes), [a, T],
+ *               or an F32 parameter [g] with g dividing a (each group of
+ *               g rows of every column)
+ *   SCALE       (x) fa[0] = s
+ *   RMS_NORM    (x) fa[0] = eps, ia[0] = group (0: the column)
+ *   LAYER_NORM  (x) fa[0] = eps
+ *   ROPE        (x [nh hd, T], pos) ia[0] = nh, ia[1] = n_rot (even,
+ *               <= hd), ia[2] = mode (0 adjacent pairs, 2 NEOX), fa[0] =
+ *               base
+ *   ATTENTION   (q [nh hk, T], k [nkv hk, T], v [nkv hv, T], pos) ia[0] =
+ *               nh, ia[1] = nkv (dividing nh), ia[2] = mask
+ *               (FM_LLM_MASK_*), ia[3] = window, fa[0] = scale; layer =
+ *               its cache slot (one attention per slot) -> [nh hv, T]
+ *   SILU, GELU, SOFTMAX (x); LEAKY_RELU (x) fa[0] = slope
+ *   SWIGLU, GEGLU (gate, up: equal shapes)
+ *   MOE         (x [E, T], router [E, n], gate, up [E, ff, n], down [ff,
+ *               E, n]) ia[0] = experts per position, ia[1] = renormalize
+ *   ROWS        (x [a, T]) ia[0] = start, ia[1] = count -> [count, T]
+ * The vocabulary's other operators (pool, conv_causal, conv1d, batchnorm,
+ * crop) are refused with FM_EUNSUPPORTED naming them until they have a
+ * lowering.
+ *
+ * Rows of the output: evaluating for the last tokens only (decode, a
+ * prompt's last logits), every position-wise node after the last operator
+ * that mixes positions (attention) computes those rows only.
+ *
+ * Errors (fm_llm_model_new_program): FM_EARG for a malformed program (an
+ * operator out of the vocabulary, an argument that is not an earlier node,
+ * a missing argument, an attribute out of range, a shape that breaks the
+ * operator's rule), naming the node's index and operator and, for
+ * parameters, the tensor; FM_EFORMAT for a parameter whose type its
+ * consumer cannot take.
+ *
+ * Thread safety: as fm_llm.h's models. */
+#ifndef FM_LLM_PROGRAM_H
+#define FM_LLM_PROGRAM_H
+
+#include <stdint.h>
+
+#include "fm/fm_gguf.h"
+#include "fm/fm_llm.h"
+
+#define FM_LLM_VOCABULARY 1
+#define FM_LLM_MAX_ARGS 5
+
+typedef enum fm_llm_op {
+  FM_LLM_OP_INPUT = 0,
+  FM_LLM_OP_PARAM,
+  FM_LLM_OP_GET_ROWS,
+  FM_LLM_OP_MATMUL,
+  FM_LLM_OP_ADD,
+  FM_LLM_OP_MUL,
+  FM_LLM_OP_SCALE,
+  FM_LLM_OP_RMS_NORM,
+  FM_LLM_OP_LAYER_NORM,
+  FM_LLM_OP_ROPE,
+  FM_LLM_OP_ATTENTION,
+  FM_LLM_OP_SILU,
+  FM_LLM_OP_GELU,
+  FM_LLM_OP_SWIGLU,
+  FM_LLM_OP_GEGLU,
+  FM_LLM_OP_POOL,
+  FM_LLM_OP_MOE,
+  FM_LLM_OP_ROWS,
+  FM_LLM_OP_CONV_CAUSAL,
+  FM_LLM_OP_CONV1D,
+  FM_LLM_OP_BATCHNORM,
+  FM_LLM_OP_LEAKY_RELU,
+  FM_LLM_OP_CROP,
+  FM_LLM_OP_SOFTMAX,
+  FM_LLM_OP_COUNT
+} fm_llm_op;
+
+enum { FM_LLM_IN_TOKENS = 0, FM_LLM_IN_POSITIONS = 1 };
+enum { FM_LLM_PARAM_ANY = 0, FM_LLM_PARAM_MATMUL = 1, FM_LLM_PARAM_F32 = 2, FM_LLM_PARAM_ROWS = 3 };
+enum { FM_LLM_MASK_CAUSAL = 0, FM_LLM_MASK_FULL = 1, FM_LLM_MASK_SWA_CAUSAL = 2, FM_LLM_MASK_SWA_SYM = 3 };
+
+typedef struct fm_llm_node {
+  int32_t op;                    /* fm_llm_op */
+  int32_t args[FM_LLM_MAX_ARGS]; /* earlier nodes' indices; -1: none */
+  int64_t tensor;                /* INPUT: FM_LLM_IN_*; PARAM: the tensor's index */
+  int32_t type_class;            /* PARAM: FM_LLM_PARAM_* */
+  int32_t layer;                 /* ATTENTION: the cache slot */
+  int64_t ia[4];
+  double fa[2];
+} fm_llm_node;
+
+typedef struct fm_llm_program {
+  const char *name;       /* the model's architecture label (info.arch) */
+  int32_t vocabulary;     /* FM_LLM_VOCABULARY */
+  int64_t n_nodes;
+  const fm_llm_node *nodes; /* copied by fm_llm_model_new_program */
+  int64_t logits;         /* the node of the logits output [n_vocab, T] */
+  int64_t n_ctx_train;    /* the training context (info only; 0: unknown) */
+} fm_llm_program;
+
+/* The operator of a vocabulary name ("matmul", ...; "input", "param"), or
+ * -1; and the name of an operator (NULL out of range). */
+int fm_llm_op_find(const char *name);
+const char *fm_llm_op_name(int op);
+
+/* A model that evaluates program p on file g (fm_llm_model_new_on's
+ * threads, device and index). The file must outlive the model. */
+FM_NODISCARD fm_status fm_llm_model_new_program(const fm_gguf *g, const fm_llm_program *p,
+                                                int n_threads, fm_llm_device device, int index,
+                                                fm_llm_model **out, fm_err *err);
+
+#endif
