@@ -38,11 +38,18 @@
  *   MOE         (x [E, T], router [E, n], gate, up [E, ff, n], down [ff,
  *               E, n]) ia[0] = experts per position, ia[1] = renormalize
  *   ROWS        (x [a, T]) ia[0] = start, ia[1] = count -> [count, T]
- * The vocabulary's other operators (pool, conv_causal, conv1d, batchnorm,
- * crop) are refused with FM_EUNSUPPORTED naming them until they have a
- * lowering.
+ *   POOL        (x [a, T]) -> [a, 1]: the evaluation's pooling (fm_llm_embed;
+ *               by default ia[0]: 1 mean, 2 the first position, 3 the last)
+ *   CONV_CAUSAL (x [C, T], kernel [L, C] F32): y[c, t] = sum_k kernel[k, c]
+ *               x[c, t - (L - 1) + k], the L - 1 inputs before the batch
+ *               kept in the cache slot layer (zeros at the start)
+ * The vocabulary's other operators (conv1d, batchnorm, crop) are refused
+ * with FM_EUNSUPPORTED naming them until they have a lowering.
  *
- * Rows of the output: evaluating for the last tokens only (decode, a
+ * Outputs: logits (fm_llm_eval) and a pooled embedding (fm_llm_embed);
+ * at least one. A program without an embedding output embeds by pooling
+ * the input of its logits product (the final states), as the built-in
+ * architectures do. Evaluating for the last tokens only (decode, a
  * prompt's last logits), every position-wise node after the last operator
  * that mixes positions (attention) computes those rows only.
  *
@@ -112,8 +119,9 @@ typedef struct fm_llm_program {
   int32_t vocabulary;     /* FM_LLM_VOCABULARY */
   int64_t n_nodes;
   const fm_llm_node *nodes; /* copied by fm_llm_model_new_program */
-  int64_t logits;         /* the node of the logits output [n_vocab, T] */
+  int64_t logits;         /* the node of the logits output [n_vocab, T], or -1 */
   int64_t n_ctx_train;    /* the training context (info only; 0: unknown) */
+  int64_t embedding;      /* the node of the pooled embedding [n, 1] (fm_llm_embed), or -1 */
 } fm_llm_program;
 
 /* The operator of a vocabulary name ("matmul", ...; "input", "param"), or

@@ -72,6 +72,18 @@ struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev) {
   return t;
 }
 
+struct ggml_tensor *llm_pool(llm_build *b, struct ggml_tensor *x, fm_llm_pooling pooling) {
+  struct ggml_context *ctx = b->ctx;
+  if (pooling == FM_LLM_POOL_MEAN) {
+    b->inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, x->ne[1], 1);
+    ggml_set_input(b->inp_pool);
+    return ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, x)), b->inp_pool);
+  }
+  b->inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+  ggml_set_input(b->inp_pool);
+  return ggml_get_rows(ctx, x, b->inp_pool);
+}
+
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x) {
   return b->inp_out_ids ? ggml_get_rows(b->ctx, x, b->inp_out_ids) : x;
 }
@@ -488,16 +500,10 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     st = m->arch->build(b, err);
     if (st != FM_OK) goto fail;
     struct ggml_tensor *res;
-    if (embed) {
-      if (pooling == FM_LLM_POOL_MEAN) {
-        b->inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
-        ggml_set_input(b->inp_pool);
-        res = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, b->hidden)), b->inp_pool);
-      } else {
-        b->inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
-        ggml_set_input(b->inp_pool);
-        res = ggml_get_rows(ctx, b->hidden, b->inp_pool);
-      }
+    if (embed && b->embedding) {
+      res = b->embedding;
+    } else if (embed) {
+      res = llm_pool(b, b->hidden, pooling);
       if (b->pool_proj) res = b->pool_proj(b, res);
     } else {
       res = b->logits ? b->logits : llm_mm(b, m->output, b->hidden);

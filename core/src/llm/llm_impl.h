@@ -230,6 +230,7 @@ struct llm_build {
   int64_t v_idx_ev[8];                /* the ev of each inp_v_idx */
   struct ggml_tensor *hidden;         /* set by build: [n_embd, n_outputs] */
   struct ggml_tensor *logits;         /* optionally set by build */
+  struct ggml_tensor *embedding;      /* optionally set by build: the pooled embedding */
   struct ggml_tensor *result;         /* the graph output (logits or embedding) */
   struct ggml_tensor *(*pool_proj)(llm_build *b, struct ggml_tensor *pooled);
 };
@@ -394,6 +395,11 @@ struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct 
 struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, struct ggml_tensor *k,
                                struct ggml_tensor *v, int mk, float scale);
 
+/* x [a, n] pooled to one column [a, 1]: mean, the first or the last
+ * position (the evaluation fills b->inp_pool, one per graph, by the
+ * call's pooling). */
+struct ggml_tensor *llm_pool(llm_build *b, struct ggml_tensor *x, fm_llm_pooling pooling);
+
 /* Keep only the output rows (b->inp_out_ids) of x; identity when all. */
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x);
 
@@ -444,6 +450,9 @@ const llm_arch *llm_arch_find(const char *name, size_t len);
 /* Check and bind program p (fm_llm_program.h) into m: m->arch_data holds
  * it, m->hp the cache slots and sizes derived from its nodes. */
 fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
+/* The slots of a program's parameters that only products read (matmul
+ * weights, experts), as llm_repack moves them (out may be NULL: count). */
+int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out);
 /* The architecture of every program model: its build lowers the nodes. */
 extern const llm_arch llm_arch_program;
 

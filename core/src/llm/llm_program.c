@@ -48,15 +48,16 @@ const char *fm_llm_op_name(int op) { return op >= 0 && op < FM_LLM_OP_COUNT ? op
  * (ne[0]; its columns are the positions) and element type. */
 typedef struct pshape {
   int64_t ne[3];
-  int8_t per_pos; /* an activation (else a parameter) */
+  int8_t per_pos; /* an activation over the positions (1), one pooled column (2), or a parameter (0) */
   int8_t ids;     /* I32 (token ids, positions) */
 } pshape;
 
 typedef struct llm_program {
-  int64_t n, logits;
+  int64_t n, logits, embedding;
   fm_llm_node *nodes;
   pshape *shape;
   struct ggml_tensor **w; /* PARAM nodes: the bound tensor (repacking may swap it) */
+  int64_t *conv_of;       /* per cache slot: its CONV_CAUSAL node, or -1 */
 } llm_program;
 
 #define NODE_ERR(st, i, node, ...)                                                                 \
@@ -82,6 +83,8 @@ static const pshape *arg_shape(const llm_program *P, const fm_llm_node *node, in
 /* An activation argument of ne0 rows (-1: any), or a parameter of the
  * given dims (-1: any; 0 past its last dim). */
 static int is_act(const pshape *s, int64_t ne0) { return s && s->per_pos && !s->ids && (ne0 < 0 || s->ne[0] == ne0); }
+/* One column (a pooled vector) or positions: products and elementwise
+ * operators take both; operators over positions only per_pos == 1. */
 static int is_param(const pshape *s, int64_t ne0, int64_t ne1, int64_t ne2) {
   if (!s || s->per_pos) return 0;
   const int64_t want[3] = {ne0, ne1, ne2};
@@ -200,8 +203,9 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
         nd->ia[3] > INT32_MAX || !(nd->fa[0] > 0 && isfinite(nd->fa[0])))
       return NODE_ERR(FM_EARG, i, nd, "mask %lld, window %lld or scale %g out of range", (long long)nd->ia[2],
                       (long long)nd->ia[3], nd->fa[0]);
-    if (nd->layer < 0 || nd->layer >= 4096)
-      return NODE_ERR(FM_EARG, i, nd, "cache slot %d is not in 0..4095", (int)nd->layer);
+    if (nd->layer < 0 || nd->layer >= 4096 || nd->layer >= P->n)
+      return NODE_ERR(FM_EARG, i, nd, "cache slot %d is not in 0..4095 (nor below the node count)",
+                      (int)nd->layer);
     o->ne[0] = v->ne[0] / nkv * nh;
     return FM_OK;
   }
@@ -223,6 +227,23 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
                       (long long)(nd->ia[0] + nd->ia[1] - 1), shape_str(a, s0, 96));
     o->ne[0] = nd->ia[1];
     return FM_OK;
+  case FM_LLM_OP_POOL:
+    if (!is_act(a, -1) || nd->ia[0] < 1 || nd->ia[0] > 3)
+      return NODE_ERR(FM_EARG, i, nd, "expected an activation and pooling 1 (mean), 2 (first) or 3 (last), "
+                      "got %s and %lld", shape_str(a, s0, 96), (long long)nd->ia[0]);
+    o->ne[0] = a->ne[0];
+    o->per_pos = 2; /* one column */
+    return FM_OK;
+  case FM_LLM_OP_CONV_CAUSAL:
+    if (!is_act(a, -1) || !is_param(b, -1, a->ne[0], 0) || b->ne[0] < 2 || b->ne[0] > 64 ||
+        P->w[nd->args[1]]->type != GGML_TYPE_F32)
+      return NODE_ERR(FM_EARG, i, nd, "expected x [C, T] and an F32 kernel [L, C] with L in 2..64, got %s "
+                      "and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
+    if (nd->layer < 0 || nd->layer >= 4096 || nd->layer >= P->n)
+      return NODE_ERR(FM_EARG, i, nd, "cache slot %d is not in 0..4095 (nor below the node count)",
+                      (int)nd->layer);
+    o->ne[0] = a->ne[0];
+    return FM_OK;
   default:
     return NODE_ERR(FM_EUNSUPPORTED, i, nd, "the operator has no native lowering yet");
   }
@@ -234,7 +255,9 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
   llm_hparams *hp = &m->hp;
   int64_t slots = 1;
   for (int64_t i = 0; i < P->n; i++)
-    if (P->nodes[i].op == FM_LLM_OP_ATTENTION && P->nodes[i].layer + 1 > slots) slots = P->nodes[i].layer + 1;
+    if ((P->nodes[i].op == FM_LLM_OP_ATTENTION || P->nodes[i].op == FM_LLM_OP_CONV_CAUSAL) &&
+        P->nodes[i].layer + 1 > slots)
+      slots = P->nodes[i].layer + 1;
   hp->n_layer = slots;
   hp->n_head = calloc((size_t)slots, sizeof *hp->n_head);
   hp->n_head_kv = calloc((size_t)slots, sizeof *hp->n_head_kv);
@@ -258,6 +281,12 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
       hp->n_rot = nd->ia[1];
       hp->rope_neox = nd->ia[2] == GGML_ROPE_TYPE_NEOX;
       hp->rope_freq_base = (float)nd->fa[0];
+    } else if (nd->op == FM_LLM_OP_CONV_CAUSAL) {
+      if (hp->n_head_kv[nd->layer] != 0 || P->conv_of[nd->layer] >= 0)
+        return NODE_ERR(FM_EARG, i, nd, "cache slot %d is another operator's", (int)nd->layer);
+      P->conv_of[nd->layer] = i;
+    } else if (nd->op == FM_LLM_OP_POOL && hp->pooling < 0) {
+      hp->pooling = (int)nd->ia[0];
     } else if ((nd->op == FM_LLM_OP_SWIGLU || nd->op == FM_LLM_OP_GEGLU) && hp->n_ff[0] == 0) {
       hp->n_ff[0] = P->shape[i].ne[0];
     } else if (nd->op == FM_LLM_OP_MOE && hp->n_expert == 0) {
@@ -267,8 +296,8 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
     } else if (nd->op == FM_LLM_OP_ATTENTION) {
       const int64_t il = nd->layer, nh = nd->ia[0], nkv = nd->ia[1];
       const int64_t hk = P->shape[nd->args[0]].ne[0] / nh, hv = P->shape[nd->args[2]].ne[0] / nkv;
-      if (hp->n_head_kv[il] != 0)
-        return NODE_ERR(FM_EARG, i, nd, "cache slot %lld is another attention's", (long long)il);
+      if (hp->n_head_kv[il] != 0 || P->conv_of[il] >= 0)
+        return NODE_ERR(FM_EARG, i, nd, "cache slot %lld is another operator's", (long long)il);
       if (hp->n_embd_head_k == 0) {
         hp->n_embd_head_k = hk;
         hp->n_embd_head_v = hv;
@@ -287,15 +316,25 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
       if (nd->ia[2] == FM_LLM_MASK_CAUSAL || nd->ia[2] == FM_LLM_MASK_SWA_CAUSAL) hp->causal = 1;
     }
   }
-  const fm_llm_node *ln = &P->nodes[P->logits];
-  if (!P->shape[P->logits].per_pos || P->shape[P->logits].ids)
-    return NODE_ERR(FM_EARG, P->logits, ln, "the logits output is not an activation");
-  hp->n_vocab = P->shape[P->logits].ne[0];
-  if (ln->op == FM_LLM_OP_MATMUL) {
-    m->output = P->w[ln->args[1]];
-    if (!hp->n_embd) hp->n_embd = P->shape[ln->args[0]].ne[0];
-    m->info.tied_output = m->tok_embd && m->output == m->tok_embd;
+  if (P->logits >= 0) {
+    const fm_llm_node *ln = &P->nodes[P->logits];
+    if (P->shape[P->logits].per_pos != 1 || P->shape[P->logits].ids)
+      return NODE_ERR(FM_EARG, P->logits, ln, "the logits output is not an activation over the positions");
+    hp->n_vocab = P->shape[P->logits].ne[0];
+    if (ln->op == FM_LLM_OP_MATMUL) {
+      m->output = P->w[ln->args[1]];
+      if (!hp->n_embd) hp->n_embd = P->shape[ln->args[0]].ne[0];
+      m->info.tied_output = m->tok_embd && m->output == m->tok_embd;
+    }
   }
+  if (P->embedding >= 0) {
+    if (P->shape[P->embedding].per_pos != 2)
+      return NODE_ERR(FM_EARG, P->embedding, &P->nodes[P->embedding], "the embedding output is not one "
+                      "pooled column");
+    m->info.n_embd_out = P->shape[P->embedding].ne[0];
+    hp->causal = 0; /* an encoder: its masks are those of its attention nodes */
+  }
+  if (hp->n_vocab == 0 && m->tok_embd) hp->n_vocab = m->tok_embd->ne[1];
   if (!hp->n_embd) hp->n_embd = hp->n_vocab;
   return FM_OK;
 }
@@ -306,18 +345,24 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
   if (p->vocabulary != FM_LLM_VOCABULARY)
     return fm_err_set(err, FM_EARG, "the program's operator vocabulary is version %d; this runtime "
                       "lowers version %d", (int)p->vocabulary, FM_LLM_VOCABULARY);
-  if (p->logits < 0 || p->logits >= p->n_nodes)
-    return fm_err_set(err, FM_EARG, "the logits output is node %lld, not one of the %lld nodes",
-                      (long long)p->logits, (long long)p->n_nodes);
+  if (p->logits < -1 || p->logits >= p->n_nodes || p->embedding < -1 || p->embedding >= p->n_nodes ||
+      (p->logits < 0 && p->embedding < 0))
+    return fm_err_set(err, FM_EARG, "the outputs are nodes %lld (logits) and %lld (embedding): at least "
+                      "one of the %lld nodes (-1: none)", (long long)p->logits, (long long)p->embedding,
+                      (long long)p->n_nodes);
   const size_t n = (size_t)p->n_nodes;
-  llm_program *P = calloc(1, sizeof *P + n * (sizeof *P->nodes + sizeof *P->shape + sizeof *P->w));
+  llm_program *P = calloc(1, sizeof *P + n * (sizeof *P->nodes + sizeof *P->shape + sizeof *P->w +
+                                              sizeof *P->conv_of));
   if (!P) return fm_err_set(err, FM_ENOMEM, "out of memory for a program of %zu nodes", n);
   m->arch_data = P;
   P->n = p->n_nodes;
   P->logits = p->logits;
+  P->embedding = p->embedding;
   P->nodes = (fm_llm_node *)(void *)(P + 1);
   P->shape = (pshape *)(void *)(P->nodes + n);
   P->w = (struct ggml_tensor **)(void *)(P->shape + n);
+  P->conv_of = (int64_t *)(void *)(P->w + n); /* per slot (at most n of them) */
+  for (size_t i = 0; i < n; i++) P->conv_of[i] = -1;
   memcpy(P->nodes, p->nodes, n * sizeof *P->nodes);
   for (int64_t i = 0; i < P->n; i++) {
     const fm_llm_node *nd = &P->nodes[i];
@@ -335,8 +380,33 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
     }
     fm_status st = infer(m, P, i, err);
     if (st != FM_OK) return st;
+    /* position-wise operators keep a pooled column one column */
+    if (op_info[nd->op].rowwise && P->shape[nd->args[0]].per_pos == 2) P->shape[i].per_pos = 2;
   }
   return derive(m, P, p, err);
+}
+
+int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out) {
+  llm_program *P = m->arch_data;
+  unsigned char *only = calloc((size_t)P->n, 1); /* 1: a matrix operand so far; 2: also else */
+  if (!only) return 0;
+  for (int64_t i = 0; i < P->n; i++) {
+    const fm_llm_node *nd = &P->nodes[i];
+    for (int k = 0; k < FM_LLM_MAX_ARGS; k++) {
+      const int32_t a = nd->args[k];
+      if (a < 0 || P->nodes[a].op != FM_LLM_OP_PARAM) continue;
+      const int matrix = (nd->op == FM_LLM_OP_MATMUL && k == 1) || (nd->op == FM_LLM_OP_MOE && k >= 1);
+      only[a] = matrix && only[a] != 2 ? 1 : 2;
+    }
+  }
+  int64_t n = 0;
+  for (int64_t i = 0; i < P->n; i++)
+    if (only[i] == 1) {
+      if (out) out[n] = &P->w[i];
+      n++;
+    }
+  free(only);
+  return n;
 }
 
 /* ---- lowering ------------------------------------------------------------- */
@@ -349,6 +419,22 @@ static struct ggml_tensor *grouped(llm_build *b, struct ggml_tensor *x, struct g
   struct ggml_tensor *x3 = ggml_reshape_3d(ctx, x, y->ne[0], x->ne[0] / y->ne[0], x->ne[1]);
   x3 = mul ? ggml_mul(ctx, x3, y) : ggml_add(ctx, x3, y);
   return ggml_reshape_2d(ctx, x3, x->ne[0], x->ne[1]);
+}
+
+/* Causal depthwise convolution of x [C, n] with kernel [L, C], the state
+ * s holding the L - 1 inputs before the batch [L - 1, C] (time
+ * contiguous): the state is prepended, the last L - 1 inputs kept as the
+ * new state, and GGML's ssm_conv slides the kernel. */
+static struct ggml_tensor *conv_causal(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *kernel,
+                                       struct ggml_tensor *s) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t C = x->ne[0], n = x->ne[1], dc = kernel->ne[0] - 1;
+  struct ggml_tensor *state = ggml_reshape_2d(ctx, s, dc, C);
+  struct ggml_tensor *cat = ggml_concat(ctx, state, ggml_transpose(ctx, x), 0); /* [dc + n, C] */
+  struct ggml_tensor *last = ggml_view_2d(ctx, cat, dc, C, cat->nb[1], (size_t)n * ggml_element_size(cat));
+  ggml_build_forward_expand(b->gf, ggml_cpy(ctx, last, state));
+  struct ggml_tensor *y = ggml_ssm_conv(ctx, ggml_reshape_3d(ctx, cat, dc + n, C, 1), kernel); /* [C, n, 1] */
+  return ggml_reshape_2d(ctx, y, C, n);
 }
 
 static const int mask_kind[4] = {LLM_MASK_CAUSAL, LLM_MASK_FULL, LLM_MASK_SWA_CAUSAL, LLM_MASK_SWA_SYM};
@@ -396,6 +482,8 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   }
   case FM_LLM_OP_ROWS:
     return ggml_cont(ctx, ggml_view_2d(ctx, x, nd->ia[1], x->ne[1], x->nb[1], (size_t)nd->ia[0] * x->nb[0]));
+  case FM_LLM_OP_POOL: return llm_pool(b, x, b->pooling);
+  case FM_LLM_OP_CONV_CAUSAL: return conv_causal(b, x, in[1], b->cache->s[nd->layer]);
   default: return NULL; /* refused at load */
   }
 }
@@ -415,7 +503,15 @@ static fm_status build(llm_build *b, fm_err *err) {
   }
   /* Backwards: which nodes are used, and which compute the output rows
    * only (a position-wise node all of whose uses need those rows). */
-  need[P->logits] = b->inp_out_ids ? NEED_OUT : NEED_ALL;
+  /* the output this evaluation asks for */
+  const int64_t out = b->want_pool && P->embedding >= 0 ? P->embedding : P->logits;
+  if (out < 0) {
+    free(need);
+    free(val);
+    return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' has no %s output", b->m->arch_name,
+                      b->want_pool ? "embedding" : "logits");
+  }
+  need[out] = b->inp_out_ids && out == P->logits ? NEED_OUT : NEED_ALL;
   for (int64_t i = n - 1; i >= 0; i--) {
     if (!need[i]) continue;
     const fm_llm_node *nd = &P->nodes[i];
@@ -430,6 +526,12 @@ static fm_status build(llm_build *b, fm_err *err) {
   for (int64_t i = 0; i < n; i++) {
     if (!need[i]) continue;
     const fm_llm_node *nd = &P->nodes[i];
+    if (nd->op == FM_LLM_OP_POOL && !b->want_pool) {
+      free(need);
+      free(val);
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s': node %lld pools the positions, which only an "
+                        "embedding evaluation does", b->m->arch_name, (long long)i);
+    }
     struct ggml_tensor *in[FM_LLM_MAX_ARGS] = {0};
     for (int k = 0; k < FM_LLM_MAX_ARGS; k++) {
       const int32_t a = nd->args[k];
@@ -444,15 +546,27 @@ static fm_status build(llm_build *b, fm_err *err) {
     }
     val[i] = lower(b, P, i, in);
   }
-  struct ggml_tensor *logits = val[P->logits];
-  if (need[P->logits] == NEED_ALL) logits = llm_select_outputs(b, logits);
-  b->logits = logits;
-  /* the final states, for embeddings: the input of the logits product */
-  const fm_llm_node *ln = &P->nodes[P->logits];
-  b->hidden = ln->op == FM_LLM_OP_MATMUL ? val[ln->args[0]] : logits;
+  if (out == P->embedding) {
+    b->embedding = val[out];
+  } else {
+    b->logits = need[out] == NEED_ALL ? llm_select_outputs(b, val[out]) : val[out];
+    /* the final states, pooled for an embedding: the input of the logits
+     * product */
+    const fm_llm_node *ln = &P->nodes[out];
+    b->hidden = ln->op == FM_LLM_OP_MATMUL ? val[ln->args[0]] : b->logits;
+  }
   free(need);
   free(val);
   return FM_OK;
 }
 
-const llm_arch llm_arch_program = {"program", NULL, build, NULL};
+/* A cache slot's recurrent state: a convolution's L - 1 inputs. */
+static int64_t state_elems(const llm_model *m, int64_t il) {
+  const llm_program *P = m->arch_data;
+  const int64_t c = il < P->n ? P->conv_of[il] : -1;
+  if (c < 0) return 0;
+  const fm_llm_node *nd = &P->nodes[c];
+  return (P->shape[nd->args[1]].ne[0] - 1) * P->shape[nd->args[0]].ne[0];
+}
+
+const llm_arch llm_arch_program = {"program", NULL, build, state_elems};

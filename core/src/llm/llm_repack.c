@@ -59,6 +59,7 @@ int fm_llm_ggml_has_repack(void) {
  * extra[] (lfm2's short convolutions, gemma's dense head) stay on the
  * mapping. */
 static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
+  if (m->arch == &llm_arch_program) return llm_program_matrix_slots(m, out);
   int64_t n = 0;
   for (int64_t il = 0; il < m->hp.n_layer; il++) {
     llm_layer *l = &m->layers[il];

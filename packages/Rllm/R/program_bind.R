@@ -27,7 +27,8 @@
 
 # prog (frozen) on g (a gguf_file): list(name, op, args (n x 5, 0-based,
 # -1 none), tensor, type_class, layer, ia (n x 4), fa (n x 2), logits,
-# n_ctx_train), the arguments of C_rllm_model_new_program.
+# n_ctx_train, embedding; the outputs' nodes, -1 when absent), the
+# argument of C_rllm_model_new_program.
 .rllm_bind_native <- function(prog, g, hparams = list()) {
   w <- .rllm_weights(g)
   hp <- .rllm_bind_hparams(prog, w, hparams)
@@ -81,10 +82,15 @@
     }
     emit(node$op, args, layer = layer, ia = vapply(spec$ia, code, 0), fa = vapply(spec$fa, code, 0))
   })
-  logits <- st$val[[prog$outputs$logits]]
-  if (is.null(logits)) {
-    .rllm_program_abort("program", "program '", prog$name, "' has no 'logits' output, which the native ",
-                        "runtime evaluates", call = NULL)
+  out_node <- function(name) {
+    id <- prog$outputs[[name]]
+    if (is.null(id)) -1L else as.integer(st$val[[id]])
+  }
+  logits <- out_node("logits")
+  embedding <- out_node("embedding")
+  if (logits < 0L && embedding < 0L) {
+    .rllm_program_abort("program", "program '", prog$name, "' has neither a 'logits' nor an 'embedding' ",
+                        "output, which the native runtime evaluates", call = NULL)
   }
   rows <- st$rows
   arch <- if (!is.null(w$meta$general.architecture)) w$meta$general.architecture else prog$name
@@ -97,6 +103,7 @@
        layer = vapply(rows, `[[`, 0L, "layer"),
        ia = matrix(vapply(rows, `[[`, numeric(4), "ia"), ncol = 4L, byrow = TRUE),
        fa = matrix(vapply(rows, `[[`, numeric(2), "fa"), ncol = 2L, byrow = TRUE),
-       logits = as.integer(logits),
-       n_ctx_train = if (is.null(ctx)) 0 else as.numeric(ctx))
+       logits = logits,
+       n_ctx_train = if (is.null(ctx)) 0 else as.numeric(ctx),
+       embedding = embedding)
 }

@@ -169,7 +169,8 @@ static SEXP rllm_model_new_program(SEXP file, SEXP threads, SEXP flash_attn, SEX
     for (int k = 0; k < 2; k++) nd->fa[k] = REAL(fa)[i + k * n];
   }
   fm_llm_program prog = {CHAR(STRING_ELT(VECTOR_ELT(bound, 0), 0)), FM_LLM_VOCABULARY, (int64_t)n, nodes,
-                         Rf_asInteger(VECTOR_ELT(bound, 8)), (int64_t)Rf_asReal(VECTOR_ELT(bound, 9))};
+                         Rf_asInteger(VECTOR_ELT(bound, 8)), (int64_t)Rf_asReal(VECTOR_ELT(bound, 9)),
+                         Rf_asInteger(VECTOR_ELT(bound, 10))};
   fm_err err;
   fm_err_clear(&err);
   fm_llm_model *m = NULL;

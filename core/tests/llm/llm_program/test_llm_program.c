@@ -85,7 +85,7 @@ static void test_head(void) {
   enum { N = 5 };
   fm_llm_node nd[N_HEAD_NODES];
   head_program(nd);
-  fm_llm_program p = {"head", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0};
+  fm_llm_program p = {"head", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1};
   fm_llm_model *m = NULL;
   fm_err err;
   CHECK_OK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
@@ -133,7 +133,7 @@ done:
 static void refused(void (*change)(fm_llm_node *nd, fm_llm_program *p), fm_status st, const char *want) {
   fm_llm_node nd[N_HEAD_NODES + 4];
   head_program(nd);
-  fm_llm_program p = {"bad", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0};
+  fm_llm_program p = {"bad", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1};
   change(nd, &p);
   fm_llm_model *m = NULL;
   fm_err err;
@@ -209,9 +209,9 @@ static void test_refusals(void) {
   refused(eps, FM_EARG, "program node 3 (rms_norm): eps 2 is not in [0, 1)");
   refused(no_lowering, FM_EUNSUPPORTED, "program node 3 (crop): the operator has no native lowering yet");
   refused(version, FM_EARG, "vocabulary is version 99");
-  refused(logits, FM_EARG, "the logits output is node 8");
+  refused(logits, FM_EARG, "the outputs are nodes 8 (logits) and -1 (embedding)");
   refused(rows, FM_EARG, "program node 5 (rows): rows 60 .. 67 are not within [64, T]");
-  refused(slots, FM_EARG, "program node 6 (attention): cache slot 0 is another attention's");
+  refused(slots, FM_EARG, "program node 6 (attention): cache slot 0 is another operator's");
   refused(mask, FM_EARG, "program node 6 (attention): mask 9");
   fm_llm_model *m = NULL;
   fm_err err;
