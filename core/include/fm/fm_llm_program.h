@@ -8,8 +8,7 @@
  * order, each naming earlier nodes as its arguments. The core checks every
  * node against its operator's shape rule, binds the parameters zero-copy to
  * the mapping, and lowers the nodes to GGML operators, one graph per batch
- * shape, reused (as fm_llm_model_new's models). It knows operators, never
- * model families.
+ * shape, reused. It knows operators, never model families.
  *
  * Vocabulary version 1 (FM_LLM_VOCABULARY); shapes are GGML's [ne0, ne1],
  * ne1 the positions (T, the batch's tokens) of an activation; parameters
@@ -129,8 +128,32 @@ typedef struct fm_llm_program {
 int fm_llm_op_find(const char *name);
 const char *fm_llm_op_name(int op);
 
-/* A model that evaluates program p on file g (fm_llm_model_new_on's
- * threads, device and index). The file must outlive the model. */
+/* A model that evaluates program p on file g.
+ * n_threads: GGML worker threads of its evaluations, or 0 for each call's
+ *         (fm_threads(ctl): the stack's one setting); see
+ *         fm_llm_threads_for.
+ * device, index: FM_LLM_DEVICE_CPU (index unused): the weights stay on the
+ *         mapping. On a device (FM_LLM_DEVICE_VULKAN, device index of its
+ *         registry) every bound weight is copied once, at load, into one
+ *         buffer of the device's memory (the mapping is then no longer
+ *         read), KV caches and recurrent state are allocated in device
+ *         memory (fm_llm_cache_new), and every evaluation runs the whole
+ *         graph there: inputs (tokens, positions, masks, cache indices)
+ *         are uploaded, only the logits or the embedding are read back. No
+ *         operator falls back to the CPU: a graph with an operator the
+ *         device cannot run is refused (FM_EUNSUPPORTED naming it) before
+ *         it runs. The CPU-only paths do not apply there: the fused kernels
+ *         (fm_llm_model_set_fused_gemm) and repacking (fm_llm_model_repack)
+ *         are no-ops, the thread count is unused, and cancellation (ctl) is
+ *         polled between micro-batches only.
+ * Owns:   the result (free with fm_llm_model_free); copies p; borrows g,
+ *         which must stay open (and its mapping alive) until the model is
+ *         freed.
+ * Errors: those of the program (above); FM_EARG for n_threads < 0 or a
+ *         device index outside [0, the device count); FM_EUNSUPPORTED when
+ *         the linked GGML has no Vulkan backend (fm_llm_ggml_has_vulkan) or
+ *         it registered no device; FM_ENOMEM (also when the device has no
+ *         room for the weights). */
 FM_NODISCARD fm_status fm_llm_model_new_program(const fm_gguf *g, const fm_llm_program *p,
                                                 int n_threads, fm_llm_device device, int index,
                                                 fm_llm_model **out, fm_err *err);

@@ -44,7 +44,7 @@ static size_t layout(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv, si
       if (off_v) off_v[il] = total;
       total += sv;
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       if (off_s) off_s[il] = total;
       total += align_up((size_t)ns * sizeof(float));
@@ -77,7 +77,7 @@ static fm_status device_tensors(fm_llm_cache *c, fm_err *err) {
       c->v[il] = ggml_new_tensor_2d(c->ctx, t, c->n_cells, llm_n_embd_v_gqa(hp, il));
       any = 1;
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       c->s[il] = ggml_new_tensor_1d(c->ctx, GGML_TYPE_F32, ns);
       any = 1;
@@ -177,7 +177,7 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
         goto fail;
       }
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       c->s[il] = ggml_new_tensor_1d(c->ctx, GGML_TYPE_F32, ns);
       if (ggml_backend_tensor_alloc(c->buf, c->s[il], (char *)c->base + off[2 * L + il]) !=

@@ -1,20 +1,19 @@
-/* llm_graph.c: reusable lowerings of transformer blocks to GGML operators,
- * the standard pre-norm decoder, and evaluation (graph build, allocation by
- * ggml_gallocr into one reused compute buffer, inputs, compute on the
- * model's backend: GGML's CPU backend, or a device's, where the whole graph
- * runs and only inputs and the result cross to and from host memory).
+/* llm_graph.c: the reusable lowerings that need the runtime's state
+ * (inputs, masks, the cache's attention, experts, pooling, output rows),
+ * and evaluation (graph build by the program's lowering, llm_program.c;
+ * allocation by ggml_gallocr into one reused compute buffer, inputs,
+ * compute on the model's backend: GGML's CPU backend, or a device's, where
+ * the whole graph runs and only inputs and the result cross to and from
+ * host memory).
  *
- * The operator sequence mirrors what llama.cpp builds for the same
- * architecture (without flash attention, its default through node-llama-cpp),
- * so results agree to rounding: token embedding rows; per layer RMSNorm x w,
- * Q/K/V projections, RoPE on [head, n_head, n_tokens], keys stored F16 in
- * the cache and values stored transposed, softmax(K^T Q * scale + mask) with
- * ggml_soft_max_ext, V x probabilities, heads merged, output projection,
- * residual; the last layer keeps only the rows whose logits are wanted
- * before its feed-forward; final norm; output projection.
- * Methods: Vaswani et al. 2017 (attention), Zhang and Sennrich 2019
- * (RMSNorm), Su et al. 2021 (RoPE), Ainslie et al. 2023 (grouped-query
- * attention), Shazeer 2020 (GLU variants). */
+ * Attention follows what llama.cpp builds (without flash attention, its
+ * default through node-llama-cpp), so results agree to rounding: keys
+ * stored F16 in the cache and values stored transposed,
+ * softmax(K^T Q * scale + mask) with ggml_soft_max_ext, V x probabilities,
+ * heads merged; or flash attention for batches of LLM_FA_MIN_TOKENS.
+ * Methods: Vaswani et al. 2017 (attention), Ainslie et al. 2023
+ * (grouped-query attention), Dao et al. 2022 (flash attention), Shazeer et
+ * al. 2017 (mixtures of experts). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -24,12 +23,6 @@
 #include "llm_impl.h"
 
 /* ---- inputs ---------------------------------------------------------------- */
-
-struct ggml_tensor *llm_build_inp_embd(llm_build *b) {
-  struct ggml_tensor *x = ggml_get_rows(b->ctx, b->m->tok_embd, b->inp_tokens);
-  if (b->m->hp.embd_scale != 0.0f) x = ggml_scale(b->ctx, x, b->m->hp.embd_scale);
-  return x;
-}
 
 struct ggml_tensor *llm_build_inp_pos(llm_build *b) {
   if (!b->inp_pos) {
@@ -89,24 +82,6 @@ struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x) {
 }
 
 /* ---- lowerings ------------------------------------------------------------- */
-
-struct ggml_tensor *llm_norm(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
-                             struct ggml_tensor *bias, int kind) {
-  const llm_hparams *hp = &b->m->hp;
-  x = kind == LLM_NORM_LAYER ? ggml_norm(b->ctx, x, (float)hp->norm_eps)
-                             : ggml_rms_norm(b->ctx, x, (float)hp->norm_rms_eps);
-  if (w) x = ggml_mul(b->ctx, x, w);
-  if (bias) x = ggml_add(b->ctx, x, bias);
-  return x;
-}
-
-static struct ggml_tensor *rope(llm_build *b, struct ggml_tensor *x) {
-  const llm_hparams *hp = &b->m->hp;
-  return ggml_rope_ext(b->ctx, x, llm_build_inp_pos(b), NULL, (int)hp->n_rot,
-                       hp->rope_neox ? GGML_ROPE_TYPE_NEOX : GGML_ROPE_TYPE_NORMAL,
-                       (int)hp->n_ctx_orig, hp->rope_freq_base, hp->rope_freq_scale, 0.0f, 1.0f,
-                       32.0f, 1.0f);
-}
 
 /* Attention by GGML's operators: flash attention (b->flash_attn) or
  * explicit scores, softmax and product with V. q [hk, nh, n], kk [hk,
@@ -181,69 +156,6 @@ struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, 
   return attn_ggml(b, q, kk, vv, mk, scale);
 }
 
-struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
-                             const llm_attn_opts *o) {
-  llm_model *m = b->m;
-  const llm_hparams *hp = &m->hp;
-  const llm_layer *l = &m->layers[il];
-  struct ggml_context *ctx = b->ctx;
-  int64_t hk = hp->n_embd_head_k;
-  int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il], n = b->n_tokens;
-
-  struct ggml_tensor *q = llm_mm(b, l->wq, x);
-  if (l->bq) q = ggml_add(ctx, q, l->bq);
-  struct ggml_tensor *k = llm_mm(b, l->wk, x);
-  if (l->bk) k = ggml_add(ctx, k, l->bk);
-  struct ggml_tensor *v = llm_mm(b, l->wv, x);
-  if (l->bv) v = ggml_add(ctx, v, l->bv);
-  q = ggml_reshape_3d(ctx, q, hk, nh, n);
-  k = ggml_reshape_3d(ctx, k, hk, nkv, n);
-  if (l->attn_q_norm) q = llm_norm(b, q, l->attn_q_norm, NULL, LLM_NORM_RMS);
-  if (l->attn_k_norm) k = llm_norm(b, k, l->attn_k_norm, NULL, LLM_NORM_RMS);
-  if (!(o && o->no_rope) && hp->n_rot > 0) {
-    q = rope(b, q);
-    k = rope(b, k);
-  }
-
-  int mk = o ? o->mask : LLM_MASK_DEFAULT;
-  if (mk == LLM_MASK_DEFAULT && hp->swa_layer[il] && hp->n_swa > 0)
-    mk = hp->causal ? LLM_MASK_SWA_CAUSAL : LLM_MASK_SWA_SYM;
-  float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
-                : hp->kq_scale != 0.0f     ? hp->kq_scale
-                                           : 1.0f / sqrtf((float)hk);
-  struct ggml_tensor *cur = llm_attend(b, il, q, k, v, mk, scale);
-  cur = llm_mm(b, l->wo, cur);
-  if (l->bo) cur = ggml_add(ctx, cur, l->bo);
-  return cur;
-}
-
-static struct ggml_tensor *mm_bias(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *bias,
-                                   struct ggml_tensor *x) {
-  struct ggml_tensor *y = llm_mm(b, w, x);
-  return bias ? ggml_add(b->ctx, y, bias) : y;
-}
-
-static struct ggml_tensor *ffn_dense(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *up,
-                                     struct ggml_tensor *up_b, struct ggml_tensor *gate,
-                                     struct ggml_tensor *gate_b, struct ggml_tensor *down,
-                                     struct ggml_tensor *down_b, int kind) {
-  struct ggml_context *ctx = b->ctx;
-  struct ggml_tensor *u = mm_bias(b, up, up_b, x), *h;
-  if (gate && (kind == LLM_FFN_SWIGLU || kind == LLM_FFN_GEGLU)) {
-    struct ggml_tensor *g = mm_bias(b, gate, gate_b, x);
-    h = kind == LLM_FFN_SWIGLU ? ggml_swiglu_split(ctx, g, u) : ggml_geglu_split(ctx, g, u);
-  } else {
-    h = kind == LLM_FFN_SILU || kind == LLM_FFN_SWIGLU ? ggml_silu(ctx, u) : ggml_gelu(ctx, u);
-  }
-  return mm_bias(b, down, down_b, h);
-}
-
-struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int kind) {
-  const llm_layer *l = &b->m->layers[il];
-  return ffn_dense(b, x, l->ffn_up, l->ffn_up_b, l->ffn_gate, l->ffn_gate_b, l->ffn_down,
-                   l->ffn_down_b, kind);
-}
-
 struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *router,
                                     struct ggml_tensor *probs_b, struct ggml_tensor *gate_exps,
                                     struct ggml_tensor *up_exps, struct ggml_tensor *down_exps,
@@ -278,62 +190,6 @@ struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct 
   }
   if (nu == 1) out = ggml_cont(ctx, out);
   return out;
-}
-
-struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
-                            const llm_moe_opts *o) {
-  const llm_layer *l = &b->m->layers[il];
-  struct ggml_tensor *out = llm_moe_experts(b, x, l->ffn_gate_inp, l->ffn_exp_probs_b, l->ffn_gate_exps,
-                                            l->ffn_up_exps, l->ffn_down_exps, b->m->hp.n_expert_used, o);
-  if (l->ffn_up_shexp) {
-    struct ggml_tensor *sh = ffn_dense(b, x, l->ffn_up_shexp, NULL, l->ffn_gate_shexp, NULL,
-                                       l->ffn_down_shexp, NULL, LLM_FFN_SWIGLU);
-    if (l->ffn_gate_inp_shexp)
-      sh = ggml_mul(b->ctx, sh, ggml_sigmoid(b->ctx, llm_mm(b, l->ffn_gate_inp_shexp, x)));
-    out = ggml_add(b->ctx, out, sh);
-  }
-  return out;
-}
-
-fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err) {
-  llm_model *m = b->m;
-  struct ggml_context *ctx = b->ctx;
-  struct ggml_tensor *x = llm_build_inp_embd(b);
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    struct ggml_tensor *res = x;
-    struct ggml_tensor *cur = llm_norm(b, x, l->attn_norm, l->attn_norm_b, o->norm);
-    cur = llm_attn(b, il, cur, &o->attn);
-    if (l->attn_post_norm) cur = llm_norm(b, cur, l->attn_post_norm, NULL, o->norm);
-    if (il == m->hp.n_layer - 1) {
-      cur = llm_select_outputs(b, cur);
-      res = llm_select_outputs(b, res);
-    }
-    struct ggml_tensor *ffn_in = ggml_add(ctx, cur, res);
-    cur = llm_norm(b, ffn_in, l->ffn_norm, l->ffn_norm_b, o->norm);
-    if (l->ffn_gate_inp) {
-      cur = llm_moe(b, il, cur, &o->moe);
-    } else {
-      if ((o->ffn == LLM_FFN_SWIGLU || o->ffn == LLM_FFN_GEGLU) && !l->ffn_gate)
-        return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.ffn_gate.weight' is missing (architecture %s)",
-                          (long long)il, m->arch_name);
-      cur = llm_ffn(b, il, cur, o->ffn);
-    }
-    if (l->ffn_post_norm) cur = llm_norm(b, cur, l->ffn_post_norm, NULL, o->norm);
-    x = ggml_add(ctx, cur, ffn_in);
-  }
-  b->hidden = llm_norm(b, x, m->output_norm, m->output_norm_b, o->norm);
-  return FM_OK;
-}
-
-fm_status llm_build_llama_decoder(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  o.moe.gating_sigmoid = 0;
-  o.moe.norm_weights = 1;
-  o.moe.act = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
 }
 
 /* ---- evaluation ------------------------------------------------------------ */
@@ -497,22 +353,11 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
       b->inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
       ggml_set_input(b->inp_out_ids);
     }
-    st = m->arch->build(b, err);
+    st = llm_program_build(b, err);
     if (st != FM_OK) goto fail;
-    struct ggml_tensor *res;
-    if (embed && b->embedding) {
-      res = b->embedding;
-    } else if (embed) {
-      res = llm_pool(b, b->hidden, pooling);
-      if (b->pool_proj) res = b->pool_proj(b, res);
-    } else {
-      res = b->logits ? b->logits : llm_mm(b, m->output, b->hidden);
-      if (!b->logits && m->hp.final_softcap > 0.0f) {
-        res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
-        res = ggml_tanh(ctx, res);
-        res = ggml_scale(ctx, res, m->hp.final_softcap);
-      }
-    }
+    /* the program's result: logits, its embedding, or its final states
+     * pooled */
+    struct ggml_tensor *res = !embed ? b->logits : b->embedding ? b->embedding : llm_pool(b, b->hidden, pooling);
     ggml_set_output(res);
     ggml_build_forward_expand(b->gf, res);
     b->result = res;

@@ -3,7 +3,7 @@
  * bound zero-copy, the model's runtime facts (cache slots, head sizes, the
  * vocabulary) derived from the nodes; at evaluation one lowering per
  * operator to GGML, reusing the runtime's (llm_mm, llm_attend,
- * llm_moe_experts). The program lives in m->arch_data, one allocation. */
+ * llm_moe_experts). The program lives in m->prog, one allocation. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,11 +263,9 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
   hp->n_head_kv = calloc((size_t)slots, sizeof *hp->n_head_kv);
   hp->n_ff = calloc((size_t)slots, sizeof *hp->n_ff);
   hp->swa_layer = calloc((size_t)slots, 1);
-  m->layers = calloc((size_t)slots, sizeof *m->layers);
-  if (!hp->n_head || !hp->n_head_kv || !hp->n_ff || !hp->swa_layer || !m->layers)
+  if (!hp->n_head || !hp->n_head_kv || !hp->n_ff || !hp->swa_layer)
     return fm_err_set(err, FM_ENOMEM, "out of memory for %lld cache slots", (long long)slots);
   hp->rope_freq_base = 10000.0f;
-  hp->rope_freq_scale = 1.0f;
   hp->pooling = -1;
   hp->n_ctx_train = p->n_ctx_train > 0 ? p->n_ctx_train : 0;
   for (int64_t i = 0; i < P->n; i++) {
@@ -354,7 +352,7 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
   llm_program *P = calloc(1, sizeof *P + n * (sizeof *P->nodes + sizeof *P->shape + sizeof *P->w +
                                               sizeof *P->conv_of));
   if (!P) return fm_err_set(err, FM_ENOMEM, "out of memory for a program of %zu nodes", n);
-  m->arch_data = P;
+  m->prog = P;
   P->n = p->n_nodes;
   P->logits = p->logits;
   P->embedding = p->embedding;
@@ -387,7 +385,7 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
 }
 
 int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out) {
-  llm_program *P = m->arch_data;
+  llm_program *P = m->prog;
   unsigned char *only = calloc((size_t)P->n, 1); /* 1: a matrix operand so far; 2: also else */
   if (!only) return 0;
   for (int64_t i = 0; i < P->n; i++) {
@@ -491,8 +489,8 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
 /* need[]: 0 unused, 1 the output rows only, 2 every position. */
 enum { NEED_NONE = 0, NEED_OUT = 1, NEED_ALL = 2 };
 
-static fm_status build(llm_build *b, fm_err *err) {
-  const llm_program *P = b->m->arch_data;
+fm_status llm_program_build(llm_build *b, fm_err *err) {
+  const llm_program *P = b->m->prog;
   const int64_t n = P->n;
   unsigned char *need = calloc((size_t)n, 1);
   struct ggml_tensor **val = calloc((size_t)n * 2, sizeof *val), **sel = val + n;
@@ -561,12 +559,10 @@ static fm_status build(llm_build *b, fm_err *err) {
 }
 
 /* A cache slot's recurrent state: a convolution's L - 1 inputs. */
-static int64_t state_elems(const llm_model *m, int64_t il) {
-  const llm_program *P = m->arch_data;
+int64_t llm_program_state_elems(const llm_model *m, int64_t il) {
+  const llm_program *P = m->prog;
   const int64_t c = il < P->n ? P->conv_of[il] : -1;
   if (c < 0) return 0;
   const fm_llm_node *nd = &P->nodes[c];
   return (P->shape[nd->args[1]].ne[0] - 1) * P->shape[nd->args[0]].ne[0];
 }
-
-const llm_arch llm_arch_program = {"program", NULL, build, state_elems};

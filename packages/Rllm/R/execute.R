@@ -89,7 +89,7 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
          else NULL
     if (is.null(v)) {
       .rllm_program_abort("program", "hyperparameter '", nm, "': metadata key '", key, "' is missing ",
-                          "and it has no default", call = NULL)
+                          "and it has no default", call = NULL, status = "eformat")
     }
     hp[[nm]] <- v
   }
@@ -192,8 +192,8 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
     if (st$w$has(alias)) return(alias)
   }
   if (isTRUE(decl$optional)) return(NULL)
-  .rllm_program_abort("program", what, ": tensor '", name, "' (parameter '", pattern, "') is missing",
-                      call = NULL)
+  .rllm_program_abort("program", what, ": tensor '", name, "' is missing (parameter '", pattern, "')",
+                      call = NULL, status = "eformat")
 }
 
 # A parameter's tensor name: each {expr} replaced by its value.

@@ -39,6 +39,7 @@
   st$prog <- prog
   st$rows <- list()
   st$slot <- 0L
+  st$free <- new.env(parent = emptyenv())
   emit <- function(op, args = integer(), tensor = 0, type_class = 0L, layer = -1L, ia = numeric(),
                    fa = numeric()) {
     st$rows[[length(st$rows) + 1L]] <- list(op = op, args = c(args, rep(-1L, 5L - length(args))),
@@ -57,7 +58,7 @@
       return(emit("input", tensor = .rllm_native_inputs[[kind]]))
     }
     if (node$op == "param") {
-      name <- .rllm_resolve_param(st, node$attrs$pattern, env, what)
+      name <- .rllm_bind_param(st, node$attrs$pattern, env, what)
       if (is.null(name)) return(NA_integer_)
       types <- prog$params[[node$attrs$pattern]]$types
       tc <- if (length(types) && types[1L] %in% names(.rllm_native_types)) .rllm_native_types[[types[1L]]] else 0L

@@ -65,9 +65,12 @@
   walk(str2lang(text))
 }
 
-.rllm_program_abort <- function(kind, ..., call = NULL) {
+# A classed error: rllm_error_<kind>, rllm_error_program and
+# fm_error_<status> (earg: the program is wrong; eformat: the file does not
+# fit it).
+.rllm_program_abort <- function(kind, ..., call = NULL, status = "earg") {
   msg <- paste0(...)
-  stop(structure(class = c(paste0("rllm_error_", kind), "rllm_error_program", "fm_error_earg", "fm_error",
-                           "error", "condition"),
+  stop(structure(class = unique(c(paste0("rllm_error_", kind), "rllm_error_program",
+                                  paste0("fm_error_", status), "fm_error", "error", "condition")),
                  list(message = msg, call = call)))
 }

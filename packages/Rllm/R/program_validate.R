@@ -115,58 +115,45 @@ rllm_validate <- function(program, weights = NULL, hparams = list()) {
 # Walk every iteration and branch taken with the file's hyperparameters:
 # each parameter present (or optional or aliased), of its declared shape.
 .rllm_validate_weights <- function(prog, w, given) {
-  hp <- .rllm_bind_hparams(prog, w, given)
-  free <- new.env(parent = emptyenv())
-  dims_of <- function(name) {
-    if (is.null(w$dir)) return(NULL)
-    r <- w$dir[w$dir$name == name, ]
-    c(r$ne0, r$ne1, r$ne2, r$ne3)[seq_len(r$n_dims)]
+  st <- new.env(parent = emptyenv())
+  st$val <- list()
+  st$w <- w
+  st$prog <- prog
+  st$free <- new.env(parent = emptyenv())
+  .rllm_walk(st, prog$nodes, .rllm_bind_hparams(prog, w, given), character(), function(node, what, env) {
+    if (node$op == "param") .rllm_bind_param(st, node$attrs$pattern, env, what)
+    NULL
+  })
+}
+
+# The file's tensor for a parameter here (its pattern's, else its alias's;
+# NULL when absent and optional), checked against the declared shape:
+# each dimension's expression, over the hyperparameters, the loop
+# variables and free names (a name bound nowhere takes the file's extent
+# the first time, st$free, and must match it after). Errors name the
+# tensor (rllm_error_program, fm_error_eformat: the file does not fit the
+# program).
+.rllm_bind_param <- function(st, pattern, env, what) {
+  name <- .rllm_resolve_param(st, pattern, env, what)
+  if (is.null(name) || is.null(st$w$dir)) return(name)
+  r <- st$w$dir[st$w$dir$name == name, ]
+  got <- c(r$ne0, r$ne1, r$ne2, r$ne3)[seq_len(r$n_dims)]
+  want <- st$prog$params[[pattern]]$shape
+  bad <- function(...) {
+    .rllm_program_abort("program", what, ": tensor '", name, "' has shape [", paste(got, collapse = ", "),
+                        "], but parameter '", pattern, "' declares ", ..., status = "eformat")
   }
-  walk <- function(nodes, env) {
-    for (n in nodes) {
-      what <- sprintf("node %s (%s)", n$id, n$op)
-      if (n$op == "loop") {
-        for (it in seq_len(.rllm_expr_eval(n$attrs$over, env, paste(what, "count"))) - 1L) {
-          env[[n$attrs$var]] <- it
-          walk(n$body, env)
-        }
-        env[[n$attrs$var]] <- NULL
-      } else if (n$op == "when") {
-        walk(if (isTRUE(.rllm_expr_eval(n$attrs$cond, env, paste(what, "condition")))) n$yes else n$no, env)
-      } else if (n$op == "param") {
-        decl <- prog$params[[n$attrs$pattern]]
-        name <- .rllm_param_name(n$attrs$pattern, env)
-        if (!w$has(name) && !is.null(decl$alias)) name <- .rllm_param_name(decl$alias, env)
-        if (!w$has(name)) {
-          if (isTRUE(decl$optional)) next
-          .rllm_program_abort("program", what, ": tensor '", .rllm_param_name(n$attrs$pattern, env),
-                              "' (parameter '", n$attrs$pattern, "') is missing")
-        }
-        got <- dims_of(name)
-        if (is.null(got)) next
-        want <- decl$shape
-        if (length(got) != length(want) && !(length(want) == 1L && length(got) == 1L)) {
-          .rllm_program_abort("program", what, ": tensor '", name, "' has ", length(got), " dimensions [",
-                              paste(got, collapse = ", "), "], parameter '", n$attrs$pattern, "' declares ",
-                              length(want), " [", paste(want, collapse = ", "), "]")
-        }
-        for (d in seq_along(want)) {
-          e <- str2lang(want[d])
-          v <- if (is.name(e) && !as.character(e) %in% c(names(env), names(hp))) {
-            nm <- as.character(e)
-            if (is.null(free[[nm]])) assign(nm, got[d], envir = free)
-            free[[nm]]
-          } else {
-            .rllm_expr_eval(want[d], c(env, as.list(free)), paste0("parameter '", n$attrs$pattern, "' shape"))
-          }
-          if (!isTRUE(all.equal(as.numeric(v), as.numeric(got[d])))) {
-            .rllm_program_abort("program", what, ": tensor '", name, "' is [", paste(got, collapse = ", "),
-                                "], but parameter '", n$attrs$pattern, "' declares dimension ", d, " = ",
-                                want[d], " = ", v)
-          }
-        }
-      }
+  if (length(got) != length(want)) bad(length(want), " dimensions [", paste(want, collapse = ", "), "]")
+  for (d in seq_along(want)) {
+    e <- str2lang(want[d])
+    v <- if (is.name(e) && !as.character(e) %in% names(env)) {
+      nm <- as.character(e)
+      if (is.null(st$free[[nm]])) assign(nm, got[d], envir = st$free)
+      st$free[[nm]]
+    } else {
+      .rllm_expr_eval(want[d], c(env, as.list(st$free)), paste0("parameter '", pattern, "' shape"))
     }
+    if (!isTRUE(all.equal(as.numeric(v), as.numeric(got[d])))) bad("dimension ", d, " = ", want[d], " = ", v)
   }
-  walk(prog$nodes, hp)
+  name
 }

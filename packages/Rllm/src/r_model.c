@@ -108,25 +108,6 @@ static int effective_threads(const fm_llm_model *m) {
 
 /* ---- models ------------------------------------------------------------- */
 
-static SEXP wrap_model(fm_llm_model *m, SEXP file, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
-                       const char *lab);
-
-/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, fused_gemm, label,
- *       device, index): device 0 CPU, 1 Vulkan (fm_llm_device), index its device. */
-static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
-                           SEXP label, SEXP device, SEXP index) {
-  const fm_gguf *g = Rgguf_file(file);
-  int nt = Rf_asInteger(threads);
-  const char *lab = CHAR(STRING_ELT(label, 0));
-  fm_err err;
-  fm_err_clear(&err);
-  fm_llm_model *m = NULL;
-  if (fm_llm_model_new_on(g, nt, (fm_llm_device)Rf_asInteger(device), Rf_asInteger(index), &m,
-                          &err) != FM_OK)
-    Rfmalloc_raise_err(&err, lab);
-  return wrap_model(m, file, flash_attn, repack, fused_gemm, lab);
-}
-
 /* A model's R pointer (keeping its file alive), its switches set. */
 static SEXP wrap_model(fm_llm_model *m, SEXP file, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
                        const char *lab) {
@@ -504,7 +485,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 8), CALLDEF(rllm_model_new_program, 9),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

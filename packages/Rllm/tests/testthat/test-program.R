@@ -148,7 +148,7 @@ test_that("programs refuse what they cannot mean, naming it", {
     rllm_output(p, "y", op_matmul(x, rllm_param(p, "w", c(1, 1))))
   }))
   expect_error(rllm_execute(prog, list(v = 1), list(x = matrix(1))),
-               "node n2 \\(param\\): tensor 'w' \\(parameter 'w'\\) is missing", class = "rllm_error_program")
+               "node n2 \\(param\\): tensor 'w' is missing \\(parameter 'w'\\)", class = "rllm_error_program")
   expect_error(rllm_execute(prog, list(w = 1), list()), "input 'x' \\(sequence\\) was not given",
                class = "rllm_error_program")
 })
@@ -169,11 +169,11 @@ test_that("rllm_validate passes the shipped programs on their files and names wh
   on.exit(unlink(f), add = TRUE)
   arch_gguf_write("qwen2", f, drop = "blk.1.ffn_up.weight")
   expect_error(rllm_validate(Rllm:::.rllm_program_qwen2(), f),
-               "tensor 'blk.1.ffn_up.weight' \\(parameter 'blk.\\{i\\}.ffn_up.weight'\\) is missing",
-               class = "rllm_error_program")
+               "tensor 'blk.1.ffn_up.weight' is missing \\(parameter 'blk.\\{i\\}.ffn_up.weight'\\)",
+               class = "fm_error_eformat")
   expect_error(rllm_validate(prog, path, hparams = list(n_embd = 32)),
-               "tensor 'token_embd.weight' is \\[64, 512\\], but parameter 'token_embd.weight' declares dimension 1",
-               class = "rllm_error_program")
+               "tensor 'token_embd.weight' has shape \\[64, 512\\], but parameter 'token_embd.weight' declares dimension 1",
+               class = "fm_error_eformat")
   # an unknown operator, a cycle, an attribute reading an unknown name
   bad <- prog
   bad$nodes[[4]]$op <- "frobnicate"
