@@ -91,7 +91,17 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
       .rllm_program_abort("program", "hyperparameter '", nm, "': metadata key '", key, "' is missing ",
                           "and it has no default", call = NULL, status = "eformat")
     }
+    from_file <- is.null(given[[nm]]) && !is.null(key) && !is.null(w$meta[[key]])
+    if (from_file && is.numeric(v) && !all(is.finite(v))) {
+      .rllm_program_abort("program", "metadata key '", key, "' is ", tolower(format(v[!is.finite(v)][1L])),
+                          ", expected a finite number", call = NULL, status = "eformat")
+    }
     hp[[nm]] <- v
+    if (from_file && !is.null(h$valid) &&
+        !isTRUE(all(.rllm_expr_eval(h$valid, hp, paste0("hyperparameter '", nm, "' valid"))))) {
+      .rllm_program_abort("program", "metadata key '", key, "' is ", paste(format(v), collapse = ", "),
+                          ", which breaks ", h$valid, call = NULL, status = "eformat")
+    }
   }
   hp
 }

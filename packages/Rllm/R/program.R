@@ -140,8 +140,11 @@ rllm_freeze <- function(program) {
 #'   key is required).
 #' @param per_layer `TRUE` for a per-layer hyperparameter (GGUF stores a
 #'   scalar, broadcast to every layer, or an array of one value per layer).
+#' @param valid an expression over the hyperparameters bound so far and
+#'   this one (e.g. `"eps >= 0 & eps < 1"`) that a value read from the file
+#'   must satisfy (every element, per layer); values must be finite.
 #' @export
-rllm_hparam <- function(p, name, key = NULL, default = NULL, per_layer = FALSE) {
+rllm_hparam <- function(p, name, key = NULL, default = NULL, per_layer = FALSE, valid = NULL) {
   b <- .rllm_builder_of(p)
   .rllm_check_name(name, "hyperparameter", b$hparams)
   if (is.null(key) && is.null(default)) {
@@ -149,7 +152,8 @@ rllm_hparam <- function(p, name, key = NULL, default = NULL, per_layer = FALSE) 
                         call = sys.call())
   }
   b$hparams[[name]] <- list(key = key, default = .rllm_expr_text(default, paste0("hyperparameter '", name, "' default")),
-                            per_layer = isTRUE(per_layer))
+                            per_layer = isTRUE(per_layer),
+                            valid = .rllm_expr_text(valid, paste0("hyperparameter '", name, "' valid")))
   invisible(name)
 }
 

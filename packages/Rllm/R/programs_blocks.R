@@ -6,14 +6,25 @@
 # The hyperparameters every decoder reads (GGUF keys as llama.cpp reads
 # them; per-layer head counts may be arrays, as LFM2's are).
 .rllm_decoder_hparams <- function(p) {
-  rllm_hparam(p, "n_embd", "{arch}.embedding_length")
-  rllm_hparam(p, "n_layer", "{arch}.block_count")
-  rllm_hparam(p, "n_head", "{arch}.attention.head_count", per_layer = TRUE)
-  rllm_hparam(p, "n_head_kv", "{arch}.attention.head_count_kv", default = "n_head", per_layer = TRUE)
-  rllm_hparam(p, "head_dim", "{arch}.attention.key_length", default = "n_embd %/% n_head[0]")
-  rllm_hparam(p, "n_rot", "{arch}.rope.dimension_count", default = "head_dim")
-  rllm_hparam(p, "rope_base", "{arch}.rope.freq_base", default = 10000)
-  rllm_hparam(p, "eps", "{arch}.attention.layer_norm_rms_epsilon", default = 1e-5)
+  rllm_hparam(p, "n_embd", "{arch}.embedding_length", valid = "n_embd >= 1")
+  rllm_hparam(p, "n_layer", "{arch}.block_count", valid = "n_layer >= 1 & n_layer <= 4096")
+  rllm_hparam(p, "n_head", "{arch}.attention.head_count", per_layer = TRUE, valid = "n_head >= 0")
+  rllm_hparam(p, "n_head_kv", "{arch}.attention.head_count_kv", default = "n_head", per_layer = TRUE,
+              valid = "n_head_kv >= 0 & n_head_kv <= n_head")
+  rllm_hparam(p, "head_dim", "{arch}.attention.key_length", default = "n_embd %/% max(n_head)",
+              valid = "head_dim >= 1")
+  rllm_hparam(p, "n_rot", "{arch}.rope.dimension_count", default = "head_dim",
+              valid = "n_rot >= 0 & n_rot <= head_dim & n_rot %% 2 == 0")
+  rllm_hparam(p, "rope_base", "{arch}.rope.freq_base", default = 10000, valid = "rope_base > 0")
+  rllm_hparam(p, "eps", "{arch}.attention.layer_norm_rms_epsilon", default = 1e-5, valid = "eps >= 0 & eps < 1")
+}
+
+# The hyperparameters of a mixture of experts (none: n_expert 0).
+.rllm_moe_hparams <- function(p, required = FALSE) {
+  rllm_hparam(p, "n_expert", "{arch}.expert_count", default = if (!required) 0, valid = "n_expert >= 0")
+  rllm_hparam(p, "n_expert_used", "{arch}.expert_used_count", default = if (!required) 0,
+              valid = "n_expert_used >= 0 & n_expert_used <= n_expert")
+  rllm_hparam(p, "n_ff_exp", "{arch}.expert_feed_forward_length", default = if (!required) 0)
 }
 
 # A layer's tensor blk.{i}.<t>.
@@ -22,13 +33,15 @@
 # RMSNorm of x times the weight `t` (GGML's rms_norm then mul).
 .rllm_rms <- function(p, x, t, shape = "n_embd") op_rms_norm(x, "eps") * .rllm_blk(p, t, shape, types = "f32")
 
-# Self-attention of layer i on normed x: Q/K/V (optional biases), per-head
+# Self-attention of layer i on normed x: Q/K/V (biases optional or
+# required), per-head
 # Q/K RMSNorm when qk_norm, rotary positions (base the expression
 # rope_base), grouped-query attention (mask and window as op_attention's),
 # output projection.
 .rllm_attention_block <- function(p, x, pos, rope_mode, qk_norm, rope_base = "rope_base",
-                                  mask = "causal", window = 0) {
-  opt <- function(t, shape) .rllm_blk(p, t, shape, types = "f32", optional = TRUE)
+                                  mask = "causal", window = 0, bias = c("optional", "required")) {
+  optional <- match.arg(bias) == "optional"
+  opt <- function(t, shape) .rllm_blk(p, t, shape, types = "f32", optional = optional)
   head_norm <- function(x, t) {
     if (qk_norm) op_rms_norm(x, "eps", group = "head_dim") * .rllm_blk(p, t, "head_dim", types = "f32")
     else x
@@ -50,6 +63,16 @@
   gated(op_matmul(x, .rllm_blk(p, "ffn_gate.weight", c("n_embd", "n_ff"))),
         op_matmul(x, .rllm_blk(p, "ffn_up.weight", c("n_embd", "n_ff")))) |>
     op_matmul(.rllm_blk(p, "ffn_down.weight", c("n_ff", "n_embd")))
+}
+
+# Mixture-of-experts feed-forward of layer i on normed x (.rllm_moe_hparams):
+# a softmax router, the n_expert_used most probable SwiGLU experts, their
+# weights renormalized.
+.rllm_moe_block <- function(p, x) {
+  op_moe(x, .rllm_blk(p, "ffn_gate_inp.weight", c("n_embd", "n_expert")),
+         .rllm_blk(p, "ffn_gate_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
+         .rllm_blk(p, "ffn_up_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
+         .rllm_blk(p, "ffn_down_exps.weight", c("n_ff_exp", "n_embd", "n_expert")), "n_expert_used")
 }
 
 # Final norm (weight `norm`) and the output matrix (tied to the embedding

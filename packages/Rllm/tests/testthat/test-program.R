@@ -171,7 +171,7 @@ test_that("rllm_validate passes the shipped programs on their files and names wh
   expect_error(rllm_validate(Rllm:::.rllm_program_qwen2(), f),
                "tensor 'blk.1.ffn_up.weight' is missing \\(parameter 'blk.\\{i\\}.ffn_up.weight'\\)",
                class = "fm_error_eformat")
-  expect_error(rllm_validate(prog, path, hparams = list(n_embd = 32)),
+  expect_error(rllm_validate(prog, path, hparams = list(n_embd = 32, head_dim = 8)),
                "tensor 'token_embd.weight' has shape \\[64, 512\\], but parameter 'token_embd.weight' declares dimension 1",
                class = "fm_error_eformat")
   # an unknown operator, a cycle, an attribute reading an unknown name
