@@ -235,7 +235,7 @@ static void w_add(w_tensors *w, int64_t ne0, int64_t ne1, double scale, const ch
 /* A random-weight lfm2 model (n_embd 64; layers 0, 1 and 3 short
  * convolutions of width 3, layer 2 attention with 4 heads / 2 KV heads of
  * 16; tied output) written to path with F32 weights: the names and keys
- * llm_arch_lfm2.c reads. 1 when written. */
+ * Rllm's lfm2 program reads. 1 when written. */
 static int write_lfm2(const char *path) {
   enum { E = 64, V = 512, FF = 128, L = 3, NL = 4, HD = 16 };
   static const int32_t kv_heads[NL] = {0, 0, 2, 0};
@@ -528,8 +528,8 @@ done:
   free(b);
 }
 
-/* fm_llm_model_new_on and the device listing (fm_llm_ggml.h). On the CPU
- * it is fm_llm_model_new: the same logits, bit for bit. A device kind the
+/* Models on a device and the device listing (fm_llm_ggml.h). On the CPU
+ * device the same logits as the default model, bit for bit. A device kind the
  * linked GGML lacks is FM_EUNSUPPORTED naming the remedy; a Vulkan build
  * with devices (`make test-vulkan`'s library; not ctest's, which links the
  * project's CPU build) also runs the model there: finite logits, caches in
