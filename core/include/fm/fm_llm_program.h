@@ -35,7 +35,10 @@
  *   SILU, GELU, SOFTMAX (x); LEAKY_RELU (x) fa[0] = slope
  *   SWIGLU, GEGLU (gate, up: equal shapes)
  *   MOE         (x [E, T], router [E, n], gate, up [E, ff, n], down [ff,
- *               E, n]) ia[0] = experts per position, ia[1] = renormalize
+ *               E, n], optional selection bias [n] F32) ia[0] = experts per
+ *               position, ia[1] = renormalize, ia[2] = gating (1 softmax,
+ *               2 sigmoid: llama.cpp's expert_gating_func); the bias is
+ *               added to the probabilities for the choice only
  *   ROWS        (x [a, T]) ia[0] = start, ia[1] = count -> [count, T]
  *   POOL        (x [a, T]) -> [a, 1]: the evaluation's pooling (fm_llm_embed;
  *               by default ia[0]: 1 mean, 2 the first position, 3 the last)
@@ -69,7 +72,7 @@
 #include "fm/fm_llm.h"
 
 #define FM_LLM_VOCABULARY 1
-#define FM_LLM_MAX_ARGS 5
+#define FM_LLM_MAX_ARGS 6
 
 typedef enum fm_llm_op {
   FM_LLM_OP_INPUT = 0,

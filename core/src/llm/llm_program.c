@@ -31,7 +31,7 @@ static const struct {
     [FM_LLM_OP_ATTENTION] = {4, 0, 0},  [FM_LLM_OP_SILU] = {1, 0, 1},
     [FM_LLM_OP_GELU] = {1, 0, 1},       [FM_LLM_OP_SWIGLU] = {2, 0, 1},
     [FM_LLM_OP_GEGLU] = {2, 0, 1},      [FM_LLM_OP_POOL] = {1, 0, 0},
-    [FM_LLM_OP_MOE] = {5, 0, 1},        [FM_LLM_OP_ROWS] = {1, 0, 1},
+    [FM_LLM_OP_MOE] = {5, 1, 1},        [FM_LLM_OP_ROWS] = {1, 0, 1},
     [FM_LLM_OP_CONV_CAUSAL] = {2, 0, 0}, [FM_LLM_OP_CONV1D] = {2, 1, 0},
     [FM_LLM_OP_BATCHNORM] = {5, 0, 1},  [FM_LLM_OP_LEAKY_RELU] = {1, 0, 1},
     [FM_LLM_OP_CROP] = {1, 0, 0},       [FM_LLM_OP_SOFTMAX] = {1, 0, 1}};
@@ -210,14 +210,16 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     return FM_OK;
   }
   case FM_LLM_OP_MOE: {
-    const pshape *g = arg_shape(P, nd, 2), *u = arg_shape(P, nd, 3), *d = arg_shape(P, nd, 4);
+    const pshape *g = arg_shape(P, nd, 2), *u = arg_shape(P, nd, 3), *d = arg_shape(P, nd, 4),
+                 *bias = arg_shape(P, nd, 5);
     const int64_t E = a && a->per_pos ? a->ne[0] : -1, ne = b && !b->per_pos ? b->ne[1] : -1;
     if (!is_act(a, -1) || !is_param(b, E, -1, 0) || !is_param(g, E, -1, ne) ||
         !is_param(u, E, g->ne[1], ne) || !is_param(d, g->ne[1], E, ne) || nd->ia[0] < 1 || nd->ia[0] > ne ||
-        (nd->ia[1] != 0 && nd->ia[1] != 1))
+        (nd->ia[1] != 0 && nd->ia[1] != 1) || (nd->ia[2] != 1 && nd->ia[2] != 2) ||
+        (bias && (!is_param(bias, ne, 0, 0) || P->w[nd->args[5]]->type != GGML_TYPE_F32)))
       return NODE_ERR(FM_EARG, i, nd, "expected x [E, T], router [E, n], gate and up [E, ff, n], down "
-                      "[ff, E, n] and 1..n experts per position; x is %s, router %s", shape_str(a, s0, 96),
-                      shape_str(b, s1, 96));
+                      "[ff, E, n], an F32 bias [n] or none, 1..n experts per position and gating 1 or 2; "
+                      "x is %s, router %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
     o->ne[0] = E;
     return FM_OK;
   }
@@ -475,8 +477,8 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   case FM_LLM_OP_SWIGLU: return ggml_swiglu_split(ctx, x, in[1]);
   case FM_LLM_OP_GEGLU: return ggml_geglu_split(ctx, x, in[1]);
   case FM_LLM_OP_MOE: {
-    llm_moe_opts o = {0, (int)nd->ia[1], 0.0f, LLM_FFN_SWIGLU};
-    return llm_moe_experts(b, x, in[1], NULL, in[2], in[3], in[4], nd->ia[0], &o);
+    llm_moe_opts o = {nd->ia[2] == 2, (int)nd->ia[1], 0.0f, LLM_FFN_SWIGLU};
+    return llm_moe_experts(b, x, in[1], in[5], in[2], in[3], in[4], nd->ia[0], &o);
   }
   case FM_LLM_OP_ROWS:
     return ggml_cont(ctx, ggml_view_2d(ctx, x, nd->ia[1], x->ne[1], x->nb[1], (size_t)nd->ia[0] * x->nb[0]));

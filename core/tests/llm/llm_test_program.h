@@ -45,7 +45,7 @@ static inline int32_t llm_tp_add(llm_tp *t, int op, int a0, int a1, int a2, int 
   fm_llm_node *n = &t->nd[t->n];
   memset(n, 0, sizeof *n);
   n->op = op;
-  const int a[FM_LLM_MAX_ARGS] = {a0, a1, a2, a3, -1};
+  const int a[FM_LLM_MAX_ARGS] = {a0, a1, a2, a3, -1, -1};
   for (int k = 0; k < FM_LLM_MAX_ARGS; k++) n->args[k] = a[k];
   n->layer = -1;
   return (int32_t)t->n++;

@@ -195,7 +195,7 @@ rllm_threads <- function() {
 #'   No effect on a device (`info$fused_gemm` is then `FALSE`).
 #' @param program the model's architecture program ([rllm_program()], or
 #'   frozen): `NULL` (the default) takes the one shipped for the file's
-#'   `general.architecture` (llama, qwen2, qwen3, qwen3moe, lfm2,
+#'   `general.architecture` (llama, qwen2, qwen3, qwen3moe, lfm2, lfm2moe,
 #'   gemma-embedding). Its parameters are bound to the file's tensors
 #'   (zero-copy) and its operators lowered to GGML (docs/programs.md).
 #' @param device `"cpu"` (the default): the weights stay on the file's
@@ -766,7 +766,8 @@ rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed
 # general.architecture; frozen once per session.
 .rllm_shipped <- c(llama = ".rllm_program_llama", qwen2 = ".rllm_program_qwen2",
                    qwen3 = ".rllm_program_qwen3", qwen3moe = ".rllm_program_qwen3moe",
-                   lfm2 = ".rllm_program_lfm2", "gemma-embedding" = ".rllm_program_gemma_embedding")
+                   lfm2 = ".rllm_program_lfm2", lfm2moe = ".rllm_program_lfm2moe",
+                   "gemma-embedding" = ".rllm_program_gemma_embedding")
 .rllm_frozen <- new.env(parent = emptyenv())
 
 .rllm_shipped_program <- function(g, label) {

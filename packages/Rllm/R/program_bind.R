@@ -13,7 +13,7 @@
   rope = list(ia = c("n_head", "n_rot", "mode"), fa = c("base", "freq_scale")),
   attention = list(ia = c("n_head", "n_head_kv", "mask", "window"), fa = "scale"),
   pool = list(ia = "type"),
-  moe = list(ia = c("n_used", "norm")),
+  moe = list(ia = c("n_used", "norm", "gating")),
   rows = list(ia = c("start", "count")),
   conv1d = list(ia = "dilation"),
   batchnorm = list(fa = "eps"),
@@ -25,7 +25,7 @@
 .rllm_native_inputs <- c(token_ids = 0, positions = 1)
 .rllm_stateful_ops <- c("attention", "conv_causal")
 
-# prog (frozen) on g (a gguf_file): list(name, op, args (n x 5, 0-based,
+# prog (frozen) on g (a gguf_file): list(name, op, args (n x 6, 0-based,
 # -1 none), tensor, type_class, layer, ia (n x 4), fa (n x 2), logits,
 # n_ctx_train, embedding; the outputs' nodes, -1 when absent), the
 # argument of C_rllm_model_new_program.
@@ -42,7 +42,7 @@
   st$free <- new.env(parent = emptyenv())
   emit <- function(op, args = integer(), tensor = 0, type_class = 0L, layer = -1L, ia = numeric(),
                    fa = numeric()) {
-    st$rows[[length(st$rows) + 1L]] <- list(op = op, args = c(args, rep(-1L, 5L - length(args))),
+    st$rows[[length(st$rows) + 1L]] <- list(op = op, args = c(args, rep(-1L, 6L - length(args))),
                                             tensor = tensor, type_class = type_class, layer = layer,
                                             ia = c(ia, rep(0, 4L - length(ia))),
                                             fa = c(fa, rep(0, 2L - length(fa))))
@@ -98,7 +98,7 @@
   ctx <- w$meta[[paste0(arch, ".context_length")]]
   list(name = prog$name,
        op = vapply(rows, `[[`, "", "op"),
-       args = matrix(vapply(rows, function(r) as.integer(r$args), integer(5)), ncol = 5L, byrow = TRUE),
+       args = matrix(vapply(rows, function(r) as.integer(r$args), integer(6)), ncol = 6L, byrow = TRUE),
        tensor = vapply(rows, `[[`, 0, "tensor"),
        type_class = vapply(rows, `[[`, 0L, "type_class"),
        layer = vapply(rows, `[[`, 0L, "layer"),

@@ -63,15 +63,16 @@
 }
 
 # Mixture of experts per position: router [n_expert, n_embd]; gate, up
-# [n_ff, n_embd, n_expert], down [n_embd, n_ff, n_expert]. Ties in the
-# selection go to the lower expert index.
-.rllm_moe <- function(x, router, gate, up, down, n_used, norm) {
+# [n_ff, n_embd, n_expert], down [n_embd, n_ff, n_expert]; gating 1
+# softmax, 2 sigmoid (llama.cpp's expert_gating_func); bias (or NULL) added
+# to the probabilities for the choice only. Ties in the selection go to
+# the lower expert index.
+.rllm_moe <- function(x, router, gate, up, down, n_used, norm, gating = 1, bias = NULL) {
   out <- matrix(0, dim(down)[1L], ncol(x))
   for (j in seq_len(ncol(x))) {
     l <- drop(router %*% x[, j])
-    pr <- exp(l - max(l))
-    pr <- pr / sum(pr)
-    sel <- order(-pr, seq_along(pr))[seq_len(n_used)]
+    pr <- if (gating == 2) 1 / (1 + exp(-l)) else exp(l - max(l)) / sum(exp(l - max(l)))
+    sel <- order(-(pr + if (is.null(bias)) 0 else bias), seq_along(pr))[seq_len(n_used)]
     wt <- pr[sel]
     if (norm) wt <- wt / sum(wt)
     for (k in seq_along(sel)) {
@@ -107,7 +108,8 @@
   y
 }
 
-# Each operator: args (names; trailing ones may be optional), attrs (names
+# Each operator: args (names; the last optional_args of them may be left
+# out; a given one may be an absent optional parameter), attrs (names
 # with defaults, NULL: required) and oracle(a, at): a the argument values,
 # at the evaluated attributes.
 .rllm_ops <- list(
@@ -163,10 +165,14 @@
                                                   "2 (first position) or 3 (last)")), ncol = 1L)
               },
               doc = "one column from all positions: type 1 mean, 2 the first (CLS), 3 the last (llama.cpp's pooling types)"),
-  moe = list(args = c("x", "router", "gate", "up", "down"), attrs = list(n_used = NULL, norm = 1),
-             oracle = function(a, at) .rllm_moe(a$x, a$router, a$gate, a$up, a$down, at$n_used, at$norm),
-             doc = paste("mixture of experts: softmax router, the n_used most probable experts (renormalized",
-                         "when norm), each a SwiGLU feed-forward (Shazeer et al. 2017; Fedus et al. 2021)")),
+  moe = list(args = c("x", "router", "gate", "up", "down", "bias"), optional_args = 1L,
+             attrs = list(n_used = NULL, norm = 1, gating = 1),
+             oracle = function(a, at) .rllm_moe(a$x, a$router, a$gate, a$up, a$down, at$n_used, at$norm,
+                                                at$gating, a$bias),
+             doc = paste("mixture of experts: a softmax (gating 1) or sigmoid (2) router, the n_used most",
+                         "probable experts (an optional bias added for the choice only; weights renormalized",
+                         "when norm), each a SwiGLU feed-forward (Shazeer et al. 2017; Fedus et al. 2021;",
+                         "DeepSeek-V3 2024 for the bias)")),
   rows = list(args = "x", attrs = list(start = NULL, count = NULL),
               oracle = function(a, at) a$x[at$start + seq_len(at$count), , drop = FALSE],
               doc = "rows start .. start + count - 1 (0-based) of every column"),
@@ -342,11 +348,15 @@ op_conv_causal <- function(x, kernel, state = "") {
 }
 #' @rdname rllm_operators
 #' @param router,down symbolic tensors (the experts' router and matrices).
-#' @param n_used,norm attribute expressions: experts per position, and
-#'   whether their weights are renormalized to sum 1.
+#' @param n_used,norm,gating attribute expressions: experts per position,
+#'   whether their weights are renormalized to sum 1, and the router's
+#'   function (1 softmax, 2 sigmoid).
+#' @param bias `NULL` or a symbolic tensor: added to the router's
+#'   probabilities for the choice of experts only.
 #' @export
-op_moe <- function(x, router, gate, up, down, n_used, norm = 1) {
-  .rllm_op("moe", list(x, router, gate, up, down), list(n_used = n_used, norm = norm))
+op_moe <- function(x, router, gate, up, down, n_used, norm = 1, gating = 1, bias = NULL) {
+  .rllm_op("moe", c(list(x, router, gate, up, down), if (!is.null(bias)) list(bias)),
+           list(n_used = n_used, norm = norm, gating = gating))
 }
 
 #' @export

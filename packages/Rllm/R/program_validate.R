@@ -97,8 +97,10 @@ rllm_validate <- function(program, weights = NULL, hparams = list()) {
         .rllm_program_abort("program", what, ": '", n$op, "' is not an operator of vocabulary v",
                             .rllm_vocabulary_version, " (rllm_ops())")
       }
-      if (length(n$args) != length(def$args)) {
-        .rllm_program_abort("program", what, ": ", length(n$args), " inputs, expected ", length(def$args),
+      n_opt <- if (is.null(def$optional_args)) 0L else def$optional_args
+      if (length(n$args) < length(def$args) - n_opt || length(n$args) > length(def$args)) {
+        .rllm_program_abort("program", what, ": ", length(n$args), " inputs, expected ",
+                            if (n_opt) paste0(length(def$args) - n_opt, " to "), length(def$args),
                             " (", paste(def$args, collapse = ", "), ")")
       }
       unknown <- setdiff(names(n$attrs), names(def$attrs))

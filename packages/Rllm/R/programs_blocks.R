@@ -66,13 +66,15 @@
 }
 
 # Mixture-of-experts feed-forward of layer i on normed x (.rllm_moe_hparams):
-# a softmax router, the n_expert_used most probable SwiGLU experts, their
-# weights renormalized.
-.rllm_moe_block <- function(p, x) {
+# a router (gating: an expression, 1 softmax, 2 sigmoid), the
+# n_expert_used most probable SwiGLU experts (with the selection bias
+# exp_probs_b when bias), their weights renormalized.
+.rllm_moe_block <- function(p, x, gating = 1, bias = FALSE) {
   op_moe(x, .rllm_blk(p, "ffn_gate_inp.weight", c("n_embd", "n_expert")),
          .rllm_blk(p, "ffn_gate_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
          .rllm_blk(p, "ffn_up_exps.weight", c("n_embd", "n_ff_exp", "n_expert")),
-         .rllm_blk(p, "ffn_down_exps.weight", c("n_ff_exp", "n_embd", "n_expert")), "n_expert_used")
+         .rllm_blk(p, "ffn_down_exps.weight", c("n_ff_exp", "n_embd", "n_expert")), "n_expert_used",
+         gating = gating, bias = if (bias) .rllm_blk(p, "exp_probs_b.bias", "n_expert", types = "f32"))
 }
 
 # Final norm (weight `norm`) and the output matrix (tied to the embedding

@@ -17,7 +17,7 @@ test_that("a frozen program is plain data: saveRDS and JSON round-trip it", {
   expect_identical(rllm_program_from_json(rllm_program_json(prog)), prog)
 })
 
-test_that("the llama program in R gives the C runtime's logits (stories260K, F32 cache)", {
+test_that("the llama program: native lowering = rllm_execute (stories260K, F32 cache)", {
   path <- gguf_fixture("stories260K.gguf")
   ids <- c(1L, 403L, 407L, 261L, 378L, 10L, 300L)
   got <- rllm_execute(llama(), path, list(tokens = ids))$logits
@@ -29,8 +29,8 @@ test_that("the llama program in R gives the C runtime's logits (stories260K, F32
   expect_lt(max(abs(got - want)), 1e-4)
 })
 
-test_that("the qwen2, qwen3, qwen3moe and lfm2 programs give the C runtime's logits (random-weight files)", {
-  for (arch in c("qwen2", "qwen3", "qwen3moe", "lfm2")) {
+test_that("the qwen2, qwen3, qwen3moe, lfm2 and lfm2moe programs: native lowering = rllm_execute (random-weight files)", {
+  for (arch in c("qwen2", "qwen3", "qwen3moe", "lfm2", "lfm2moe")) {
     f <- tempfile(fileext = ".gguf")
     arch_gguf_write(arch, f)
     prog <- rllm_freeze(get(paste0(".rllm_program_", arch), asNamespace("Rllm"))())
