@@ -13,8 +13,9 @@
  * Vocabulary version 1 (FM_LLM_VOCABULARY); shapes are GGML's [ne0, ne1],
  * ne1 the positions (T, the batch's tokens) of an activation; parameters
  * have the file's shape. Attributes: ia[] integers, fa[] reals.
- *   INPUT       tensor = FM_LLM_IN_TOKENS (token ids, I32 [T]) or
- *               FM_LLM_IN_POSITIONS (I32 [T], n_past + 0, 1, ...)
+ *   INPUT       tensor = FM_LLM_IN_TOKENS (token ids, I32 [T]),
+ *               FM_LLM_IN_POSITIONS (I32 [T], n_past + 0, 1, ...) or
+ *               FM_LLM_IN_SEQUENCE (F32 [ia[0] channels, T]: fm_llm_forward)
  *   PARAM       tensor = the file's tensor index (0-based); type_class:
  *               FM_LLM_PARAM_* (the types its consumer accepts)
  *   GET_ROWS    (ids, w [E, V]) -> [E, T]
@@ -45,8 +46,16 @@
  *   CONV_CAUSAL (x [C, T], kernel [L, C] F32): y[c, t] = sum_k kernel[k, c]
  *               x[c, t - (L - 1) + k], the L - 1 inputs before the batch
  *               kept in the cache slot layer (zeros at the start)
- * The vocabulary's other operators (conv1d, batchnorm, crop) are refused
- * with FM_EUNSUPPORTED naming them until they have a lowering.
+ *   CONV1D      (x [I, T], w [k, I, O] F32, optional bias [O] F32) ia[0] =
+ *               dilation d, k odd: y[o, t] = b[o] + sum_{i, j} w[j, i, o]
+ *               x[i, t + d (j - (k - 1) / 2)], zeros outside (same length)
+ *   BATCHNORM   (x [C, T], mean, var, w, b: F32 [C]) fa[0] = eps:
+ *               (x - mean) / sqrt(var + eps) w + b, folded per evaluation
+ *               into one scale and one shift per channel
+ *   CROP        (x [C, T]) ia[0] = left, ia[1] = right -> [C, T - left -
+ *               right] (the positions of a later node are those of its
+ *               inputs: crops add up; nodes over positions that mix them
+ *               (attention, rope) need uncropped inputs)
  *
  * Outputs: logits (fm_llm_eval) and a pooled embedding (fm_llm_embed);
  * at least one. A program without an embedding output embeds by pooling
@@ -102,7 +111,7 @@ typedef enum fm_llm_op {
   FM_LLM_OP_COUNT
 } fm_llm_op;
 
-enum { FM_LLM_IN_TOKENS = 0, FM_LLM_IN_POSITIONS = 1 };
+enum { FM_LLM_IN_TOKENS = 0, FM_LLM_IN_POSITIONS = 1, FM_LLM_IN_SEQUENCE = 2 };
 enum { FM_LLM_PARAM_ANY = 0, FM_LLM_PARAM_MATMUL = 1, FM_LLM_PARAM_F32 = 2, FM_LLM_PARAM_ROWS = 3 };
 enum { FM_LLM_MASK_CAUSAL = 0, FM_LLM_MASK_FULL = 1, FM_LLM_MASK_SWA_CAUSAL = 2, FM_LLM_MASK_SWA_SYM = 3 };
 
@@ -125,6 +134,18 @@ typedef struct fm_llm_program {
   int64_t n_ctx_train;    /* the training context (info only; 0: unknown) */
   int64_t embedding;      /* the node of the pooled embedding [n, 1] (fm_llm_embed), or -1 */
 } fm_llm_program;
+
+/* The program's output (logits) for one whole sequence x (a program with
+ * a FM_LLM_IN_SEQUENCE input of C channels and no cache state: x holds C x
+ * n floats, channel fastest), in one graph (no micro-batches, so
+ * convolutions see the whole sequence): out receives rows x cols floats,
+ * column-major, cols = n minus the program's crops; cap is out's length.
+ * Errors: FM_EUNSUPPORTED for a program without a sequence input or with
+ * cache state (attention, convolution state: fm_llm_eval); FM_EARG for n
+ * < 1, a sequence shorter than the crops (naming both), a cap below rows x
+ * cols (naming them), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
+FM_NODISCARD fm_status fm_llm_forward(fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap,
+                                      int64_t *rows, int64_t *cols, const fm_ctl *ctl, fm_err *err);
 
 /* The operator of a vocabulary name ("matmul", ...; "input", "param"), or
  * -1; and the name of an operator (NULL out of range). */

@@ -314,14 +314,14 @@ static fm_status check_device_ops(const llm_model *m, struct ggml_cgraph *gf, fm
 /* Build (or reuse), allocate, fill and compute the graph of one batch:
  * logits of the last n_out tokens, or (embed) the pooled embedding. Copies
  * the result (F32, contiguous) to dst and advances c->n_past. */
-static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n,
-                           int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
+static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, const float *seq,
+                           int64_t n, int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
                            const fm_ctl *ctl, fm_err *err) {
   fm_status st = FM_OK;
   int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   if (n_kv > c->n_cells) n_kv = c->n_cells;
   int fa = m->flash_attn && n >= LLM_FA_MIN_TOKENS;
-  int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
+  int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, seq ? -8 : embed ? (int64_t)pooling : -9,
                     fa,         m->fused_gemm && llm_gemm_kernel(GGML_TYPE_F32)};
   llm_build *b = m->gb;
   if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
@@ -349,6 +349,10 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     b->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
     ggml_set_name(b->inp_tokens, "inp_tokens");
     ggml_set_input(b->inp_tokens);
+    if (seq) {
+      b->inp_seq = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, llm_program_seq_channels(m), n);
+      ggml_set_input(b->inp_seq);
+    }
     if (!embed && n_out < n) {
       b->inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
       ggml_set_input(b->inp_out_ids);
@@ -377,10 +381,16 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
 
   /* Inputs: written in place in the CPU backend's buffers, staged and
    * uploaded to a device's (inp_begin, inp_commit). */
-  {
+  if (b->inp_tokens->data) { /* a whole-sequence evaluation has none: ids 0 */
     INP_BEGIN(d, int32_t, b->inp_tokens);
-    memcpy(d, tokens, (size_t)n * sizeof(int32_t));
+    if (tokens) memcpy(d, tokens, (size_t)n * sizeof(int32_t));
+    else memset(d, 0, (size_t)n * sizeof(int32_t));
     inp_commit(b->inp_tokens, d);
+  }
+  if (seq && b->inp_seq->data) {
+    INP_BEGIN(d, float, b->inp_seq);
+    memcpy(d, seq, ggml_nbytes(b->inp_seq));
+    inp_commit(b->inp_seq, d);
   }
   if (b->inp_pos && b->inp_pos->data) {
     INP_BEGIN(d, int32_t, b->inp_pos);
@@ -540,7 +550,7 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
   for (int64_t i = 0; i < n_tokens && st == FM_OK; i += FM_LLM_UBATCH) {
     int64_t nb = n_tokens - i < FM_LLM_UBATCH ? n_tokens - i : FM_LLM_UBATCH;
     float *d = n_out == 1 ? dst : dst + (size_t)i * (size_t)m->hp.n_vocab;
-    st = run_graph(m, c, tokens + i, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
+    st = run_graph(m, c, tokens + i, NULL, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
   }
   if (st != FM_OK) {
     c->n_past = n_past0;
@@ -571,7 +581,35 @@ fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
   fm_llm_cache *c = NULL;
   st = fm_llm_cache_new(m, n_tokens, FM_LLM_KV_F32, NULL, 0, &c, err);
   if (st != FM_OK) return st;
-  st = run_graph(m, c, tokens, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  st = run_graph(m, c, tokens, NULL, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  fm_llm_cache_free(c);
+  return st;
+}
+
+fm_status fm_llm_forward(fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap,
+                         int64_t *rows, int64_t *cols, const fm_ctl *ctl, fm_err *err) {
+  if (!m || !x || !out || !rows || !cols) return fm_err_set(err, FM_EARG, "fm_llm_forward: NULL argument");
+  const int64_t ch = llm_program_seq_channels(m);
+  if (ch == 0)
+    return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes no sequence input (fm_llm_eval evaluates it)",
+                      m->arch_name);
+  for (int64_t il = 0; il < m->hp.n_layer; il++)
+    if (m->hp.n_head_kv[il] > 0 || llm_program_state_elems(m, il) > 0)
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' keeps cache state, which a whole-sequence "
+                        "evaluation does not", m->arch_name);
+  if (n < 1 || n > INT32_MAX) return fm_err_set(err, FM_EARG, "a sequence of %lld positions", (long long)n);
+  *rows = m->hp.n_vocab;
+  *cols = llm_program_out_cols(m, n);
+  if (*cols < 1)
+    return fm_err_set(err, FM_EARG, "a sequence of %lld positions is shorter than the program's crops (%lld)",
+                      (long long)n, (long long)(n - *cols));
+  if (cap < *rows * *cols)
+    return fm_err_set(err, FM_EARG, "the output needs %lld x %lld floats, the buffer holds %lld",
+                      (long long)*rows, (long long)*cols, (long long)cap);
+  if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  fm_llm_cache *c = NULL;
+  fm_status st = fm_llm_cache_new(m, n, FM_LLM_KV_F32, NULL, 0, &c, err); /* nothing to hold: positions */
+  if (st == FM_OK) st = run_graph(m, c, NULL, x, n, n, 0, FM_LLM_POOL_NONE, out, ctl, err);
   fm_llm_cache_free(c);
   return st;
 }

@@ -163,6 +163,7 @@ struct llm_build {
   int flash_attn;                     /* attention through ggml_flash_attn_ext */
   fm_llm_pooling pooling;
   struct ggml_tensor *inp_tokens;     /* I32 [n_tokens] */
+  struct ggml_tensor *inp_seq;        /* F32 [channels, n_tokens] (fm_llm_forward), or NULL */
   struct ggml_tensor *inp_pos;        /* I32 [n_tokens] (created on demand) */
   struct ggml_tensor *inp_out_ids;    /* I32 [n_outputs] or NULL (all tokens) */
   struct ggml_tensor *mask[LLM_MASK_COUNT]; /* F32 [n_kv, n_tokens] */
@@ -303,6 +304,10 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
 /* The graph of b (b->logits, or b->embedding / b->hidden for an
  * embedding evaluation): the program's nodes lowered. */
 fm_status llm_program_build(llm_build *b, fm_err *err);
+/* The channels of the program's sequence input (0: none), and the columns
+ * of its logits output for n positions (n less its crops). */
+int64_t llm_program_seq_channels(const llm_model *m);
+int64_t llm_program_out_cols(const llm_model *m, int64_t n);
 /* F32 elements of cache slot il's recurrent state (0: none). */
 int64_t llm_program_state_elems(const llm_model *m, int64_t il);
 /* The slots of a program's parameters that only products read (matmul

@@ -48,12 +48,14 @@ const char *fm_llm_op_name(int op) { return op >= 0 && op < FM_LLM_OP_COUNT ? op
  * (ne[0]; its columns are the positions) and element type. */
 typedef struct pshape {
   int64_t ne[3];
+  int64_t off;    /* an activation over the positions: T + off columns (crops) */
   int8_t per_pos; /* an activation over the positions (1), one pooled column (2), or a parameter (0) */
   int8_t ids;     /* I32 (token ids, positions) */
 } pshape;
 
 typedef struct llm_program {
   int64_t n, logits, embedding;
+  int64_t seq_channels; /* the channels of its sequence input (0: none) */
   fm_llm_node *nodes;
   pshape *shape;
   struct ggml_tensor **w; /* PARAM nodes: the bound tensor (repacking may swap it) */
@@ -111,8 +113,17 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
   o->per_pos = 1;
   switch (nd->op) {
   case FM_LLM_OP_INPUT:
+    if (nd->tensor == FM_LLM_IN_SEQUENCE) {
+      if (nd->ia[0] < 1 || nd->ia[0] > 65536 || (P->seq_channels && P->seq_channels != nd->ia[0]))
+        return NODE_ERR(FM_EARG, i, nd, "a sequence of %lld channels (1 to 65536; one sequence input)",
+                        (long long)nd->ia[0]);
+      P->seq_channels = nd->ia[0];
+      o->ne[0] = nd->ia[0];
+      return FM_OK;
+    }
     if (nd->tensor != FM_LLM_IN_TOKENS && nd->tensor != FM_LLM_IN_POSITIONS)
-      return NODE_ERR(FM_EARG, i, nd, "input kind %lld is not tokens (0) or positions (1)", (long long)nd->tensor);
+      return NODE_ERR(FM_EARG, i, nd, "input kind %lld is not tokens (0), positions (1) or a sequence (2)",
+                      (long long)nd->tensor);
     o->ne[0] = 1;
     o->ids = 1;
     return FM_OK;
@@ -144,7 +155,7 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     return FM_OK;
   case FM_LLM_OP_ADD:
   case FM_LLM_OP_MUL:
-    if (!is_act(a, -1) || (b && !is_act(b, a->ne[0]) &&
+    if (!is_act(a, -1) || (b && b->per_pos && b->off != a->off) || (b && !is_act(b, a->ne[0]) &&
                            !(is_param(b, -1, 0, 0) && b->ne[0] > 0 && a->ne[0] % b->ne[0] == 0 &&
                              P->w[nd->args[1]]->type == GGML_TYPE_F32)))
       return NODE_ERR(FM_EARG, i, nd, "expected x [a, T] and y [a, T] or an F32 parameter [g] with g "
@@ -171,7 +182,7 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     return FM_OK;
   case FM_LLM_OP_SWIGLU:
   case FM_LLM_OP_GEGLU:
-    if (!is_act(a, -1) || !is_act(b, a->ne[0]))
+    if (!is_act(a, -1) || !is_act(b, a->ne[0]) || a->off != b->off)
       return NODE_ERR(FM_EARG, i, nd, "expected gate and up of equal shapes, got %s and %s",
                       shape_str(a, s0, 96), shape_str(b, s1, 96));
     o->ne[0] = a->ne[0];
@@ -245,6 +256,36 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
       return NODE_ERR(FM_EARG, i, nd, "cache slot %d is not in 0..4095 (nor below the node count)",
                       (int)nd->layer);
     o->ne[0] = a->ne[0];
+    return FM_OK;
+  case FM_LLM_OP_CONV1D: {
+    const pshape *bias = arg_shape(P, nd, 2);
+    if (!is_act(a, -1) || !is_param(b, -1, a->ne[0], -1) || b->ne[0] % 2 != 1 || P->w[nd->args[1]]->type != GGML_TYPE_F32 ||
+        (bias && (!is_param(bias, b->ne[2], 0, 0) || P->w[nd->args[2]]->type != GGML_TYPE_F32)) || nd->ia[0] < 1 ||
+        nd->ia[0] > 65536)
+      return NODE_ERR(FM_EARG, i, nd, "expected x [I, T], an F32 kernel [k, I, O] with k odd, an F32 bias [O] or "
+                      "none and a dilation in 1..65536; got %s, %s, dilation %lld", shape_str(a, s0, 96),
+                      shape_str(b, s1, 96), (long long)nd->ia[0]);
+    o->ne[0] = b->ne[2];
+    o->off = a->off;
+    return FM_OK;
+  }
+  case FM_LLM_OP_BATCHNORM:
+    for (int k = 1; k < 5; k++) {
+      const pshape *v = arg_shape(P, nd, k);
+      if (!is_act(a, -1) || !is_param(v, a->ne[0], 0, 0) || P->w[nd->args[k]]->type != GGML_TYPE_F32)
+        return NODE_ERR(FM_EARG, i, nd, "expected x [C, T] and F32 mean, var, weight and bias [C]; argument %d "
+                        "is %s", k + 1, shape_str(v, s0, 96));
+    }
+    if (!(nd->fa[0] > 0 && nd->fa[0] < 1))
+      return NODE_ERR(FM_EARG, i, nd, "eps %g is not in (0, 1)", nd->fa[0]);
+    o->ne[0] = a->ne[0];
+    return FM_OK;
+  case FM_LLM_OP_CROP:
+    if (!is_act(a, -1) || nd->ia[0] < 0 || nd->ia[1] < 0 || nd->ia[0] > INT32_MAX || nd->ia[1] > INT32_MAX)
+      return NODE_ERR(FM_EARG, i, nd, "expected an activation and crops >= 0, got %s, %lld and %lld",
+                      shape_str(a, s0, 96), (long long)nd->ia[0], (long long)nd->ia[1]);
+    o->ne[0] = a->ne[0];
+    o->off = a->off - nd->ia[0] - nd->ia[1];
     return FM_OK;
   default:
     return NODE_ERR(FM_EUNSUPPORTED, i, nd, "the operator has no native lowering yet");
@@ -380,10 +421,24 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
     }
     fm_status st = infer(m, P, i, err);
     if (st != FM_OK) return st;
-    /* position-wise operators keep a pooled column one column */
+    /* position-wise operators keep a pooled column one column, and the
+     * crops of their input */
     if (op_info[nd->op].rowwise && P->shape[nd->args[0]].per_pos == 2) P->shape[i].per_pos = 2;
+    if (op_info[nd->op].rowwise) P->shape[i].off = P->shape[nd->args[0]].off;
+    /* operators that read positions (or the cache) need them uncropped */
+    if ((nd->op == FM_LLM_OP_ROPE || nd->op == FM_LLM_OP_ATTENTION || nd->op == FM_LLM_OP_CONV_CAUSAL ||
+         nd->op == FM_LLM_OP_GET_ROWS || nd->op == FM_LLM_OP_POOL) && P->shape[nd->args[0]].off != 0)
+      return NODE_ERR(FM_EARG, i, nd, "its input is cropped (%lld positions), which it cannot take",
+                      (long long)-P->shape[nd->args[0]].off);
   }
   return derive(m, P, p, err);
+}
+
+int64_t llm_program_seq_channels(const llm_model *m) { return m->prog->seq_channels; }
+
+int64_t llm_program_out_cols(const llm_model *m, int64_t n) {
+  const llm_program *P = m->prog;
+  return P->logits >= 0 ? n + P->shape[P->logits].off : n;
 }
 
 int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out) {
@@ -437,6 +492,21 @@ static struct ggml_tensor *conv_causal(llm_build *b, struct ggml_tensor *x, stru
   return ggml_reshape_2d(ctx, y, C, n);
 }
 
+/* 1-D convolution of x [I, n] with kernel w [k, I, O] (dilation d, "same"
+ * zero padding) and bias [O] (or NULL): GGML's im2col in F32 (positions
+ * [n, I] in, columns [I k, n] out) and one product with the kernel as an
+ * [I k, O] matrix (llm_mm: the fused kernels), which gives [O, n]. */
+static struct ggml_tensor *conv1d(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
+                                  struct ggml_tensor *bias, int d) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t k = w->ne[0], I = w->ne[1], O = w->ne[2], n = x->ne[1];
+  struct ggml_tensor *xt = ggml_cont(ctx, ggml_transpose(ctx, x)); /* [n, I] */
+  struct ggml_tensor *cols = ggml_im2col(ctx, w, ggml_reshape_3d(ctx, xt, n, I, 1), 1, 0, d * (int)(k - 1) / 2, 0, d, 0,
+                                         false, GGML_TYPE_F32); /* [I k, n, 1] */
+  struct ggml_tensor *y = llm_mm(b, ggml_reshape_2d(ctx, w, k * I, O), ggml_reshape_2d(ctx, cols, k * I, n));
+  return bias ? ggml_add(ctx, y, bias) : y;
+}
+
 static const int mask_kind[4] = {LLM_MASK_CAUSAL, LLM_MASK_FULL, LLM_MASK_SWA_CAUSAL, LLM_MASK_SWA_SYM};
 
 static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, struct ggml_tensor **in) {
@@ -444,7 +514,9 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   const fm_llm_node *nd = &P->nodes[i];
   struct ggml_tensor *x = in[0];
   switch (nd->op) {
-  case FM_LLM_OP_INPUT: return nd->tensor == FM_LLM_IN_TOKENS ? b->inp_tokens : llm_build_inp_pos(b);
+  case FM_LLM_OP_INPUT:
+    return nd->tensor == FM_LLM_IN_TOKENS ? b->inp_tokens : nd->tensor == FM_LLM_IN_SEQUENCE ? b->inp_seq
+                                                                                            : llm_build_inp_pos(b);
   case FM_LLM_OP_PARAM: return P->w[i];
   case FM_LLM_OP_GET_ROWS: return ggml_get_rows(ctx, in[1], x);
   case FM_LLM_OP_MATMUL: return llm_mm(b, in[1], x);
@@ -483,6 +555,16 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   case FM_LLM_OP_ROWS:
     return ggml_cont(ctx, ggml_view_2d(ctx, x, nd->ia[1], x->ne[1], x->nb[1], (size_t)nd->ia[0] * x->nb[0]));
   case FM_LLM_OP_POOL: return llm_pool(b, x, b->pooling);
+  case FM_LLM_OP_CONV1D: return conv1d(b, x, in[1], in[2], (int)nd->ia[0]);
+  case FM_LLM_OP_BATCHNORM: {
+    /* scale = w / sqrt(var + eps), shift = b - mean scale: [C] each */
+    struct ggml_tensor *sc = ggml_div(ctx, in[3], ggml_sqrt(ctx, ggml_scale_bias(ctx, in[2], 1.0f, (float)nd->fa[0])));
+    struct ggml_tensor *sh = ggml_sub(ctx, in[4], ggml_mul(ctx, in[1], sc));
+    return ggml_add(ctx, ggml_mul(ctx, x, sc), sh);
+  }
+  case FM_LLM_OP_CROP:
+    return ggml_cont(ctx, ggml_view_2d(ctx, x, x->ne[0], x->ne[1] - nd->ia[0] - nd->ia[1], x->nb[1],
+                                       (size_t)nd->ia[0] * x->nb[1]));
   case FM_LLM_OP_CONV_CAUSAL: return conv_causal(b, x, in[1], b->cache->s[nd->layer]);
   default: return NULL; /* refused at load */
   }
@@ -526,6 +608,12 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
   for (int64_t i = 0; i < n; i++) {
     if (!need[i]) continue;
     const fm_llm_node *nd = &P->nodes[i];
+    if (nd->op == FM_LLM_OP_INPUT && nd->tensor == FM_LLM_IN_SEQUENCE && !b->inp_seq) {
+      free(need);
+      free(val);
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_forward)",
+                        b->m->arch_name);
+    }
     if (nd->op == FM_LLM_OP_POOL && !b->want_pool) {
       free(need);
       free(val);

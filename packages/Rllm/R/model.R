@@ -767,7 +767,8 @@ rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed
 .rllm_shipped <- c(llama = ".rllm_program_llama", qwen2 = ".rllm_program_qwen2",
                    qwen3 = ".rllm_program_qwen3", qwen3moe = ".rllm_program_qwen3moe",
                    lfm2 = ".rllm_program_lfm2", lfm2moe = ".rllm_program_lfm2moe",
-                   "gemma-embedding" = ".rllm_program_gemma_embedding")
+                   "gemma-embedding" = ".rllm_program_gemma_embedding",
+                   openspliceai = ".rllm_program_openspliceai")
 .rllm_frozen <- new.env(parent = emptyenv())
 
 .rllm_shipped_program <- function(g, label) {

@@ -22,7 +22,7 @@
 .rllm_native_codes <- list(mode = c(normal = 0, neox = 2),
                            mask = c(causal = 0, full = 1, swa_causal = 2, swa_sym = 3))
 .rllm_native_types <- c(matmul = 1L, f32 = 2L, rows = 3L)
-.rllm_native_inputs <- c(token_ids = 0, positions = 1)
+.rllm_native_inputs <- c(token_ids = 0, positions = 1, sequence = 2)
 .rllm_stateful_ops <- c("attention", "conv_causal")
 
 # prog (frozen) on g (a gguf_file): list(name, op, args (n x 6, 0-based,
@@ -55,7 +55,9 @@
         .rllm_program_abort("program", what, ": input kind '", kind, "' has no native lowering yet",
                             call = NULL)
       }
-      return(emit("input", tensor = .rllm_native_inputs[[kind]]))
+      # a sequence's channels: its first dimension
+      ch <- if (kind == "sequence") .rllm_expr_eval(prog$inputs[[node$attrs$name]]$shape[1L], env, what) else 0
+      return(emit("input", tensor = .rllm_native_inputs[[kind]], ia = ch))
     }
     if (node$op == "param") {
       name <- .rllm_bind_param(st, node$attrs$pattern, env, what)
@@ -87,7 +89,9 @@
     id <- prog$outputs[[name]]
     if (is.null(id)) -1L else as.integer(st$val[[id]])
   }
-  logits <- out_node("logits")
+  # the per-position output: "logits", else the one output not an embedding
+  main <- setdiff(names(prog$outputs), "embedding")
+  logits <- out_node(if ("logits" %in% main || length(main) != 1L) "logits" else main)
   embedding <- out_node("embedding")
   if (logits < 0L && embedding < 0L) {
     .rllm_program_abort("program", "program '", prog$name, "' has neither a 'logits' nor an 'embedding' ",

@@ -17,10 +17,17 @@
 #' equals the tool's blocks of 5,000 positions; sequences shorter than the
 #' flank work.
 #'
+#' Each model runs natively: its program (`R/programs_openspliceai.R`)
+#' lowered to GGML over the GGUF's mapped weights, one graph per sequence
+#' length, in single precision (the checks against upstream's outputs hold
+#' within 1e-5).
+#'
 #' @param models checkpoint paths (`.pt` files as released, or GGUF files
-#'   from [rllm_pt_to_gguf()]); several: their ensemble. All must have the
-#'   same flank.
+#'   from [rllm_pt_to_gguf()]) or models from [rllm_gguf_model()] on such
+#'   GGUFs; several: their ensemble. All must have the same flank.
 #' @param sequences a character vector of DNA sequences (names are kept).
+#' @param threads worker threads (`NULL`: the stack's setting,
+#'   `options(fmalloc.threads)`).
 #' @return A list with one matrix per sequence: length x 3, columns
 #'   `neither`, `acceptor`, `donor`, rows the positions (1-based) in order.
 #' @section Errors: `fm_error_earg` for sequences that are not a character
@@ -31,25 +38,36 @@
 #'   176:535). Checked against the upstream implementation's outputs
 #'   (fixtures models/openspliceai/expected).
 #' @export
-rllm_splice <- function(models, sequences) {
-  if (!is.character(models) || !length(models) || anyNA(models)) {
-    Rfmalloc::fm_abort("earg", "models must be checkpoint paths (.pt or .gguf), not ", .rllm_describe(models))
+rllm_splice <- function(models, sequences, threads = NULL) {
+  if (inherits(models, "rllm_model")) models <- list(models)
+  ok <- (is.character(models) && length(models) && !anyNA(models)) ||
+    (is.list(models) && length(models) && all(vapply(models, inherits, TRUE, "rllm_model")))
+  if (!ok) {
+    Rfmalloc::fm_abort("earg", "models must be checkpoint paths (.pt or .gguf) or OpenSpliceAI models of ",
+                       "rllm_gguf_model(), not ", .rllm_describe(models))
   }
   if (!is.character(sequences) || anyNA(sequences)) {
     Rfmalloc::fm_abort("earg", "sequences must be a character vector without NA, not ", .rllm_describe(sequences))
   }
-  prog <- rllm_freeze(.rllm_program_openspliceai())
-  ggufs <- vapply(models, function(f) {
-    if (grepl("\\.pt$", f, ignore.case = TRUE)) {
-      g <- tempfile(fileext = ".gguf")
-      rllm_pt_to_gguf(f, g)
-      g
-    } else {
-      f
+  if (is.character(models)) {
+    tmp <- character()
+    on.exit(unlink(tmp))
+    models <- lapply(models, function(f) {
+      if (grepl("\\.pt$", f, ignore.case = TRUE)) {
+        g <- tempfile(fileext = ".gguf")
+        tmp <<- c(tmp, g)
+        rllm_pt_to_gguf(f, g)
+        f <- g
+      }
+      rllm_gguf_model(f, threads = threads)
+    })
+  }
+  flanks <- vapply(models, function(m) {
+    if (!identical(m$info$arch, "openspliceai")) {
+      Rfmalloc::fm_abort("earg", "model ", basename(m$path), " is ", m$info$arch, ", not an OpenSpliceAI model")
     }
-  }, "")
-  on.exit(unlink(ggufs[ggufs != models]))
-  flanks <- vapply(ggufs, function(g) as.numeric(Rgguf::gguf_metadata(Rgguf::gguf_open(g))$openspliceai.flank), 0)
+    as.numeric(Rgguf::gguf_metadata(m$gguf)$openspliceai.flank)
+  }, 0)
   if (length(unique(flanks)) != 1L) {
     Rfmalloc::fm_abort("earg", "the models have different flanks (", paste(unique(flanks), collapse = ", "),
                        " nt); an ensemble needs one")
@@ -58,8 +76,8 @@ rllm_splice <- function(models, sequences) {
   out <- lapply(sequences, function(s) {
     x <- .rllm_one_hot(s)
     x <- cbind(matrix(0, 4L, half), x, matrix(0, 4L, half))
-    p <- Reduce(`+`, lapply(ggufs, function(g) rllm_execute(prog, g, list(sequence = x))$probabilities))
-    p <- t(p / length(ggufs))
+    p <- Reduce(`+`, lapply(models, function(m) .Call(C_rllm_forward, m$ptr, x)))
+    p <- t(p / length(models))
     colnames(p) <- c("neither", "acceptor", "donor")
     p
   })

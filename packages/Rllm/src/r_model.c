@@ -387,6 +387,30 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   return r;
 }
 
+/* .Call(C_rllm_forward, model, x (a double matrix, channels x positions))
+ * -> the program's output for the whole sequence, a double matrix rows x
+ * cols (fm_llm_forward). */
+static SEXP rllm_forward(SEXP p, SEXP x) {
+  fm_llm_model *m = eval_model(p);
+  SEXP dim = Rf_getAttrib(x, R_DimSymbol);
+  const int64_t n = XLENGTH(dim) == 2 ? INTEGER(dim)[1] : 0;
+  const R_xlen_t len = XLENGTH(x);
+  float *in = (float *)R_alloc((size_t)(len > 0 ? len : 1), sizeof(float));
+  for (R_xlen_t i = 0; i < len; i++) in[i] = (float)REAL(x)[i];
+  const int64_t cap = fm_llm_model_info(m)->n_vocab * (n > 0 ? n : 1);
+  float *out = (float *)R_alloc((size_t)cap, sizeof(float));
+  int64_t rows = 0, cols = 0;
+  fm_err err;
+  fm_err_clear(&err);
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  fm_status st = fm_llm_forward(m, in, n, out, cap, &rows, &cols, &ctl, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
+  SEXP r = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, (int)cols));
+  for (int64_t i = 0; i < rows * cols; i++) REAL(r)[i] = (double)out[i];
+  UNPROTECT(1);
+  return r;
+}
+
 /* .Call(C_rllm_sample, logits (double), temperature, top_k, top_p, seed, n)
  * -> n tokens drawn from one sampler (0-based ids). The sampler works in
  * float: a logit is refused when it is NA or NaN, or +Inf as a float (a
@@ -485,7 +509,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_forward, 2),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

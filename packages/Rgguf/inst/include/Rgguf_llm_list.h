@@ -80,3 +80,7 @@ FM_LLM_FN(fm_status, fm_llm_model_new_program,
           (const fm_gguf *g, const fm_llm_program *p, int n_threads, fm_llm_device device, int index,
            fm_llm_model **out, fm_err *err),
           (g, p, n_threads, device, index, out, err))
+FM_LLM_FN(fm_status, fm_llm_forward,
+          (fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap, int64_t *rows,
+           int64_t *cols, const fm_ctl *ctl, fm_err *err),
+          (m, x, n, out, cap, rows, cols, ctl, err))
