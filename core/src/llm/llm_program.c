@@ -287,9 +287,9 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     o->ne[0] = a->ne[0];
     o->off = a->off - nd->ia[0] - nd->ia[1];
     return FM_OK;
-  default:
-    return NODE_ERR(FM_EUNSUPPORTED, i, nd, "the operator has no native lowering yet");
+  case FM_LLM_OP_COUNT: break;
   }
+  return NODE_ERR(FM_EARG, i, nd, "not an operator"); /* refused before: out of range */
 }
 
 /* The runtime facts the cache and the evaluation read (m->hp), from the
@@ -566,8 +566,9 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
     return ggml_cont(ctx, ggml_view_2d(ctx, x, x->ne[0], x->ne[1] - nd->ia[0] - nd->ia[1], x->nb[1],
                                        (size_t)nd->ia[0] * x->nb[1]));
   case FM_LLM_OP_CONV_CAUSAL: return conv_causal(b, x, in[1], b->cache->s[nd->layer]);
-  default: return NULL; /* refused at load */
+  case FM_LLM_OP_COUNT: break;
   }
+  return NULL; /* refused at load */
 }
 
 /* need[]: 0 unused, 1 the output rows only, 2 every position. */

@@ -10,8 +10,8 @@
  *    shape that breaks the rule (a product of mismatched widths, rows
  *    outside the input), a type class out of range, a tensor index outside
  *    the file, two attentions on one cache slot, attributes out of range,
- *    an operator without a lowering, another vocabulary version, a logits
- *    node outside the program. */
+ *    cropped positions into an operator that reads positions, another
+ *    vocabulary version, a logits node outside the program. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -161,7 +161,14 @@ static void type_class(fm_llm_node *nd, fm_llm_program *p) {
 }
 static void no_tensor(fm_llm_node *nd, fm_llm_program *p) { (void)p; nd[6].tensor = 1 << 20; }
 static void eps(fm_llm_node *nd, fm_llm_program *p) { (void)p; nd[3].fa[0] = 2.0; }
-static void no_lowering(fm_llm_node *nd, fm_llm_program *p) { (void)p; nd[3].op = FM_LLM_OP_CROP; }
+static void cropped(fm_llm_node *nd, fm_llm_program *p) {
+  (void)p;
+  nd[3] = node(FM_LLM_OP_CROP, 2, -1);
+  nd[3].ia[0] = 1;
+  nd[3].ia[1] = 1;
+  nd[7] = node(FM_LLM_OP_POOL, 5, -1);
+  nd[7].ia[0] = 1;
+}
 static void version(fm_llm_node *nd, fm_llm_program *p) { (void)nd; p->vocabulary = 99; }
 static void logits(fm_llm_node *nd, fm_llm_program *p) { (void)nd; p->logits = 8; }
 static void rows(fm_llm_node *nd, fm_llm_program *p) {
@@ -207,7 +214,7 @@ static void test_refusals(void) {
   refused(type_class, FM_EARG, "program node 4 (param): type class 7");
   refused(no_tensor, FM_EARG, "program node 6 (param): tensor index 1048576 is not in the file");
   refused(eps, FM_EARG, "program node 3 (rms_norm): eps 2 is not in [0, 1)");
-  refused(no_lowering, FM_EUNSUPPORTED, "program node 3 (crop): the operator has no native lowering yet");
+  refused(cropped, FM_EARG, "program node 7 (pool): its input is cropped (2 positions), which it cannot take");
   refused(version, FM_EARG, "vocabulary is version 99");
   refused(logits, FM_EARG, "the outputs are nodes 8 (logits) and -1 (embedding)");
   refused(rows, FM_EARG, "program node 5 (rows): rows 60 .. 67 are not within [64, T]");
