@@ -199,6 +199,7 @@ bench: setup install
 	@$(RENV) Rscript bench/llm.R
 	@$(RENV) Rscript bench/llm_long.R
 	@$(RENV) Rscript bench/llm_profile.R
+	@$(RENV) Rscript bench/splice.R
 	@$(RENV) Rscript bench/alp.R
 	@$(RENV) Rscript bench/gwas_accuracy.R
 	@$(RENV) Rscript bench/gwas.R

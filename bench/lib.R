@@ -1,5 +1,5 @@
-# lib.R: helpers shared by the issue-5 bench scripts (p1_pca.R, p2_freq.R,
-# p3_prodmat.R, p6_crossprod.R); each sources it first with
+# lib.R: helpers shared by the bench scripts (p1_pca.R, p2_freq.R,
+# p3_prodmat.R, p6_crossprod.R, llm.R, splice.R, ...); each sources it first with
 #   source(file.path(dirname(sub("^--file=", "", grep("^--file=",
 #          commandArgs(FALSE), value = TRUE))), "lib.R"))
 # Settings come from the environment: BENCH_REPS (timed repetitions, median

@@ -24,7 +24,7 @@ esac
 apt_pkgs=(cmake make gcc binutils pkg-config libblas-dev liblapack-dev zlib1g-dev libdeflate-dev libzstd-dev libhts-dev libutf8proc-dev
           r-base-dev plink2 plink1.9 python3 tabix time
           r-cran-cli r-cran-testthat r-cran-rspectra r-cran-irlba r-cran-rcppeigen valgrind
-          r-cran-knitr r-cran-rmarkdown pandoc)
+          r-cran-knitr r-cran-rmarkdown r-cran-jsonlite pandoc)
 # Optional test dependencies: the tests that use them skip with a message
 # when they are absent, so an install that fails only warns.
 # r-bioc-delayedarray: Rfmalloc's DelayedArray seed (test-delayedarray.R).

@@ -1,19 +1,20 @@
-/* fm_llm.h: the model runtime. Llama-family transformers (and the other
- * architectures of the table in core/src/llm/llm_arch_list.h) run as GGML graphs
- * over weights that stay, quantized, inside a GGUF file's read-only mapping.
+/* fm_llm.h: the model runtime. A model is an architecture program
+ * (fm_llm_program.h: Rllm's programs, bound to a GGUF file) run as GGML
+ * graphs over weights that stay, quantized, inside the file's read-only
+ * mapping.
  *
  * Pieces:
- *   fm_llm_model  hyperparameters from the GGUF metadata and one GGML tensor
- *                 per weight whose data pointer lies in the file's mapping
- *                 (zero-copy; GGML never writes weights), or, for a model on
- *                 a device (fm_llm_model_new_on: Vulkan), one copy of them
+ *   fm_llm_model  a bound program (fm_llm_model_new_program) and one GGML
+ *                 tensor per weight whose data pointer lies in the file's
+ *                 mapping (zero-copy; GGML never writes weights), or, for a
+ *                 model on a device (Vulkan), one copy of them
  *                 in the device's memory. Also owns the backend (CPU or the
  *                 device's), the graph allocator and the thread count.
  *   fm_llm_cache  the KV cache of one sequence: per attention layer a K
  *                 buffer (n_embd_k_gqa x n_ctx, position-major) and a V buffer
  *                 stored transposed (n_ctx x n_embd_v_gqa), F16 by default as
- *                 llama.cpp's default cache type, plus per-layer recurrent
- *                 state for architectures that have one. Memory is the heap
+ *                 llama.cpp's default cache type, plus recurrent state for
+ *                 programs that keep some (convolutions). Memory is the heap
  *                 or a caller's buffer (an Rfmalloc runtime allocation).
  *   fm_llm_eval   evaluates a batch of tokens at positions
  *                 n_past .. n_past + n - 1 and returns logits as float.
@@ -35,17 +36,16 @@
  * differs by at most 8e-5 (F32), 6.7e-3 (F16) and 2e-6 (Q8_0, Q4_0,
  * Q4_K_M) on stories260K, with the same greedy tokens.
  *
- * Errors: a model whose metadata or tensors do not fit the architecture is
- * refused at load with FM_EFORMAT naming the key or tensor and the expected
- * shape, so GGML's own asserts never fire; an unknown
- * general.architecture is FM_EUNSUPPORTED naming it.
+ * Errors: a program or file that does not fit is refused at load
+ * (fm_llm_model_new_program) naming the node or tensor, so GGML's own
+ * asserts never fire.
  *
  * Thread safety: a model and its caches are used by one thread at a time
  * (evaluation itself runs on n_threads GGML worker threads).
  *
- * Adding an architecture: see the comment block at the top of
- * core/src/llm/llm_impl.h (one file core/src/llm_arch_<name>.c and one line in
- * core/src/llm/llm_arch_list.h). */
+ * Adding an architecture: write its program in R (Rllm, docs/programs.md);
+ * the runtime needs no change unless it needs an operator the vocabulary
+ * lacks (one shape rule and one lowering in core/src/llm/llm_program.c). */
 #ifndef FM_LLM_H
 #define FM_LLM_H
 
@@ -101,18 +101,7 @@ typedef struct fm_llm_info {
   uint64_t n_weight_bytes; /* bytes of all bound weights (in the mapping) */
 } fm_llm_info;
 
-/* Build a model over a parsed GGUF file.
- * n_threads: GGML worker threads of its evaluations, or 0 for each call's
- *         (fm_threads(ctl): the stack's one setting); see
- *         fm_llm_threads_for.
- * Owns:   the result (free with fm_llm_model_free); borrows g, which must
- *         stay open (and its mapping alive) until the model is freed.
- * Errors: FM_EUNSUPPORTED for an unknown general.architecture (named);
- *         FM_EFORMAT naming a missing or mistyped key, or a tensor that is
- *         missing or has the wrong shape or type; FM_EARG for n_threads < 0;
- *         FM_ENOMEM. */
-FM_NODISCARD fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out,
-                                        fm_err *err);
+/* Models are made by fm_llm_model_new_program (fm_llm_program.h). */
 void fm_llm_model_free(fm_llm_model *m); /* NULL is allowed */
 
 /* Where a model's weights live and its graphs run. */
@@ -121,32 +110,13 @@ typedef enum fm_llm_device {
   FM_LLM_DEVICE_VULKAN = 1 /* GGML's Vulkan backend (device `index` of its registry) */
 } fm_llm_device;
 
-/* fm_llm_model_new, on a device. FM_LLM_DEVICE_CPU is fm_llm_model_new.
- * On a device every bound weight is copied once, at load, into one buffer
- * of the device's memory (the mapping is then no longer read), KV caches
- * and recurrent state are allocated in device memory (fm_llm_cache_new),
- * and every evaluation runs the whole graph there: inputs (tokens,
- * positions, masks, cache indices) are uploaded, only the logits or the
- * embedding are read back. No operator falls back to the CPU: a graph with
- * an operator the device cannot run is refused (FM_EUNSUPPORTED naming
- * it) before it runs. The CPU-only paths do not apply: the fused products
- * (fm_llm_model_set_fused_gemm) and repacking (fm_llm_model_repack) are
- * no-ops, the thread count is unused, and cancellation (ctl) is polled
- * between micro-batches only.
- * Errors: those of fm_llm_model_new; FM_EUNSUPPORTED when the linked GGML
- *         has no Vulkan backend (fm_llm_ggml_has_vulkan) or it registered
- *         no device; FM_EARG for an index outside [0, the device count);
- *         FM_ENOMEM when the device has no room for the weights. */
-FM_NODISCARD fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device,
-                                           int index, fm_llm_model **out, fm_err *err);
-
 /* The GGML device of m's graphs ("CPU", "Vulkan0", ...). Never NULL. */
 const char *fm_llm_model_device(const fm_llm_model *m);
 
 const fm_llm_info *fm_llm_model_info(const fm_llm_model *m); /* borrowed */
 
 /* The model's own thread count for the next evaluations, 0 for each call's
- * (as in fm_llm_model_new). FM_EARG if < 0. */
+ * (as at creation). FM_EARG if < 0. */
 FM_NODISCARD fm_status fm_llm_model_set_threads(fm_llm_model *m, int n_threads, fm_err *err);
 int fm_llm_model_threads(const fm_llm_model *m); /* the value set: 0 means each call's */
 
@@ -224,7 +194,7 @@ size_t fm_llm_cache_bytes(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type k
  * mem: NULL to allocate (and own) heap memory, or a caller's buffer of
  *      n_bytes >= fm_llm_cache_bytes(m, n_ctx, kv) (borrowed: must outlive
  *      the cache; it is zeroed here). For a model on a device
- *      (fm_llm_model_new_on), mem must be NULL: the cache is allocated,
+ *      (a device model), mem must be NULL: the cache is allocated,
  *      zeroed, in the device's memory.
  * Owns:   the result (fm_llm_cache_free); borrows m (must outlive it).
  * Errors: FM_EARG (n_ctx < 1, a buffer too small, unknown kv, a caller's

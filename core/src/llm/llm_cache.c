@@ -24,31 +24,32 @@ static int64_t next_serial(void) { return (int64_t)atomic_fetch_add(&cache_seria
 
 static size_t align_up(size_t x) { return (x + CACHE_ALIGN - 1) & ~(size_t)(CACHE_ALIGN - 1); }
 
-/* Layout of one cache; returns total bytes from the aligned base, 0 on
+/* Layout of one cache; returns total bytes from the aligned base (0 for
+ * a model with no cache to hold: no attention, no state), SIZE_MAX on
  * overflow. Offsets per layer when off_k/off_v/off_s are not NULL. */
 static size_t layout(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv, size_t *off_k,
                      size_t *off_v, size_t *off_s) {
   const llm_hparams *hp = &m->hp;
   enum ggml_type t = kv == FM_LLM_KV_F16 ? GGML_TYPE_F16 : GGML_TYPE_F32;
   size_t total = 0;
-  if (n_ctx > INT64_MAX - LLM_KV_PAD) return 0;
+  if (n_ctx > INT64_MAX - LLM_KV_PAD) return SIZE_MAX;
   n_ctx = (n_ctx + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   for (int64_t il = 0; il < hp->n_layer; il++) {
     if (hp->n_head_kv[il] > 0) {
       int64_t ek = llm_n_embd_k_gqa(hp, il), ev = llm_n_embd_v_gqa(hp, il), bk, bv;
-      if (!fm_mul_ok(ek, n_ctx, &bk) || !fm_mul_ok(ev, n_ctx, &bv)) return 0;
+      if (!fm_mul_ok(ek, n_ctx, &bk) || !fm_mul_ok(ev, n_ctx, &bv)) return SIZE_MAX;
       size_t sk = align_up(ggml_row_size(t, bk)), sv = align_up(ggml_row_size(t, bv));
       if (off_k) off_k[il] = total;
       total += sk;
       if (off_v) off_v[il] = total;
       total += sv;
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       if (off_s) off_s[il] = total;
       total += align_up((size_t)ns * sizeof(float));
     }
-    if (total > (SIZE_MAX >> 2)) return 0;
+    if (total > (SIZE_MAX >> 2)) return SIZE_MAX;
   }
   return total;
 }
@@ -56,7 +57,7 @@ static size_t layout(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv, si
 size_t fm_llm_cache_bytes(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type kv) {
   if (!m || n_ctx < 1 || (kv != FM_LLM_KV_F16 && kv != FM_LLM_KV_F32)) return 0;
   size_t n = layout(m, n_ctx, kv, NULL, NULL, NULL);
-  return n ? n + CACHE_ALIGN : 0;
+  return n != SIZE_MAX ? n + CACHE_ALIGN : 0;
 }
 
 /* The tensors of cache c (model, n_cells and type set) in one zeroed
@@ -76,7 +77,7 @@ static fm_status device_tensors(fm_llm_cache *c, fm_err *err) {
       c->v[il] = ggml_new_tensor_2d(c->ctx, t, c->n_cells, llm_n_embd_v_gqa(hp, il));
       any = 1;
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       c->s[il] = ggml_new_tensor_1d(c->ctx, GGML_TYPE_F32, ns);
       any = 1;
@@ -176,7 +177,7 @@ fm_status fm_llm_cache_new(const fm_llm_model *m, int64_t n_ctx, fm_llm_kv_type 
         goto fail;
       }
     }
-    int64_t ns = m->arch->state_elems ? m->arch->state_elems(m, il) : 0;
+    int64_t ns = llm_program_state_elems(m, il);
     if (ns > 0) {
       c->s[il] = ggml_new_tensor_1d(c->ctx, GGML_TYPE_F32, ns);
       if (ggml_backend_tensor_alloc(c->buf, c->s[il], (char *)c->base + off[2 * L + il]) !=

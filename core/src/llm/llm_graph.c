@@ -1,20 +1,19 @@
-/* llm_graph.c: reusable lowerings of transformer blocks to GGML operators,
- * the standard pre-norm decoder, and evaluation (graph build, allocation by
- * ggml_gallocr into one reused compute buffer, inputs, compute on the
- * model's backend: GGML's CPU backend, or a device's, where the whole graph
- * runs and only inputs and the result cross to and from host memory).
+/* llm_graph.c: the reusable lowerings that need the runtime's state
+ * (inputs, masks, the cache's attention, experts, pooling, output rows),
+ * and evaluation (graph build by the program's lowering, llm_program.c;
+ * allocation by ggml_gallocr into one reused compute buffer, inputs,
+ * compute on the model's backend: GGML's CPU backend, or a device's, where
+ * the whole graph runs and only inputs and the result cross to and from
+ * host memory).
  *
- * The operator sequence mirrors what llama.cpp builds for the same
- * architecture (without flash attention, its default through node-llama-cpp),
- * so results agree to rounding: token embedding rows; per layer RMSNorm x w,
- * Q/K/V projections, RoPE on [head, n_head, n_tokens], keys stored F16 in
- * the cache and values stored transposed, softmax(K^T Q * scale + mask) with
- * ggml_soft_max_ext, V x probabilities, heads merged, output projection,
- * residual; the last layer keeps only the rows whose logits are wanted
- * before its feed-forward; final norm; output projection.
- * Methods: Vaswani et al. 2017 (attention), Zhang and Sennrich 2019
- * (RMSNorm), Su et al. 2021 (RoPE), Ainslie et al. 2023 (grouped-query
- * attention), Shazeer 2020 (GLU variants). */
+ * Attention follows what llama.cpp builds (without flash attention, its
+ * default through node-llama-cpp), so results agree to rounding: keys
+ * stored F16 in the cache and values stored transposed,
+ * softmax(K^T Q * scale + mask) with ggml_soft_max_ext, V x probabilities,
+ * heads merged; or flash attention for batches of LLM_FA_MIN_TOKENS.
+ * Methods: Vaswani et al. 2017 (attention), Ainslie et al. 2023
+ * (grouped-query attention), Dao et al. 2022 (flash attention), Shazeer et
+ * al. 2017 (mixtures of experts). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -24,12 +23,6 @@
 #include "llm_impl.h"
 
 /* ---- inputs ---------------------------------------------------------------- */
-
-struct ggml_tensor *llm_build_inp_embd(llm_build *b) {
-  struct ggml_tensor *x = ggml_get_rows(b->ctx, b->m->tok_embd, b->inp_tokens);
-  if (b->m->hp.embd_scale != 0.0f) x = ggml_scale(b->ctx, x, b->m->hp.embd_scale);
-  return x;
-}
 
 struct ggml_tensor *llm_build_inp_pos(llm_build *b) {
   if (!b->inp_pos) {
@@ -72,29 +65,23 @@ struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev) {
   return t;
 }
 
+struct ggml_tensor *llm_pool(llm_build *b, struct ggml_tensor *x, fm_llm_pooling pooling) {
+  struct ggml_context *ctx = b->ctx;
+  if (pooling == FM_LLM_POOL_MEAN) {
+    b->inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, x->ne[1], 1);
+    ggml_set_input(b->inp_pool);
+    return ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, x)), b->inp_pool);
+  }
+  b->inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
+  ggml_set_input(b->inp_pool);
+  return ggml_get_rows(ctx, x, b->inp_pool);
+}
+
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x) {
   return b->inp_out_ids ? ggml_get_rows(b->ctx, x, b->inp_out_ids) : x;
 }
 
 /* ---- lowerings ------------------------------------------------------------- */
-
-struct ggml_tensor *llm_norm(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
-                             struct ggml_tensor *bias, int kind) {
-  const llm_hparams *hp = &b->m->hp;
-  x = kind == LLM_NORM_LAYER ? ggml_norm(b->ctx, x, (float)hp->norm_eps)
-                             : ggml_rms_norm(b->ctx, x, (float)hp->norm_rms_eps);
-  if (w) x = ggml_mul(b->ctx, x, w);
-  if (bias) x = ggml_add(b->ctx, x, bias);
-  return x;
-}
-
-static struct ggml_tensor *rope(llm_build *b, struct ggml_tensor *x) {
-  const llm_hparams *hp = &b->m->hp;
-  return ggml_rope_ext(b->ctx, x, llm_build_inp_pos(b), NULL, (int)hp->n_rot,
-                       hp->rope_neox ? GGML_ROPE_TYPE_NEOX : GGML_ROPE_TYPE_NORMAL,
-                       (int)hp->n_ctx_orig, hp->rope_freq_base, hp->rope_freq_scale, 0.0f, 1.0f,
-                       32.0f, 1.0f);
-}
 
 /* Attention by GGML's operators: flash attention (b->flash_attn) or
  * explicit scores, softmax and product with V. q [hk, nh, n], kk [hk,
@@ -140,30 +127,11 @@ static struct ggml_tensor *attn_ggml(llm_build *b, struct ggml_tensor *q, struct
   return cur;
 }
 
-struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
-                             const llm_attn_opts *o) {
-  llm_model *m = b->m;
-  const llm_hparams *hp = &m->hp;
-  const llm_layer *l = &m->layers[il];
+struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, struct ggml_tensor *k,
+                               struct ggml_tensor *v, int mk, float scale) {
   struct ggml_context *ctx = b->ctx;
-  int64_t hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
-  int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il], n = b->n_tokens;
-
-  struct ggml_tensor *q = llm_mm(b, l->wq, x);
-  if (l->bq) q = ggml_add(ctx, q, l->bq);
-  struct ggml_tensor *k = llm_mm(b, l->wk, x);
-  if (l->bk) k = ggml_add(ctx, k, l->bk);
-  struct ggml_tensor *v = llm_mm(b, l->wv, x);
-  if (l->bv) v = ggml_add(ctx, v, l->bv);
-  q = ggml_reshape_3d(ctx, q, hk, nh, n);
-  k = ggml_reshape_3d(ctx, k, hk, nkv, n);
-  if (l->attn_q_norm) q = llm_norm(b, q, l->attn_q_norm, NULL, LLM_NORM_RMS);
-  if (l->attn_k_norm) k = llm_norm(b, k, l->attn_k_norm, NULL, LLM_NORM_RMS);
-  if (!(o && o->no_rope) && hp->n_rot > 0) {
-    q = rope(b, q);
-    k = rope(b, k);
-  }
-
+  const int64_t hk = q->ne[0], nkv = k->ne[1], n = q->ne[2];
+  const int64_t hv = ggml_nelements(v) / (nkv * n);
   /* Store this batch's keys and values at cells n_past .. n_past + n - 1
    * (rows named by index inputs, so the graph does not depend on n_past).
    * V is stored transposed: element (c, t) goes to cell c * n_cells + p_t
@@ -177,66 +145,28 @@ struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
                                                  llm_build_v_idx(b, ev)));
 
   /* Attention over the n_kv cells. */
-  int mk = o ? o->mask : LLM_MASK_DEFAULT;
-  if (mk == LLM_MASK_DEFAULT && hp->swa_layer[il] && hp->n_swa > 0)
-    mk = hp->causal ? LLM_MASK_SWA_CAUSAL : LLM_MASK_SWA_SYM;
-  float scale = (o && o->kq_scale != 0.0f) ? o->kq_scale
-                : hp->kq_scale != 0.0f     ? hp->kq_scale
-                                           : 1.0f / sqrtf((float)hk);
   struct ggml_tensor *kk = ggml_view_3d(ctx, kc, hk, b->n_kv, nkv, ggml_row_size(kc->type, ek),
                                         ggml_row_size(kc->type, hk), 0); /* [hk, n_kv, nkv] */
   struct ggml_tensor *vv =
       ggml_view_3d(ctx, vc, b->n_kv, hv, nkv, vc->nb[1], vc->nb[1] * (size_t)hv, 0); /* [n_kv, hv, nkv] */
-  struct ggml_tensor *cur;
   if (b->flash_attn && llm_attn_small_applies(b, hk, hv))
     /* small heads on the CPU: our kernel, vectorized along the keys
-     * (llm_attn.h), on the operands of GGML's flash attention below */
-    cur = llm_attn_small(b, q, kk, vv, llm_build_mask(b, mk, 0), scale, kc->type == GGML_TYPE_F16);
-  else
-    cur = attn_ggml(b, q, kk, vv, mk, scale);
-  cur = llm_mm(b, l->wo, cur);
-  if (l->bo) cur = ggml_add(ctx, cur, l->bo);
-  return cur;
+     * (llm_attn.h), on the operands of GGML's flash attention */
+    return llm_attn_small(b, q, kk, vv, llm_build_mask(b, mk, 0), scale, kc->type == GGML_TYPE_F16);
+  return attn_ggml(b, q, kk, vv, mk, scale);
 }
 
-static struct ggml_tensor *mm_bias(llm_build *b, struct ggml_tensor *w, struct ggml_tensor *bias,
-                                   struct ggml_tensor *x) {
-  struct ggml_tensor *y = llm_mm(b, w, x);
-  return bias ? ggml_add(b->ctx, y, bias) : y;
-}
-
-static struct ggml_tensor *ffn_dense(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *up,
-                                     struct ggml_tensor *up_b, struct ggml_tensor *gate,
-                                     struct ggml_tensor *gate_b, struct ggml_tensor *down,
-                                     struct ggml_tensor *down_b, int kind) {
+struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *router,
+                                    struct ggml_tensor *probs_b, struct ggml_tensor *gate_exps,
+                                    struct ggml_tensor *up_exps, struct ggml_tensor *down_exps,
+                                    int64_t nu, const llm_moe_opts *o) {
   struct ggml_context *ctx = b->ctx;
-  struct ggml_tensor *u = mm_bias(b, up, up_b, x), *h;
-  if (gate && (kind == LLM_FFN_SWIGLU || kind == LLM_FFN_GEGLU)) {
-    struct ggml_tensor *g = mm_bias(b, gate, gate_b, x);
-    h = kind == LLM_FFN_SWIGLU ? ggml_swiglu_split(ctx, g, u) : ggml_geglu_split(ctx, g, u);
-  } else {
-    h = kind == LLM_FFN_SILU || kind == LLM_FFN_SWIGLU ? ggml_silu(ctx, u) : ggml_gelu(ctx, u);
-  }
-  return mm_bias(b, down, down_b, h);
-}
+  const int64_t E = x->ne[0], ne = router->ne[1], n = x->ne[1];
 
-struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int kind) {
-  const llm_layer *l = &b->m->layers[il];
-  return ffn_dense(b, x, l->ffn_up, l->ffn_up_b, l->ffn_gate, l->ffn_gate_b, l->ffn_down,
-                   l->ffn_down_b, kind);
-}
-
-struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
-                            const llm_moe_opts *o) {
-  llm_model *m = b->m;
-  const llm_layer *l = &m->layers[il];
-  struct ggml_context *ctx = b->ctx;
-  int64_t E = m->hp.n_embd, ne = m->hp.n_expert, nu = m->hp.n_expert_used, n = x->ne[1];
-
-  struct ggml_tensor *logits = llm_mm(b, l->ffn_gate_inp, x); /* [ne, n] */
+  struct ggml_tensor *logits = llm_mm(b, router, x); /* [ne, n] */
   struct ggml_tensor *probs = o->gating_sigmoid ? ggml_sigmoid(ctx, logits) : ggml_soft_max(ctx, logits);
   struct ggml_tensor *sel = probs;
-  if (l->ffn_exp_probs_b) sel = ggml_add(ctx, probs, l->ffn_exp_probs_b);
+  if (probs_b) sel = ggml_add(ctx, probs, probs_b);
   struct ggml_tensor *ids = ggml_top_k(ctx, sel, (int)nu); /* [nu, n] I32 */
   struct ggml_tensor *w = ggml_get_rows(ctx, ggml_reshape_3d(ctx, probs, 1, ne, n), ids); /* [1, nu, n] */
   if (o->norm_weights) {
@@ -247,11 +177,11 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
   if (o->weights_scale != 0.0f) w = ggml_scale(ctx, w, o->weights_scale);
 
   struct ggml_tensor *x3 = ggml_reshape_3d(ctx, x, E, 1, n);
-  struct ggml_tensor *up = ggml_mul_mat_id(ctx, l->ffn_up_exps, x3, ids);     /* [ff, nu, n] */
-  struct ggml_tensor *gate = ggml_mul_mat_id(ctx, l->ffn_gate_exps, x3, ids); /* [ff, nu, n] */
+  struct ggml_tensor *up = ggml_mul_mat_id(ctx, up_exps, x3, ids);     /* [ff, nu, n] */
+  struct ggml_tensor *gate = ggml_mul_mat_id(ctx, gate_exps, x3, ids); /* [ff, nu, n] */
   struct ggml_tensor *h = o->act == LLM_FFN_GEGLU ? ggml_geglu_split(ctx, gate, up)
                                                   : ggml_swiglu_split(ctx, gate, up);
-  struct ggml_tensor *ex = ggml_mul_mat_id(ctx, l->ffn_down_exps, h, ids); /* [E, nu, n] */
+  struct ggml_tensor *ex = ggml_mul_mat_id(ctx, down_exps, h, ids); /* [E, nu, n] */
   ex = ggml_mul(ctx, ex, w);
   struct ggml_tensor *out = NULL;
   for (int64_t i = 0; i < nu; i++) {
@@ -259,55 +189,7 @@ struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
     out = out ? ggml_add(ctx, out, e) : e;
   }
   if (nu == 1) out = ggml_cont(ctx, out);
-  if (l->ffn_up_shexp) {
-    struct ggml_tensor *sh = ffn_dense(b, x, l->ffn_up_shexp, NULL, l->ffn_gate_shexp, NULL,
-                                       l->ffn_down_shexp, NULL, LLM_FFN_SWIGLU);
-    if (l->ffn_gate_inp_shexp)
-      sh = ggml_mul(ctx, sh, ggml_sigmoid(ctx, llm_mm(b, l->ffn_gate_inp_shexp, x)));
-    out = ggml_add(ctx, out, sh);
-  }
   return out;
-}
-
-fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err) {
-  llm_model *m = b->m;
-  struct ggml_context *ctx = b->ctx;
-  struct ggml_tensor *x = llm_build_inp_embd(b);
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    struct ggml_tensor *res = x;
-    struct ggml_tensor *cur = llm_norm(b, x, l->attn_norm, l->attn_norm_b, o->norm);
-    cur = llm_attn(b, il, cur, &o->attn);
-    if (l->attn_post_norm) cur = llm_norm(b, cur, l->attn_post_norm, NULL, o->norm);
-    if (il == m->hp.n_layer - 1) {
-      cur = llm_select_outputs(b, cur);
-      res = llm_select_outputs(b, res);
-    }
-    struct ggml_tensor *ffn_in = ggml_add(ctx, cur, res);
-    cur = llm_norm(b, ffn_in, l->ffn_norm, l->ffn_norm_b, o->norm);
-    if (l->ffn_gate_inp) {
-      cur = llm_moe(b, il, cur, &o->moe);
-    } else {
-      if ((o->ffn == LLM_FFN_SWIGLU || o->ffn == LLM_FFN_GEGLU) && !l->ffn_gate)
-        return fm_err_set(err, FM_EFORMAT, "tensor 'blk.%lld.ffn_gate.weight' is missing (architecture %s)",
-                          (long long)il, m->arch_name);
-      cur = llm_ffn(b, il, cur, o->ffn);
-    }
-    if (l->ffn_post_norm) cur = llm_norm(b, cur, l->ffn_post_norm, NULL, o->norm);
-    x = ggml_add(ctx, cur, ffn_in);
-  }
-  b->hidden = llm_norm(b, x, m->output_norm, m->output_norm_b, o->norm);
-  return FM_OK;
-}
-
-fm_status llm_build_llama_decoder(llm_build *b, fm_err *err) {
-  llm_decoder_opts o = {0};
-  o.norm = LLM_NORM_RMS;
-  o.ffn = LLM_FFN_SWIGLU;
-  o.moe.gating_sigmoid = 0;
-  o.moe.norm_weights = 1;
-  o.moe.act = LLM_FFN_SWIGLU;
-  return llm_build_decoder(b, &o, err);
 }
 
 /* ---- evaluation ------------------------------------------------------------ */
@@ -432,14 +314,14 @@ static fm_status check_device_ops(const llm_model *m, struct ggml_cgraph *gf, fm
 /* Build (or reuse), allocate, fill and compute the graph of one batch:
  * logits of the last n_out tokens, or (embed) the pooled embedding. Copies
  * the result (F32, contiguous) to dst and advances c->n_past. */
-static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, int64_t n,
-                           int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
+static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, const float *seq,
+                           int64_t n, int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
                            const fm_ctl *ctl, fm_err *err) {
   fm_status st = FM_OK;
   int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   if (n_kv > c->n_cells) n_kv = c->n_cells;
   int fa = m->flash_attn && n >= LLM_FA_MIN_TOKENS;
-  int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, embed ? (int64_t)pooling : -9,
+  int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, seq ? -8 : embed ? (int64_t)pooling : -9,
                     fa,         m->fused_gemm && llm_gemm_kernel(GGML_TYPE_F32)};
   llm_build *b = m->gb;
   if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
@@ -467,32 +349,19 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     b->inp_tokens = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n);
     ggml_set_name(b->inp_tokens, "inp_tokens");
     ggml_set_input(b->inp_tokens);
+    if (seq) {
+      b->inp_seq = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, llm_program_seq_channels(m), n);
+      ggml_set_input(b->inp_seq);
+    }
     if (!embed && n_out < n) {
       b->inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
       ggml_set_input(b->inp_out_ids);
     }
-    st = m->arch->build(b, err);
+    st = llm_program_build(b, err);
     if (st != FM_OK) goto fail;
-    struct ggml_tensor *res;
-    if (embed) {
-      if (pooling == FM_LLM_POOL_MEAN) {
-        b->inp_pool = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, 1);
-        ggml_set_input(b->inp_pool);
-        res = ggml_mul_mat(ctx, ggml_cont(ctx, ggml_transpose(ctx, b->hidden)), b->inp_pool);
-      } else {
-        b->inp_pool = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, 1);
-        ggml_set_input(b->inp_pool);
-        res = ggml_get_rows(ctx, b->hidden, b->inp_pool);
-      }
-      if (b->pool_proj) res = b->pool_proj(b, res);
-    } else {
-      res = b->logits ? b->logits : llm_mm(b, m->output, b->hidden);
-      if (!b->logits && m->hp.final_softcap > 0.0f) {
-        res = ggml_scale(ctx, res, 1.0f / m->hp.final_softcap);
-        res = ggml_tanh(ctx, res);
-        res = ggml_scale(ctx, res, m->hp.final_softcap);
-      }
-    }
+    /* the program's result: logits, its embedding, or its final states
+     * pooled */
+    struct ggml_tensor *res = !embed ? b->logits : b->embedding ? b->embedding : llm_pool(b, b->hidden, pooling);
     ggml_set_output(res);
     ggml_build_forward_expand(b->gf, res);
     b->result = res;
@@ -512,10 +381,16 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
 
   /* Inputs: written in place in the CPU backend's buffers, staged and
    * uploaded to a device's (inp_begin, inp_commit). */
-  {
+  if (b->inp_tokens->data) { /* a whole-sequence evaluation has none: ids 0 */
     INP_BEGIN(d, int32_t, b->inp_tokens);
-    memcpy(d, tokens, (size_t)n * sizeof(int32_t));
+    if (tokens) memcpy(d, tokens, (size_t)n * sizeof(int32_t));
+    else memset(d, 0, (size_t)n * sizeof(int32_t));
     inp_commit(b->inp_tokens, d);
+  }
+  if (seq && b->inp_seq->data) {
+    INP_BEGIN(d, float, b->inp_seq);
+    memcpy(d, seq, ggml_nbytes(b->inp_seq));
+    inp_commit(b->inp_seq, d);
   }
   if (b->inp_pos && b->inp_pos->data) {
     INP_BEGIN(d, int32_t, b->inp_pos);
@@ -675,7 +550,7 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
   for (int64_t i = 0; i < n_tokens && st == FM_OK; i += FM_LLM_UBATCH) {
     int64_t nb = n_tokens - i < FM_LLM_UBATCH ? n_tokens - i : FM_LLM_UBATCH;
     float *d = n_out == 1 ? dst : dst + (size_t)i * (size_t)m->hp.n_vocab;
-    st = run_graph(m, c, tokens + i, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
+    st = run_graph(m, c, tokens + i, NULL, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
   }
   if (st != FM_OK) {
     c->n_past = n_past0;
@@ -706,7 +581,35 @@ fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
   fm_llm_cache *c = NULL;
   st = fm_llm_cache_new(m, n_tokens, FM_LLM_KV_F32, NULL, 0, &c, err);
   if (st != FM_OK) return st;
-  st = run_graph(m, c, tokens, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  st = run_graph(m, c, tokens, NULL, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  fm_llm_cache_free(c);
+  return st;
+}
+
+fm_status fm_llm_forward(fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap,
+                         int64_t *rows, int64_t *cols, const fm_ctl *ctl, fm_err *err) {
+  if (!m || !x || !out || !rows || !cols) return fm_err_set(err, FM_EARG, "fm_llm_forward: NULL argument");
+  const int64_t ch = llm_program_seq_channels(m);
+  if (ch == 0)
+    return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes no sequence input (fm_llm_eval evaluates it)",
+                      m->arch_name);
+  for (int64_t il = 0; il < m->hp.n_layer; il++)
+    if (m->hp.n_head_kv[il] > 0 || llm_program_state_elems(m, il) > 0)
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' keeps cache state, which a whole-sequence "
+                        "evaluation does not", m->arch_name);
+  if (n < 1 || n > INT32_MAX) return fm_err_set(err, FM_EARG, "a sequence of %lld positions", (long long)n);
+  *rows = m->hp.n_vocab;
+  *cols = llm_program_out_cols(m, n);
+  if (*cols < 1)
+    return fm_err_set(err, FM_EARG, "a sequence of %lld positions is shorter than the program's crops (%lld)",
+                      (long long)n, (long long)(n - *cols));
+  if (cap < *rows * *cols)
+    return fm_err_set(err, FM_EARG, "the output needs %lld x %lld floats, the buffer holds %lld",
+                      (long long)*rows, (long long)*cols, (long long)cap);
+  if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  fm_llm_cache *c = NULL;
+  fm_status st = fm_llm_cache_new(m, n, FM_LLM_KV_F32, NULL, 0, &c, err); /* nothing to hold: positions */
+  if (st == FM_OK) st = run_graph(m, c, NULL, x, n, n, 0, FM_LLM_POOL_NONE, out, ctl, err);
   fm_llm_cache_free(c);
   return st;
 }

@@ -1,36 +1,14 @@
 /* llm_impl.h (private): the model runtime's internals, shared by
- * llm_model.c (loading), llm_cache.c, llm_graph.c (reusable lowerings and
- * evaluation), llm_sample.c and the architecture files llm_arch_<name>.c.
+ * llm_model.c (the model), llm_program.c (a bound program: checks, the
+ * runtime facts derived from it, its lowering), llm_cache.c, llm_graph.c
+ * (lowerings that need the runtime's state, and evaluation), llm_gemm.c,
+ * llm_attn.c, llm_repack.c and llm_sample.c.
  *
- * HOW TO ADD AN ARCHITECTURE
- *   1. Write core/src/llm/llm_arch_<name>.c defining
- *        const llm_arch llm_arch_<name> = {"<general.architecture>", load, build, ...};
- *      (see llm_arch_llama.c, the reference). Every .c file of core/src/llm
- *      is compiled (CMake and Rgguf both take the folder).
- *   2. Add one line LLM_ARCH(<name>) to core/src/llm/llm_arch_list.h.
- *   load(m, err): runs after llm_load_common() has read the common
- *      hyperparameters (m->hp, every per-layer array filled) and bound
- *      token_embd, output_norm and output (tied to token_embd when absent).
- *      Read further keys with llm_kv_*(), bind each layer's tensors with
- *      llm_bind() (name, expected shape, required or optional) into
- *      m->layers[il] (named fields, or extra[] for anything else). Every
- *      shape that the graph relies on must be checked here, so GGML's asserts
- *      never fire on a malformed file. Set m->hp flags (rope_neox, causal,
- *      kq_scale, ...) as llama.cpp does for this architecture.
- *   build(b, err): from b->inp_embd-producing helpers, compose lowerings
- *      (llm_build_inp_embd, llm_norm, llm_attn, llm_ffn, llm_moe,
- *      llm_select_outputs, ...) and set b->hidden to the final normed states
- *      ([n_embd, n_outputs]); optionally set b->logits (else
- *      mul_mat(output, hidden) is applied) or, for embedding models,
- *      pool_proj (applied to the pooled vector).
- *      Most decoder-only models need only llm_build_decoder() with options,
- *      or llm_build_llama_decoder() itself as build, with a load that sets
- *      the RoPE mode and calls llm_bind_decoder_layers_need() (see
- *      llm_arch_qwen3.c).
- *   state_elems(m, il): F32 elements of recurrent per-layer state kept in the
- *      cache (convolution tails, SSM states); NULL or 0 for none. The cache
- *      gives them to the graph as b->cache->s[il] (zeroed on clear).
- *   Layers with n_head_kv[il] > 0 get a K and a V cache buffer.
+ * A model is a bound architecture program (fm_llm_program.h): the runtime
+ * knows operators, never model families. Cache slots with n_head_kv[il] >
+ * 0 get a K and a V buffer; llm_program_state_elems() gives the F32
+ * elements of a slot's recurrent state (a convolution's last inputs),
+ * which the graph sees as b->cache->s[il] (zeroed on clear).
  *
  * Shapes follow GGML: ne[0] is the contiguous dimension. A [n_embd, n_tokens]
  * activation is n_tokens columns of n_embd floats. */
@@ -45,63 +23,33 @@
 
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "fm/fm_llm_program.h"
 #include "llm_gemm.h"
 
-#define LLM_EXTRA_TENSORS 16
-
-/* Weights of one layer; NULL when the file has no such tensor. */
-typedef struct llm_layer {
-  struct ggml_tensor *attn_norm, *attn_norm_b;     /* [n_embd] */
-  struct ggml_tensor *wq, *wk, *wv, *wo;           /* [n_embd, n_head*hd_k] ... */
-  struct ggml_tensor *bq, *bk, *bv, *bo;           /* optional biases */
-  struct ggml_tensor *attn_q_norm, *attn_k_norm;   /* [hd_k]: per-head RMS norm */
-  struct ggml_tensor *attn_post_norm;              /* [n_embd]: post-branch norm */
-  struct ggml_tensor *ffn_norm, *ffn_norm_b;       /* [n_embd] */
-  struct ggml_tensor *ffn_gate, *ffn_up, *ffn_down; /* [n_embd, n_ff], [n_ff, n_embd] */
-  struct ggml_tensor *ffn_gate_b, *ffn_up_b, *ffn_down_b;
-  struct ggml_tensor *ffn_post_norm;               /* [n_embd] */
-  /* mixture of experts */
-  struct ggml_tensor *ffn_gate_inp;                /* [n_embd, n_expert] router */
-  struct ggml_tensor *ffn_gate_exps, *ffn_up_exps; /* [n_embd, n_ff_exp, n_expert] */
-  struct ggml_tensor *ffn_down_exps;               /* [n_ff_exp, n_embd, n_expert] */
-  struct ggml_tensor *ffn_exp_probs_b;             /* [n_expert] selection bias */
-  struct ggml_tensor *ffn_gate_shexp, *ffn_up_shexp, *ffn_down_shexp; /* shared expert */
-  struct ggml_tensor *ffn_gate_inp_shexp;
-  struct ggml_tensor *extra[LLM_EXTRA_TENSORS]; /* architecture-specific */
-} llm_layer;
-
-/* Hyperparameters. Per-layer arrays have n_layer entries. */
+/* The runtime's facts about a model, derived from its program's nodes
+ * (llm_program.c); per-slot arrays have n_layer entries (the cache slots).
+ * The rest is reported (fm_llm_info). */
 typedef struct llm_hparams {
   int64_t n_vocab, n_embd, n_layer, n_ctx_train;
   int64_t n_embd_head_k, n_embd_head_v, n_rot;
-  int64_t *n_head, *n_head_kv, *n_ff; /* per layer */
-  int64_t n_expert, n_expert_used, n_ff_exp, n_ff_shexp;
-  double norm_rms_eps, norm_eps;
-  float rope_freq_base, rope_freq_scale;
-  int64_t n_ctx_orig;
+  int64_t *n_head, *n_head_kv, *n_ff; /* per slot */
+  int64_t n_expert, n_expert_used, n_ff_exp;
+  double norm_rms_eps;
+  float rope_freq_base;
   int rope_neox;
   int causal;
   int pooling;
-  float kq_scale;            /* 0: 1/sqrt(n_embd_head_k) */
   int64_t n_swa;             /* sliding window (0: none) */
-  unsigned char *swa_layer;  /* per layer: 1 if the layer uses the window */
-  float attn_softcap, final_softcap; /* 0: none */
-  float embd_scale;          /* 0: none; multiplies the token embeddings */
+  unsigned char *swa_layer;  /* per slot: 1 if its attention uses the window */
 } llm_hparams;
 
 typedef struct fm_llm_model llm_model;
 typedef struct llm_build llm_build;
-
-typedef struct llm_arch {
-  const char *name; /* general.architecture */
-  fm_status (*load)(llm_model *m, fm_err *err);
-  fm_status (*build)(llm_build *b, fm_err *err);
-  int64_t (*state_elems)(const llm_model *m, int64_t il);
-} llm_arch;
+typedef struct llm_program llm_program;
 
 struct fm_llm_model {
   const fm_gguf *g;        /* borrowed */
-  const llm_arch *arch;
+  llm_program *prog;       /* the bound program (llm_program.c), owned */
   fm_llm_info info;
   llm_hparams hp;
   char arch_name[64];
@@ -130,12 +78,8 @@ struct fm_llm_model {
   ggml_backend_buffer_t rbuf;   /* and data, or NULL */
   size_t repacked_bytes;
   int repack_done;              /* fm_llm_model_repack was called */
-  struct ggml_tensor *tok_embd;   /* [n_embd, n_vocab] */
-  struct ggml_tensor *output_norm, *output_norm_b; /* [n_embd] */
-  struct ggml_tensor *output;     /* [n_embd, n_vocab] (== tok_embd when tied) */
-  struct ggml_tensor *extra[LLM_EXTRA_TENSORS]; /* architecture-specific globals */
-  llm_layer *layers; /* n_layer */
-  void *arch_data;   /* owned by the architecture; free()d with the model */
+  struct ggml_tensor *tok_embd;   /* the first embedding's rows, or NULL (info) */
+  struct ggml_tensor *output;     /* the logits product's matrix, or NULL (info: tied) */
   /* The last graph, reused while its key matches (decode steps of one
    * cache share a graph for every 32 positions; see llm_graph.c). */
   struct ggml_context *gctx; /* metadata of that graph (in graph_mem) */
@@ -219,6 +163,7 @@ struct llm_build {
   int flash_attn;                     /* attention through ggml_flash_attn_ext */
   fm_llm_pooling pooling;
   struct ggml_tensor *inp_tokens;     /* I32 [n_tokens] */
+  struct ggml_tensor *inp_seq;        /* F32 [channels, n_tokens] (fm_llm_forward), or NULL */
   struct ggml_tensor *inp_pos;        /* I32 [n_tokens] (created on demand) */
   struct ggml_tensor *inp_out_ids;    /* I32 [n_outputs] or NULL (all tokens) */
   struct ggml_tensor *mask[LLM_MASK_COUNT]; /* F32 [n_kv, n_tokens] */
@@ -227,40 +172,25 @@ struct llm_build {
   struct ggml_tensor *inp_k_idx;      /* I64 [n_tokens]: cache rows of the new keys */
   struct ggml_tensor *inp_v_idx[8];   /* I64 [ev * n_tokens]: cells of the new values */
   int64_t v_idx_ev[8];                /* the ev of each inp_v_idx */
-  struct ggml_tensor *hidden;         /* set by build: [n_embd, n_outputs] */
-  struct ggml_tensor *logits;         /* optionally set by build */
+  struct ggml_tensor *hidden;         /* set by build: the final states [n_embd, n], pooled by an
+                                         embedding of a program without an embedding output */
+  struct ggml_tensor *logits;         /* set by build: [n_vocab, n_outputs] */
+  struct ggml_tensor *embedding;      /* set by build: the program's pooled embedding, or NULL */
   struct ggml_tensor *result;         /* the graph output (logits or embedding) */
-  struct ggml_tensor *(*pool_proj)(llm_build *b, struct ggml_tensor *pooled);
 };
 
-/* ---- metadata (llm_model.c) ---------------------------------------------- */
+/* ---- weights (llm_model.c) ------------------------------------------------ */
 
-/* Integer / float / string / bool value of key "<arch>.<suffix>" (or the
- * literal key when suffix starts with '='). Missing and required:
- * FM_EFORMAT naming the key; missing and optional: *out = def. A wrong type
- * is FM_EFORMAT naming the key and the type found. */
-fm_status llm_kv_i64(const llm_model *m, const char *suffix, int required, int64_t def,
-                     int64_t *out, fm_err *err);
-fm_status llm_kv_f64(const llm_model *m, const char *suffix, int required, double def,
-                     double *out, fm_err *err);
-fm_status llm_kv_bool(const llm_model *m, const char *suffix, int required, int def, int *out,
-                      fm_err *err);
-/* Per-layer integers: a scalar (broadcast) or an array of n_layer values. */
-fm_status llm_kv_layers_i64(const llm_model *m, const char *suffix, int required, int64_t def,
-                            int64_t *out, fm_err *err);
-/* String value (borrowed, not NUL-terminated); *s = NULL when absent. */
-fm_status llm_kv_str(const llm_model *m, const char *suffix, const char **s, size_t *len,
-                     fm_err *err);
-
-/* Bind tensor `name` (printf format, e.g. "blk.%d.attn_q.weight") expecting
- * shape ne[0..n_dims) (-1: any extent); *out = NULL when absent and not
- * required. Checks dims, that a matrix weight's type has a CPU dot product
- * (LLM_T_MATMUL), that a norm/bias is F32 (LLM_T_F32), or that rows can be
- * dequantized (LLM_T_ROWS). Errors: FM_EFORMAT naming the tensor. */
+/* Bind the file's tensor number idx (0-based; FM_EARG out of range) as a
+ * GGML tensor on the mapping (or, on a device, to be uploaded), once per
+ * tensor: its type checked for kind (LLM_T_MATMUL: a type with a GGML CPU
+ * dot product; LLM_T_F32; LLM_T_ROWS: rows GGML can dequantize; LLM_T_ANY)
+ * and its extents against want[0..4) (-1: any) unless want is NULL.
+ * Errors: FM_EFORMAT naming the tensor; FM_EUNSUPPORTED for a type this
+ * GGML does not know. */
 enum { LLM_T_ANY = 0, LLM_T_MATMUL = 1, LLM_T_F32 = 2, LLM_T_ROWS = 3 };
-fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kind,
-                   int64_t ne0, int64_t ne1, int64_t ne2, fm_err *err, const char *fmt, ...)
-    FM_PRINTF(9, 10);
+fm_status llm_bind_at(llm_model *m, int64_t idx, int kind, const int64_t *want,
+                      struct ggml_tensor **out, fm_err *err);
 
 /* n_embd_k_gqa / n_embd_v_gqa of layer il. */
 static inline int64_t llm_n_embd_k_gqa(const llm_hparams *hp, int64_t il) {
@@ -323,8 +253,6 @@ struct ggml_tensor *llm_attn_small(llm_build *b, struct ggml_tensor *q, struct g
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 
-/* get_rows(token_embd, tokens) (times hp.embd_scale when set): [n_embd, n_tokens]. */
-struct ggml_tensor *llm_build_inp_embd(llm_build *b);
 /* Positions n_past.. as an I32 input [n_tokens]. */
 struct ggml_tensor *llm_build_inp_pos(llm_build *b);
 /* Index inputs of the cache writes (filled per evaluation). */
@@ -334,85 +262,56 @@ struct ggml_tensor *llm_build_v_idx(llm_build *b, int64_t ev);
  * flash attention takes it. */
 struct ggml_tensor *llm_build_mask(llm_build *b, int kind, int f16);
 
-enum { LLM_NORM_RMS = 0, LLM_NORM_LAYER = 1 };
-/* norm(x) * w + bias (w, bias may be NULL), over ne[0]. */
-struct ggml_tensor *llm_norm(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
-                             struct ggml_tensor *bias, int kind);
-
-typedef struct llm_attn_opts {
-  int mask;      /* LLM_MASK_* (0: DEFAULT; per layer, hp.swa_layer picks SWA) */
-  int no_rope;   /* 1: no rotary embedding */
-  float kq_scale; /* 0: hp.kq_scale, else 1/sqrt(hd_k) */
-} llm_attn_opts;
-/* Self-attention of layer il on normed input x [n_embd, n_tokens]:
- * Q/K/V projections (+ biases), per-head Q/K RMS norm when the layer has
- * attn_q_norm/attn_k_norm, RoPE (hp.rope_neox), store K/V in the cache,
- * softmax(K^T Q * scale + mask) over n_kv cells, V, merged heads, wo (+ bo).
- * Returns [n_embd, n_tokens]. opts may be NULL. */
-struct ggml_tensor *llm_attn(llm_build *b, int64_t il, struct ggml_tensor *x,
-                             const llm_attn_opts *opts);
-
-enum { LLM_FFN_SWIGLU = 0, LLM_FFN_GEGLU = 1, LLM_FFN_GELU = 2, LLM_FFN_SILU = 3 };
-/* Feed-forward of layer il: gated (SWIGLU: silu(gate x) * up x; GEGLU:
- * gelu(gate x) * up x) or not (GELU/SILU: act(up x)), then down (+ biases).
- * Returns [n_embd, n]. */
-struct ggml_tensor *llm_ffn(llm_build *b, int64_t il, struct ggml_tensor *x, int kind);
-
+enum { LLM_FFN_SWIGLU = 0, LLM_FFN_GEGLU = 1 };
 typedef struct llm_moe_opts {
   int gating_sigmoid; /* 0: softmax over experts (then top-k); 1: sigmoid */
   int norm_weights;   /* renormalize the selected weights to sum 1 */
   float weights_scale; /* 0: none */
   int act;             /* LLM_FFN_SWIGLU or LLM_FFN_GEGLU */
 } llm_moe_opts;
-/* Mixture of experts of layer il (ffn_gate_inp, ffn_{gate,up,down}_exps,
- * n_expert_used per token via ggml_mul_mat_id), plus the shared expert when
- * bound. Returns [n_embd, n]. */
-struct ggml_tensor *llm_moe(llm_build *b, int64_t il, struct ggml_tensor *x,
-                            const llm_moe_opts *opts);
+/* A mixture of experts per position (ggml_mul_mat_id): router [E,
+ * n_expert] (softmax, or sigmoid), the selection bias probs_b (or NULL),
+ * the stacked gate/up [E, ff, n_expert] and down [ff, E, n_expert]
+ * matrices, the nu most probable experts per token (their weights
+ * renormalized when o->norm_weights). [E, n]. */
+struct ggml_tensor *llm_moe_experts(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *router,
+                                    struct ggml_tensor *probs_b, struct ggml_tensor *gate_exps,
+                                    struct ggml_tensor *up_exps, struct ggml_tensor *down_exps,
+                                    int64_t nu, const llm_moe_opts *o);
+
+/* Attention of layer il's cache slot: stores the batch's keys k [hk, nkv,
+ * n] and values v (hv * nkv x n elements, positions last) in the cache,
+ * then attends with queries q [hk, nh, n] over the n_kv cells with mask
+ * kind mk (LLM_MASK_*, not DEFAULT) and scale: our small-head kernel,
+ * GGML's flash attention or the explicit path, as b and the heads allow.
+ * [hv * nh, n]. */
+struct ggml_tensor *llm_attend(llm_build *b, int64_t il, struct ggml_tensor *q, struct ggml_tensor *k,
+                               struct ggml_tensor *v, int mk, float scale);
+
+/* x [a, n] pooled to one column [a, 1]: mean, the first or the last
+ * position (the evaluation fills b->inp_pool, one per graph, by the
+ * call's pooling). */
+struct ggml_tensor *llm_pool(llm_build *b, struct ggml_tensor *x, fm_llm_pooling pooling);
 
 /* Keep only the output rows (b->inp_out_ids) of x; identity when all. */
 struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x);
 
-/* The standard pre-norm decoder (llama, qwen2, qwen3, mistral, ...):
- * embd -> n_layer x [x + attn(norm(x)); x + ffn(norm(x))] -> norm. With
- * post_norms, branch outputs pass attn_post_norm/ffn_post_norm (gemma2/3).
- * Sets b->hidden. */
-typedef struct llm_decoder_opts {
-  int norm;          /* LLM_NORM_RMS or LLM_NORM_LAYER */
-  int ffn;           /* LLM_FFN_* (ignored for MoE layers) */
-  llm_moe_opts moe;  /* used on layers with ffn_gate_inp */
-  llm_attn_opts attn;
-} llm_decoder_opts;
-fm_status llm_build_decoder(llm_build *b, const llm_decoder_opts *o, fm_err *err);
+/* ---- bound programs (llm_program.c) ------------------------------------------ */
 
-/* llm_build_decoder() as llama builds it: RMSNorm, SwiGLU feed-forward, and
- * on expert layers softmax routing with the top n_expert_used weights
- * renormalized to sum 1 and SwiGLU experts (llama, Mixtral, qwen2, qwen3,
- * qwen3moe). An llm_arch's build. */
-fm_status llm_build_llama_decoder(llm_build *b, fm_err *err);
-
-/* ---- architectures (llm_arch_*.c) ------------------------------------------ */
-
-/* Binds the standard decoder layer tensors (attn_norm, attn_q/k/v/output
- * with optional biases and q/k norms, ffn_norm, dense or MoE FFN, post
- * norms when present) with shapes from m->hp. The dense FFN is gated
- * (ffn_up, ffn_gate and ffn_down all required) and output_norm.weight must
- * be present, so that a file lacking any tensor the graph uses is refused
- * at load (FM_EFORMAT naming it). */
-fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err);
-
-/* llm_bind_decoder_layers(), then FM_EFORMAT (naming the layer, the tensor
- * and m->arch_name) unless every layer has what need (LLM_NEED_* flags)
- * asks; LLM_NEED_MOE also requires <arch>.expert_count and
- * expert_used_count >= 1 (checked before binding). */
-enum {
-  LLM_NEED_QKV_BIAS = 1u, /* attn_{q,k,v}.bias */
-  LLM_NEED_QK_NORM = 2u,  /* attn_{q,k}_norm.weight */
-  LLM_NEED_DENSE = 4u,    /* no ffn_gate_inp (experts) */
-  LLM_NEED_MOE = 8u       /* ffn_gate_inp and the expert tensors */
-};
-fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err);
-
-const llm_arch *llm_arch_find(const char *name, size_t len);
+/* Check and bind program p (fm_llm_program.h) into m: m->prog holds it,
+ * m->hp the cache slots and sizes derived from its nodes. */
+fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
+/* The graph of b (b->logits, or b->embedding / b->hidden for an
+ * embedding evaluation): the program's nodes lowered. */
+fm_status llm_program_build(llm_build *b, fm_err *err);
+/* The channels of the program's sequence input (0: none), and the columns
+ * of its logits output for n positions (n less its crops). */
+int64_t llm_program_seq_channels(const llm_model *m);
+int64_t llm_program_out_cols(const llm_model *m, int64_t n);
+/* F32 elements of cache slot il's recurrent state (0: none). */
+int64_t llm_program_state_elems(const llm_model *m, int64_t il);
+/* The slots of a program's parameters that only products read (matmul
+ * weights, experts), as llm_repack moves them (out may be NULL: count). */
+int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out);
 
 #endif

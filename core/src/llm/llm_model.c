@@ -1,16 +1,15 @@
-/* llm_model.c: loading a model from a parsed GGUF file: the architecture
- * table, hyperparameters from metadata, and weights bound zero-copy (GGML
- * tensors whose data pointers lie in the file's read-only mapping, wrapped
- * by one CPU backend buffer; GGML only reads them), or, on a device
- * (fm_llm_model_new_on), copied once into one buffer of its memory.
+/* llm_model.c: a model of a bound program (fm_llm_program.h) on a parsed
+ * GGUF file: its weights bound zero-copy (GGML tensors whose data pointers
+ * lie in the file's read-only mapping, wrapped by one CPU backend buffer;
+ * GGML only reads them), or, on a device, copied once into one buffer of
+ * its memory; the backend, the graph allocator and the model's switches.
  *
- * Every value the graph relies on is checked here (key types, positive
- * counts, tensor shapes and types), so a malformed file is an FM_EFORMAT
- * naming the key or tensor and never reaches one of GGML's asserts (which
- * abort, or in R raise an error through a longjmp). */
+ * Every value the graph relies on is checked before GGML sees it (the
+ * program's shape rules, llm_program.c; tensor types and extents here), so
+ * a malformed file or program is an error naming the node or tensor and
+ * never reaches one of GGML's asserts (which abort, or in R raise an error
+ * through a longjmp). */
 #define _POSIX_C_SOURCE 200809L
-#include <float.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,152 +20,6 @@
 #include <ggml-vulkan.h>
 #include <stdbool.h>
 #endif
-
-/* ---- the architecture table ---------------------------------------------- */
-
-#define LLM_ARCH(name) extern const llm_arch llm_arch_##name;
-#include "llm_arch_list.h"
-#undef LLM_ARCH
-
-static const llm_arch *const arch_table[] = {
-#define LLM_ARCH(name) &llm_arch_##name,
-#include "llm_arch_list.h"
-#undef LLM_ARCH
-};
-
-#define N_ARCH (sizeof arch_table / sizeof arch_table[0])
-
-const llm_arch *llm_arch_find(const char *name, size_t len) {
-  for (size_t i = 0; i < N_ARCH; i++)
-    if (strlen(arch_table[i]->name) == len && memcmp(arch_table[i]->name, name, len) == 0)
-      return arch_table[i];
-  return NULL;
-}
-
-static void arch_names(char *buf, size_t n) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (size_t i = 0; i < N_ARCH && used + 1 < n; i++) {
-    int w = snprintf(buf + used, n - used, "%s%s", i ? ", " : "", arch_table[i]->name);
-    if (w < 0) break;
-    used += (size_t)w;
-  }
-}
-
-/* ---- metadata ------------------------------------------------------------- */
-
-static void key_of(const llm_model *m, const char *suffix, char *key, size_t n) {
-  if (suffix[0] == '=')
-    snprintf(key, n, "%s", suffix + 1);
-  else
-    snprintf(key, n, "%s.%s", m->arch_name, suffix);
-}
-
-static const fm_gguf_kv *find_kv(const llm_model *m, const char *suffix, char *key, size_t n) {
-  key_of(m, suffix, key, n);
-  int64_t i = fm_gguf_find_kv(m->g, key);
-  return i < 0 ? NULL : fm_gguf_kv_at(m->g, i);
-}
-
-static int is_int_type(fm_gguf_vtype t) {
-  return t == FM_GGUF_U8 || t == FM_GGUF_I8 || t == FM_GGUF_U16 || t == FM_GGUF_I16 ||
-         t == FM_GGUF_U32 || t == FM_GGUF_I32 || t == FM_GGUF_U64 || t == FM_GGUF_I64;
-}
-
-static int is_num_type(fm_gguf_vtype t) {
-  return is_int_type(t) || t == FM_GGUF_F32 || t == FM_GGUF_F64;
-}
-
-fm_status llm_kv_i64(const llm_model *m, const char *suffix, int required, int64_t def,
-                     int64_t *out, fm_err *err) {
-  char key[256];
-  const fm_gguf_kv *kv = find_kv(m, suffix, key, sizeof key);
-  *out = def;
-  if (!kv) {
-    if (required) return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is missing", key);
-    return FM_OK;
-  }
-  if (kv->type == FM_GGUF_ARRAY || !is_int_type(kv->type) || fm_gguf_get_i64(kv, 0, out) != 0)
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is %s, expected an integer", key,
-                      kv->type == FM_GGUF_ARRAY ? "an array" : fm_gguf_vtype_name(kv->type));
-  return FM_OK;
-}
-
-fm_status llm_kv_f64(const llm_model *m, const char *suffix, int required, double def,
-                     double *out, fm_err *err) {
-  char key[256];
-  const fm_gguf_kv *kv = find_kv(m, suffix, key, sizeof key);
-  *out = def;
-  if (!kv) {
-    if (required) return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is missing", key);
-    return FM_OK;
-  }
-  if (kv->type == FM_GGUF_ARRAY || !is_num_type(kv->type) || fm_gguf_get_f64(kv, 0, out) != 0)
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is %s, expected a number", key,
-                      kv->type == FM_GGUF_ARRAY ? "an array" : fm_gguf_vtype_name(kv->type));
-  return FM_OK;
-}
-
-fm_status llm_kv_bool(const llm_model *m, const char *suffix, int required, int def, int *out,
-                      fm_err *err) {
-  char key[256];
-  const fm_gguf_kv *kv = find_kv(m, suffix, key, sizeof key);
-  int64_t v = def;
-  *out = def;
-  if (!kv) {
-    if (required) return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is missing", key);
-    return FM_OK;
-  }
-  if (kv->type != FM_GGUF_BOOL || fm_gguf_get_i64(kv, 0, &v) != 0)
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is %s, expected a bool", key,
-                      fm_gguf_vtype_name(kv->type));
-  *out = v != 0;
-  return FM_OK;
-}
-
-fm_status llm_kv_str(const llm_model *m, const char *suffix, const char **s, size_t *len,
-                     fm_err *err) {
-  char key[256];
-  const fm_gguf_kv *kv = find_kv(m, suffix, key, sizeof key);
-  *s = NULL;
-  *len = 0;
-  if (!kv) return FM_OK;
-  if (kv->type != FM_GGUF_STRING || fm_gguf_get_str(kv, 0, s, len) != 0)
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is %s, expected a string", key,
-                      fm_gguf_vtype_name(kv->type));
-  return FM_OK;
-}
-
-fm_status llm_kv_layers_i64(const llm_model *m, const char *suffix, int required, int64_t def,
-                            int64_t *out, fm_err *err) {
-  char key[256];
-  const fm_gguf_kv *kv = find_kv(m, suffix, key, sizeof key);
-  int64_t n_layer = m->hp.n_layer;
-  for (int64_t il = 0; il < n_layer; il++) out[il] = def;
-  if (!kv) {
-    if (required) return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is missing", key);
-    return FM_OK;
-  }
-  if (kv->type == FM_GGUF_ARRAY) {
-    if (!is_int_type(kv->elem_type))
-      return fm_err_set(err, FM_EFORMAT, "metadata key '%s' is an array of %s, expected integers",
-                        key, fm_gguf_vtype_name(kv->elem_type));
-    if (kv->n != (uint64_t)n_layer)
-      return fm_err_set(err, FM_EFORMAT,
-                        "metadata key '%s' has %llu values, expected one per layer (%lld)", key,
-                        (unsigned long long)kv->n, (long long)n_layer);
-    for (int64_t il = 0; il < n_layer; il++)
-      if (fm_gguf_get_i64(kv, (uint64_t)il, &out[il]) != 0)
-        return fm_err_set(err, FM_EFORMAT, "metadata key '%s': value %lld is not an int64", key,
-                          (long long)il);
-    return FM_OK;
-  }
-  int64_t v;
-  fm_status st = llm_kv_i64(m, suffix, 1, def, &v, err);
-  if (st != FM_OK) return st;
-  for (int64_t il = 0; il < n_layer; il++) out[il] = v;
-  return FM_OK;
-}
 
 /* ---- tensors -------------------------------------------------------------- */
 
@@ -203,32 +56,24 @@ static const char *kind_name(int kind) {
   }
 }
 
-fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kind, int64_t ne0,
-                   int64_t ne1, int64_t ne2, fm_err *err, const char *fmt, ...) {
-  char name[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(name, sizeof name, fmt, ap);
-  va_end(ap);
+fm_status llm_bind_at(llm_model *m, int64_t idx, int kind, const int64_t *want,
+                      struct ggml_tensor **out, fm_err *err) {
   *out = NULL;
-  int64_t idx = fm_gguf_find_tensor(m->g, name);
-  if (idx < 0) {
-    if (required)
-      return fm_err_set(err, FM_EFORMAT, "tensor '%s' is missing (architecture %s)", name,
-                        m->arch_name);
-    return FM_OK;
-  }
+  if (idx < 0 || idx >= fm_gguf_n_tensors(m->g))
+    return fm_err_set(err, FM_EARG, "tensor index %lld is not in the file (%lld tensors)",
+                      (long long)idx, (long long)fm_gguf_n_tensors(m->g));
   const fm_gguf_tensor *t = fm_gguf_tensor_at(m->g, idx);
-  int64_t want[4] = {ne0, ne1, ne2, 1};
+  char name[256];
+  snprintf(name, sizeof name, "%.*s", (int)(t->name_len > 255 ? 255 : t->name_len), t->name);
   int bad = 0;
-  for (int d = 0; d < 4; d++)
+  for (int d = 0; want && d < 4; d++)
     if (want[d] >= 0 && t->ne[d] != want[d]) bad = 1;
   if (bad) {
     char w[96], h[96];
     snprintf(h, sizeof h, "[%lld, %lld, %lld, %lld]", (long long)t->ne[0], (long long)t->ne[1],
              (long long)t->ne[2], (long long)t->ne[3]);
-    snprintf(w, sizeof w, "[%lld, %lld, %lld, 1] (-1: any)", (long long)ne0, (long long)ne1,
-             (long long)ne2);
+    snprintf(w, sizeof w, "[%lld, %lld, %lld, 1] (-1: any)", (long long)want[0], (long long)want[1],
+             (long long)want[2]);
     return fm_err_set(err, FM_EFORMAT, "tensor '%s' has shape %s, expected %s", name, h, w);
   }
   if (!type_consistent(t->type))
@@ -262,248 +107,6 @@ fm_status llm_bind(llm_model *m, struct ggml_tensor **out, int required, int kin
   m->info.n_params += ggml_nelements(gt);
   m->info.n_weight_bytes += nbytes;
   *out = gt;
-  return FM_OK;
-}
-
-/* ---- common hyperparameters and global tensors ----------------------------- */
-
-#define TRY(x)                                                                   \
-  do {                                                                           \
-    st = (x);                                                                    \
-    if (st != FM_OK) return st;                                                  \
-  } while (0)
-
-static fm_status load_common(llm_model *m, fm_err *err) {
-  fm_status st;
-  llm_hparams *hp = &m->hp;
-  int64_t v;
-  double d;
-  TRY(llm_kv_i64(m, "block_count", 1, 0, &hp->n_layer, err));
-  if (hp->n_layer < 1 || hp->n_layer > 4096)
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.block_count' is %lld, expected 1..4096",
-                      m->arch_name, (long long)hp->n_layer);
-  TRY(llm_kv_i64(m, "embedding_length", 1, 0, &hp->n_embd, err));
-  if (hp->n_embd < 1 || hp->n_embd > (1 << 20))
-    return fm_err_set(err, FM_EFORMAT,
-                      "metadata key '%s.embedding_length' is %lld, expected 1..1048576",
-                      m->arch_name, (long long)hp->n_embd);
-  TRY(llm_kv_i64(m, "context_length", 0, 0, &hp->n_ctx_train, err));
-  if (hp->n_ctx_train < 0) hp->n_ctx_train = 0;
-
-  int64_t L = hp->n_layer;
-  hp->n_head = calloc((size_t)L, sizeof *hp->n_head);
-  hp->n_head_kv = calloc((size_t)L, sizeof *hp->n_head_kv);
-  hp->n_ff = calloc((size_t)L, sizeof *hp->n_ff);
-  hp->swa_layer = calloc((size_t)L, 1);
-  m->layers = calloc((size_t)L, sizeof *m->layers);
-  if (!hp->n_head || !hp->n_head_kv || !hp->n_ff || !hp->swa_layer || !m->layers)
-    return fm_err_set(err, FM_ENOMEM, "out of memory for %lld layers", (long long)L);
-  TRY(llm_kv_layers_i64(m, "attention.head_count", 1, 0, hp->n_head, err));
-  TRY(llm_kv_layers_i64(m, "attention.head_count_kv", 0, -1, hp->n_head_kv, err));
-  TRY(llm_kv_layers_i64(m, "feed_forward_length", 0, 0, hp->n_ff, err));
-  int64_t first_head = 0;
-  for (int64_t il = 0; il < L; il++) {
-    if (hp->n_head_kv[il] < 0) hp->n_head_kv[il] = hp->n_head[il];
-    if (hp->n_head[il] < 0 || hp->n_head[il] > 65536 || hp->n_head_kv[il] > hp->n_head[il] ||
-        (hp->n_head_kv[il] > 0 && hp->n_head[il] % hp->n_head_kv[il] != 0))
-      return fm_err_set(err, FM_EFORMAT,
-                        "layer %lld has %lld heads and %lld KV heads (%s.attention.head_count, "
-                        "head_count_kv); expected 0 <= kv <= heads with kv dividing heads",
-                        (long long)il, (long long)hp->n_head[il], (long long)hp->n_head_kv[il],
-                        m->arch_name);
-    if (hp->n_ff[il] < 0 || hp->n_ff[il] > (INT64_C(1) << 24))
-      return fm_err_set(err, FM_EFORMAT, "layer %lld: feed_forward_length %lld is out of range",
-                        (long long)il, (long long)hp->n_ff[il]);
-    if (!first_head && hp->n_head[il] > 0) first_head = hp->n_head[il];
-  }
-  int64_t hd_def = first_head > 0 ? hp->n_embd / first_head : 0;
-  TRY(llm_kv_i64(m, "attention.key_length", 0, hd_def, &hp->n_embd_head_k, err));
-  TRY(llm_kv_i64(m, "attention.value_length", 0, hp->n_embd_head_k, &hp->n_embd_head_v, err));
-  if (first_head > 0 && (hp->n_embd_head_k < 1 || hp->n_embd_head_v < 1 ||
-                         hp->n_embd_head_k > 65536 || hp->n_embd_head_v > 65536))
-    return fm_err_set(err, FM_EFORMAT, "head sizes %lld (keys) and %lld (values) are out of range",
-                      (long long)hp->n_embd_head_k, (long long)hp->n_embd_head_v);
-  TRY(llm_kv_i64(m, "rope.dimension_count", 0, hp->n_embd_head_k, &hp->n_rot, err));
-  if (hp->n_rot < 0 || hp->n_rot > hp->n_embd_head_k || hp->n_rot % 2 != 0)
-    return fm_err_set(err, FM_EFORMAT,
-                      "metadata key '%s.rope.dimension_count' is %lld, expected an even number "
-                      "<= the head size %lld",
-                      m->arch_name, (long long)hp->n_rot, (long long)hp->n_embd_head_k);
-  TRY(llm_kv_f64(m, "attention.layer_norm_rms_epsilon", 0, 1e-5, &hp->norm_rms_eps, err));
-  TRY(llm_kv_f64(m, "attention.layer_norm_epsilon", 0, 1e-5, &hp->norm_eps, err));
-  if (!(hp->norm_rms_eps >= 0 && hp->norm_rms_eps < 1))
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.attention.layer_norm_rms_epsilon' is %g, "
-                      "expected a number in [0, 1)", m->arch_name, hp->norm_rms_eps);
-  if (!(hp->norm_eps >= 0 && hp->norm_eps < 1))
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.attention.layer_norm_epsilon' is %g, "
-                      "expected a number in [0, 1)", m->arch_name, hp->norm_eps);
-  TRY(llm_kv_f64(m, "rope.freq_base", 0, 10000.0, &d, err));
-  if (!(d > 0 && d <= FLT_MAX))
-    return fm_err_set(err, FM_EFORMAT, "metadata key '%s.rope.freq_base' is %g, expected a positive "
-                      "finite number", m->arch_name, d);
-  hp->rope_freq_base = (float)d;
-  /* RoPE scaling: none or linear (freq_scale = 1 / factor). */
-  const char *s;
-  size_t slen;
-  TRY(llm_kv_str(m, "rope.scaling.type", &s, &slen, err));
-  double factor = 0;
-  TRY(llm_kv_f64(m, "rope.scaling.factor", 0, 0.0, &factor, err));
-  if (factor == 0) TRY(llm_kv_f64(m, "rope.scale_linear", 0, 0.0, &factor, err));
-  if (s && !(slen == 4 && memcmp(s, "none", 4) == 0) && !(slen == 6 && memcmp(s, "linear", 6) == 0))
-    return fm_err_set(err, FM_EUNSUPPORTED, "RoPE scaling '%.*s' is not supported (none, linear)",
-                      (int)(slen > 32 ? 32 : slen), s);
-  if (s && slen == 4) factor = 0;
-  hp->rope_freq_scale = factor > 0 ? (float)(1.0 / factor) : 1.0f;
-  TRY(llm_kv_i64(m, "rope.scaling.original_context_length", 0, hp->n_ctx_train, &hp->n_ctx_orig,
-                 err));
-  TRY(llm_kv_bool(m, "attention.causal", 0, 1, &hp->causal, err));
-  TRY(llm_kv_i64(m, "pooling_type", 0, -1, &v, err));
-  hp->pooling = (v < -1 || v > 4) ? -1 : (int)v;
-  TRY(llm_kv_i64(m, "expert_count", 0, 0, &hp->n_expert, err));
-  TRY(llm_kv_i64(m, "expert_used_count", 0, 0, &hp->n_expert_used, err));
-  if (hp->n_expert < 0 || hp->n_expert > 4096 || hp->n_expert_used < 0 ||
-      hp->n_expert_used > hp->n_expert)
-    return fm_err_set(err, FM_EFORMAT, "expert_count %lld / expert_used_count %lld are out of range",
-                      (long long)hp->n_expert, (long long)hp->n_expert_used);
-  TRY(llm_kv_i64(m, "expert_feed_forward_length", 0, 0, &hp->n_ff_exp, err));
-  TRY(llm_kv_i64(m, "expert_shared_feed_forward_length", 0, 0, &hp->n_ff_shexp, err));
-  TRY(llm_kv_i64(m, "attention.sliding_window", 0, 0, &hp->n_swa, err));
-  if (hp->n_swa < 0) hp->n_swa = 0;
-
-  /* Global tensors. */
-  TRY(llm_bind(m, &m->tok_embd, 1, LLM_T_ROWS, hp->n_embd, -1, 1, err, "token_embd.weight"));
-  hp->n_vocab = m->tok_embd->ne[1];
-  if (hp->n_vocab < 1 || hp->n_vocab > INT32_MAX)
-    return fm_err_set(err, FM_EFORMAT, "token_embd.weight has %lld rows", (long long)hp->n_vocab);
-  TRY(llm_bind(m, &m->output_norm, 0, LLM_T_F32, hp->n_embd, 1, 1, err, "output_norm.weight"));
-  TRY(llm_bind(m, &m->output_norm_b, 0, LLM_T_F32, hp->n_embd, 1, 1, err, "output_norm.bias"));
-  TRY(llm_bind(m, &m->output, 0, LLM_T_MATMUL, hp->n_embd, hp->n_vocab, 1, err, "output.weight"));
-  if (!m->output) {
-    if (!type_ok_for(m->tok_embd->type, LLM_T_MATMUL))
-      return fm_err_set(err, FM_EFORMAT,
-                        "output.weight is absent and token_embd.weight (%s) cannot serve as the "
-                        "tied output",
-                        ggml_type_name(m->tok_embd->type));
-    m->output = m->tok_embd;
-    m->info.tied_output = 1;
-  }
-  return FM_OK;
-}
-
-fm_status llm_bind_decoder_layers(llm_model *m, fm_err *err) {
-  fm_status st;
-  const llm_hparams *hp = &m->hp;
-  int64_t E = hp->n_embd, hk = hp->n_embd_head_k, hv = hp->n_embd_head_v;
-  for (int64_t il = 0; il < hp->n_layer; il++) {
-    llm_layer *l = &m->layers[il];
-    int i = (int)il;
-    int64_t nh = hp->n_head[il], nkv = hp->n_head_kv[il];
-    if (nh < 1 || nkv < 1)
-      return fm_err_set(err, FM_EFORMAT, "layer %lld has %lld heads and %lld KV heads, expected >= 1",
-                        (long long)il, (long long)nh, (long long)nkv);
-    TRY(llm_bind(m, &l->attn_norm, 1, LLM_T_F32, E, 1, 1, err, "blk.%d.attn_norm.weight", i));
-    TRY(llm_bind(m, &l->attn_norm_b, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.attn_norm.bias", i));
-    TRY(llm_bind(m, &l->wq, 1, LLM_T_MATMUL, E, hk * nh, 1, err, "blk.%d.attn_q.weight", i));
-    TRY(llm_bind(m, &l->wk, 1, LLM_T_MATMUL, E, hk * nkv, 1, err, "blk.%d.attn_k.weight", i));
-    TRY(llm_bind(m, &l->wv, 1, LLM_T_MATMUL, E, hv * nkv, 1, err, "blk.%d.attn_v.weight", i));
-    TRY(llm_bind(m, &l->wo, 1, LLM_T_MATMUL, hv * nh, E, 1, err, "blk.%d.attn_output.weight", i));
-    TRY(llm_bind(m, &l->bq, 0, LLM_T_F32, hk * nh, 1, 1, err, "blk.%d.attn_q.bias", i));
-    TRY(llm_bind(m, &l->bk, 0, LLM_T_F32, hk * nkv, 1, 1, err, "blk.%d.attn_k.bias", i));
-    TRY(llm_bind(m, &l->bv, 0, LLM_T_F32, hv * nkv, 1, 1, err, "blk.%d.attn_v.bias", i));
-    TRY(llm_bind(m, &l->bo, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.attn_output.bias", i));
-    TRY(llm_bind(m, &l->attn_q_norm, 0, LLM_T_F32, hk, 1, 1, err, "blk.%d.attn_q_norm.weight", i));
-    TRY(llm_bind(m, &l->attn_k_norm, 0, LLM_T_F32, hk, 1, 1, err, "blk.%d.attn_k_norm.weight", i));
-    TRY(llm_bind(m, &l->attn_post_norm, 0, LLM_T_F32, E, 1, 1, err,
-                 "blk.%d.post_attention_norm.weight", i));
-    TRY(llm_bind(m, &l->ffn_norm, 1, LLM_T_F32, E, 1, 1, err, "blk.%d.ffn_norm.weight", i));
-    TRY(llm_bind(m, &l->ffn_norm_b, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.ffn_norm.bias", i));
-    TRY(llm_bind(m, &l->ffn_post_norm, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.post_ffw_norm.weight",
-                 i));
-    struct ggml_tensor *router = NULL;
-    /* expert_count > 0 declares a mixture of experts: its router is required */
-    if (hp->n_expert > 0)
-      TRY(llm_bind(m, &router, 1, LLM_T_MATMUL, E, hp->n_expert, 1, err,
-                   "blk.%d.ffn_gate_inp.weight", i));
-    if (router) {
-      int64_t ne = hp->n_expert;
-      int64_t ff = hp->n_ff_exp > 0 ? hp->n_ff_exp : hp->n_ff[il];
-      if (hp->n_expert_used < 1)
-        return fm_err_set(err, FM_EFORMAT, "%s.expert_used_count is missing or 0 for a mixture of experts",
-                          m->arch_name);
-      l->ffn_gate_inp = router;
-      TRY(llm_bind(m, &l->ffn_gate_exps, 1, LLM_T_MATMUL, E, ff, ne, err,
-                   "blk.%d.ffn_gate_exps.weight", i));
-      ff = l->ffn_gate_exps->ne[1];
-      if (ff < 1) return fm_err_set(err, FM_EFORMAT, "blk.%d.ffn_gate_exps.weight is empty", i);
-      TRY(llm_bind(m, &l->ffn_up_exps, 1, LLM_T_MATMUL, E, ff, ne, err, "blk.%d.ffn_up_exps.weight",
-                   i));
-      TRY(llm_bind(m, &l->ffn_down_exps, 1, LLM_T_MATMUL, ff, E, ne, err,
-                   "blk.%d.ffn_down_exps.weight", i));
-      TRY(llm_bind(m, &l->ffn_exp_probs_b, 0, LLM_T_F32, ne, 1, 1, err, "blk.%d.exp_probs_b.bias",
-                   i));
-      TRY(llm_bind(m, &l->ffn_up_shexp, 0, LLM_T_MATMUL, E, -1, 1, err,
-                   "blk.%d.ffn_up_shexp.weight", i));
-      if (l->ffn_up_shexp) {
-        int64_t fs = l->ffn_up_shexp->ne[1];
-        TRY(llm_bind(m, &l->ffn_gate_shexp, 1, LLM_T_MATMUL, E, fs, 1, err,
-                     "blk.%d.ffn_gate_shexp.weight", i));
-        TRY(llm_bind(m, &l->ffn_down_shexp, 1, LLM_T_MATMUL, fs, E, 1, err,
-                     "blk.%d.ffn_down_shexp.weight", i));
-        TRY(llm_bind(m, &l->ffn_gate_inp_shexp, 0, LLM_T_MATMUL, E, 1, 1, err,
-                     "blk.%d.ffn_gate_inp_shexp.weight", i));
-      }
-    } else {
-      int64_t ff = hp->n_ff[il] > 0 ? hp->n_ff[il] : -1;
-      TRY(llm_bind(m, &l->ffn_up, 1, LLM_T_MATMUL, E, ff, 1, err, "blk.%d.ffn_up.weight", i));
-      ff = l->ffn_up->ne[1];
-      /* Required: every decoder built over these layers has a gated
-       * feed-forward (SwiGLU, GeGLU); a file without the gate is refused
-       * here, at load, not when the first graph is built. */
-      TRY(llm_bind(m, &l->ffn_gate, 1, LLM_T_MATMUL, E, ff, 1, err, "blk.%d.ffn_gate.weight", i));
-      TRY(llm_bind(m, &l->ffn_down, 1, LLM_T_MATMUL, ff, E, 1, err, "blk.%d.ffn_down.weight", i));
-      TRY(llm_bind(m, &l->ffn_up_b, 0, LLM_T_F32, ff, 1, 1, err, "blk.%d.ffn_up.bias", i));
-      TRY(llm_bind(m, &l->ffn_gate_b, 0, LLM_T_F32, ff, 1, 1, err, "blk.%d.ffn_gate.bias", i));
-      TRY(llm_bind(m, &l->ffn_down_b, 0, LLM_T_F32, E, 1, 1, err, "blk.%d.ffn_down.bias", i));
-    }
-  }
-  /* The decoder ends with RMSNorm: without its weight the logits would be
-   * computed, silently wrong. */
-  if (!m->output_norm)
-    return fm_err_set(err, FM_EFORMAT, "tensor 'output_norm.weight' is missing (architecture %s)",
-                      m->arch_name);
-  return FM_OK;
-}
-
-fm_status llm_bind_decoder_layers_need(llm_model *m, unsigned need, fm_err *err) {
-  const llm_hparams *hp = &m->hp;
-  const char *a = m->arch_name;
-  if ((need & LLM_NEED_MOE) && (hp->n_expert < 1 || hp->n_expert_used < 1))
-    return fm_err_set(err, FM_EFORMAT,
-                      "metadata keys '%s.expert_count' (%lld) and '%s.expert_used_count' (%lld) "
-                      "must be >= 1",
-                      a, (long long)hp->n_expert, a, (long long)hp->n_expert_used);
-  fm_status st = llm_bind_decoder_layers(m, err);
-  if (st != FM_OK) return st;
-  for (int64_t il = 0; il < hp->n_layer; il++) {
-    const llm_layer *l = &m->layers[il];
-    if ((need & LLM_NEED_QKV_BIAS) && (!l->bq || !l->bk || !l->bv))
-      return fm_err_set(err, FM_EFORMAT,
-                        "tensor 'blk.%lld.attn_%s.bias' is missing (architecture %s has Q, K and V "
-                        "biases)",
-                        (long long)il, !l->bq ? "q" : !l->bk ? "k" : "v", a);
-    if ((need & LLM_NEED_QK_NORM) && (!l->attn_q_norm || !l->attn_k_norm))
-      return fm_err_set(err, FM_EFORMAT,
-                        "tensor 'blk.%lld.attn_%s_norm.weight' is missing (architecture %s)",
-                        (long long)il, !l->attn_q_norm ? "q" : "k", a);
-    if ((need & LLM_NEED_DENSE) && l->ffn_gate_inp)
-      return fm_err_set(err, FM_EFORMAT,
-                        "layer %lld has experts (ffn_gate_inp); %s is a dense architecture",
-                        (long long)il, a);
-    if ((need & LLM_NEED_MOE) && !l->ffn_gate_inp)
-      return fm_err_set(err, FM_EFORMAT,
-                        "tensor 'blk.%lld.ffn_gate_inp.weight' is missing (architecture %s)",
-                        (long long)il, a);
-  }
   return FM_OK;
 }
 
@@ -571,16 +174,12 @@ static fm_status upload_weights(llm_model *m, fm_err *err) {
 
 /* ---- the model ------------------------------------------------------------- */
 
-fm_status fm_llm_model_new(const fm_gguf *g, int n_threads, fm_llm_model **out, fm_err *err) {
-  return fm_llm_model_new_on(g, n_threads, FM_LLM_DEVICE_CPU, 0, out, err);
-}
-
-fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device device, int index,
-                              fm_llm_model **out, fm_err *err) {
+fm_status fm_llm_model_new_program(const fm_gguf *g, const fm_llm_program *p, int n_threads,
+                                   fm_llm_device device, int index, fm_llm_model **out, fm_err *err) {
   fm_status st = FM_OK;
   llm_model *m = NULL;
   if (out) *out = NULL;
-  if (!g || !out) return fm_err_set(err, FM_EARG, "fm_llm_model_new: NULL file or out");
+  if (!g || !p || !out) return fm_err_set(err, FM_EARG, "fm_llm_model_new_program: NULL file, program or out");
   if (n_threads < 0)
     return fm_err_set(err, FM_EARG, "threads must be >= 0 (0: the call's), got %d", n_threads);
   m = calloc(1, sizeof *m);
@@ -594,22 +193,9 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
     if (st != FM_OK) goto fail;
   }
 
-  int64_t ia = fm_gguf_find_kv(g, "general.architecture");
-  const char *s = NULL;
-  size_t len = 0;
-  if (ia < 0 || fm_gguf_get_str(fm_gguf_kv_at(g, ia), 0, &s, &len) != 0) {
-    st = fm_err_set(err, FM_EFORMAT, "metadata key 'general.architecture' is missing or not a string");
-    goto fail;
-  }
-  m->arch = llm_arch_find(s, len);
-  if (!m->arch) {
-    char known[256];
-    arch_names(known, sizeof known);
-    st = fm_err_set(err, FM_EUNSUPPORTED, "unknown architecture '%.*s' (general.architecture); known: %s",
-                    (int)(len > 64 ? 64 : len), s, known);
-    goto fail;
-  }
-  snprintf(m->arch_name, sizeof m->arch_name, "%s", m->arch->name);
+  const char *s = p->name ? p->name : "program";
+  size_t len = strlen(s);
+  snprintf(m->arch_name, sizeof m->arch_name, "%.*s", (int)(len > 63 ? 63 : len), s);
   int64_t in = fm_gguf_find_kv(g, "general.name");
   if (in >= 0 && fm_gguf_get_str(fm_gguf_kv_at(g, in), 0, &s, &len) == 0)
     snprintf(m->name, sizeof m->name, "%.*s", (int)(len > 127 ? 127 : len), s);
@@ -634,9 +220,7 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   }
   if (m->wbuf) ggml_backend_buffer_set_usage(m->wbuf, GGML_BACKEND_BUFFER_USAGE_WEIGHTS);
 
-  st = load_common(m, err);
-  if (st != FM_OK) goto fail;
-  st = m->arch->load(m, err);
+  st = llm_program_load(m, p, err);
   if (st != FM_OK) goto fail;
   if (m->dev) {
     st = upload_weights(m, err);
@@ -644,7 +228,7 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   }
 
   m->galloc = ggml_gallocr_new(ggml_backend_get_default_buffer_type(m->backend));
-  m->graph_size = 1024 + 160 * m->hp.n_layer;
+  m->graph_size = 1024 + 8 * p->n_nodes;
   m->graph_mem_size = (size_t)m->graph_size * ggml_tensor_overhead() +
                       ggml_graph_overhead_custom((size_t)m->graph_size, false);
   m->graph_mem = malloc(m->graph_mem_size);
@@ -670,7 +254,6 @@ fm_status fm_llm_model_new_on(const fm_gguf *g, int n_threads, fm_llm_device dev
   in2->n_embd_head_k = hp->n_embd_head_k;
   in2->n_embd_head_v = hp->n_embd_head_v;
   in2->n_ff = hp->n_ff[0];
-  if (in2->n_ff == 0 && m->layers[0].ffn_up) in2->n_ff = m->layers[0].ffn_up->ne[1];
   in2->n_rot = hp->n_rot;
   in2->n_ctx_train = hp->n_ctx_train;
   in2->n_expert = hp->n_expert;
@@ -701,12 +284,11 @@ void fm_llm_model_free(fm_llm_model *m) {
   free(m->gemm_scratch);
   free(m->inp_scratch);
   free(m->bound);
-  free(m->layers);
   free(m->hp.n_head);
   free(m->hp.n_head_kv);
   free(m->hp.n_ff);
   free(m->hp.swa_layer);
-  free(m->arch_data);
+  free(m->prog);
   free(m);
 }
 

@@ -51,34 +51,12 @@ int fm_llm_ggml_has_repack(void) {
   return ok;
 }
 
-/* The weight slots of a model that only matrix products read: the
- * standard layer matrices and the output. A tied output gets a repacked
+/* The weight slots of a model that only matrix products read (the
+ * program's matmul weights and experts). A tied output gets a repacked
  * copy of its own, as in llama.cpp: the embedding it shares stays on the
  * mapping for get_rows, which the repacked layout cannot serve (so the
- * embedding's bytes are held twice). Matrices an architecture keeps in
- * extra[] (lfm2's short convolutions, gemma's dense head) stay on the
- * mapping. */
-static int64_t slots(llm_model *m, struct ggml_tensor ***out) {
-  int64_t n = 0;
-  for (int64_t il = 0; il < m->hp.n_layer; il++) {
-    llm_layer *l = &m->layers[il];
-    struct ggml_tensor **s[] = {&l->wq,           &l->wk,           &l->wv,
-                                &l->wo,           &l->ffn_gate,     &l->ffn_up,
-                                &l->ffn_down,     &l->ffn_gate_exps, &l->ffn_up_exps,
-                                &l->ffn_down_exps, &l->ffn_gate_shexp, &l->ffn_up_shexp,
-                                &l->ffn_down_shexp};
-    for (size_t k = 0; k < sizeof s / sizeof s[0]; k++)
-      if (*s[k]) {
-        if (out) out[n] = s[k];
-        n++;
-      }
-  }
-  if (m->output) {
-    if (out) out[n] = &m->output;
-    n++;
-  }
-  return n;
-}
+ * embedding's bytes are held twice). */
+static int64_t slots(llm_model *m, struct ggml_tensor ***out) { return llm_program_matrix_slots(m, out); }
 
 static size_t padded(ggml_backend_buffer_type_t bt, const struct ggml_tensor *t) {
   size_t a = ggml_backend_buft_get_alignment(bt);

@@ -193,6 +193,11 @@ rllm_threads <- function() {
 #'   along the keys rather than the head (a 2,000-token prompt 6x faster
 #'   here); it agrees with GGML's to the order of single-precision sums.
 #'   No effect on a device (`info$fused_gemm` is then `FALSE`).
+#' @param program the model's architecture program ([rllm_program()], or
+#'   frozen): `NULL` (the default) takes the one shipped for the file's
+#'   `general.architecture` (llama, qwen2, qwen3, qwen3moe, lfm2, lfm2moe,
+#'   gemma-embedding). Its parameters are bound to the file's tensors
+#'   (zero-copy) and its operators lowered to GGML (docs/programs.md).
 #' @param device `"cpu"` (the default): the weights stay on the file's
 #'   mapping and GGML's CPU backend evaluates. `"vulkan"` (or `"vulkan1"`,
 #'   ...: a device by its `index` in [rllm_vulkan_info()]; `"vulkan"` is
@@ -269,7 +274,7 @@ rllm_threads <- function() {
 #' }
 #' @export
 rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = TRUE, repack = TRUE,
-                            fused_gemm = TRUE, device = "cpu") {
+                            fused_gemm = TRUE, device = "cpu", program = NULL) {
   dev <- .rllm_device(device)
   if (inherits(path, "gguf_file")) {
     g <- path
@@ -293,8 +298,10 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   }
   full <- attr(g, "path")
   if (is.null(full)) full <- "model"
-  ptr <- .Call(C_rllm_model_new, g, threads, flash_attn, repack, fused_gemm,
-               basename(full), dev$kind, dev$index)
+  prog <- if (is.null(program)) .rllm_shipped_program(g, basename(full)) else rllm_freeze(program)
+  bound <- .rllm_bind_native(prog, g)
+  ptr <- .Call(C_rllm_model_new_program, g, threads, flash_attn, repack, fused_gemm, basename(full), dev$kind,
+               dev$index, bound)
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
@@ -753,4 +760,29 @@ rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed
   }
   list(temperature = as.double(temperature), top_k = as.double(max(top_k, -1)),
        top_p = as.double(top_p), seed = as.double(seed))
+}
+
+# The architecture programs shipped with the package, by GGUF
+# general.architecture; frozen once per session.
+.rllm_shipped <- c(llama = ".rllm_program_llama", qwen2 = ".rllm_program_qwen2",
+                   qwen3 = ".rllm_program_qwen3", qwen3moe = ".rllm_program_qwen3moe",
+                   lfm2 = ".rllm_program_lfm2", lfm2moe = ".rllm_program_lfm2moe",
+                   "gemma-embedding" = ".rllm_program_gemma_embedding",
+                   openspliceai = ".rllm_program_openspliceai")
+.rllm_frozen <- new.env(parent = emptyenv())
+
+.rllm_shipped_program <- function(g, label) {
+  arch <- Rgguf::gguf_metadata(g)$general.architecture
+  if (!is.character(arch) || length(arch) != 1L || is.na(arch)) {
+    Rfmalloc::fm_abort("eformat", label, ": metadata key 'general.architecture' is missing or not a string",
+                       call = sys.call(-1L))
+  }
+  if (!arch %in% names(.rllm_shipped)) {
+    Rfmalloc::fm_abort("eunsupported", label, ": unknown architecture '", arch, "' (general.architecture); ",
+                       "known: ", paste(sort(names(.rllm_shipped)), collapse = ", "), call = sys.call(-1L))
+  }
+  if (is.null(.rllm_frozen[[arch]])) {
+    assign(arch, rllm_freeze(get(.rllm_shipped[[arch]], mode = "function")()), envir = .rllm_frozen)
+  }
+  .rllm_frozen[[arch]]
 }

@@ -8,6 +8,7 @@
 
 extern const R_CallMethodDef rllm_tok_calls[];   /* r_tok.c: tokenizer */
 extern const R_CallMethodDef rllm_model_calls[]; /* r_model.c: models, logits, generation */
+extern const R_CallMethodDef rllm_pt_calls[];    /* r_pt.c: PyTorch state dicts */
 
 /* A new vector of type t and length n, stored as element i of the
  * (protected) list `list` (which protects it); returned for filling. */

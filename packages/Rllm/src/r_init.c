@@ -7,7 +7,7 @@
 
 #include "r_calls.h"
 
-static const R_CallMethodDef *const module_tables[] = {rllm_tok_calls, rllm_model_calls};
+static const R_CallMethodDef *const module_tables[] = {rllm_tok_calls, rllm_model_calls, rllm_pt_calls};
 
 void R_init_Rllm(DllInfo *dll) {
   Rfmalloc_core_init();

@@ -32,6 +32,7 @@
 #include "fm/fm_base.h"
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
+#include "fm/fm_llm_program.h"
 #include "fm/fm_llm_ggml.h"
 #include <Rfmalloc.h>
 #include <Rgguf.h>
@@ -107,19 +108,11 @@ static int effective_threads(const fm_llm_model *m) {
 
 /* ---- models ------------------------------------------------------------- */
 
-/* .Call(C_rllm_model_new, gguf_file, threads, flash_attn, repack, fused_gemm, label,
- *       device, index): device 0 CPU, 1 Vulkan (fm_llm_device), index its device. */
-static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
-                           SEXP label, SEXP device, SEXP index) {
-  const fm_gguf *g = Rgguf_file(file);
-  int nt = Rf_asInteger(threads);
-  const char *lab = CHAR(STRING_ELT(label, 0));
+/* A model's R pointer (keeping its file alive), its switches set. */
+static SEXP wrap_model(fm_llm_model *m, SEXP file, SEXP flash_attn, SEXP repack, SEXP fused_gemm,
+                       const char *lab) {
   fm_err err;
   fm_err_clear(&err);
-  fm_llm_model *m = NULL;
-  if (fm_llm_model_new_on(g, nt, (fm_llm_device)Rf_asInteger(device), Rf_asInteger(index), &m,
-                          &err) != FM_OK)
-    Rfmalloc_raise_err(&err, lab);
   SEXP p = PROTECT(R_MakeExternalPtr(m, tag_model, file));
   R_RegisterCFinalizerEx(p, model_finalizer, TRUE);
   if (fm_llm_model_set_flash_attn(m, Rf_asLogical(flash_attn) == 1, &err) != FM_OK ||
@@ -128,6 +121,44 @@ static SEXP rllm_model_new(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack
     Rfmalloc_raise_err(&err, lab);
   UNPROTECT(1);
   return p;
+}
+
+/* .Call(C_rllm_model_new_program, gguf_file, threads, flash_attn, repack,
+ *       fused_gemm, label, device, index, bound): bound from
+ *       .rllm_bind_native() (R/program_bind.R). */
+static SEXP rllm_model_new_program(SEXP file, SEXP threads, SEXP flash_attn, SEXP repack,
+                                   SEXP fused_gemm, SEXP label, SEXP device, SEXP index, SEXP bound) {
+  const fm_gguf *g = Rgguf_file(file);
+  const char *lab = CHAR(STRING_ELT(label, 0));
+  SEXP ops = VECTOR_ELT(bound, 1), args = VECTOR_ELT(bound, 2), tensor = VECTOR_ELT(bound, 3),
+       tclass = VECTOR_ELT(bound, 4), layer = VECTOR_ELT(bound, 5), ia = VECTOR_ELT(bound, 6),
+       fa = VECTOR_ELT(bound, 7);
+  const R_xlen_t n = XLENGTH(ops);
+  fm_llm_node *nodes = (fm_llm_node *)R_alloc((size_t)(n > 0 ? n : 1), sizeof *nodes);
+  for (R_xlen_t i = 0; i < n; i++) {
+    fm_llm_node *nd = &nodes[i];
+    memset(nd, 0, sizeof *nd);
+    nd->op = fm_llm_op_find(CHAR(STRING_ELT(ops, i)));
+    if (nd->op < 0)
+      Rfmalloc_stopf(FM_EARG, "program node %lld: operator '%s' is not in the native vocabulary",
+                     (long long)i, CHAR(STRING_ELT(ops, i)));
+    for (int k = 0; k < FM_LLM_MAX_ARGS; k++) nd->args[k] = INTEGER(args)[i + k * n];
+    nd->tensor = (int64_t)REAL(tensor)[i];
+    nd->type_class = INTEGER(tclass)[i];
+    nd->layer = INTEGER(layer)[i];
+    for (int k = 0; k < 4; k++) nd->ia[k] = (int64_t)REAL(ia)[i + k * n];
+    for (int k = 0; k < 2; k++) nd->fa[k] = REAL(fa)[i + k * n];
+  }
+  fm_llm_program prog = {CHAR(STRING_ELT(VECTOR_ELT(bound, 0), 0)), FM_LLM_VOCABULARY, (int64_t)n, nodes,
+                         Rf_asInteger(VECTOR_ELT(bound, 8)), (int64_t)Rf_asReal(VECTOR_ELT(bound, 9)),
+                         Rf_asInteger(VECTOR_ELT(bound, 10))};
+  fm_err err;
+  fm_err_clear(&err);
+  fm_llm_model *m = NULL;
+  if (fm_llm_model_new_program(g, &prog, Rf_asInteger(threads), (fm_llm_device)Rf_asInteger(device),
+                               Rf_asInteger(index), &m, &err) != FM_OK)
+    Rfmalloc_raise_err(&err, lab);
+  return wrap_model(m, file, flash_attn, repack, fused_gemm, lab);
 }
 
 static SEXP rllm_model_free(SEXP p) {
@@ -356,6 +387,30 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   return r;
 }
 
+/* .Call(C_rllm_forward, model, x (a double matrix, channels x positions))
+ * -> the program's output for the whole sequence, a double matrix rows x
+ * cols (fm_llm_forward). */
+static SEXP rllm_forward(SEXP p, SEXP x) {
+  fm_llm_model *m = eval_model(p);
+  SEXP dim = Rf_getAttrib(x, R_DimSymbol);
+  const int64_t n = XLENGTH(dim) == 2 ? INTEGER(dim)[1] : 0;
+  const R_xlen_t len = XLENGTH(x);
+  float *in = (float *)R_alloc((size_t)(len > 0 ? len : 1), sizeof(float));
+  for (R_xlen_t i = 0; i < len; i++) in[i] = (float)REAL(x)[i];
+  const int64_t cap = fm_llm_model_info(m)->n_vocab * (n > 0 ? n : 1);
+  float *out = (float *)R_alloc((size_t)cap, sizeof(float));
+  int64_t rows = 0, cols = 0;
+  fm_err err;
+  fm_err_clear(&err);
+  fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
+  fm_status st = fm_llm_forward(m, in, n, out, cap, &rows, &cols, &ctl, &err);
+  Rfmalloc_ctl_finish(st, &err, NULL);
+  SEXP r = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, (int)cols));
+  for (int64_t i = 0; i < rows * cols; i++) REAL(r)[i] = (double)out[i];
+  UNPROTECT(1);
+  return r;
+}
+
 /* .Call(C_rllm_sample, logits (double), temperature, top_k, top_p, seed, n)
  * -> n tokens drawn from one sampler (0-based ids). The sampler works in
  * float: a logit is refused when it is NA or NaN, or +Inf as a float (a
@@ -454,7 +509,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new, 8),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_forward, 2),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

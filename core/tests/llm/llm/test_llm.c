@@ -1,6 +1,7 @@
 /* test_llm.c: the model runtime (fm_llm.h) on the real stories260K model
  * (../shared/fixtures/gguf; cases that need it say so and pass when it is
- * absent) and on small GGUFs written here (errors).
+ * absent) and on a random-weight lfm2 written here, each through its
+ * decoder program (../llm_test_program.h, the nodes of Rllm's programs).
  * Invariants: logits finite and shaped; a cached evaluation from a cleared
  * cache equals an uncached one bit for bit; whole-prefix versus
  * token-by-token logits within 1e-4 absolute (measured: about 1e-6);
@@ -19,8 +20,26 @@
 #include "fm/fm_llm_ggml.h"
 #include "fm_test.h"
 #include "fm_test_files.h"
+#include "../llm_test_program.h"
 
 static char model_path[1024];
+
+/* A model of g through its decoder program (../llm_test_program.h) on a
+ * device (FM_LLM_DEVICE_CPU: the CPU). */
+static fm_status new_model_on(const fm_gguf *g, int threads, fm_llm_device dev, int index, fm_llm_model **m,
+                              fm_err *err) {
+  fm_llm_program p;
+  fm_llm_node *nodes = NULL;
+  *m = NULL;
+  if (!llm_test_decoder(g, &p, &nodes)) return fm_err_set(err, FM_EFORMAT, "not a decoder these tests build");
+  const fm_status st = fm_llm_model_new_program(g, &p, threads, dev, index, m, err);
+  free(nodes);
+  return st;
+}
+
+static fm_status new_model(const fm_gguf *g, int threads, fm_llm_model **m, fm_err *err) {
+  return new_model_on(g, threads, FM_LLM_DEVICE_CPU, 0, m, err);
+}
 
 static fm_gguf *g_story;
 static fm_llm_model *m_story;
@@ -34,7 +53,7 @@ static int open_story(void) {
   fm_err err;
   CHECK_OK(fm_gguf_open(model_path, &g_story, &err), &err);
   if (!g_story) return 0;
-  CHECK_OK(fm_llm_model_new(g_story, 2, &m_story, &err), &err);
+  CHECK_OK(new_model(g_story, 2, &m_story, &err), &err);
   return m_story != NULL;
 }
 
@@ -216,7 +235,7 @@ static void w_add(w_tensors *w, int64_t ne0, int64_t ne1, double scale, const ch
 /* A random-weight lfm2 model (n_embd 64; layers 0, 1 and 3 short
  * convolutions of width 3, layer 2 attention with 4 heads / 2 KV heads of
  * 16; tied output) written to path with F32 weights: the names and keys
- * llm_arch_lfm2.c reads. 1 when written. */
+ * Rllm's lfm2 program reads. 1 when written. */
 static int write_lfm2(const char *path) {
   enum { E = 64, V = 512, FF = 128, L = 3, NL = 4, HD = 16 };
   static const int32_t kv_heads[NL] = {0, 0, 2, 0};
@@ -283,7 +302,7 @@ static void test_cancel_recurrent(void) {
   fm_err err;
   if (!write_lfm2(path)) goto done;
   CHECK_OK(fm_gguf_open(path, &g, &err), &err);
-  if (g) CHECK_OK(fm_llm_model_new(g, 1, &m, &err), &err);
+  if (g) CHECK_OK(new_model(g, 1, &m, &err), &err);
   if (!m) goto done;
   CHECK(strcmp(fm_llm_model_info(m)->arch, "lfm2") == 0);
   enum { P = 20, N = 300 };
@@ -509,8 +528,8 @@ done:
   free(b);
 }
 
-/* fm_llm_model_new_on and the device listing (fm_llm_ggml.h). On the CPU
- * it is fm_llm_model_new: the same logits, bit for bit. A device kind the
+/* Models on a device and the device listing (fm_llm_ggml.h). On the CPU
+ * device the same logits as the default model, bit for bit. A device kind the
  * linked GGML lacks is FM_EUNSUPPORTED naming the remedy; a Vulkan build
  * with devices (`make test-vulkan`'s library; not ctest's, which links the
  * project's CPU build) also runs the model there: finite logits, caches in
@@ -523,13 +542,13 @@ static void test_device(void) {
   fm_llm_model *m = NULL;
   CHECK(strcmp(fm_llm_model_device(m_story), "CPU") == 0);
   CHECK(strcmp(fm_llm_model_device(NULL), "CPU") == 0);
-  CHECK_OK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
+  CHECK_OK(new_model_on(g_story, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
   CHECK_OK(fm_llm_eval(m_story, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, a, NULL, &err), &err);
   CHECK_OK(fm_llm_eval(m, NULL, prompt, N_PROMPT, FM_LLM_OUT_LAST, b, NULL, &err), &err);
   CHECK(memcmp(a, b, sizeof a) == 0);
   fm_llm_model_free(m);
   m = NULL;
-  CHECK(fm_llm_model_new_on(g_story, 1, (fm_llm_device)7, 0, &m, &err) == FM_EARG && !m);
+  CHECK(new_model_on(g_story, 1, (fm_llm_device)7, 0, &m, &err) == FM_EARG && !m);
 
   fm_llm_device_info d;
   const int n = fm_llm_ggml_n_devices("Vulkan");
@@ -544,18 +563,18 @@ static void test_device(void) {
   }
   if (!fm_llm_ggml_has_vulkan()) {
     CHECK(n == 0);
-    CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
+    CHECK(new_model_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
     CHECK(!m && strstr(err.msg, "Vulkan is not in this GGML build") && strstr(err.msg, "make vulkan"));
     printf("GGML without Vulkan: device cases checked as refusals\n");
     return;
   }
   if (n == 0) {
-    CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
+    CHECK(new_model_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err) == FM_EUNSUPPORTED);
     CHECK(!m && strstr(err.msg, "found no device"));
     return;
   }
-  CHECK(fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, n, &m, &err) == FM_EARG && !m);
-  fm_status st = fm_llm_model_new_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err);
+  CHECK(new_model_on(g_story, 1, FM_LLM_DEVICE_VULKAN, n, &m, &err) == FM_EARG && !m);
+  fm_status st = new_model_on(g_story, 1, FM_LLM_DEVICE_VULKAN, 0, &m, &err);
   if (st == FM_EUNSUPPORTED) { /* a driver GGML refuses (push constants) */
     CHECK(!m && strstr(err.msg, "push constants"));
     printf("Vulkan device 0 refused: %s\n", err.msg);
@@ -633,98 +652,6 @@ static void test_argmax_sampler(void) {
   CHECK(fm_llm_sampler_new(&(fm_llm_sampling){NAN, 0, 1.0, 1}, 6, &s, &err) == FM_EARG);
 }
 
-/* ---- small GGUFs written here (errors) ---------------------------------------- */
-
-typedef struct buf {
-  unsigned char *p;
-  size_t n, cap;
-} buf;
-
-static void put(buf *b, const void *d, size_t n) {
-  if (b->n + n > b->cap) {
-    b->cap = (b->n + n) * 2 + 64;
-    b->p = realloc(b->p, b->cap);
-  }
-  memcpy(b->p + b->n, d, n);
-  b->n += n;
-}
-static void put_u32(buf *b, uint32_t v) { put(b, &v, 4); }
-static void put_u64(buf *b, uint64_t v) { put(b, &v, 8); }
-static void put_str(buf *b, const char *s) {
-  put_u64(b, strlen(s));
-  put(b, s, strlen(s));
-}
-static void kv_str(buf *b, const char *k, const char *v) {
-  put_str(b, k);
-  put_u32(b, 8);
-  put_str(b, v);
-}
-static void kv_u32(buf *b, const char *k, uint32_t v) {
-  put_str(b, k);
-  put_u32(b, 4);
-  put_u32(b, v);
-}
-
-/* A llama-shaped GGUF with only token_embd (F32 [4, 8]) and the given
- * architecture. */
-static buf tiny_gguf(const char *arch, int n_kv_extra) {
-  buf b = {0};
-  put(&b, "GGUF", 4);
-  put_u32(&b, 3);
-  put_u64(&b, 1);
-  put_u64(&b, 3 + (uint64_t)n_kv_extra);
-  kv_str(&b, "general.architecture", arch);
-  char key[64];
-  snprintf(key, sizeof key, "%s.block_count", arch);
-  kv_u32(&b, key, 1);
-  snprintf(key, sizeof key, "%s.embedding_length", arch);
-  kv_u32(&b, key, 4);
-  if (n_kv_extra) {
-    snprintf(key, sizeof key, "%s.attention.head_count", arch);
-    kv_u32(&b, key, 2);
-  }
-  put_str(&b, "token_embd.weight");
-  put_u32(&b, 2);
-  put_u64(&b, 4);
-  put_u64(&b, 8);
-  put_u32(&b, 0);
-  put_u64(&b, 0);
-  while (b.n % 32) put(&b, "", 1);
-  float z[32] = {0};
-  put(&b, z, sizeof z);
-  return b;
-}
-
-static fm_status load_mem(buf *b, fm_err *err) {
-  /* fm_llm_model_new wants 64-byte aligned bytes, as a mapping is. */
-  void *mem = NULL;
-  if (posix_memalign(&mem, 64, b->n) != 0) return FM_ENOMEM;
-  memcpy(mem, b->p, b->n);
-  fm_gguf *g = NULL;
-  fm_llm_model *m = NULL;
-  fm_status st = fm_gguf_parse(mem, b->n, "tiny.gguf", &g, err);
-  if (st == FM_OK) st = fm_llm_model_new(g, 1, &m, err);
-  fm_llm_model_free(m);
-  fm_gguf_close(g);
-  free(mem);
-  free(b->p);
-  return st;
-}
-
-static void test_errors(void) {
-  fm_err err;
-  buf b = tiny_gguf("nosucharch", 0);
-  CHECK(load_mem(&b, &err) == FM_EUNSUPPORTED);
-  CHECK(strstr(err.msg, "nosucharch") != NULL);
-  b = tiny_gguf("llama", 0);
-  CHECK(load_mem(&b, &err) == FM_EFORMAT);
-  CHECK(strstr(err.msg, "llama.attention.head_count") != NULL);
-  b = tiny_gguf("llama", 1);
-  CHECK(load_mem(&b, &err) == FM_EFORMAT);
-  CHECK(strstr(err.msg, "blk.0.attn_norm.weight") != NULL);
-  fprintf(stderr, "missing tensor: %s\n", err.msg);
-}
-
 int main(void) {
   FM_RUN(test_info);
   FM_RUN(test_logits_and_cache);
@@ -738,7 +665,6 @@ int main(void) {
   FM_RUN(test_embed);
   FM_RUN(test_device);
   FM_RUN(test_argmax_sampler);
-  FM_RUN(test_errors);
   fm_llm_model_free(m_story);
   fm_gguf_close(g_story);
   FM_TEST_END();

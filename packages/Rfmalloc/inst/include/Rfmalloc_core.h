@@ -35,6 +35,7 @@
 #include "fm/fm_fmt_text.h"
 #include "fm/fm_fmt_vcf.h"
 #include "fm/fm_gguf.h"
+#include "fm/fm_pt.h"
 #include "fm/fm_rng.h"
 #include "fm/fm_stats_clump.h"
 #include "fm/fm_stats_coloc.h"
@@ -45,7 +46,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 16
+#define RFMALLOC_CORE_VERSION 17
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

@@ -125,6 +125,22 @@ FM_CORE_FN(int64_t, fm_gguf_type_size, (uint32_t type), (type))
 FM_CORE_FN(uint32_t, fm_gguf_version, (const fm_gguf *g), (g))
 FM_CORE_FN(const char *, fm_gguf_vtype_name, (fm_gguf_vtype t), (t))
 FM_CORE_FN(size_t, fm_gguf_vtype_size, (fm_gguf_vtype t), (t))
+/* fm_pt.h: PyTorch .pt state dicts */
+FM_CORE_FN(const uint8_t *, fm_pt_bytes, (const fm_pt *pt), (pt))
+FM_CORE_FN(fm_status, fm_pt_check, (const fm_pt *pt, fm_err *err), (pt, err))
+FM_CORE_VOID(fm_pt_close, (fm_pt *pt), (pt))
+FM_CORE_FN(const char *, fm_pt_dtype_name, (fm_pt_dtype t), (t))
+FM_CORE_FN(size_t, fm_pt_dtype_size, (fm_pt_dtype t), (t))
+FM_CORE_FN(int64_t, fm_pt_find, (const fm_pt *pt, const char *name), (pt, name))
+FM_CORE_FN(int64_t, fm_pt_n_tensors, (const fm_pt *pt), (pt))
+FM_CORE_FN(fm_status, fm_pt_open, (const char *path, fm_pt **out, fm_err *err), (path, out, err))
+FM_CORE_FN(fm_status, fm_pt_parse,
+           (const void *data, size_t size, const char *path, fm_pt **out, fm_err *err),
+           (data, size, path, out, err))
+FM_CORE_FN(const char *, fm_pt_path, (const fm_pt *pt), (pt))
+FM_CORE_FN(size_t, fm_pt_size, (const fm_pt *pt), (pt))
+FM_CORE_FN(const fm_pt_tensor *, fm_pt_tensor_at, (const fm_pt *pt, int64_t i), (pt, i))
+FM_CORE_FN(const char *, fm_pt_top, (const fm_pt *pt), (pt))
 /* fm_tok.h: tokenizers */
 FM_CORE_FN(fm_status, fm_tok_detokenize,
            (const fm_tok *t, const int32_t *ids, int64_t n, unsigned flags, uint8_t *buf,

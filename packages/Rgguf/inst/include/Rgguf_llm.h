@@ -16,10 +16,11 @@
 
 #include "fm/fm_llm.h"
 #include "fm/fm_llm_ggml.h"
+#include "fm/fm_llm_program.h"
 #include "fm/fm_llm_tensor.h"
 
 /* Bump when Rgguf_llm_list.h or a struct of fm_llm*.h changes. */
-#define RGGUF_LLM_VERSION 6
+#define RGGUF_LLM_VERSION 7
 
 typedef struct Rgguf_llm_api {
   int version;     /* RGGUF_LLM_VERSION of the Rgguf that filled it */

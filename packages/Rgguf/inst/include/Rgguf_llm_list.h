@@ -55,9 +55,6 @@ FM_LLM_FN(fm_status, fm_llm_generate,
           (m, c, prompt, n_prompt, n_new, s, stop, n_stop, tokens_out, n_out, t, ctl, err))
 FM_LLM_VOID(fm_llm_model_free, (fm_llm_model *m), (m))
 FM_LLM_FN(const fm_llm_info *, fm_llm_model_info, (const fm_llm_model *m), (m))
-FM_LLM_FN(fm_status, fm_llm_model_new,
-          (const fm_gguf *g, int n_threads, fm_llm_model **out, fm_err *err),
-          (g, n_threads, out, err))
 FM_LLM_FN(fm_status, fm_llm_model_set_threads, (fm_llm_model *m, int n_threads, fm_err *err),
           (m, n_threads, err))
 FM_LLM_FN(int, fm_llm_model_threads, (const fm_llm_model *m), (m))
@@ -76,8 +73,14 @@ FM_LLM_FN(fm_status, fm_llm_sampler_new,
           (const fm_llm_sampling *s, int64_t n_vocab, fm_llm_sampler **out, fm_err *err),
           (s, n_vocab, out, err))
 FM_LLM_FN(int64_t, fm_llm_sampler_next, (fm_llm_sampler *s, const float *logits), (s, logits))
-FM_LLM_FN(fm_status, fm_llm_model_new_on,
-          (const fm_gguf *g, int n_threads, fm_llm_device device, int index, fm_llm_model **out,
-           fm_err *err),
-          (g, n_threads, device, index, out, err))
 FM_LLM_FN(const char *, fm_llm_model_device, (const fm_llm_model *m), (m))
+/* fm_llm_program.h: models as bound architecture programs */
+FM_LLM_FN(int, fm_llm_op_find, (const char *name), (name))
+FM_LLM_FN(fm_status, fm_llm_model_new_program,
+          (const fm_gguf *g, const fm_llm_program *p, int n_threads, fm_llm_device device, int index,
+           fm_llm_model **out, fm_err *err),
+          (g, p, n_threads, device, index, out, err))
+FM_LLM_FN(fm_status, fm_llm_forward,
+          (fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap, int64_t *rows,
+           int64_t *cols, const fm_ctl *ctl, fm_err *err),
+          (m, x, n, out, cap, rows, cols, ctl, err))

@@ -22,9 +22,13 @@
 #                     are gated depthwise causal convolutions (shortconv), the
 #                     others attention with Q/K norms; final norm named
 #                     token_embd_norm; tied output
+#   lfm2moe           lfm2's schedule; the first leading_dense_block_count
+#                     layers with a dense feed-forward, the others a mixture
+#                     of experts with a sigmoid router (expert_gating_func 2)
+#                     and a selection bias (exp_probs_b.bias)
 
 # Architectures this helper writes.
-arch_gguf_names <- c("qwen2", "qwen3", "qwen3moe", "gemma-embedding", "lfm2")
+arch_gguf_names <- c("qwen2", "qwen3", "qwen3moe", "gemma-embedding", "lfm2", "lfm2moe")
 
 # The made-up vocab: list(tokens, scores, types) (types: 1 normal, 2 unknown,
 # 3 control, 6 byte, as llama.cpp numbers them).
@@ -101,7 +105,10 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
                              n_ff = 128L, rope_base = 1e6, rope_base_swa = 1e4,
                              n_swa = 4L, swa_pattern = 6L, pooling = 1L, eps = 1e-6),
     lfm2 = list(n_layer = 4L, n_head = 4L, n_head_kv = c(0L, 0L, 2L, 0L), head_dim = 16L,
-                n_ff = 128L, l_cache = 3L, rope_base = 1e6, eps = 1e-5))
+                n_ff = 128L, l_cache = 3L, rope_base = 1e6, eps = 1e-5),
+    lfm2moe = list(n_layer = 4L, n_head = 4L, n_head_kv = c(0L, 0L, 2L, 0L), head_dim = 16L,
+                   n_ff = 128L, l_cache = 3L, n_dense = 1L, n_expert = 4L, n_expert_used = 2L,
+                   n_ff_exp = 32L, gating = 2L, rope_base = 1e6, eps = 1e-5))
   hp <- utils::modifyList(hp, hparams)
 
   key <- function(k) paste0(arch, ".", k)
@@ -122,10 +129,14 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
   }
   md[[key("rope.freq_base")]] <- f32(hp$rope_base)
   md[[key("attention.layer_norm_rms_epsilon")]] <- f32(hp$eps)
-  if (arch == "qwen3moe") {
+  if (arch %in% c("qwen3moe", "lfm2moe")) {
     md[[key("expert_count")]] <- u32(hp$n_expert)
     md[[key("expert_used_count")]] <- u32(hp$n_expert_used)
     md[[key("expert_feed_forward_length")]] <- u32(hp$n_ff_exp)
+  }
+  if (arch == "lfm2moe") {
+    md[[key("leading_dense_block_count")]] <- u32(hp$n_dense)
+    md[[key("expert_gating_func")]] <- u32(hp$gating)
   }
   if (arch == "gemma-embedding") {
     md[[key("attention.sliding_window")]] <- u32(hp$n_swa)
@@ -133,7 +144,7 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
     md[[key("rope.freq_base_swa")]] <- f32(hp$rope_base_swa)
     md[[key("pooling_type")]] <- u32(hp$pooling)
   }
-  if (arch == "lfm2") md[[key("shortconv.l_cache")]] <- u32(hp$l_cache)
+  if (arch %in% c("lfm2", "lfm2moe")) md[[key("shortconv.l_cache")]] <- u32(hp$l_cache)
   md$tokenizer.ggml.model <- "llama"
   md$tokenizer.ggml.tokens <- Rgguf::gguf_str(voc$tokens, array = TRUE)
   md$tokenizer.ggml.scores <- f32(voc$scores, array = TRUE)
@@ -146,14 +157,14 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
 
   # embeddings: tied outputs (qwen3, lfm2) read logits off token_embd, so
   # keep them near unit scale (a spread of a few nats, nothing underflows)
-  emb_sd <- switch(arch, "gemma-embedding" = 0.15, qwen3 = , lfm2 = 0.3, 1)
+  emb_sd <- switch(arch, "gemma-embedding" = 0.15, qwen3 = , lfm2 = , lfm2moe = 0.3, 1)
   tn <- list(token_embd.weight = ggml(rnorm(n_embd * n_vocab, sd = emb_sd), c(n_embd, n_vocab)))
   hd <- hp$head_dim
   for (il in seq_len(hp$n_layer) - 1L) {
     b <- function(name) sprintf("blk.%d.%s", il, name)
     kv <- if (length(hp$n_head_kv) > 1L) hp$n_head_kv[il + 1L] else hp$n_head_kv
     tn[[b("attn_norm.weight")]] <- vec(n_embd)
-    if (arch == "lfm2" && kv == 0L) {
+    if (arch %in% c("lfm2", "lfm2moe") && kv == 0L) {
       tn[[b("shortconv.conv.weight")]] <- ggml(rnorm(hp$l_cache * n_embd, sd = 0.5),
                                                c(hp$l_cache, n_embd), "F32")
       tn[[b("shortconv.in_proj.weight")]] <- mat(n_embd, 3L * n_embd)
@@ -175,11 +186,13 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
     }
     if (arch == "gemma-embedding") tn[[b("post_attention_norm.weight")]] <- vec(n_embd)
     tn[[b("ffn_norm.weight")]] <- vec(n_embd)
-    if (arch == "qwen3moe") {
+    if (arch == "qwen3moe" || (arch == "lfm2moe" && il >= hp$n_dense)) {
       tn[[b("ffn_gate_inp.weight")]] <- mat(n_embd, hp$n_expert, gain = 2)
       tn[[b("ffn_gate_exps.weight")]] <- exps(n_embd, hp$n_ff_exp, hp$n_expert)
       tn[[b("ffn_up_exps.weight")]] <- exps(n_embd, hp$n_ff_exp, hp$n_expert)
       tn[[b("ffn_down_exps.weight")]] <- exps(hp$n_ff_exp, n_embd, hp$n_expert)
+      # a selection bias that changes the choice, not the weights
+      if (arch == "lfm2moe") tn[[b("exp_probs_b.bias")]] <- rnorm(hp$n_expert, sd = 0.3)
     } else {
       tn[[b("ffn_gate.weight")]] <- mat(n_embd, hp$n_ff)
       tn[[b("ffn_up.weight")]] <- mat(n_embd, hp$n_ff)
@@ -188,7 +201,7 @@ arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
     if (arch == "gemma-embedding") tn[[b("post_ffw_norm.weight")]] <- vec(n_embd)
   }
   # final norm: LFM2's is named token_embd_norm in llama.cpp's GGUFs
-  tn[[if (arch == "lfm2") "token_embd_norm.weight" else "output_norm.weight"]] <- vec(n_embd)
+  tn[[if (arch %in% c("lfm2", "lfm2moe")) "token_embd_norm.weight" else "output_norm.weight"]] <- vec(n_embd)
   if (arch %in% c("qwen2", "qwen3moe")) tn$output.weight <- mat(n_embd, n_vocab, gain = 2)
   if (dense && arch == "gemma-embedding") {
     d <- 96L

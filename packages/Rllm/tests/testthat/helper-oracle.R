@@ -36,19 +36,20 @@ skip_if_no_oracle <- function() {
   invisible(TRUE)
 }
 
-# A GGUF fixture under ../shared/fixtures/gguf (env RFMALLOC_FIXTURES);
-# skips, saying which, when it is absent.
-gguf_fixture <- function(...) {
+# A fixture under ../shared/fixtures (env RFMALLOC_FIXTURES); skips,
+# saying which, when it is absent.
+fixture <- function(...) {
   root <- Sys.getenv("RFMALLOC_FIXTURES", "")
   if (!nzchar(root)) {
     root <- file.path(testthat::test_path(), "..", "..", "..", "..", "..", "shared", "fixtures")
   }
-  p <- file.path(root, "gguf", ...)
-  if (!file.exists(p)) {
-    testthat::skip(sprintf("fixture gguf/%s not found: ../shared/fixtures is absent", file.path(...)))
+  p <- file.path(root, ...)
+  if (!all(file.exists(p))) {
+    testthat::skip(sprintf("fixture %s not found: ../shared/fixtures is absent", p[!file.exists(p)][1L]))
   }
   normalizePath(p)
 }
+gguf_fixture <- function(...) fixture("gguf", ...)
 
 # A scratch Rfmalloc runtime of 50 MB for the calling test, closed and its
 # backing file removed when that test ends.

@@ -1,4 +1,5 @@
-# Architectures beyond llama (qwen2, qwen3, qwen3moe, gemma-embedding, lfm2)
+# Architectures beyond llama (qwen2, qwen3, qwen3moe, gemma-embedding, lfm2,
+# lfm2moe)
 # on small random-weight GGUFs that the package's inst/arch/arch_gguf.R writes with GGML's GGUF
 # writer (GENERATED data under tempdir(), not trained models). Our runtime
 # must load each and give finite outputs; with the llama.cpp oracle, its
@@ -27,7 +28,7 @@ arch_file <- function(arch, variant = "", ...) {
   arch_files[[key]]
 }
 
-decoders <- c("qwen2", "qwen3", "qwen3moe", "lfm2")
+decoders <- c("qwen2", "qwen3", "qwen3moe", "lfm2", "lfm2moe")
 
 # GGML's Vulkan matrix-matrix shaders for expert products (mul_mat_id)
 # hold both operands as F16 in shared memory where the device has F16
@@ -37,7 +38,7 @@ decoders <- c("qwen2", "qwen3", "qwen3moe", "lfm2")
 # = "f16"), as flash attention is in test-model.R. Measured on lavapipe
 # with the CPU's bounds: 0.0013-0.0028 against llama.cpp, 0.0027 whole
 # against token by token.
-f16_experts <- function(arch) on_device() && arch == "qwen3moe"
+f16_experts <- function(arch) on_device() && arch %in% c("qwen3moe", "lfm2moe")
 
 
 test_that("each generated architecture loads with the hyperparameters written", {
@@ -46,9 +47,12 @@ test_that("each generated architecture loads with the hyperparameters written", 
     qwen3 = list(n_layer = 2, n_head_kv = 2, n_embd_head_k = 32, tied_output = TRUE, n_expert = 0),
     qwen3moe = list(n_layer = 2, n_head_kv = 2, n_embd_head_k = 16, tied_output = FALSE,
                     n_expert = 4, n_expert_used = 2),
-    "gemma-embedding" = list(n_layer = 6, n_head_kv = 2, n_embd_head_k = 16, tied_output = TRUE,
+    # an encoder: no output product, so nothing tied
+    "gemma-embedding" = list(n_layer = 6, n_head_kv = 2, n_embd_head_k = 16, tied_output = FALSE,
                              causal = FALSE, pooling = 1L),
-    lfm2 = list(n_layer = 4, n_head_kv = 2, n_embd_head_k = 16, tied_output = TRUE))
+    lfm2 = list(n_layer = 4, n_head_kv = 2, n_embd_head_k = 16, tied_output = TRUE),
+    lfm2moe = list(n_layer = 4, n_head_kv = 2, n_embd_head_k = 16, tied_output = TRUE, n_expert = 4,
+                   n_expert_used = 2))
   for (a in names(want)) {
     m <- test_model(arch_file(a), threads = 2L)
     expect_identical(m$info$arch, a)
@@ -187,7 +191,9 @@ test_that("architecture files missing a required tensor are R errors naming it",
     list("qwen3moe", "blk.0.ffn_down_exps.weight"),
     list("gemma-embedding", "blk.2.post_ffw_norm.weight"),
     list("lfm2", "blk.0.shortconv.conv.weight"),
-    list("lfm2", "token_embd_norm.weight"))
+    list("lfm2", "token_embd_norm.weight"),
+    list("lfm2moe", "blk.2.exp_probs_b.bias"),
+    list("lfm2moe", "blk.0.ffn_up.weight"))
   for (cs in cases) {
     f <- tempfile(fileext = ".gguf")
     arch_gguf_write(cs[[1]], f, drop = cs[[2]])

@@ -108,7 +108,7 @@ test_that("metadata the model would ignore, or a tokenizer not of its vocabulary
     md
   }), "tensor 'blk.0.ffn_gate_inp.weight' is missing", fixed = TRUE, class = "fm_error_eformat")
   expect_error(load_with(function(md) { md$qwen2.rope.freq_base <- Rgguf::gguf_f32(Inf); md }),
-               "'qwen2.rope.freq_base' is inf, expected a positive finite number", fixed = TRUE,
+               "'qwen2.rope.freq_base' is inf, expected a finite number", fixed = TRUE,
                class = "fm_error_eformat")
   expect_error(load_with(function(md) {
     md$qwen2.attention.layer_norm_rms_epsilon <- Rgguf::gguf_f32(-1)
