@@ -197,7 +197,7 @@ rllm_threads <- function() {
 #'   frozen): `NULL` (the default) takes the one shipped for the file's
 #'   `general.architecture` (llama, qwen2, qwen3, qwen3moe, lfm2, lfm2moe,
 #'   gemma-embedding). Its parameters are bound to the file's tensors
-#'   (zero-copy) and its operators lowered to GGML (docs/programs.md).
+#'   (zero-copy) and its operators lowered to GGML (docs/programs.md in the source repository).
 #' @param device `"cpu"` (the default): the weights stay on the file's
 #'   mapping and GGML's CPU backend evaluates. `"vulkan"` (or `"vulkan1"`,
 #'   ...: a device by its `index` in [rllm_vulkan_info()]; `"vulkan"` is
