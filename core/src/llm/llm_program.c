@@ -493,11 +493,14 @@ static struct ggml_tensor *conv_causal(llm_build *b, struct ggml_tensor *x, stru
 }
 
 /* 1-D convolution of x [I, n] with kernel w [k, I, O] (dilation d, "same"
- * zero padding) and bias [O] (or NULL): GGML's im2col in F32 (positions
- * [n, I] in, columns [I k, n] out) and one product with the kernel as an
- * [I k, O] matrix (llm_mm: the fused kernels), which gives [O, n]. */
+ * zero padding) and bias [O] (or NULL): our direct kernel where it applies
+ * (llm_conv.h), else GGML's im2col in F32 (positions [n, I] in, columns
+ * [I k, n] out) and one product with the kernel as an [I k, O] matrix
+ * (llm_mm), which gives [O, n]. */
 static struct ggml_tensor *conv1d(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
                                   struct ggml_tensor *bias, int d) {
+  struct ggml_tensor *direct = llm_conv1d_direct(b, x, w, bias, d);
+  if (direct) return direct;
   struct ggml_context *ctx = b->ctx;
   const int64_t k = w->ne[0], I = w->ne[1], O = w->ne[2], n = x->ne[1];
   struct ggml_tensor *xt = ggml_cont(ctx, ggml_transpose(ctx, x)); /* [n, I] */

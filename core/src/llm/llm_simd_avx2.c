@@ -1,10 +1,12 @@
 /* llm_simd_avx2.c: the fused kernels of the language-model graph for
  * x86-64 CPUs with AVX2, FMA and F16C: the batch products (llm_gemm.h,
- * written in llm_gemm_kern.h) and small-head attention (llm_attn.h,
- * llm_attn_kern.h), over vectors of 8 floats. With 16 registers the product
- * tiles are 4 rows x 3 columns (12 accumulators). Elsewhere the pointers
- * are NULL. */
+ * written in llm_gemm_kern.h), small-head attention (llm_attn.h,
+ * llm_attn_kern.h) and direct convolution (llm_conv.h, llm_conv_kern.h),
+ * over vectors of 8 floats. With 16 registers the product tiles are 4
+ * rows x 3 columns (12 accumulators), the convolution's 8 accumulators.
+ * Elsewhere the pointers are NULL. */
 #include "llm_attn.h"
+#include "llm_conv.h"
 #include "llm_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -48,8 +50,11 @@ ATTR static inline float hmax8(__m256 v) {
 
 #include "llm_gemm_kern.h"
 #include "llm_attn_kern.h"
+#define CONV_ACC 8
+#include "llm_conv_kern.h"
 #else
 const llm_gemm_fn llm_gemm_f16_avx2 = 0, llm_gemm_f32_avx2 = 0;
 const llm_attn_fn llm_attn_avx2 = 0;
+const llm_conv_fn llm_conv_avx2 = 0;
 const llm_attn_exp_fn llm_attn_exp_avx2 = 0;
 #endif

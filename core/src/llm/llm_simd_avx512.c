@@ -1,11 +1,13 @@
 /* llm_simd_avx512.c: the fused kernels of the language-model graph for
  * x86-64 CPUs with AVX-512 F and BW (and AVX2, FMA, F16C): the batch
- * products (llm_gemm.h, written in llm_gemm_kern.h) and small-head
- * attention (llm_attn.h, llm_attn_kern.h), over vectors of 16 floats. With
+ * products (llm_gemm.h, written in llm_gemm_kern.h), small-head
+ * attention (llm_attn.h, llm_attn_kern.h) and direct convolution
+ * (llm_conv.h, llm_conv_kern.h), over vectors of 16 floats. With
  * 32 registers the product tiles are 4 rows x 6 columns (24 accumulators,
  * 6 activation vectors and a weight vector). Elsewhere the pointers are
  * NULL. */
 #include "llm_attn.h"
+#include "llm_conv.h"
 #include "llm_gemm.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -35,8 +37,11 @@ typedef __m512 vf;
 
 #include "llm_gemm_kern.h"
 #include "llm_attn_kern.h"
+#define CONV_ACC 16
+#include "llm_conv_kern.h"
 #else
 const llm_gemm_fn llm_gemm_f16_avx512 = 0, llm_gemm_f32_avx512 = 0;
 const llm_attn_fn llm_attn_avx512 = 0;
+const llm_conv_fn llm_conv_avx512 = 0;
 const llm_attn_exp_fn llm_attn_exp_avx512 = 0;
 #endif
