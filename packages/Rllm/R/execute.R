@@ -132,15 +132,26 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
       n_it <- .rllm_expr_eval(node$attrs$over, env, paste(what, "count"))
       carry <- lapply(node$args, function(id) st$val[[id]])
       names(carry) <- node$attrs$carry
+      nc <- length(carry)
+      acc <- if (length(node$attrs$collect)) paste0(node$id, ".acc.", node$attrs$collect) else character()
       for (it in seq_len(n_it) - 1L) {
         for (nm in names(carry)) st$val[[paste0(node$id, ".in.", nm)]] <- carry[[nm]]
         env[[node$attrs$var]] <- it
         .rllm_walk(st, node$body, env, tap_ids, leaf)
-        carry <- lapply(node$result, function(id) st$val[[id]])
+        carry <- lapply(node$result[seq_len(nc)], function(id) st$val[[id]])
         names(carry) <- node$attrs$carry
+        # collected values: concatenated in iteration order
+        for (k in seq_along(acc)) {
+          v <- node$result[nc + k]
+          st$val[acc[k]] <- list(if (it == 0L) st$val[[v]] else
+            leaf(list(id = acc[k], op = "concat", args = c(acc[k], v), attrs = list()), what, env))
+        }
       }
       env[[node$attrs$var]] <- NULL
       for (nm in names(carry)) .rllm_exec_set(st, paste0(node$id, ".out.", nm), carry[[nm]], tap_ids)
+      for (k in seq_along(acc)) {
+        .rllm_exec_set(st, paste0(node$id, ".out.", node$attrs$collect[k]), st$val[[acc[k]]], tap_ids)
+      }
       next
     }
     if (node$op == "when") {

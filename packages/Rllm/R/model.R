@@ -768,7 +768,7 @@ rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed
                    qwen3 = ".rllm_program_qwen3", qwen3moe = ".rllm_program_qwen3moe",
                    lfm2 = ".rllm_program_lfm2", lfm2moe = ".rllm_program_lfm2moe",
                    "gemma-embedding" = ".rllm_program_gemma_embedding",
-                   openspliceai = ".rllm_program_openspliceai")
+                   openspliceai = ".rllm_program_openspliceai", esm2 = ".rllm_program_esm2")
 .rllm_frozen <- new.env(parent = emptyenv())
 
 .rllm_shipped_program <- function(g, label) {
