@@ -6,7 +6,7 @@
 # position); a GGUF matrix [ne0 = in, ne1 = out] arrives as an R matrix
 # out x in (Rgguf::gguf_tensor()); vectors are plain numerics.
 
-.rllm_vocabulary_version <- 1L
+.rllm_vocabulary_version <- 2L
 .rllm_name_attrs <- c("mode", "mask", "state")
 
 .rllm_silu <- function(x) x / (1 + exp(-x))

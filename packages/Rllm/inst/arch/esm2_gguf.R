@@ -11,7 +11,8 @@
 # lm_head.dense.{weight,bias}, lm_head.norm.{weight,bias}, output.bias
 # (the LM head's weight is token_embd.weight); contact.weight [n_layer x
 # n_head], contact.bias [1]. A torch Linear weight [out, in] is GGUF
-# [in, out]. The tokenizer is the ESM alphabet (esm2_gguf_alphabet()).
+# [in, out]. The vocabulary is the ESM alphabet (esm2_gguf_alphabet()) in
+# tokenizer.ggml.tokens, with no tokenizer.ggml.model (rllm_esm() encodes).
 # Needs arch_gguf.R (arch_gguf_seed()) sourced first.
 
 # The ESM-1b / ESM-2 alphabet: <cls> 0, <pad> 1, <eos> 2, <unk> 3, the 20
@@ -39,7 +40,6 @@ esm2_gguf_write <- function(path, seed = 1L, n_layer = 6L, n_embd = 320L, n_head
              esm2.block_count = u32(n_layer), esm2.feed_forward_length = u32(n_ff),
              esm2.attention.head_count = u32(n_head), esm2.attention.layer_norm_epsilon = f32(eps),
              esm2.rope.freq_base = f32(10000), esm2.vocab_size = u32(n_vocab),
-             tokenizer.ggml.model = "esm",
              tokenizer.ggml.tokens = Rgguf::gguf_str(alphabet, array = TRUE),
              tokenizer.ggml.bos_token_id = u32(0), tokenizer.ggml.padding_token_id = u32(1),
              tokenizer.ggml.eos_token_id = u32(2), tokenizer.ggml.unknown_token_id = u32(3),
