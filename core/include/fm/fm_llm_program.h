@@ -179,9 +179,11 @@ typedef struct fm_llm_program {
  * is not an activation or pair maps (a pooled column), n < 1, tokens
  * outside the vocabulary, a sequence shorter than the crops, a cap below
  * the output's size (naming it), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
-/* Output k's extents for a sequence of n positions (as fm_llm_run's ne).
+/* Output k's extents for a sequence of n positions (as fm_llm_run's ne),
+ * and (pairs, unless NULL) whether it is pair maps (1) or an activation.
  * Errors: FM_EARG as fm_llm_run's for that output. */
-FM_NODISCARD fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], fm_err *err);
+FM_NODISCARD fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs,
+                                           fm_err *err);
 
 FM_NODISCARD fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n,
                                   int64_t n_want, const int64_t *want, float *const *out, const int64_t *cap,

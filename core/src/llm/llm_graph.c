@@ -634,12 +634,12 @@ fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int
   for (int64_t il = 0; il < m->hp.n_layer; il++)
     if (m->hp.n_head_kv[il] > 0 || llm_program_state_elems(m, il) > 0)
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' keeps cache state, which a whole-sequence "
-                        "evaluation does not (fm_llm_eval)", m->arch_name);
+                        "evaluation does not (fm_llm_eval; rllm_logits() in R)", m->arch_name);
   if (n < 1 || n > INT32_MAX) return fm_err_set(err, FM_EARG, "a sequence of %lld positions", (long long)n);
   fm_status st = ch ? FM_OK : check_tokens(m, tokens, n, err);
   for (int64_t k = 0; k < n_want && st == FM_OK; k++) {
     if (!out[k]) return fm_err_set(err, FM_EARG, "fm_llm_run: NULL buffer for output %lld", (long long)want[k]);
-    st = fm_llm_output_shape(m, want[k], n, ne[k], err);
+    st = fm_llm_output_shape(m, want[k], n, ne[k], NULL, err);
     if (st == FM_OK && cap[k] < ne[k][0] * ne[k][1] * ne[k][2])
       st = fm_err_set(err, FM_EARG, "output %lld needs %lld x %lld x %lld floats, its buffer holds %lld",
                       (long long)want[k], (long long)ne[k][0], (long long)ne[k][1], (long long)ne[k][2],

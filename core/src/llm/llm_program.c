@@ -527,7 +527,7 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
 
 int64_t llm_program_seq_channels(const llm_model *m) { return m->prog->seq_channels; }
 
-fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], fm_err *err) {
+fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err) {
   const llm_program *P = m->prog;
   if (k < 0 || k >= P->n_outputs)
     return fm_err_set(err, FM_EARG, "output %lld is not one of the program's %lld", (long long)k,
@@ -538,11 +538,12 @@ fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64
     return fm_err_set(err, FM_EARG, "output %lld (node %lld) is not an activation over the positions or pair "
                       "maps", (long long)k, (long long)P->outputs[k]);
   if (t < 1)
-    return fm_err_set(err, FM_EARG, "a sequence of %lld positions is shorter than output %lld's crops (%lld)",
-                      (long long)n, (long long)k, (long long)-s->off);
+    return fm_err_set(err, FM_EARG, "output %lld drops %lld positions (crops), which leaves none of a sequence of "
+                      "%lld", (long long)k, (long long)-s->off, (long long)n);
   ne[0] = s->per_pos == PS_PAIRS ? t : s->ne[0];
   ne[1] = t;
   ne[2] = s->per_pos == PS_PAIRS ? s->ne[0] : 1;
+  if (pairs) *pairs = s->per_pos == PS_PAIRS;
   return FM_OK;
 }
 
@@ -799,14 +800,14 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
     if (nd->op == FM_LLM_OP_INPUT && nd->tensor == FM_LLM_IN_SEQUENCE && !b->inp_seq) {
       free(need);
       free(val);
-      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_run)",
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_run; rllm_run() in R)",
                         b->m->arch_name);
     }
     if ((nd->op == FM_LLM_OP_ATTENTION_PROBS || nd->op == FM_LLM_OP_TOKEN_DROPOUT) && !b->n_want) {
       free(need);
       free(val);
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s': node %lld (%s) reads the whole sequence at once: "
-                        "evaluate it whole (fm_llm_run)", b->m->arch_name, (long long)i, op_names[nd->op]);
+                        "evaluate it whole (fm_llm_run; rllm_run() in R)", b->m->arch_name, (long long)i, op_names[nd->op]);
     }
     if (nd->op == FM_LLM_OP_POOL && !b->want_pool) {
       free(need);

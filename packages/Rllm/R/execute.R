@@ -31,6 +31,9 @@
 #' @export
 rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALSE) {
   prog <- rllm_freeze(program)
+  if (!is.logical(taps) || length(taps) != 1L || is.na(taps)) {
+    .rllm_program_abort("program", "taps must be TRUE or FALSE", call = NULL)
+  }
   w <- .rllm_weights(weights)
   hp <- .rllm_bind_hparams(prog, w, hparams)
   st <- new.env(parent = emptyenv())
@@ -107,15 +110,32 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
 }
 
 .rllm_default_inputs <- function(prog, inputs) {
+  if (!is.list(inputs) || (length(inputs) && is.null(names(inputs)))) {
+    .rllm_program_abort("program", "inputs must be a named list, one value per input of the program", call = NULL)
+  }
   kinds <- vapply(prog$inputs, `[[`, "", "kind")
   ids <- names(kinds)[kinds == "token_ids"]
   for (nm in names(kinds)[kinds == "positions"]) {
     if (is.null(inputs[[nm]]) && length(ids)) inputs[[nm]] <- seq_along(inputs[[ids[1L]]]) - 1L
   }
+  n <- NULL
   for (nm in names(kinds)) {
-    if (is.null(inputs[[nm]])) {
+    v <- inputs[[nm]]
+    if (is.null(v)) {
       .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") was not given", call = NULL)
     }
+    ok <- if (kinds[[nm]] == "sequence") is.matrix(v) && is.numeric(v) && all(is.finite(v)) && ncol(v) >= 1L
+          else is.numeric(v) && length(v) >= 1L && all(is.finite(v)) && all(v == round(v))
+    if (!ok) {
+      .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") must be ",
+                          if (kinds[[nm]] == "sequence") "a finite numeric matrix [channels, positions]"
+                          else "whole numbers, no NA, at least one", call = NULL)
+    }
+    len <- if (is.matrix(v)) ncol(v) else length(v)
+    if (!is.null(n) && len != n) {
+      .rllm_program_abort("program", "input '", nm, "' has ", len, " positions, the others ", n, call = NULL)
+    }
+    n <- len
   }
   inputs
 }

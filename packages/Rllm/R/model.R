@@ -305,7 +305,8 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   ptr <- .Call(C_rllm_model_new_program, g, threads, flash_attn, repack, fused_gemm, basename(full), dev$kind,
                dev$index, bound)
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
-                          runtime = runtime, outputs = names(bound$outputs)), class = "rllm_model")
+                          runtime = runtime, outputs = names(bound$outputs),
+                          seq_channels = bound$seq_channels), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
   model$tokenizer <- .tok_of_model(g, model$info$n_vocab, full, sys.call())
   model$info$eog <- .rllm_eog_ids(model)

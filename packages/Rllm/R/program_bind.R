@@ -33,7 +33,8 @@
 # -1 none), tensor, type_class, layer, ia (n x 4), fa (n x 2), logits,
 # n_ctx_train, embedding; the outputs' nodes, -1 when absent; outputs: the
 # nodes of every named output and tap iteration, named "<output>" and
-# "<tap>.<k>"), the argument of C_rllm_model_new_program.
+# "<tap>.<k>"); seq_channels: the channels of its sequence input, or 0),
+# the argument of C_rllm_model_new_program.
 .rllm_bind_native <- function(prog, g, hparams = list()) {
   w <- .rllm_weights(g)
   hp <- .rllm_bind_hparams(prog, w, hparams)
@@ -63,6 +64,7 @@
       }
       # a sequence's channels: its first dimension
       ch <- if (kind == "sequence") .rllm_expr_eval(prog$inputs[[node$attrs$name]]$shape[1L], env, what) else 0
+      if (kind == "sequence") st$seq_channels <- ch
       return(emit("input", tensor = .rllm_native_inputs[[kind]], ia = ch))
     }
     if (node$op == "param") {
@@ -125,5 +127,6 @@
        logits = logits,
        n_ctx_train = if (is.null(ctx)) 0 else as.numeric(ctx),
        embedding = embedding,
-       outputs = if (length(outs)) outs else stats::setNames(numeric(), character()))
+       outputs = if (length(outs)) outs else stats::setNames(numeric(), character()),
+       seq_channels = if (is.null(st$seq_channels)) 0 else st$seq_channels)
 }

@@ -70,11 +70,21 @@
   out
 }
 
+# The positions a crop of left and right keeps of n (at least one).
+.rllm_kept <- function(n, at, op) {
+  if (n - at$left - at$right < 1) {
+    .rllm_program_abort("program", op, ": dropping ", at$left, " + ", at$right, " positions leaves none of ", n,
+                        call = NULL)
+  }
+  (at$left + 1):(n - at$right)
+}
+
 # Average product correction of each map of x [n, n, c] (Dunn et al. 2008):
 # x - (row sums x column sums) / total.
 .rllm_apc <- function(x) {
   for (c in seq_len(dim(x)[3L])) {
-    m <- x[, , c]
+    m <- x[, , c, drop = FALSE][, , 1L]
+    m <- matrix(m, dim(x)[1L], dim(x)[2L])
     x[, , c] <- m - outer(rowSums(m), colSums(m)) / sum(m)
   }
   x
@@ -132,7 +142,13 @@
 # at the evaluated attributes.
 .rllm_ops <- list(
   get_rows = list(args = c("ids", "w"), attrs = list(),
-                  oracle = function(a, at) t(a$w[a$ids + 1L, , drop = FALSE]),
+                  oracle = function(a, at) {
+                    if (any(a$ids < 0 | a$ids >= nrow(a$w))) {
+                      .rllm_program_abort("program", "get_rows: id ", a$ids[a$ids < 0 | a$ids >= nrow(a$w)][1L],
+                                          " is outside the ", nrow(a$w), " rows", call = NULL)
+                    }
+                    t(a$w[a$ids + 1L, , drop = FALSE])
+                  },
                   doc = "rows of a matrix (an embedding) at 0-based ids: [ne0(w), n]"),
   matmul = list(args = c("x", "w"), attrs = list(),
                 oracle = function(a, at) a$w %*% a$x,
@@ -235,7 +251,7 @@
                     oracle = function(a, at) ifelse(a$x > 0, a$x, at$slope * a$x),
                     doc = "x where positive, slope x elsewhere"),
   crop = list(args = "x", attrs = list(left = NULL, right = NULL),
-              oracle = function(a, at) a$x[, (at$left + 1):(ncol(a$x) - at$right), drop = FALSE],
+              oracle = function(a, at) a$x[, .rllm_kept(ncol(a$x), at, "crop"), drop = FALSE],
               doc = "drops left positions (columns) at the start and right at the end"),
   concat = list(args = c("x", "y"), attrs = list(),
                 oracle = function(a, at) {
@@ -246,8 +262,7 @@
                 doc = "x then y along the features: an activation's rows, pair maps' channels"),
   pair_crop = list(args = "x", attrs = list(left = NULL, right = NULL),
                    oracle = function(a, at) {
-                     n <- dim(a$x)[1L]
-                     keep <- (at$left + 1):(n - at$right)
+                     keep <- .rllm_kept(dim(a$x)[1L], at, "pair_crop")
                      a$x[keep, keep, , drop = FALSE]
                    },
                    doc = "pair maps [n, n, c] without their first left and last right positions on both axes"),
@@ -258,9 +273,10 @@
   head_mix = list(args = c("x", "w", "b"), optional_args = 1L, attrs = list(),
                   oracle = function(a, at) {
                     d <- dim(a$x)
-                    matrix(matrix(a$x, ncol = d[3L]) %*% as.numeric(a$w), d[1L], d[2L]) + if (is.null(a$b)) 0 else a$b
+                    array(matrix(a$x, ncol = d[3L]) %*% as.numeric(a$w) + if (is.null(a$b)) 0 else a$b,
+                          c(d[1L], d[2L], 1L))
                   },
-                  doc = "one map from pair maps [n, n, c]: sum_c w[c] x[, , c] + b (a logistic regression's logit)"),
+                  doc = "pair maps [n, n, 1] from pair maps [n, n, c]: sum_c w[c] x[, , c] + b (a logistic regression's logit)"),
   softmax = list(args = "x", attrs = list(),
                  oracle = function(a, at) {
                    e <- exp(sweep(a$x, 2L, apply(a$x, 2L, max)))

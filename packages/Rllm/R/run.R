@@ -21,9 +21,9 @@
 #'   named outputs (no taps).
 #' @return A named list: per output, a double matrix `[features,
 #'   positions]` (an activation; positions net of the program's crops) or
-#'   pair maps, an array `[positions, positions, channels]` (key,
-#'   query, channel for attention maps; a matrix when there is one
-#'   channel). Values are computed in single precision (F32, with GGML's
+#'   pair maps, an array `[positions, positions, channels]` (key, query,
+#'   channel for attention maps). Values are computed in single precision
+#'   (F32, with GGML's
 #'   products); see the numerical contract of each operator in the source
 #'   repository's docs/programs.md.
 #' @section Errors: `fm_error_earg` for an output name the model does not
@@ -37,30 +37,39 @@
 rllm_run <- function(model, tokens = NULL, sequence = NULL, outputs = NULL) {
   .rllm_check_model(model)
   named <- model$outputs[!grepl("\\.[0-9]+$", model$outputs)]
+  taps <- setdiff(model$outputs, named)
   if (is.null(outputs)) outputs <- named
   if (!is.character(outputs) || !length(outputs) || anyNA(outputs) || !all(outputs %in% model$outputs)) {
     bad <- if (is.character(outputs)) setdiff(outputs, model$outputs) else character()
-    Rfmalloc::fm_abort("earg", "outputs must name outputs of the model's program (",
-                       paste(named, collapse = ", "), ", or a tap's values such as ",
-                       if (length(setdiff(model$outputs, named))) setdiff(model$outputs, named)[1L] else "none",
-                       ")", if (length(bad)) paste0("; '", bad[1L], "' is not one"))
+    Rfmalloc::fm_abort("earg", "outputs must name outputs of the model's program (", paste(named, collapse = ", "),
+                       if (length(taps)) paste0(", or a tap's values such as ", taps[1L]), ")",
+                       if (length(bad)) paste0("; '", bad[1L], "' is not one"))
   }
   if (is.null(tokens) == is.null(sequence)) {
     Rfmalloc::fm_abort("earg", "give one of tokens (token ids) and sequence (a numeric matrix)")
   }
+  ch <- model$seq_channels
   if (!is.null(tokens)) {
-    if (!is.numeric(tokens) || anyNA(tokens) || any(tokens != round(tokens)) || !length(tokens)) {
+    if (ch > 0) Rfmalloc::fm_abort("eunsupported", "the model's program takes a sequence of ", ch, " channels, not tokens")
+    if (!is.numeric(tokens) || !length(tokens) || !all(is.finite(tokens)) || any(tokens != round(tokens)) ||
+        any(abs(tokens) > .Machine$integer.max)) {
       Rfmalloc::fm_abort("earg", "tokens must be whole numbers (0-based ids), no NA, at least one")
     }
     tokens <- as.integer(tokens)
   }
   if (!is.null(sequence)) {
-    if (!is.matrix(sequence) || !is.numeric(sequence) || !all(is.finite(sequence))) {
-      Rfmalloc::fm_abort("earg", "sequence must be a finite numeric matrix [channels, positions]")
+    if (ch == 0) Rfmalloc::fm_abort("eunsupported", "the model's program takes token ids, not a sequence")
+    # 3.4e38: beyond a float's range the values would be infinite
+    if (!is.matrix(sequence) || !is.numeric(sequence) || !all(is.finite(sequence)) ||
+        any(abs(sequence) > 3.4e38) || ncol(sequence) < 1L) {
+      Rfmalloc::fm_abort("earg", "sequence must be a matrix [channels, positions] of numbers within a float's range")
+    }
+    if (nrow(sequence) != ch) {
+      Rfmalloc::fm_abort("earg", "sequence has ", nrow(sequence), " rows; the model's program takes ", ch, " channels")
     }
     storage.mode(sequence) <- "double"
   }
-  r <- .Call(C_rllm_run, model$ptr, tokens, sequence, match(outputs, model$outputs) - 1L)
+  r <- .Call(C_rllm_run, model$ptr, tokens, sequence, match(outputs, model$outputs) - 1L, outputs)
   names(r) <- outputs
   r
 }

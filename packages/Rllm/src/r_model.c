@@ -391,11 +391,12 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
 }
 
 /* .Call(C_rllm_run, model, tokens (integer, 0-based) or NULL, x (a double
- * matrix, channels x positions) or NULL, want (integer, 0-based indices of
- * the program's outputs)) -> a list of double arrays, one per wanted
- * output: [rows, positions] or pair maps [positions, positions, channels]
- * (one channel: a matrix) (fm_llm_run). */
-static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want) {
+ * matrix, channels x positions, the program's channels: checked by the
+ * caller) or NULL, want (integer, 0-based indices of the program's
+ * outputs), names (character: theirs, for messages)) -> a list of double
+ * arrays, one per wanted output: [rows, positions] or pair maps
+ * [positions, positions, channels] (fm_llm_run). */
+static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want, SEXP names) {
   fm_llm_model *m = eval_model(p);
   const int64_t nw = XLENGTH(want);
   int64_t n = Rf_isNull(tokens) ? 0 : XLENGTH(tokens);
@@ -408,13 +409,15 @@ static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want) {
   }
   int64_t *idx = (int64_t *)R_alloc((size_t)nw + 1, sizeof *idx), *cap = (int64_t *)R_alloc((size_t)nw + 1, sizeof *cap);
   int64_t(*ne)[3] = (int64_t(*)[3])R_alloc((size_t)nw + 1, sizeof *ne);
+  int *pairs = (int *)R_alloc((size_t)nw + 1, sizeof *pairs);
   float **out = (float **)R_alloc((size_t)nw + 1, sizeof *out);
   fm_err err;
   fm_err_clear(&err);
   for (int64_t k = 0; k < nw; k++) {
     idx[k] = INTEGER(want)[k];
     /* the buffers: sized by the output's shape (errors as fm_llm_run's) */
-    if (fm_llm_output_shape(m, idx[k], n, ne[k], &err) != FM_OK) Rfmalloc_raise_err(&err, NULL);
+    if (fm_llm_output_shape(m, idx[k], n, ne[k], &pairs[k], &err) != FM_OK)
+      Rfmalloc_raise_err(&err, CHAR(STRING_ELT(names, (R_xlen_t)k)));
     cap[k] = ne[k][0] * ne[k][1] * ne[k][2];
     out[k] = (float *)R_alloc((size_t)(cap[k] > 0 ? cap[k] : 1), sizeof(float));
   }
@@ -425,7 +428,7 @@ static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want) {
   for (int64_t k = 0; k < nw; k++) {
     SEXP a = SET_VECTOR_ELT(r, (R_xlen_t)k, Rf_allocVector(REALSXP, (R_xlen_t)cap[k]));
     for (int64_t i = 0; i < cap[k]; i++) REAL(a)[i] = (double)out[k][i];
-    SEXP dim = PROTECT(Rf_allocVector(INTSXP, ne[k][2] == 1 ? 2 : 3));
+    SEXP dim = PROTECT(Rf_allocVector(INTSXP, pairs[k] ? 3 : 2));
     for (int d = 0; d < XLENGTH(dim); d++) INTEGER(dim)[d] = (int)ne[k][d];
     Rf_setAttrib(a, R_DimSymbol, dim);
     UNPROTECT(1);
@@ -532,7 +535,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_run, 4),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_run, 5),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

@@ -81,7 +81,8 @@ FM_LLM_FN(fm_status, fm_llm_model_new_program,
            fm_llm_model **out, fm_err *err),
           (g, p, n_threads, device, index, out, err))
 FM_LLM_FN(fm_status, fm_llm_output_shape,
-          (const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], fm_err *err), (m, k, n, ne, err))
+          (const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err),
+          (m, k, n, ne, pairs, err))
 FM_LLM_FN(fm_status, fm_llm_run,
           (fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n, int64_t n_want,
            const int64_t *want, float *const *out, const int64_t *cap, int64_t (*ne)[3], const fm_ctl *ctl,

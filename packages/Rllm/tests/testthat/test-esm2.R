@@ -61,7 +61,7 @@ esm2_torch <- function(path, toks, n_layer, n_head) {
     maps <- array(0, c(L, L, n_layer * n_head))
     for (c in seq_len(n_layer * n_head)) maps[, , c] <- t(a[(c - 1L) * L + seq_len(L), ])
     list(logits = t(rd("logits")), repr = lapply(0:n_layer, function(l) t(rd(paste0("repr", l)))),
-         attention = maps, contacts = rd("contacts"))
+         attention = maps, contacts = array(rd("contacts"), c(L - 2L, L - 2L, 1L)))
   })
 }
 
@@ -88,7 +88,7 @@ test_that("ESM-2: rllm_execute and the native lowering = an independent torch fo
     expect_lt(max(abs(got$representations - w$repr[[7L]])), 1e-8)
     expect_identical(dim(got$attention), dim(w$attention))
     expect_lt(max(abs(got$attention - w$attention)), 1e-9)
-    expect_identical(dim(got$contacts), c(length(toks[[b]]) - 2L, length(toks[[b]]) - 2L))
+    expect_identical(dim(got$contacts), c(length(toks[[b]]) - 2L, length(toks[[b]]) - 2L, 1L))
     expect_lt(max(abs(got$contacts - w$contacts)), 1e-9)
   }
 })
@@ -138,6 +138,17 @@ test_that("rllm_esm: ESM's encoding, shapes, rows of attention summing to 1, sym
   expect_identical(r$a$logits, `colnames<-`(t(run$logits), colnames(r$a$logits)))
   expect_identical(r$a$representations[["2"]], t(run$representations))
   expect_null(rllm_esm(m, "MK")[[1L]]$attention)
+  # white space dropped (line-wrapped FASTA), one residue works
+  expect_identical(rllm_esm(m, "MK\nT ")[[1L]]$tokens, rllm_esm(m, "MKT")[[1L]]$tokens)
+  expect_identical(dim(rllm_esm(m, "M", contacts = TRUE)[[1L]]$contacts), c(1L, 1L))
+})
+
+test_that("rllm_esm on one layer of one head: maps [T, T, 1, 1]", {
+  path <- esm2_file(n_layer = 1L, n_embd = 16L, n_head = 1L, n_ff = 32L)
+  on.exit(unlink(path))
+  r <- rllm_esm(test_model(path, threads = 1), "MKT", attention = TRUE, contacts = TRUE)[[1L]]
+  expect_identical(dim(r$attention), c(5L, 5L, 1L, 1L))
+  expect_identical(dim(r$contacts), c(3L, 3L))
 })
 
 test_that("ESM-2 refuses what it cannot do, naming it", {
@@ -150,6 +161,16 @@ test_that("ESM-2 refuses what it cannot do, naming it", {
   expect_error(rllm_logits(m, c(0L, 5L, 2L)), "evaluate it whole", class = "fm_error_eunsupported")
   expect_error(rllm_esm(m, "MK", repr_layers = 3), "0:2", class = "fm_error_earg")
   expect_error(rllm_esm(m, NA_character_), "character vector", class = "fm_error_earg")
+  expect_error(rllm_esm(m, " \n "), "empty", class = "fm_error_earg")
+  expect_error(rllm_run(m, c(0L, 2L), outputs = "contacts"), "contacts: output 3 drops 2 positions",
+               class = "fm_error_earg")
+  expect_error(rllm_run(m, c(0, 1e10, 2)), "whole numbers", class = "fm_error_earg")
+  expect_error(rllm_execute(Rllm:::.rllm_program_esm2(), path, list(tokens = c(0L, 2L))),
+               "pair_crop: dropping 1 \\+ 1 positions leaves none of 2", class = "rllm_error_program")
+  expect_error(rllm_execute(Rllm:::.rllm_program_esm2(), path, list(tokens = c(0L, NA, 2L))),
+               "whole numbers", class = "rllm_error_program")
+  expect_error(rllm_execute(Rllm:::.rllm_program_esm2(), path, list(tokens = c(0L, 40L, 2L))),
+               "id 40 is outside the 33 rows", class = "rllm_error_program")
   f <- tempfile(fileext = ".gguf")
   on.exit(unlink(f), add = TRUE)
   arch_gguf_write("qwen2", f)
@@ -172,7 +193,7 @@ test_that("the ESM-2 contact head is the formula applied to the attention maps",
     m <- m - outer(rowSums(m), colSums(m)) / sum(m)
     logit <- logit + w[c] * m
   }
-  expect_equal(got$contacts, 1 / (1 + exp(-logit)), tolerance = 1e-12)
+  expect_equal(got$contacts[, , 1L], 1 / (1 + exp(-logit)), tolerance = 1e-12)
   # each query's attention sums to 1
   expect_equal(apply(got$attention, c(2L, 3L), sum), matrix(1, n, 8L), tolerance = 1e-12)
 })
