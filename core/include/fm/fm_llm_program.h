@@ -15,7 +15,7 @@
  * have the file's shape. Attributes: ia[] integers, fa[] reals.
  *   INPUT       tensor = FM_LLM_IN_TOKENS (token ids, I32 [T]),
  *               FM_LLM_IN_POSITIONS (I32 [T], n_past + 0, 1, ...) or
- *               FM_LLM_IN_SEQUENCE (F32 [ia[0] channels, T]: fm_llm_forward)
+ *               FM_LLM_IN_SEQUENCE (F32 [ia[0] channels, T]: fm_llm_run)
  *   PARAM       tensor = the file's tensor index (0-based); type_class:
  *               FM_LLM_PARAM_* (the types its consumer accepts)
  *   GET_ROWS    (ids, w [E, V]) -> [E, T]
@@ -56,6 +56,25 @@
  *               right] (the positions of a later node are those of its
  *               inputs: crops add up; nodes over positions that mix them
  *               (attention, rope) need uncropped inputs)
+ * Version 2 adds (a version 1 program is a version 2 program):
+ *   GELU_ERF, SIGMOID (x: an activation or pair maps)
+ *   TOKEN_DROPOUT (x [E, T], ids) ia[0] = mask id, fa[0] = ratio: columns
+ *               at the mask id zeroed, all scaled by (1 - ratio) / (the
+ *               fraction of other ids) (ESM-2's inference-time rescaling)
+ *   ATTENTION_PROBS (q [nh hk, T], k [nkv hk, T], pos) ia and fa as
+ *               ATTENTION's; no cache: the batch attends to itself, so
+ *               only a whole-sequence evaluation (fm_llm_run) takes it ->
+ *               pair maps [T keys, T queries, nh] (softmax over the keys)
+ *   ATTEND      (p pair maps [T, T, nh], v [nkv hv, T]) ia[0] = nkv ->
+ *               [nh hv, T]
+ *   CONCAT      (x, y) two activations of equal positions -> rows of x
+ *               then y; two pair maps of equal positions -> channels
+ *   PAIR_CROP   (p [T, T, c]) ia[0] = left, ia[1] = right: positions
+ *               dropped at both ends of both axes
+ *   SYMMETRIZE  (p) each map plus its transpose
+ *   APC         (p) each map minus (row sums x column sums) / total
+ *   HEAD_MIX    (p [T, T, c], w F32 [c], optional b F32 [1]) -> [T, T, 1]:
+ *               sum_c w[c] p[, , c] + b
  *
  * Outputs: logits (fm_llm_eval) and a pooled embedding (fm_llm_embed);
  * at least one. A program without an embedding output embeds by pooling
@@ -80,7 +99,7 @@
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
 
-#define FM_LLM_VOCABULARY 1
+#define FM_LLM_VOCABULARY 2
 #define FM_LLM_MAX_ARGS 6
 
 typedef enum fm_llm_op {
@@ -108,6 +127,16 @@ typedef enum fm_llm_op {
   FM_LLM_OP_LEAKY_RELU,
   FM_LLM_OP_CROP,
   FM_LLM_OP_SOFTMAX,
+  FM_LLM_OP_GELU_ERF,
+  FM_LLM_OP_SIGMOID,
+  FM_LLM_OP_TOKEN_DROPOUT,
+  FM_LLM_OP_ATTENTION_PROBS,
+  FM_LLM_OP_ATTEND,
+  FM_LLM_OP_CONCAT,
+  FM_LLM_OP_PAIR_CROP,
+  FM_LLM_OP_SYMMETRIZE,
+  FM_LLM_OP_APC,
+  FM_LLM_OP_HEAD_MIX,
   FM_LLM_OP_COUNT
 } fm_llm_op;
 
@@ -127,25 +156,38 @@ typedef struct fm_llm_node {
 
 typedef struct fm_llm_program {
   const char *name;       /* the model's architecture label (info.arch) */
-  int32_t vocabulary;     /* FM_LLM_VOCABULARY */
+  int32_t vocabulary;     /* 1 .. FM_LLM_VOCABULARY */
   int64_t n_nodes;
   const fm_llm_node *nodes; /* copied by fm_llm_model_new_program */
   int64_t logits;         /* the node of the logits output [n_vocab, T], or -1 */
   int64_t n_ctx_train;    /* the training context (info only; 0: unknown) */
   int64_t embedding;      /* the node of the pooled embedding [n, 1] (fm_llm_embed), or -1 */
+  int64_t n_outputs;      /* nodes fm_llm_run can return (named outputs and taps), or 0 */
+  const int64_t *outputs; /* their node indices (copied) */
 } fm_llm_program;
 
-/* The program's output (logits) for one whole sequence x (a program with
- * a FM_LLM_IN_SEQUENCE input of C channels and no cache state: x holds C x
- * n floats, channel fastest), in one graph (no micro-batches, so
- * convolutions see the whole sequence): out receives rows x cols floats,
- * column-major, cols = n minus the program's crops; cap is out's length.
- * Errors: FM_EUNSUPPORTED for a program without a sequence input or with
- * cache state (attention, convolution state: fm_llm_eval); FM_EARG for n
- * < 1, a sequence shorter than the crops (naming both), a cap below rows x
- * cols (naming them), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
-FM_NODISCARD fm_status fm_llm_forward(fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap,
-                                      int64_t *rows, int64_t *cols, const fm_ctl *ctl, fm_err *err);
+/* The values of wanted outputs (indices into the program's outputs) for
+ * one whole sequence, in one graph, nothing cached: tokens (n ids; a
+ * program with a token input) or x (C x n floats, channel fastest; a
+ * program with a sequence input). out[k] receives output want[k], cap[k]
+ * floats at most, as ne[k][0] x ne[k][1] x ne[k][2] floats in GGML order:
+ * an activation [rows, positions, 1], pair maps [positions, positions,
+ * channels] (positions net of the program's crops). Programs with cache
+ * state (attention, convolution state) are evaluated by fm_llm_eval.
+ * Errors: FM_EUNSUPPORTED for a program with cache state or without the
+ * input given; FM_EARG for a want outside [0, n_outputs), an output that
+ * is not an activation or pair maps (a pooled column), n < 1, tokens
+ * outside the vocabulary, a sequence shorter than the crops, a cap below
+ * the output's size (naming it), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
+/* Output k's extents for a sequence of n positions (as fm_llm_run's ne),
+ * and (pairs, unless NULL) whether it is pair maps (1) or an activation.
+ * Errors: FM_EARG as fm_llm_run's for that output. */
+FM_NODISCARD fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs,
+                                           fm_err *err);
+
+FM_NODISCARD fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n,
+                                  int64_t n_want, const int64_t *want, float *const *out, const int64_t *cap,
+                                  int64_t (*ne)[3], const fm_ctl *ctl, fm_err *err);
 
 /* The operator of a vocabulary name ("matmul", ...; "input", "param"), or
  * -1; and the name of an operator (NULL out of range). */

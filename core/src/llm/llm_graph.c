@@ -311,12 +311,23 @@ static fm_status check_device_ops(const llm_model *m, struct ggml_cgraph *gf, fm
   return FM_OK;
 }
 
+/* Outputs of a whole-sequence evaluation (fm_llm_run): n of the program's
+ * outputs, idx[k] copied to dst[k]; res has room for n tensors. */
+typedef struct run_want {
+  int64_t n;
+  const int64_t *idx;
+  float *const *dst;
+  struct ggml_tensor **res;
+} run_want;
+
 /* Build (or reuse), allocate, fill and compute the graph of one batch:
- * logits of the last n_out tokens, or (embed) the pooled embedding. Copies
- * the result (F32, contiguous) to dst and advances c->n_past. */
+ * logits of the last n_out tokens, or (embed) the pooled embedding, or
+ * (want) outputs of the program, built for this call only. Copies the
+ * result (F32, contiguous) to dst (want: each to its dst) and advances
+ * c->n_past. */
 static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens, const float *seq,
                            int64_t n, int64_t n_out, int embed, fm_llm_pooling pooling, float *dst,
-                           const fm_ctl *ctl, fm_err *err) {
+                           const run_want *want, const fm_ctl *ctl, fm_err *err) {
   fm_status st = FM_OK;
   int64_t n_kv = (c->n_past + n + LLM_KV_PAD - 1) / LLM_KV_PAD * LLM_KV_PAD;
   if (n_kv > c->n_cells) n_kv = c->n_cells;
@@ -324,7 +335,7 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   int64_t key[8] = {c->serial, n,  n_kv, embed ? n : n_out, embed, seq ? -8 : embed ? (int64_t)pooling : -9,
                     fa,         m->fused_gemm && llm_gemm_kernel(GGML_TYPE_F32)};
   llm_build *b = m->gb;
-  if (!b || memcmp(key, m->gkey, sizeof key) != 0) {
+  if (!b || want || memcmp(key, m->gkey, sizeof key) != 0) {
     if (m->gctx) ggml_free(m->gctx);
     m->gctx = NULL;
     memset(m->gkey, 0, sizeof m->gkey);
@@ -353,15 +364,25 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
       b->inp_seq = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, llm_program_seq_channels(m), n);
       ggml_set_input(b->inp_seq);
     }
-    if (!embed && n_out < n) {
+    if (!embed && !want && n_out < n) {
       b->inp_out_ids = ggml_new_tensor_1d(ctx, GGML_TYPE_I32, n_out);
       ggml_set_input(b->inp_out_ids);
+    }
+    if (want) {
+      b->n_want = want->n;
+      b->want = want->idx;
+      b->results = want->res;
     }
     st = llm_program_build(b, err);
     if (st != FM_OK) goto fail;
     /* the program's result: logits, its embedding, or its final states
-     * pooled */
-    struct ggml_tensor *res = !embed ? b->logits : b->embedding ? b->embedding : llm_pool(b, b->hidden, pooling);
+     * pooled; or the wanted outputs */
+    for (int64_t k = 0; want && k < want->n; k++) {
+      ggml_set_output(want->res[k]);
+      ggml_build_forward_expand(b->gf, want->res[k]);
+    }
+    struct ggml_tensor *res = want ? want->res[0]
+                              : !embed ? b->logits : b->embedding ? b->embedding : llm_pool(b, b->hidden, pooling);
     ggml_set_output(res);
     ggml_build_forward_expand(b->gf, res);
     b->result = res;
@@ -370,11 +391,15 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
       st = check_device_ops(m, b->gf, err);
       if (st != FM_OK) goto fail;
     }
-    if (!ggml_gallocr_alloc_graph(m->galloc, b->gf)) {
+    /* A new graph gets a new allocation plan: GGML reuses the last one
+     * when node counts match and sizes fit, whatever the nodes are (two
+     * whole-sequence graphs differing only in their outputs crashed in
+     * ggml_gallocr_alloc_graph; llama.cpp issue 28448) */
+    if (!ggml_gallocr_reserve(m->galloc, b->gf) || !ggml_gallocr_alloc_graph(m->galloc, b->gf)) {
       st = fm_err_set(err, FM_ENOMEM, "out of memory for the compute buffer");
       goto fail;
     }
-    memcpy(m->gkey, key, sizeof key);
+    if (!want) memcpy(m->gkey, key, sizeof key); /* a want's graph is not reused */
   }
   b->n_past = c->n_past;
   struct ggml_tensor *res = b->result;
@@ -386,6 +411,11 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     if (tokens) memcpy(d, tokens, (size_t)n * sizeof(int32_t));
     else memset(d, 0, (size_t)n * sizeof(int32_t));
     inp_commit(b->inp_tokens, d);
+  }
+  if (b->inp_keep && b->inp_keep->data) {
+    INP_BEGIN(d, float, b->inp_keep);
+    for (int64_t i = 0; i < n; i++) d[i] = tokens && tokens[i] == b->keep_id ? 0.0f : 1.0f;
+    inp_commit(b->inp_keep, d);
   }
   if (seq && b->inp_seq->data) {
     INP_BEGIN(d, float, b->inp_seq);
@@ -452,9 +482,12 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
   if (gs != GGML_STATUS_SUCCESS)
     return fm_err_set(err, FM_EINTERNAL, "GGML graph computation failed on %s (status %d)",
                       ggml_backend_name(m->backend), (int)gs);
-  if (res->type != GGML_TYPE_F32 || !ggml_is_contiguous(res))
-    return fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
-  ggml_backend_tensor_get(res, dst, 0, ggml_nbytes(res));
+  for (int64_t k = 0; k < (want ? want->n : 1); k++) {
+    struct ggml_tensor *r = want ? want->res[k] : res;
+    if (r->type != GGML_TYPE_F32 || !ggml_is_contiguous(r))
+      return fm_err_set(err, FM_EINTERNAL, "graph result is not contiguous F32");
+    ggml_backend_tensor_get(r, want ? want->dst[k] : dst, 0, ggml_nbytes(r));
+  }
   c->n_past += n;
   return FM_OK;
 fail:
@@ -464,13 +497,16 @@ fail:
   return st;
 }
 
+/* Token ids index the embedding's rows (the vocabulary of the logits
+ * when the program embeds none). */
 static fm_status check_tokens(const llm_model *m, const int32_t *tokens, int64_t n, fm_err *err) {
   if (n < 1) return fm_err_set(err, FM_EARG, "at least one token is needed, got %lld", (long long)n);
   if (!tokens) return fm_err_set(err, FM_EARG, "NULL tokens");
+  const int64_t rows = m->tok_embd ? m->tok_embd->ne[1] : m->hp.n_vocab;
   for (int64_t i = 0; i < n; i++)
-    if (tokens[i] < 0 || tokens[i] >= m->hp.n_vocab)
+    if (tokens[i] < 0 || tokens[i] >= rows)
       return fm_err_set(err, FM_EARG, "token %lld is %d, outside the vocabulary [0, %lld)",
-                        (long long)(i + 1), tokens[i], (long long)m->hp.n_vocab);
+                        (long long)(i + 1), tokens[i], (long long)rows);
   return FM_OK;
 }
 
@@ -550,7 +586,7 @@ fm_status fm_llm_eval(fm_llm_model *m, fm_llm_cache *c, const int32_t *tokens, i
   for (int64_t i = 0; i < n_tokens && st == FM_OK; i += FM_LLM_UBATCH) {
     int64_t nb = n_tokens - i < FM_LLM_UBATCH ? n_tokens - i : FM_LLM_UBATCH;
     float *d = n_out == 1 ? dst : dst + (size_t)i * (size_t)m->hp.n_vocab;
-    st = run_graph(m, c, tokens + i, NULL, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, ctl, err);
+    st = run_graph(m, c, tokens + i, NULL, nb, n_out == 1 ? 1 : nb, 0, FM_LLM_POOL_NONE, d, NULL, ctl, err);
   }
   if (st != FM_OK) {
     c->n_past = n_past0;
@@ -581,36 +617,45 @@ fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
   fm_llm_cache *c = NULL;
   st = fm_llm_cache_new(m, n_tokens, FM_LLM_KV_F32, NULL, 0, &c, err);
   if (st != FM_OK) return st;
-  st = run_graph(m, c, tokens, NULL, n_tokens, n_tokens, 1, pooling, out, ctl, err);
+  st = run_graph(m, c, tokens, NULL, n_tokens, n_tokens, 1, pooling, out, NULL, ctl, err);
   fm_llm_cache_free(c);
   return st;
 }
 
-fm_status fm_llm_forward(fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap,
-                         int64_t *rows, int64_t *cols, const fm_ctl *ctl, fm_err *err) {
-  if (!m || !x || !out || !rows || !cols) return fm_err_set(err, FM_EARG, "fm_llm_forward: NULL argument");
+fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n, int64_t n_want,
+                     const int64_t *want, float *const *out, const int64_t *cap, int64_t (*ne)[3],
+                     const fm_ctl *ctl, fm_err *err) {
+  if (!m || !want || !out || !cap || !ne || n_want < 1)
+    return fm_err_set(err, FM_EARG, "fm_llm_run: NULL argument or no output wanted");
   const int64_t ch = llm_program_seq_channels(m);
-  if (ch == 0)
-    return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes no sequence input (fm_llm_eval evaluates it)",
-                      m->arch_name);
+  if (ch ? !x : !tokens)
+    return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes %s", m->arch_name,
+                      ch ? "a sequence (x), not token ids" : "token ids, not a sequence");
   for (int64_t il = 0; il < m->hp.n_layer; il++)
     if (m->hp.n_head_kv[il] > 0 || llm_program_state_elems(m, il) > 0)
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' keeps cache state, which a whole-sequence "
-                        "evaluation does not", m->arch_name);
+                        "evaluation does not (fm_llm_eval; rllm_logits() in R)", m->arch_name);
   if (n < 1 || n > INT32_MAX) return fm_err_set(err, FM_EARG, "a sequence of %lld positions", (long long)n);
-  *rows = m->hp.n_vocab;
-  *cols = llm_program_out_cols(m, n);
-  if (*cols < 1)
-    return fm_err_set(err, FM_EARG, "a sequence of %lld positions is shorter than the program's crops (%lld)",
-                      (long long)n, (long long)(n - *cols));
-  if (cap < *rows * *cols)
-    return fm_err_set(err, FM_EARG, "the output needs %lld x %lld floats, the buffer holds %lld",
-                      (long long)*rows, (long long)*cols, (long long)cap);
+  fm_status st = ch ? FM_OK : check_tokens(m, tokens, n, err);
+  for (int64_t k = 0; k < n_want && st == FM_OK; k++) {
+    if (!out[k]) return fm_err_set(err, FM_EARG, "fm_llm_run: NULL buffer for output %lld", (long long)want[k]);
+    st = fm_llm_output_shape(m, want[k], n, ne[k], NULL, err);
+    if (st == FM_OK && cap[k] < ne[k][0] * ne[k][1] * ne[k][2])
+      st = fm_err_set(err, FM_EARG, "output %lld needs %lld x %lld x %lld floats, its buffer holds %lld",
+                      (long long)want[k], (long long)ne[k][0], (long long)ne[k][1], (long long)ne[k][2],
+                      (long long)cap[k]);
+  }
+  if (st != FM_OK) return st;
   if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
+  struct ggml_tensor **res = calloc((size_t)n_want, sizeof *res);
+  if (!res) return fm_err_set(err, FM_ENOMEM, "out of memory for %lld outputs", (long long)n_want);
+  run_want w = {n_want, want, out, res};
   fm_llm_cache *c = NULL;
-  fm_status st = fm_llm_cache_new(m, n, FM_LLM_KV_F32, NULL, 0, &c, err); /* nothing to hold: positions */
-  if (st == FM_OK) st = run_graph(m, c, NULL, x, n, n, 0, FM_LLM_POOL_NONE, out, ctl, err);
+  st = fm_llm_cache_new(m, n, FM_LLM_KV_F32, NULL, 0, &c, err); /* nothing to hold: positions */
+  if (st == FM_OK) st = run_graph(m, c, ch ? NULL : tokens, ch ? x : NULL, n, n, 0, FM_LLM_POOL_NONE, NULL, &w,
+                                  ctl, err);
   fm_llm_cache_free(c);
+  free(res);
   return st;
 }
 

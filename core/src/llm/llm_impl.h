@@ -163,7 +163,7 @@ struct llm_build {
   int flash_attn;                     /* attention through ggml_flash_attn_ext */
   fm_llm_pooling pooling;
   struct ggml_tensor *inp_tokens;     /* I32 [n_tokens] */
-  struct ggml_tensor *inp_seq;        /* F32 [channels, n_tokens] (fm_llm_forward), or NULL */
+  struct ggml_tensor *inp_seq;        /* F32 [channels, n_tokens] (fm_llm_run), or NULL */
   struct ggml_tensor *inp_pos;        /* I32 [n_tokens] (created on demand) */
   struct ggml_tensor *inp_out_ids;    /* I32 [n_outputs] or NULL (all tokens) */
   struct ggml_tensor *mask[LLM_MASK_COUNT]; /* F32 [n_kv, n_tokens] */
@@ -177,6 +177,11 @@ struct llm_build {
   struct ggml_tensor *logits;         /* set by build: [n_vocab, n_outputs] */
   struct ggml_tensor *embedding;      /* set by build: the program's pooled embedding, or NULL */
   struct ggml_tensor *result;         /* the graph output (logits or embedding) */
+  int64_t n_want;                     /* fm_llm_run: its wanted outputs (0: none) */
+  const int64_t *want;                /* their indices in the program's outputs */
+  struct ggml_tensor **results;       /* set by build: their values */
+  struct ggml_tensor *inp_keep;       /* F32 [n_tokens]: 1 where the id is not keep_id (token dropout) */
+  int32_t keep_id;
 };
 
 /* ---- weights (llm_model.c) ------------------------------------------------ */
@@ -311,12 +316,11 @@ struct ggml_tensor *llm_select_outputs(llm_build *b, struct ggml_tensor *x);
  * m->hp the cache slots and sizes derived from its nodes. */
 fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
 /* The graph of b (b->logits, or b->embedding / b->hidden for an
- * embedding evaluation): the program's nodes lowered. */
+ * embedding evaluation, or b->results for b->want): the program's nodes
+ * lowered. */
 fm_status llm_program_build(llm_build *b, fm_err *err);
-/* The channels of the program's sequence input (0: none), and the columns
- * of its logits output for n positions (n less its crops). */
+/* The channels of the program's sequence input (0: none). */
 int64_t llm_program_seq_channels(const llm_model *m);
-int64_t llm_program_out_cols(const llm_model *m, int64_t n);
 /* F32 elements of cache slot il's recurrent state (0: none). */
 int64_t llm_program_state_elems(const llm_model *m, int64_t il);
 /* The slots of a program's parameters that only products read (matmul

@@ -15,7 +15,8 @@ static const char *const op_names[FM_LLM_OP_COUNT] = {
     "input",     "param",  "get_rows",   "matmul",   "add",       "mul",     "scale",
     "rms_norm",  "layer_norm", "rope",   "attention", "silu",     "gelu",    "swiglu",
     "geglu",     "pool",   "moe",        "rows",     "conv_causal", "conv1d", "batchnorm",
-    "leaky_relu", "crop",  "softmax"};
+    "leaky_relu", "crop",  "softmax",    "gelu_erf", "sigmoid",   "token_dropout", "attention_probs",
+    "attend",    "concat", "pair_crop",  "symmetrize", "apc",     "head_mix"};
 
 /* Arguments (required, then optional), and whether column j of the result
  * depends on column j of the position-wise arguments only (so that a batch
@@ -34,7 +35,12 @@ static const struct {
     [FM_LLM_OP_MOE] = {5, 1, 1},        [FM_LLM_OP_ROWS] = {1, 0, 1},
     [FM_LLM_OP_CONV_CAUSAL] = {2, 0, 0}, [FM_LLM_OP_CONV1D] = {2, 1, 0},
     [FM_LLM_OP_BATCHNORM] = {5, 0, 1},  [FM_LLM_OP_LEAKY_RELU] = {1, 0, 1},
-    [FM_LLM_OP_CROP] = {1, 0, 0},       [FM_LLM_OP_SOFTMAX] = {1, 0, 1}};
+    [FM_LLM_OP_CROP] = {1, 0, 0},       [FM_LLM_OP_SOFTMAX] = {1, 0, 1},
+    [FM_LLM_OP_GELU_ERF] = {1, 0, 1},   [FM_LLM_OP_SIGMOID] = {1, 0, 1},
+    [FM_LLM_OP_TOKEN_DROPOUT] = {2, 0, 0}, [FM_LLM_OP_ATTENTION_PROBS] = {3, 0, 0},
+    [FM_LLM_OP_ATTEND] = {2, 0, 0},     [FM_LLM_OP_CONCAT] = {2, 0, 0},
+    [FM_LLM_OP_PAIR_CROP] = {1, 0, 0},  [FM_LLM_OP_SYMMETRIZE] = {1, 0, 0},
+    [FM_LLM_OP_APC] = {1, 0, 0},        [FM_LLM_OP_HEAD_MIX] = {2, 1, 0}};
 
 int fm_llm_op_find(const char *name) {
   for (int i = 0; name && i < FM_LLM_OP_COUNT; i++)
@@ -44,17 +50,20 @@ int fm_llm_op_find(const char *name) {
 
 const char *fm_llm_op_name(int op) { return op >= 0 && op < FM_LLM_OP_COUNT ? op_names[op] : NULL; }
 
-/* A node's value at load: a parameter's shape, or an activation's rows
- * (ne[0]; its columns are the positions) and element type. */
+/* A node's value at load: a parameter's shape, an activation's rows
+ * (ne[0]; its columns are the positions) and element type, or pair maps'
+ * channels (ne[0]; [positions, positions, channels] in GGML). */
+enum { PS_PARAM = 0, PS_POS = 1, PS_POOLED = 2, PS_PAIRS = 3 };
 typedef struct pshape {
   int64_t ne[3];
-  int64_t off;    /* an activation over the positions: T + off columns (crops) */
-  int8_t per_pos; /* an activation over the positions (1), one pooled column (2), or a parameter (0) */
+  int64_t off;    /* over the positions: T + off of them (crops) */
+  int8_t per_pos; /* PS_*: an activation over the positions, one pooled column, pair maps, or a parameter */
   int8_t ids;     /* I32 (token ids, positions) */
 } pshape;
 
 typedef struct llm_program {
   int64_t n, logits, embedding;
+  int64_t n_outputs, *outputs; /* the nodes fm_llm_run returns */
   int64_t seq_channels; /* the channels of its sequence input (0: none) */
   fm_llm_node *nodes;
   pshape *shape;
@@ -84,7 +93,10 @@ static const pshape *arg_shape(const llm_program *P, const fm_llm_node *node, in
 
 /* An activation argument of ne0 rows (-1: any), or a parameter of the
  * given dims (-1: any; 0 past its last dim). */
-static int is_act(const pshape *s, int64_t ne0) { return s && s->per_pos && !s->ids && (ne0 < 0 || s->ne[0] == ne0); }
+static int is_act(const pshape *s, int64_t ne0) {
+  return s && (s->per_pos == PS_POS || s->per_pos == PS_POOLED) && !s->ids && (ne0 < 0 || s->ne[0] == ne0);
+}
+static int is_pairs(const pshape *s) { return s && s->per_pos == PS_PAIRS; }
 /* One column (a pooled vector) or positions: products and elementwise
  * operators take both; operators over positions only per_pos == 1. */
 static int is_param(const pshape *s, int64_t ne0, int64_t ne1, int64_t ne2) {
@@ -95,8 +107,13 @@ static int is_param(const pshape *s, int64_t ne0, int64_t ne1, int64_t ne2) {
   return 1;
 }
 
+static int is_f32_vec(const llm_program *P, const fm_llm_node *nd, int k, int64_t n) {
+  return is_param(arg_shape(P, nd, k), n, 0, 0) && P->w[nd->args[k]]->type == GGML_TYPE_F32;
+}
+
 static const char *shape_str(const pshape *s, char *buf, size_t n) {
   if (!s) snprintf(buf, n, "absent");
+  else if (s->per_pos == PS_PAIRS) snprintf(buf, n, "pair maps [T, T, %lld]", (long long)s->ne[0]);
   else if (s->per_pos) snprintf(buf, n, "%s[%lld, T]", s->ids ? "I32 " : "", (long long)s->ne[0]);
   else snprintf(buf, n, "parameter [%lld, %lld, %lld]", (long long)s->ne[0], (long long)s->ne[1], (long long)s->ne[2]);
   return buf;
@@ -280,6 +297,69 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
       return NODE_ERR(FM_EARG, i, nd, "eps %g is not in (0, 1)", nd->fa[0]);
     o->ne[0] = a->ne[0];
     return FM_OK;
+  case FM_LLM_OP_GELU_ERF:
+  case FM_LLM_OP_SIGMOID:
+    if (!is_act(a, -1) && !is_pairs(a))
+      return NODE_ERR(FM_EARG, i, nd, "expected an activation or pair maps, got %s", shape_str(a, s0, 96));
+    *o = *a;
+    return FM_OK;
+  case FM_LLM_OP_TOKEN_DROPOUT:
+    if (!is_act(a, -1) || a->per_pos != PS_POS || !b || !b->ids || nd->ia[0] < 0 || !(nd->fa[0] >= 0 && nd->fa[0] < 1))
+      return NODE_ERR(FM_EARG, i, nd, "expected x [E, T], token ids, a mask id >= 0 and a ratio in [0, 1), got "
+                      "%s, %s, %lld and %g", shape_str(a, s0, 96), shape_str(b, s1, 96), (long long)nd->ia[0],
+                      nd->fa[0]);
+    o->ne[0] = a->ne[0];
+    return FM_OK;
+  case FM_LLM_OP_ATTENTION_PROBS: {
+    const pshape *pos = arg_shape(P, nd, 2);
+    const int64_t nh = nd->ia[0], nkv = nd->ia[1];
+    if (nh < 1 || nkv < 1 || nh % nkv != 0 || !is_act(a, -1) || a->per_pos != PS_POS || a->ne[0] % nh != 0 ||
+        !is_act(b, a->ne[0] / nh * nkv) || b->per_pos != PS_POS || !pos || !pos->ids)
+      return NODE_ERR(FM_EARG, i, nd, "%lld heads on %lld KV heads do not fit q %s and k %s (KV heads "
+                      "dividing heads, equal key sizes) with positions", (long long)nh, (long long)nkv,
+                      shape_str(a, s0, 96), shape_str(b, s1, 96));
+    if (nd->ia[2] < FM_LLM_MASK_CAUSAL || nd->ia[2] > FM_LLM_MASK_SWA_SYM || nd->ia[3] < 0 ||
+        nd->ia[3] > INT32_MAX || !(nd->fa[0] > 0 && isfinite(nd->fa[0])))
+      return NODE_ERR(FM_EARG, i, nd, "mask %lld, window %lld or scale %g out of range", (long long)nd->ia[2],
+                      (long long)nd->ia[3], nd->fa[0]);
+    o->ne[0] = nh;
+    o->per_pos = PS_PAIRS;
+    return FM_OK;
+  }
+  case FM_LLM_OP_ATTEND:
+    if (!is_pairs(a) || a->off != 0 || nd->ia[0] < 1 || a->ne[0] % nd->ia[0] != 0 || !is_act(b, -1) ||
+        b->per_pos != PS_POS || b->ne[0] % nd->ia[0] != 0)
+      return NODE_ERR(FM_EARG, i, nd, "expected uncropped pair maps [T, T, nh], v [nkv hv, T] and nkv %lld "
+                      "dividing nh; got %s and %s", (long long)nd->ia[0], shape_str(a, s0, 96), shape_str(b, s1, 96));
+    o->ne[0] = b->ne[0] / nd->ia[0] * a->ne[0];
+    return FM_OK;
+  case FM_LLM_OP_CONCAT:
+    if (!b || a->per_pos != b->per_pos || a->off != b->off || a->ids || b->ids ||
+        !(a->per_pos == PS_POS || a->per_pos == PS_PAIRS))
+      return NODE_ERR(FM_EARG, i, nd, "expected two activations or two pair maps over the same positions, "
+                      "got %s and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
+    *o = *a;
+    o->ne[0] = a->ne[0] + b->ne[0];
+    return FM_OK;
+  case FM_LLM_OP_PAIR_CROP:
+    if (!is_pairs(a) || nd->ia[0] < 0 || nd->ia[1] < 0 || nd->ia[0] > INT32_MAX || nd->ia[1] > INT32_MAX)
+      return NODE_ERR(FM_EARG, i, nd, "expected pair maps and crops >= 0, got %s, %lld and %lld",
+                      shape_str(a, s0, 96), (long long)nd->ia[0], (long long)nd->ia[1]);
+    *o = *a;
+    o->off = a->off - nd->ia[0] - nd->ia[1];
+    return FM_OK;
+  case FM_LLM_OP_SYMMETRIZE:
+  case FM_LLM_OP_APC:
+    if (!is_pairs(a)) return NODE_ERR(FM_EARG, i, nd, "expected pair maps, got %s", shape_str(a, s0, 96));
+    *o = *a;
+    return FM_OK;
+  case FM_LLM_OP_HEAD_MIX:
+    if (!is_pairs(a) || !is_f32_vec(P, nd, 1, a->ne[0]) || (nd->args[2] >= 0 && !is_f32_vec(P, nd, 2, 1)))
+      return NODE_ERR(FM_EARG, i, nd, "expected pair maps [T, T, c], F32 weights [c] and an F32 bias [1] or "
+                      "none, got %s and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
+    *o = *a;
+    o->ne[0] = 1;
+    return FM_OK;
   case FM_LLM_OP_CROP:
     if (!is_act(a, -1) || nd->ia[0] < 0 || nd->ia[1] < 0 || nd->ia[0] > INT32_MAX || nd->ia[1] > INT32_MAX)
       return NODE_ERR(FM_EARG, i, nd, "expected an activation and crops >= 0, got %s, %lld and %lld",
@@ -383,17 +463,24 @@ static fm_status derive(llm_model *m, const llm_program *P, const fm_llm_program
 fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
   if (!p || !p->nodes || p->n_nodes < 1 || p->n_nodes > (INT64_C(1) << 24))
     return fm_err_set(err, FM_EARG, "a program needs 1 to 2^24 nodes");
-  if (p->vocabulary != FM_LLM_VOCABULARY)
+  if (p->vocabulary < 1 || p->vocabulary > FM_LLM_VOCABULARY)
     return fm_err_set(err, FM_EARG, "the program's operator vocabulary is version %d; this runtime "
-                      "lowers version %d", (int)p->vocabulary, FM_LLM_VOCABULARY);
-  if (p->logits < -1 || p->logits >= p->n_nodes || p->embedding < -1 || p->embedding >= p->n_nodes ||
-      (p->logits < 0 && p->embedding < 0))
-    return fm_err_set(err, FM_EARG, "the outputs are nodes %lld (logits) and %lld (embedding): at least "
-                      "one of the %lld nodes (-1: none)", (long long)p->logits, (long long)p->embedding,
+                      "lowers versions 1 to %d", (int)p->vocabulary, FM_LLM_VOCABULARY);
+  if (p->n_outputs < 0 || p->n_outputs > p->n_nodes || (p->n_outputs > 0 && !p->outputs))
+    return fm_err_set(err, FM_EARG, "%lld outputs of a program of %lld nodes", (long long)p->n_outputs,
                       (long long)p->n_nodes);
+  for (int64_t k = 0; k < p->n_outputs; k++)
+    if (p->outputs[k] < 0 || p->outputs[k] >= p->n_nodes)
+      return fm_err_set(err, FM_EARG, "output %lld is node %lld, not one of the %lld nodes", (long long)k,
+                        (long long)p->outputs[k], (long long)p->n_nodes);
+  if (p->logits < -1 || p->logits >= p->n_nodes || p->embedding < -1 || p->embedding >= p->n_nodes ||
+      (p->logits < 0 && p->embedding < 0 && p->n_outputs < 1))
+    return fm_err_set(err, FM_EARG, "the outputs are nodes %lld (logits) and %lld (embedding): at least "
+                      "one of the %lld nodes (-1: none), or outputs for fm_llm_run", (long long)p->logits,
+                      (long long)p->embedding, (long long)p->n_nodes);
   const size_t n = (size_t)p->n_nodes;
   llm_program *P = calloc(1, sizeof *P + n * (sizeof *P->nodes + sizeof *P->shape + sizeof *P->w +
-                                              sizeof *P->conv_of));
+                                              sizeof *P->conv_of) + (size_t)p->n_outputs * sizeof *P->outputs);
   if (!P) return fm_err_set(err, FM_ENOMEM, "out of memory for a program of %zu nodes", n);
   m->prog = P;
   P->n = p->n_nodes;
@@ -405,6 +492,9 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
   P->conv_of = (int64_t *)(void *)(P->w + n); /* per slot (at most n of them) */
   for (size_t i = 0; i < n; i++) P->conv_of[i] = -1;
   memcpy(P->nodes, p->nodes, n * sizeof *P->nodes);
+  P->n_outputs = p->n_outputs;
+  P->outputs = P->conv_of + n;
+  if (p->n_outputs > 0) memcpy(P->outputs, p->outputs, (size_t)p->n_outputs * sizeof *P->outputs);
   for (int64_t i = 0; i < P->n; i++) {
     const fm_llm_node *nd = &P->nodes[i];
     if (nd->op < 0 || nd->op >= FM_LLM_OP_COUNT)
@@ -423,11 +513,12 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
     if (st != FM_OK) return st;
     /* position-wise operators keep a pooled column one column, and the
      * crops of their input */
-    if (op_info[nd->op].rowwise && P->shape[nd->args[0]].per_pos == 2) P->shape[i].per_pos = 2;
+    if (op_info[nd->op].rowwise && P->shape[nd->args[0]].per_pos == PS_POOLED) P->shape[i].per_pos = PS_POOLED;
     if (op_info[nd->op].rowwise) P->shape[i].off = P->shape[nd->args[0]].off;
     /* operators that read positions (or the cache) need them uncropped */
     if ((nd->op == FM_LLM_OP_ROPE || nd->op == FM_LLM_OP_ATTENTION || nd->op == FM_LLM_OP_CONV_CAUSAL ||
-         nd->op == FM_LLM_OP_GET_ROWS || nd->op == FM_LLM_OP_POOL) && P->shape[nd->args[0]].off != 0)
+         nd->op == FM_LLM_OP_GET_ROWS || nd->op == FM_LLM_OP_POOL || nd->op == FM_LLM_OP_TOKEN_DROPOUT ||
+         nd->op == FM_LLM_OP_ATTENTION_PROBS) && P->shape[nd->args[0]].off != 0)
       return NODE_ERR(FM_EARG, i, nd, "its input is cropped (%lld positions), which it cannot take",
                       (long long)-P->shape[nd->args[0]].off);
   }
@@ -436,9 +527,24 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
 
 int64_t llm_program_seq_channels(const llm_model *m) { return m->prog->seq_channels; }
 
-int64_t llm_program_out_cols(const llm_model *m, int64_t n) {
+fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err) {
   const llm_program *P = m->prog;
-  return P->logits >= 0 ? n + P->shape[P->logits].off : n;
+  if (k < 0 || k >= P->n_outputs)
+    return fm_err_set(err, FM_EARG, "output %lld is not one of the program's %lld", (long long)k,
+                      (long long)P->n_outputs);
+  const pshape *s = &P->shape[P->outputs[k]];
+  const int64_t t = n + s->off;
+  if (s->ids || (s->per_pos != PS_POS && s->per_pos != PS_PAIRS))
+    return fm_err_set(err, FM_EARG, "output %lld (node %lld) is not an activation over the positions or pair "
+                      "maps", (long long)k, (long long)P->outputs[k]);
+  if (t < 1)
+    return fm_err_set(err, FM_EARG, "output %lld drops %lld positions (crops), which leaves none of a sequence of "
+                      "%lld", (long long)k, (long long)-s->off, (long long)n);
+  ne[0] = s->per_pos == PS_PAIRS ? t : s->ne[0];
+  ne[1] = t;
+  ne[2] = s->per_pos == PS_PAIRS ? s->ne[0] : 1;
+  if (pairs) *pairs = s->per_pos == PS_PAIRS;
+  return FM_OK;
 }
 
 int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out) {
@@ -512,6 +618,68 @@ static struct ggml_tensor *conv1d(llm_build *b, struct ggml_tensor *x, struct gg
 
 static const int mask_kind[4] = {LLM_MASK_CAUSAL, LLM_MASK_FULL, LLM_MASK_SWA_CAUSAL, LLM_MASK_SWA_SYM};
 
+/* Columns of x [E, n] at the mask id zeroed, all scaled by (1 - ratio) /
+ * (the fraction of other ids): keep [n] (1 where the id is not the mask's,
+ * written with the tokens, llm_graph.c) and its mean. */
+static struct ggml_tensor *token_dropout(llm_build *b, struct ggml_tensor *x, int32_t mask_id, float ratio) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t n = x->ne[1];
+  if (!b->inp_keep) {
+    b->inp_keep = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
+    ggml_set_input(b->inp_keep);
+    b->keep_id = mask_id;
+  }
+  struct ggml_tensor *kept = ggml_mul(ctx, x, ggml_reshape_2d(ctx, b->inp_keep, 1, n));
+  struct ggml_tensor *frac = ggml_mean(ctx, ggml_reshape_2d(ctx, b->inp_keep, n, 1)); /* [1, 1] */
+  return ggml_scale(ctx, ggml_div(ctx, kept, frac), 1.0f - ratio);
+}
+
+/* Attention maps of q [nh hk, n] over k [nkv hk, n] of the same batch
+ * (n_past 0): softmax over the keys of K'Q scale + mask, [n keys, n
+ * queries, nh] (GGML broadcasts the KV heads over the groups). */
+static struct ggml_tensor *attention_probs(llm_build *b, struct ggml_tensor *q, struct ggml_tensor *k, int64_t nh,
+                                           int64_t nkv, int mk, float scale) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t hk = q->ne[0] / nh, n = q->ne[1];
+  struct ggml_tensor *qp = ggml_permute(ctx, ggml_reshape_3d(ctx, q, hk, nh, n), 0, 2, 1, 3); /* [hk, n, nh] */
+  struct ggml_tensor *kp = ggml_permute(ctx, ggml_reshape_3d(ctx, k, hk, nkv, n), 0, 2, 1, 3);
+  struct ggml_tensor *kq = ggml_mul_mat(ctx, kp, qp); /* [n, n, nh] */
+  struct ggml_tensor *mask = llm_build_mask(b, mk, 0); /* [n_kv, n]: the first n cells are the batch's */
+  mask = ggml_cont(ctx, ggml_view_2d(ctx, mask, n, n, mask->nb[1], 0));
+  return ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
+}
+
+/* The values v [nkv hv, n] weighted by maps p [n, n, nh]: [nh hv, n]. */
+static struct ggml_tensor *attend(llm_build *b, struct ggml_tensor *p, struct ggml_tensor *v, int64_t nkv) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t n = p->ne[0], nh = p->ne[2], hv = v->ne[0] / nkv;
+  struct ggml_tensor *vt = ggml_cont(ctx, ggml_permute(ctx, ggml_reshape_3d(ctx, v, hv, nkv, n), 1, 2, 0, 3));
+  struct ggml_tensor *o = ggml_mul_mat(ctx, vt, p); /* [hv, n, nh] */
+  o = ggml_cont(ctx, ggml_permute(ctx, o, 0, 2, 1, 3)); /* [hv, nh, n] */
+  return ggml_reshape_2d(ctx, o, hv * nh, n);
+}
+
+/* Average product correction of each map x [n, n, c]: x - r c' / total,
+ * r and c its sums along each axis. */
+static struct ggml_tensor *apc(llm_build *b, struct ggml_tensor *x) {
+  struct ggml_context *ctx = b->ctx;
+  struct ggml_tensor *s0 = ggml_sum_rows(ctx, x); /* [1, n, c]: over ne0 */
+  struct ggml_tensor *s1 = ggml_sum_rows(ctx, ggml_cont(ctx, ggml_transpose(ctx, x))); /* over ne1 */
+  struct ggml_tensor *outer = ggml_mul_mat(ctx, s1, s0); /* [n, n, c]: s1[i] s0[j] */
+  struct ggml_tensor *total = ggml_sum_rows(ctx, ggml_reshape_3d(ctx, s0, x->ne[1], 1, x->ne[2])); /* [1, 1, c] */
+  return ggml_sub(ctx, x, ggml_div(ctx, outer, total));
+}
+
+/* sum_c w[c] x[, , c] (+ b): x [n, n, c] -> [n, n, 1]. */
+static struct ggml_tensor *head_mix(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w, struct ggml_tensor *bias) {
+  struct ggml_context *ctx = b->ctx;
+  const int64_t n0 = x->ne[0], n1 = x->ne[1], c = x->ne[2];
+  struct ggml_tensor *xt = ggml_cont(ctx, ggml_permute(ctx, x, 1, 2, 0, 3)); /* [c, n0, n1] */
+  struct ggml_tensor *y = ggml_mul_mat(ctx, ggml_reshape_2d(ctx, xt, c, n0 * n1), ggml_reshape_2d(ctx, w, c, 1));
+  y = ggml_reshape_3d(ctx, y, n0, n1, 1);
+  return bias ? ggml_add(ctx, y, bias) : y;
+}
+
 static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, struct ggml_tensor **in) {
   struct ggml_context *ctx = b->ctx;
   const fm_llm_node *nd = &P->nodes[i];
@@ -569,6 +737,21 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
     return ggml_cont(ctx, ggml_view_2d(ctx, x, x->ne[0], x->ne[1] - nd->ia[0] - nd->ia[1], x->nb[1],
                                        (size_t)nd->ia[0] * x->nb[1]));
   case FM_LLM_OP_CONV_CAUSAL: return conv_causal(b, x, in[1], b->cache->s[nd->layer]);
+  case FM_LLM_OP_GELU_ERF: return ggml_gelu_erf(ctx, x);
+  case FM_LLM_OP_SIGMOID: return ggml_sigmoid(ctx, x);
+  case FM_LLM_OP_TOKEN_DROPOUT: return token_dropout(b, x, (int32_t)nd->ia[0], (float)nd->fa[0]);
+  case FM_LLM_OP_ATTENTION_PROBS:
+    return attention_probs(b, x, in[1], nd->ia[0], nd->ia[1], mask_kind[nd->ia[2]], (float)nd->fa[0]);
+  case FM_LLM_OP_ATTEND: return attend(b, x, in[1], nd->ia[0]);
+  case FM_LLM_OP_CONCAT: return ggml_concat(ctx, x, in[1], P->shape[i].per_pos == PS_PAIRS ? 2 : 0);
+  case FM_LLM_OP_PAIR_CROP: {
+    const int64_t n = x->ne[0] - nd->ia[0] - nd->ia[1];
+    const size_t at = (size_t)nd->ia[0] * (x->nb[0] + x->nb[1]);
+    return ggml_cont(ctx, ggml_view_3d(ctx, x, n, n, x->ne[2], x->nb[1], x->nb[2], at));
+  }
+  case FM_LLM_OP_SYMMETRIZE: return ggml_add(ctx, x, ggml_cont(ctx, ggml_transpose(ctx, x)));
+  case FM_LLM_OP_APC: return apc(b, x);
+  case FM_LLM_OP_HEAD_MIX: return head_mix(b, x, in[1], in[2]);
   case FM_LLM_OP_COUNT: break;
   }
   return NULL; /* refused at load */
@@ -589,23 +772,25 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
   }
   /* Backwards: which nodes are used, and which compute the output rows
    * only (a position-wise node all of whose uses need those rows). */
-  /* the output this evaluation asks for */
-  const int64_t out = b->want_pool && P->embedding >= 0 ? P->embedding : P->logits;
-  if (out < 0) {
+  /* the output this evaluation asks for (fm_llm_run: its wanted ones) */
+  const int64_t out = b->n_want ? -1 : b->want_pool && P->embedding >= 0 ? P->embedding : P->logits;
+  if (b->n_want) {
+    for (int64_t k = 0; k < b->n_want; k++) need[P->outputs[b->want[k]]] = NEED_ALL;
+  } else if (out < 0) {
     free(need);
     free(val);
     return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' has no %s output", b->m->arch_name,
                       b->want_pool ? "embedding" : "logits");
   }
-  need[out] = b->inp_out_ids && out == P->logits ? NEED_OUT : NEED_ALL;
+  if (out >= 0) need[out] = b->inp_out_ids && out == P->logits ? NEED_OUT : NEED_ALL;
   for (int64_t i = n - 1; i >= 0; i--) {
     if (!need[i]) continue;
     const fm_llm_node *nd = &P->nodes[i];
-    if (need[i] == NEED_OUT && !op_info[nd->op].rowwise) need[i] = NEED_ALL;
+    if (need[i] == NEED_OUT && (!op_info[nd->op].rowwise || P->shape[i].per_pos == PS_PAIRS)) need[i] = NEED_ALL;
     for (int k = 0; k < FM_LLM_MAX_ARGS; k++) {
       const int32_t a = nd->args[k];
       if (a < 0) continue;
-      const int req = need[i] == NEED_OUT && P->shape[a].per_pos ? NEED_OUT : NEED_ALL;
+      const int req = need[i] == NEED_OUT && P->shape[a].per_pos == PS_POS ? NEED_OUT : NEED_ALL;
       if (need[a] < req) need[a] = (unsigned char)req;
     }
   }
@@ -615,8 +800,14 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
     if (nd->op == FM_LLM_OP_INPUT && nd->tensor == FM_LLM_IN_SEQUENCE && !b->inp_seq) {
       free(need);
       free(val);
-      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_forward)",
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_run; rllm_run() in R)",
                         b->m->arch_name);
+    }
+    if ((nd->op == FM_LLM_OP_ATTENTION_PROBS || nd->op == FM_LLM_OP_TOKEN_DROPOUT) && !b->n_want) {
+      free(need);
+      free(val);
+      return fm_err_set(err, FM_EUNSUPPORTED, "program '%s': node %lld (%s) reads the whole sequence at once: "
+                        "evaluate it whole (fm_llm_run; rllm_run() in R)", b->m->arch_name, (long long)i, op_names[nd->op]);
     }
     if (nd->op == FM_LLM_OP_POOL && !b->want_pool) {
       free(need);
@@ -631,14 +822,19 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
       in[k] = val[a];
       /* a node computing the output rows of an argument computed at every
        * position: that argument's rows, selected once */
-      if (need[i] == NEED_OUT && need[a] == NEED_ALL && P->shape[a].per_pos) {
+      if (need[i] == NEED_OUT && need[a] == NEED_ALL && P->shape[a].per_pos == PS_POS) {
         if (!sel[a]) sel[a] = llm_select_outputs(b, val[a]);
         in[k] = sel[a];
       }
     }
     val[i] = lower(b, P, i, in);
   }
-  if (out == P->embedding) {
+  if (b->n_want) {
+    for (int64_t k = 0; k < b->n_want; k++) {
+      struct ggml_tensor *t = val[P->outputs[b->want[k]]];
+      b->results[k] = ggml_is_contiguous(t) ? t : ggml_cont(b->ctx, t);
+    }
+  } else if (out == P->embedding) {
     b->embedding = val[out];
   } else {
     b->logits = need[out] == NEED_ALL ? llm_select_outputs(b, val[out]) : val[out];

@@ -187,7 +187,7 @@ static inline int llm_test_decoder(const fm_gguf *g, fm_llm_program *prog, fm_ll
   memcpy(name, t.arch, sizeof name);
   *nodes = t.nd;
   *prog = (fm_llm_program){name, FM_LLM_VOCABULARY, t.n, t.nd, logits,
-                           (int64_t)llm_tp_kv(&t, "context_length", 0, 0), -1};
+                           (int64_t)llm_tp_kv(&t, "context_length", 0, 0), -1, 0, NULL};
   return 1;
 }
 

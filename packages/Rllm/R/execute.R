@@ -31,6 +31,9 @@
 #' @export
 rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALSE) {
   prog <- rllm_freeze(program)
+  if (!is.logical(taps) || length(taps) != 1L || is.na(taps)) {
+    .rllm_program_abort("program", "taps must be TRUE or FALSE", call = NULL)
+  }
   w <- .rllm_weights(weights)
   hp <- .rllm_bind_hparams(prog, w, hparams)
   st <- new.env(parent = emptyenv())
@@ -107,15 +110,32 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
 }
 
 .rllm_default_inputs <- function(prog, inputs) {
+  if (!is.list(inputs) || (length(inputs) && is.null(names(inputs)))) {
+    .rllm_program_abort("program", "inputs must be a named list, one value per input of the program", call = NULL)
+  }
   kinds <- vapply(prog$inputs, `[[`, "", "kind")
   ids <- names(kinds)[kinds == "token_ids"]
   for (nm in names(kinds)[kinds == "positions"]) {
     if (is.null(inputs[[nm]]) && length(ids)) inputs[[nm]] <- seq_along(inputs[[ids[1L]]]) - 1L
   }
+  n <- NULL
   for (nm in names(kinds)) {
-    if (is.null(inputs[[nm]])) {
+    v <- inputs[[nm]]
+    if (is.null(v)) {
       .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") was not given", call = NULL)
     }
+    ok <- if (kinds[[nm]] == "sequence") is.matrix(v) && is.numeric(v) && all(is.finite(v)) && ncol(v) >= 1L
+          else is.numeric(v) && length(v) >= 1L && all(is.finite(v)) && all(v == round(v))
+    if (!ok) {
+      .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") must be ",
+                          if (kinds[[nm]] == "sequence") "a finite numeric matrix [channels, positions]"
+                          else "whole numbers, no NA, at least one", call = NULL)
+    }
+    len <- if (is.matrix(v)) ncol(v) else length(v)
+    if (!is.null(n) && len != n) {
+      .rllm_program_abort("program", "input '", nm, "' has ", len, " positions, the others ", n, call = NULL)
+    }
+    n <- len
   }
   inputs
 }
@@ -132,15 +152,26 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
       n_it <- .rllm_expr_eval(node$attrs$over, env, paste(what, "count"))
       carry <- lapply(node$args, function(id) st$val[[id]])
       names(carry) <- node$attrs$carry
+      nc <- length(carry)
+      acc <- if (length(node$attrs$collect)) paste0(node$id, ".acc.", node$attrs$collect) else character()
       for (it in seq_len(n_it) - 1L) {
         for (nm in names(carry)) st$val[[paste0(node$id, ".in.", nm)]] <- carry[[nm]]
         env[[node$attrs$var]] <- it
         .rllm_walk(st, node$body, env, tap_ids, leaf)
-        carry <- lapply(node$result, function(id) st$val[[id]])
+        carry <- lapply(node$result[seq_len(nc)], function(id) st$val[[id]])
         names(carry) <- node$attrs$carry
+        # collected values: concatenated in iteration order
+        for (k in seq_along(acc)) {
+          v <- node$result[nc + k]
+          st$val[acc[k]] <- list(if (it == 0L) st$val[[v]] else
+            leaf(list(id = acc[k], op = "concat", args = c(acc[k], v), attrs = list()), what, env))
+        }
       }
       env[[node$attrs$var]] <- NULL
       for (nm in names(carry)) .rllm_exec_set(st, paste0(node$id, ".out.", nm), carry[[nm]], tap_ids)
+      for (k in seq_along(acc)) {
+        .rllm_exec_set(st, paste0(node$id, ".out.", node$attrs$collect[k]), st$val[[acc[k]]], tap_ids)
+      }
       next
     }
     if (node$op == "when") {

@@ -227,8 +227,10 @@ rllm_threads <- function() {
 #'   `eog`: the end-of-generation
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata; `NULL` when the file has no tokenizer, no key
-#'   `tokenizer.ggml.model`: such a model takes token ids, not text) and
-#'   `runtime`. The model does not survive
+#'   `tokenizer.ggml.model`: such a model takes token ids, not text),
+#'   `runtime` and `outputs` (the names [rllm_run()] takes: the program's
+#'   outputs, and `"<tap>.<k>"` for the k-th value of each tap). The model
+#'   does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
 #'   `fm_error_eclosed`; load it again.
 #' @section Errors: conditions raised through [Rfmalloc::fm_abort()], with
@@ -303,7 +305,8 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
   ptr <- .Call(C_rllm_model_new_program, g, threads, flash_attn, repack, fused_gemm, basename(full), dev$kind,
                dev$index, bound)
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
-                          runtime = runtime), class = "rllm_model")
+                          runtime = runtime, outputs = names(bound$outputs),
+                          seq_channels = bound$seq_channels), class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
   model$tokenizer <- .tok_of_model(g, model$info$n_vocab, full, sys.call())
   model$info$eog <- .rllm_eog_ids(model)
@@ -768,7 +771,7 @@ rllm_sample <- function(logits, temperature = 0, top_k = 40L, top_p = 0.95, seed
                    qwen3 = ".rllm_program_qwen3", qwen3moe = ".rllm_program_qwen3moe",
                    lfm2 = ".rllm_program_lfm2", lfm2moe = ".rllm_program_lfm2moe",
                    "gemma-embedding" = ".rllm_program_gemma_embedding",
-                   openspliceai = ".rllm_program_openspliceai")
+                   openspliceai = ".rllm_program_openspliceai", esm2 = ".rllm_program_esm2")
 .rllm_frozen <- new.env(parent = emptyenv())
 
 .rllm_shipped_program <- function(g, label) {

@@ -248,11 +248,17 @@ rllm_tap <- function(p, name, x) {
 #' @param carry a symbolic tensor or a named list of them: the state carried
 #'   from one iteration to the next.
 #' @param body a function of the carried state (as `carry`) and the loop
-#'   variable's symbol name, returning the next state (same structure).
+#'   variable's symbol name, returning the next state (same structure),
+#'   plus, with `collect`, the values to collect.
+#' @param collect names of values the body also returns that are not
+#'   carried but collected: each iteration's value, concatenated in order
+#'   along the features (`op_concat()`: an activation's rows, pair maps'
+#'   channels), e.g. every layer's attention maps.
 #' @return `rllm_loop()`: the carried state after the last iteration (as
-#'   `carry`).
+#'   `carry`); with `collect`, a named list of the carried state and the
+#'   collected values.
 #' @export
-rllm_loop <- function(p, over, var = "i", carry, body) {
+rllm_loop <- function(p, over, var = "i", carry, body, collect = character()) {
   b <- .rllm_builder_of(p)
   over <- .rllm_expr_text(over, "the loop's count")
   one <- .rllm_is_sym(carry)
@@ -266,22 +272,27 @@ rllm_loop <- function(p, over, var = "i", carry, body) {
   lid <- paste0("n", b$n)
   holders <- lapply(seq_along(carry), function(k) .rllm_sym(b, paste0(lid, ".in.", names(carry)[k])))
   names(holders) <- names(carry)
-  tr <- .rllm_trace_body(b, body, list(if (one) holders[[1L]] else holders, var), vars = var)
-  res <- if (one) list(x = tr$result) else tr$result
-  if (!is.list(res) || !identical(sort(names(res)), sort(names(carry))) ||
-      !all(vapply(res, .rllm_is_sym, TRUE))) {
-    .rllm_program_abort("program", "the body of loop ", lid, " must return the carried state ",
-                        "with the same names (", paste(names(carry), collapse = ", "), ")",
+  collect <- as.character(collect)
+  if (anyNA(collect) || anyDuplicated(collect) || any(collect %in% names(carry))) {
+    .rllm_program_abort("program", "collect must name values other than the carried ones, once each",
                         call = sys.call())
   }
+  tr <- .rllm_trace_body(b, body, list(if (one) holders[[1L]] else holders, var), vars = var)
+  res <- if (one && !length(collect)) list(x = tr$result) else tr$result
+  want <- c(names(carry), collect)
+  if (!is.list(res) || !identical(sort(names(res)), sort(want)) || !all(vapply(res, .rllm_is_sym, TRUE))) {
+    .rllm_program_abort("program", "the body of loop ", lid, " must return the carried state ",
+                        "with the same names (", paste(want, collapse = ", "), ")", call = sys.call())
+  }
+  attrs <- list(over = over, var = var, carry = names(carry))
+  if (length(collect)) attrs$collect <- collect
   node <- list(id = lid, op = "loop", args = unname(vapply(carry, function(a) a$id, "")),
-               attrs = list(over = over, var = var, carry = names(carry)), body = tr$nodes,
-               result = unname(vapply(res[names(carry)], function(a) a$id, "")))
+               attrs = attrs, body = tr$nodes, result = unname(vapply(res[want], function(a) a$id, "")))
   k <- length(b$bodies)
   b$bodies[[k]][[length(b$bodies[[k]]) + 1L]] <- node
-  outs <- lapply(names(carry), function(nm) .rllm_sym(b, paste0(lid, ".out.", nm)))
-  names(outs) <- names(carry)
-  if (one) outs[[1L]] else outs
+  outs <- lapply(want, function(nm) .rllm_sym(b, paste0(lid, ".out.", nm)))
+  names(outs) <- want
+  if (one && !length(collect)) outs[[1L]] else outs
 }
 
 #' @rdname rllm_program

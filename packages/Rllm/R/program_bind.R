@@ -18,7 +18,11 @@
   conv1d = list(ia = "dilation"),
   batchnorm = list(fa = "eps"),
   leaky_relu = list(fa = "slope"),
-  crop = list(ia = c("left", "right")))
+  crop = list(ia = c("left", "right")),
+  attention_probs = list(ia = c("n_head", "n_head_kv", "mask", "window"), fa = "scale"),
+  attend = list(ia = "n_head_kv"),
+  token_dropout = list(ia = "mask_id", fa = "ratio"),
+  pair_crop = list(ia = c("left", "right")))
 .rllm_native_codes <- list(mode = c(normal = 0, neox = 2),
                            mask = c(causal = 0, full = 1, swa_causal = 2, swa_sym = 3))
 .rllm_native_types <- c(matmul = 1L, f32 = 2L, rows = 3L)
@@ -27,8 +31,10 @@
 
 # prog (frozen) on g (a gguf_file): list(name, op, args (n x 6, 0-based,
 # -1 none), tensor, type_class, layer, ia (n x 4), fa (n x 2), logits,
-# n_ctx_train, embedding; the outputs' nodes, -1 when absent), the
-# argument of C_rllm_model_new_program.
+# n_ctx_train, embedding; the outputs' nodes, -1 when absent; outputs: the
+# nodes of every named output and tap iteration, named "<output>" and
+# "<tap>.<k>"); seq_channels: the channels of its sequence input, or 0),
+# the argument of C_rllm_model_new_program.
 .rllm_bind_native <- function(prog, g, hparams = list()) {
   w <- .rllm_weights(g)
   hp <- .rllm_bind_hparams(prog, w, hparams)
@@ -40,6 +46,7 @@
   st$rows <- list()
   st$slot <- 0L
   st$free <- new.env(parent = emptyenv())
+  st$taps <- list()
   emit <- function(op, args = integer(), tensor = 0, type_class = 0L, layer = -1L, ia = numeric(),
                    fa = numeric()) {
     st$rows[[length(st$rows) + 1L]] <- list(op = op, args = c(args, rep(-1L, 6L - length(args))),
@@ -48,7 +55,7 @@
                                             fa = c(fa, rep(0, 2L - length(fa))))
     length(st$rows) - 1L
   }
-  .rllm_walk(st, prog$nodes, hp, character(), function(node, what, env) {
+  .rllm_walk(st, prog$nodes, hp, vapply(prog$taps, `[[`, "", "id"), function(node, what, env) {
     if (node$op == "input") {
       kind <- prog$inputs[[node$attrs$name]]$kind
       if (!kind %in% names(.rllm_native_inputs)) {
@@ -57,6 +64,7 @@
       }
       # a sequence's channels: its first dimension
       ch <- if (kind == "sequence") .rllm_expr_eval(prog$inputs[[node$attrs$name]]$shape[1L], env, what) else 0
+      if (kind == "sequence") st$seq_channels <- ch
       return(emit("input", tensor = .rllm_native_inputs[[kind]], ia = ch))
     }
     if (node$op == "param") {
@@ -97,6 +105,14 @@
     .rllm_program_abort("program", "program '", prog$name, "' has neither a 'logits' nor an 'embedding' ",
                         "output, which the native runtime evaluates", call = NULL)
   }
+  # every output and tap iteration that is a node here (not an absent
+  # optional parameter)
+  outs <- c(vapply(prog$outputs, function(id) as.numeric(st$val[[id]]), 0),
+            unlist(lapply(names(st$taps), function(t) {
+              v <- vapply(st$taps[[t]], as.numeric, 0)
+              stats::setNames(v, paste0(t, ".", seq_along(v)))
+            })))
+  outs <- outs[!is.na(outs)]
   rows <- st$rows
   arch <- if (!is.null(w$meta$general.architecture)) w$meta$general.architecture else prog$name
   ctx <- w$meta[[paste0(arch, ".context_length")]]
@@ -110,5 +126,7 @@
        fa = matrix(vapply(rows, `[[`, numeric(2), "fa"), ncol = 2L, byrow = TRUE),
        logits = logits,
        n_ctx_train = if (is.null(ctx)) 0 else as.numeric(ctx),
-       embedding = embedding)
+       embedding = embedding,
+       outputs = if (length(outs)) outs else stats::setNames(numeric(), character()),
+       seq_channels = if (is.null(st$seq_channels)) 0 else st$seq_channels)
 }

@@ -6,11 +6,12 @@
 # position); a GGUF matrix [ne0 = in, ne1 = out] arrives as an R matrix
 # out x in (Rgguf::gguf_tensor()); vectors are plain numerics.
 
-.rllm_vocabulary_version <- 1L
+.rllm_vocabulary_version <- 2L
 .rllm_name_attrs <- c("mode", "mask", "state")
 
 .rllm_silu <- function(x) x / (1 + exp(-x))
 .rllm_gelu <- function(x) 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))) # GGML's tanh form
+.rllm_gelu_erf <- function(x) x * stats::pnorm(x) # the exact form, x Phi(x)
 
 # Rotary embedding of x [hd * nh, n] at positions pos: pairs (j, j + 1)
 # (mode "normal") or (j, j + n_rot / 2) (mode "neox") of the first n_rot
@@ -34,32 +35,59 @@
   x
 }
 
-# Attention of q [hd * nh, n] over k, v [hd * nkv, n] (grouped: head h reads
-# KV head h %/% (nh / nkv)); mask "causal" (key <= query), "full",
-# "swa_causal" (causal, query - key < window) or "swa_sym" (|query - key| <=
-# window / 2).
-.rllm_attention <- function(q, k, v, n_head, n_head_kv, scale, mask, window, pos) {
+# Attention probabilities of q [hd * nh, n] over k [hd * nkv, n]: an R
+# array [key, query, head] (head h reads KV head h %/% (nh / nkv)); mask
+# "causal" (key <= query), "full", "swa_causal" (causal, query - key <
+# window) or "swa_sym" (|query - key| <= window / 2).
+.rllm_attention_probs <- function(q, k, n_head, n_head_kv, scale, mask, window, pos) {
   n <- ncol(q)
   hd <- nrow(q) %/% n_head
-  hv <- nrow(v) %/% n_head_kv
   qk <- outer(pos, pos, function(key, query) query - key) # [key, query], as the scores
   allowed <- switch(mask, causal = qk >= 0, full = matrix(TRUE, n, n),
                     swa_causal = qk >= 0 & qk < window, swa_sym = abs(qk) <= window / 2)
-  out <- matrix(0, hv * n_head, n)
   g <- n_head %/% n_head_kv
+  p <- array(0, c(n, n, n_head))
   for (h in seq_len(n_head) - 1L) {
     kh <- h %/% g
-    qs <- q[h * hd + seq_len(hd), , drop = FALSE]
-    ks <- k[kh * hd + seq_len(hd), , drop = FALSE]
-    vs <- v[kh * hv + seq_len(hv), , drop = FALSE]
-    s <- crossprod(ks, qs) * scale # keys x queries
+    s <- crossprod(k[kh * hd + seq_len(hd), , drop = FALSE], q[h * hd + seq_len(hd), , drop = FALSE]) * scale
     s[!allowed] <- -Inf
-    s <- sweep(s, 2L, apply(s, 2L, max))
-    p <- exp(s)
-    p <- sweep(p, 2L, colSums(p), "/")
-    out[h * hv + seq_len(hv), ] <- vs %*% p
+    e <- exp(sweep(s, 2L, apply(s, 2L, max)))
+    p[, , h + 1L] <- sweep(e, 2L, colSums(e), "/")
+  }
+  p
+}
+
+# The values v [hv * nkv, n] weighted by probabilities p [key, query, head]:
+# [hv * nh, n].
+.rllm_attend <- function(p, v, n_head_kv) {
+  n_head <- dim(p)[3L]
+  hv <- nrow(v) %/% n_head_kv
+  g <- n_head %/% n_head_kv
+  out <- matrix(0, hv * n_head, dim(p)[2L])
+  for (h in seq_len(n_head) - 1L) {
+    out[h * hv + seq_len(hv), ] <- v[(h %/% g) * hv + seq_len(hv), , drop = FALSE] %*% p[, , h + 1L]
   }
   out
+}
+
+# The positions a crop of left and right keeps of n (at least one).
+.rllm_kept <- function(n, at, op) {
+  if (n - at$left - at$right < 1) {
+    .rllm_program_abort("program", op, ": dropping ", at$left, " + ", at$right, " positions leaves none of ", n,
+                        call = NULL)
+  }
+  (at$left + 1):(n - at$right)
+}
+
+# Average product correction of each map of x [n, n, c] (Dunn et al. 2008):
+# x - (row sums x column sums) / total.
+.rllm_apc <- function(x) {
+  for (c in seq_len(dim(x)[3L])) {
+    m <- x[, , c, drop = FALSE][, , 1L]
+    m <- matrix(m, dim(x)[1L], dim(x)[2L])
+    x[, , c] <- m - outer(rowSums(m), colSums(m)) / sum(m)
+  }
+  x
 }
 
 # Mixture of experts per position: router [n_expert, n_embd]; gate, up
@@ -114,7 +142,13 @@
 # at the evaluated attributes.
 .rllm_ops <- list(
   get_rows = list(args = c("ids", "w"), attrs = list(),
-                  oracle = function(a, at) t(a$w[a$ids + 1L, , drop = FALSE]),
+                  oracle = function(a, at) {
+                    if (any(a$ids < 0 | a$ids >= nrow(a$w))) {
+                      .rllm_program_abort("program", "get_rows: id ", a$ids[a$ids < 0 | a$ids >= nrow(a$w)][1L],
+                                          " is outside the ", nrow(a$w), " rows", call = NULL)
+                    }
+                    t(a$w[a$ids + 1L, , drop = FALSE])
+                  },
                   doc = "rows of a matrix (an embedding) at 0-based ids: [ne0(w), n]"),
   matmul = list(args = c("x", "w"), attrs = list(),
                 oracle = function(a, at) a$w %*% a$x,
@@ -147,12 +181,37 @@
               doc = "rotary position embedding (Su et al. 2021), modes normal (adjacent pairs) and neox"),
   attention = list(args = c("q", "k", "v", "pos"),
                    attrs = list(n_head = NULL, n_head_kv = NULL, scale = NULL, mask = "causal", window = 0),
-                   oracle = function(a, at) .rllm_attention(a$q, a$k, a$v, at$n_head, at$n_head_kv, at$scale,
-                                                            at$mask, at$window, a$pos),
+                   oracle = function(a, at) {
+                     .rllm_attend(.rllm_attention_probs(a$q, a$k, at$n_head, at$n_head_kv, at$scale, at$mask,
+                                                        at$window, a$pos), a$v, at$n_head_kv)
+                   },
                    doc = "softmax(K'Q scale + mask) V per head, grouped-query (Vaswani et al. 2017)"),
+  attention_probs = list(args = c("q", "k", "pos"),
+                         attrs = list(n_head = NULL, n_head_kv = NULL, scale = NULL, mask = "causal", window = 0),
+                         oracle = function(a, at) .rllm_attention_probs(a$q, a$k, at$n_head, at$n_head_kv, at$scale,
+                                                                        at$mask, at$window, a$pos),
+                         doc = paste("attention maps softmax(K'Q scale + mask) per head, as pair maps [key,",
+                                     "query, head] (attention's first half, for models that output them)")),
+  attend = list(args = c("p", "v"), attrs = list(n_head_kv = NULL),
+                oracle = function(a, at) .rllm_attend(a$p, a$v, at$n_head_kv),
+                doc = "attention's second half: the values weighted by pair maps [key, query, head]: [hv nh, n]"),
   silu = list(args = "x", attrs = list(), oracle = function(a, at) .rllm_silu(a$x), doc = "x sigmoid(x)"),
   gelu = list(args = "x", attrs = list(), oracle = function(a, at) .rllm_gelu(a$x),
               doc = "GELU, tanh approximation (Hendrycks & Gimpel 2016)"),
+  gelu_erf = list(args = "x", attrs = list(), oracle = function(a, at) .rllm_gelu_erf(a$x),
+                  doc = "GELU, exact: x Phi(x) with the normal CDF (Hendrycks & Gimpel 2016)"),
+  sigmoid = list(args = "x", attrs = list(), oracle = function(a, at) 1 / (1 + exp(-a$x)),
+                 doc = "the logistic function 1 / (1 + exp(-x))"),
+  token_dropout = list(args = c("x", "ids"), attrs = list(mask_id = NULL, ratio = NULL),
+                       oracle = function(a, at) {
+                         masked <- a$ids == at$mask_id
+                         y <- a$x
+                         y[, masked] <- 0
+                         y * (1 - at$ratio) / (1 - mean(masked))
+                       },
+                       doc = paste("inference-time token dropout of masked-language-model embeddings (ESM-2,",
+                                   "Lin et al. 2023): columns at mask_id zeroed, all scaled by (1 - ratio) /",
+                                   "(1 - the fraction of positions at mask_id)")),
   swiglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_silu(a$gate) * a$up,
                 doc = "silu(gate) up (Shazeer 2020)"),
   geglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_gelu(a$gate) * a$up,
@@ -192,8 +251,32 @@
                     oracle = function(a, at) ifelse(a$x > 0, a$x, at$slope * a$x),
                     doc = "x where positive, slope x elsewhere"),
   crop = list(args = "x", attrs = list(left = NULL, right = NULL),
-              oracle = function(a, at) a$x[, (at$left + 1):(ncol(a$x) - at$right), drop = FALSE],
+              oracle = function(a, at) a$x[, .rllm_kept(ncol(a$x), at, "crop"), drop = FALSE],
               doc = "drops left positions (columns) at the start and right at the end"),
+  concat = list(args = c("x", "y"), attrs = list(),
+                oracle = function(a, at) {
+                  if (length(dim(a$x)) == 3L) {
+                    array(c(a$x, a$y), c(dim(a$x)[1:2], dim(a$x)[3L] + dim(a$y)[3L]))
+                  } else rbind(a$x, a$y)
+                },
+                doc = "x then y along the features: an activation's rows, pair maps' channels"),
+  pair_crop = list(args = "x", attrs = list(left = NULL, right = NULL),
+                   oracle = function(a, at) {
+                     keep <- .rllm_kept(dim(a$x)[1L], at, "pair_crop")
+                     a$x[keep, keep, , drop = FALSE]
+                   },
+                   doc = "pair maps [n, n, c] without their first left and last right positions on both axes"),
+  symmetrize = list(args = "x", attrs = list(), oracle = function(a, at) a$x + aperm(a$x, c(2L, 1L, 3L)),
+                    doc = "each pair map plus its transpose"),
+  apc = list(args = "x", attrs = list(), oracle = function(a, at) .rllm_apc(a$x),
+             doc = "average product correction of each pair map: x - rowsums colsums / total (Dunn et al. 2008)"),
+  head_mix = list(args = c("x", "w", "b"), optional_args = 1L, attrs = list(),
+                  oracle = function(a, at) {
+                    d <- dim(a$x)
+                    array(matrix(a$x, ncol = d[3L]) %*% as.numeric(a$w) + if (is.null(a$b)) 0 else a$b,
+                          c(d[1L], d[2L], 1L))
+                  },
+                  doc = "pair maps [n, n, 1] from pair maps [n, n, c]: sum_c w[c] x[, , c] + b (a logistic regression's logit)"),
   softmax = list(args = "x", attrs = list(),
                  oracle = function(a, at) {
                    e <- exp(sweep(a$x, 2L, apply(a$x, 2L, max)))
@@ -298,10 +381,49 @@ op_attention <- function(q, k, v, pos, n_head, n_head_kv, scale,
 }
 #' @rdname rllm_operators
 #' @export
+op_attention_probs <- function(q, k, pos, n_head, n_head_kv, scale,
+                               mask = c("causal", "full", "swa_causal", "swa_sym"), window = 0) {
+  .rllm_op("attention_probs", list(q, k, pos), list(n_head = n_head, n_head_kv = n_head_kv, scale = scale,
+                                                   mask = match.arg(mask), window = window))
+}
+#' @rdname rllm_operators
+#' @param p a symbolic tensor: pair maps (attention probabilities).
+#' @export
+op_attend <- function(p, v, n_head_kv) .rllm_op("attend", list(p, v), list(n_head_kv = n_head_kv))
+#' @rdname rllm_operators
+#' @export
 op_silu <- function(x) .rllm_op("silu", list(x), list())
 #' @rdname rllm_operators
 #' @export
 op_gelu <- function(x) .rllm_op("gelu", list(x), list())
+#' @rdname rllm_operators
+#' @export
+op_gelu_erf <- function(x) .rllm_op("gelu_erf", list(x), list())
+#' @rdname rllm_operators
+#' @export
+op_sigmoid <- function(x) .rllm_op("sigmoid", list(x), list())
+#' @rdname rllm_operators
+#' @param mask_id,ratio attribute expressions: the mask token's id and the
+#'   training masking ratio (ESM-2: 0.15 x 0.8).
+#' @export
+op_token_dropout <- function(x, ids, mask_id, ratio) {
+  .rllm_op("token_dropout", list(x, ids), list(mask_id = mask_id, ratio = ratio))
+}
+#' @rdname rllm_operators
+#' @export
+op_concat <- function(x, y) .rllm_op("concat", list(x, y), list())
+#' @rdname rllm_operators
+#' @export
+op_pair_crop <- function(x, left, right) .rllm_op("pair_crop", list(x), list(left = left, right = right))
+#' @rdname rllm_operators
+#' @export
+op_symmetrize <- function(x) .rllm_op("symmetrize", list(x), list())
+#' @rdname rllm_operators
+#' @export
+op_apc <- function(x) .rllm_op("apc", list(x), list())
+#' @rdname rllm_operators
+#' @export
+op_head_mix <- function(x, w, b = NULL) .rllm_op("head_mix", c(list(x, w), if (!is.null(b)) list(b)), list())
 #' @rdname rllm_operators
 #' @export
 op_swiglu <- function(gate, up) .rllm_op("swiglu", list(gate, up), list())

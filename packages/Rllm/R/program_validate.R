@@ -47,7 +47,7 @@ rllm_validate <- function(program, weights = NULL, hparams = list()) {
 # included).
 .rllm_all_ids <- function(nodes) {
   unlist(lapply(nodes, function(n) {
-    c(n$id, if (n$op == "loop") paste0(n$id, ".out.", n$attrs$carry),
+    c(n$id, if (n$op == "loop") paste0(n$id, ".out.", c(n$attrs$carry, n$attrs$collect)),
       if (n$op == "when") paste0(n$id, ".out"),
       .rllm_all_ids(n$body), .rllm_all_ids(n$yes), .rllm_all_ids(n$no))
   }))
@@ -75,7 +75,7 @@ rllm_validate <- function(program, weights = NULL, hparams = list()) {
       check_expr(n$attrs$over, paste(what, "count"))
       inner <- c(defined, paste0(n$id, ".in.", n$attrs$carry))
       .rllm_validate_body(prog, n$body, inner, c(vars, n$attrs$var))
-      defined <- c(defined, paste0(n$id, ".out.", n$attrs$carry))
+      defined <- c(defined, paste0(n$id, ".out.", c(n$attrs$carry, n$attrs$collect)))
       next
     }
     if (n$op == "when") {

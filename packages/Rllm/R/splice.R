@@ -76,7 +76,7 @@ rllm_splice <- function(models, sequences, threads = NULL) {
   out <- lapply(sequences, function(s) {
     x <- .rllm_one_hot(s)
     x <- cbind(matrix(0, 4L, half), x, matrix(0, 4L, half))
-    p <- Reduce(`+`, lapply(models, function(m) .Call(C_rllm_forward, m$ptr, x)))
+    p <- Reduce(`+`, lapply(models, function(m) rllm_run(m, sequence = x, outputs = "probabilities")[[1L]]))
     p <- t(p / length(models))
     colnames(p) <- c("neither", "acceptor", "donor")
     p

@@ -149,9 +149,12 @@ static SEXP rllm_model_new_program(SEXP file, SEXP threads, SEXP flash_attn, SEX
     for (int k = 0; k < 4; k++) nd->ia[k] = (int64_t)REAL(ia)[i + k * n];
     for (int k = 0; k < 2; k++) nd->fa[k] = REAL(fa)[i + k * n];
   }
+  SEXP outs = VECTOR_ELT(bound, 11); /* the nodes of the named outputs and taps (rllm_run) */
+  int64_t *out_nodes = (int64_t *)R_alloc((size_t)XLENGTH(outs) + 1, sizeof *out_nodes);
+  for (R_xlen_t k = 0; k < XLENGTH(outs); k++) out_nodes[k] = (int64_t)REAL(outs)[k];
   fm_llm_program prog = {CHAR(STRING_ELT(VECTOR_ELT(bound, 0), 0)), FM_LLM_VOCABULARY, (int64_t)n, nodes,
                          Rf_asInteger(VECTOR_ELT(bound, 8)), (int64_t)Rf_asReal(VECTOR_ELT(bound, 9)),
-                         Rf_asInteger(VECTOR_ELT(bound, 10))};
+                         Rf_asInteger(VECTOR_ELT(bound, 10)), (int64_t)XLENGTH(outs), out_nodes};
   fm_err err;
   fm_err_clear(&err);
   fm_llm_model *m = NULL;
@@ -387,26 +390,49 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
   return r;
 }
 
-/* .Call(C_rllm_forward, model, x (a double matrix, channels x positions))
- * -> the program's output for the whole sequence, a double matrix rows x
- * cols (fm_llm_forward). */
-static SEXP rllm_forward(SEXP p, SEXP x) {
+/* .Call(C_rllm_run, model, tokens (integer, 0-based) or NULL, x (a double
+ * matrix, channels x positions, the program's channels: checked by the
+ * caller) or NULL, want (integer, 0-based indices of the program's
+ * outputs), names (character: theirs, for messages)) -> a list of double
+ * arrays, one per wanted output: [rows, positions] or pair maps
+ * [positions, positions, channels] (fm_llm_run). */
+static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want, SEXP names) {
   fm_llm_model *m = eval_model(p);
-  SEXP dim = Rf_getAttrib(x, R_DimSymbol);
-  const int64_t n = XLENGTH(dim) == 2 ? INTEGER(dim)[1] : 0;
-  const R_xlen_t len = XLENGTH(x);
-  float *in = (float *)R_alloc((size_t)(len > 0 ? len : 1), sizeof(float));
-  for (R_xlen_t i = 0; i < len; i++) in[i] = (float)REAL(x)[i];
-  const int64_t cap = fm_llm_model_info(m)->n_vocab * (n > 0 ? n : 1);
-  float *out = (float *)R_alloc((size_t)cap, sizeof(float));
-  int64_t rows = 0, cols = 0;
+  const int64_t nw = XLENGTH(want);
+  int64_t n = Rf_isNull(tokens) ? 0 : XLENGTH(tokens);
+  float *in = NULL;
+  if (!Rf_isNull(x)) {
+    SEXP dim = Rf_getAttrib(x, R_DimSymbol);
+    n = XLENGTH(dim) == 2 ? INTEGER(dim)[1] : 0;
+    in = (float *)R_alloc((size_t)(XLENGTH(x) > 0 ? XLENGTH(x) : 1), sizeof(float));
+    for (R_xlen_t i = 0; i < XLENGTH(x); i++) in[i] = (float)REAL(x)[i];
+  }
+  int64_t *idx = (int64_t *)R_alloc((size_t)nw + 1, sizeof *idx), *cap = (int64_t *)R_alloc((size_t)nw + 1, sizeof *cap);
+  int64_t(*ne)[3] = (int64_t(*)[3])R_alloc((size_t)nw + 1, sizeof *ne);
+  int *pairs = (int *)R_alloc((size_t)nw + 1, sizeof *pairs);
+  float **out = (float **)R_alloc((size_t)nw + 1, sizeof *out);
   fm_err err;
   fm_err_clear(&err);
+  for (int64_t k = 0; k < nw; k++) {
+    idx[k] = INTEGER(want)[k];
+    /* the buffers: sized by the output's shape (errors as fm_llm_run's) */
+    if (fm_llm_output_shape(m, idx[k], n, ne[k], &pairs[k], &err) != FM_OK)
+      Rfmalloc_raise_err(&err, CHAR(STRING_ELT(names, (R_xlen_t)k)));
+    cap[k] = ne[k][0] * ne[k][1] * ne[k][2];
+    out[k] = (float *)R_alloc((size_t)(cap[k] > 0 ? cap[k] : 1), sizeof(float));
+  }
   fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
-  fm_status st = fm_llm_forward(m, in, n, out, cap, &rows, &cols, &ctl, &err);
+  fm_status st = fm_llm_run(m, Rf_isNull(tokens) ? NULL : INTEGER(tokens), in, n, nw, idx, out, cap, ne, &ctl, &err);
   Rfmalloc_ctl_finish(st, &err, NULL);
-  SEXP r = PROTECT(Rf_allocMatrix(REALSXP, (int)rows, (int)cols));
-  for (int64_t i = 0; i < rows * cols; i++) REAL(r)[i] = (double)out[i];
+  SEXP r = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)nw));
+  for (int64_t k = 0; k < nw; k++) {
+    SEXP a = SET_VECTOR_ELT(r, (R_xlen_t)k, Rf_allocVector(REALSXP, (R_xlen_t)cap[k]));
+    for (int64_t i = 0; i < cap[k]; i++) REAL(a)[i] = (double)out[k][i];
+    SEXP dim = PROTECT(Rf_allocVector(INTSXP, pairs[k] ? 3 : 2));
+    for (int d = 0; d < XLENGTH(dim); d++) INTEGER(dim)[d] = (int)ne[k][d];
+    Rf_setAttrib(a, R_DimSymbol, dim);
+    UNPROTECT(1);
+  }
   UNPROTECT(1);
   return r;
 }
@@ -509,7 +535,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_forward, 2),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_run, 5),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

@@ -11,7 +11,14 @@
  *    outside the input), a type class out of range, a tensor index outside
  *    the file, two attentions on one cache slot, attributes out of range,
  *    cropped positions into an operator that reads positions, another
- *    vocabulary version, a logits node outside the program. */
+ *    vocabulary version, a logits node outside the program.
+ *  - The version 2 operators through fm_llm_run: token dropout, attention
+ *    maps of 64 heads of size 1 (so that head_mix can weigh them with the
+ *    file's 64 F32 output_norm weights), attend, exact GELU, concat of
+ *    activations and of maps, pair_crop, symmetrize, APC, head_mix and the
+ *    sigmoid against double precision within 1e-4 of each output's scale
+ *    (F32 sums of at most 64 terms: 64 u = 4e-6 relative, twice, through
+ *    a softmax); and fm_llm_run's refusals. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -85,7 +92,7 @@ static void test_head(void) {
   enum { N = 5 };
   fm_llm_node nd[N_HEAD_NODES];
   head_program(nd);
-  fm_llm_program p = {"head", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1};
+  fm_llm_program p = {"head", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1, 0, NULL};
   fm_llm_model *m = NULL;
   fm_err err;
   CHECK_OK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
@@ -128,12 +135,148 @@ done:
   fm_llm_model_free(m);
 }
 
+/* The version 2 operators on the embedding rows x [64, n] of stories260K:
+ * maps = softmax_keys(x_k x_q / 2) per row (64 heads of size 1),
+ * a = gelu_erf(attend(maps, token_dropout(x))), c = concat(x, x),
+ * cm = concat(maps, maps), k = sigmoid(head_mix(apc(symmetrize(
+ * pair_crop(maps))))) with the output_norm weights. */
+enum { N_V2 = 17 };
+static void v2_program(fm_llm_node *nd) {
+  nd[0] = node(FM_LLM_OP_INPUT, -1, -1);
+  nd[0].tensor = FM_LLM_IN_TOKENS;
+  nd[1] = node(FM_LLM_OP_INPUT, -1, -1);
+  nd[1].tensor = FM_LLM_IN_POSITIONS;
+  nd[2] = param("token_embd.weight", FM_LLM_PARAM_ROWS);
+  nd[3] = node(FM_LLM_OP_GET_ROWS, 0, 2);
+  nd[4] = node(FM_LLM_OP_ATTENTION_PROBS, 3, 3);
+  nd[4].args[2] = 1;
+  nd[4].ia[0] = nd[4].ia[1] = 64;
+  nd[4].ia[2] = FM_LLM_MASK_FULL;
+  nd[4].fa[0] = 0.5;
+  nd[5] = node(FM_LLM_OP_TOKEN_DROPOUT, 3, 0);
+  nd[5].ia[0] = 403;
+  nd[5].fa[0] = 0.12;
+  nd[6] = node(FM_LLM_OP_ATTEND, 4, 5);
+  nd[6].ia[0] = 64;
+  nd[7] = node(FM_LLM_OP_GELU_ERF, 6, -1);
+  nd[8] = node(FM_LLM_OP_CONCAT, 3, 3);
+  nd[9] = node(FM_LLM_OP_CONCAT, 4, 4);
+  nd[10] = node(FM_LLM_OP_PAIR_CROP, 4, -1);
+  nd[10].ia[0] = 1;
+  nd[10].ia[1] = 1;
+  nd[11] = node(FM_LLM_OP_SYMMETRIZE, 10, -1);
+  nd[12] = node(FM_LLM_OP_APC, 11, -1);
+  nd[13] = param("output_norm.weight", FM_LLM_PARAM_F32);
+  nd[14] = node(FM_LLM_OP_CONCAT, 3, 3); /* unused: nothing needs it */
+  nd[15] = node(FM_LLM_OP_HEAD_MIX, 12, 13);
+  nd[16] = node(FM_LLM_OP_SIGMOID, 15, -1);
+}
+
+/* x[e, t] (double) of the embedding rows of ids. */
+static double emb_at(const int32_t *ids, int e, int t) { return f32_of("token_embd.weight")[(size_t)ids[t] * 64 + (size_t)e]; }
+
+static double max_abs_diff(const float *got, const double *want, int64_t len, double *scale) {
+  double d = 0, s = 1;
+  for (int64_t i = 0; i < len; i++) {
+    if (fabs(got[i] - want[i]) > d) d = fabs(got[i] - want[i]);
+    if (fabs(want[i]) > s) s = fabs(want[i]);
+  }
+  *scale = s;
+  return d;
+}
+
+static void test_v2_ops(void) {
+  if (!open_story()) return;
+  enum { N = 6, H = 64 };
+  fm_llm_node nd[N_V2];
+  v2_program(nd);
+  /* outputs 0: maps (4), 1: a (7), 2: c (8), 3: k (16), 4: a parameter
+   * (13, not an output kind), 5: cm (9) */
+  const int64_t outs[6] = {4, 7, 8, 16, 13, 9};
+  fm_llm_program p = {"v2", FM_LLM_VOCABULARY, N_V2, nd, -1, 0, -1, 6, outs}; /* outputs only */
+  fm_llm_model *m = NULL;
+  fm_err err;
+  CHECK_OK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
+  if (!m) return;
+  const int32_t ids[N] = {1, 403, 407, 403, 378, 10};
+  static float maps[N * N * H], a[H * N], c[2 * H * N], k[(N - 2) * (N - 2)], cm[2 * N * N * H];
+  float *out[5] = {maps, a, c, k, cm};
+  const int64_t want[5] = {0, 1, 2, 3, 5}, cap[5] = {N * N * H, H * N, 2 * H * N, (N - 2) * (N - 2), 2 * N * N * H};
+  int64_t ne[5][3];
+  CHECK_OK(fm_llm_run(m, ids, NULL, N, 5, want, out, cap, ne, NULL, &err), &err);
+  CHECK(ne[4][2] == 2 * H && memcmp(cm, maps, sizeof maps) == 0 && memcmp(cm + N * N * H, maps, sizeof maps) == 0);
+  CHECK(ne[0][0] == N && ne[0][1] == N && ne[0][2] == H && ne[1][0] == H && ne[1][1] == N && ne[1][2] == 1);
+  CHECK(ne[2][0] == 2 * H && ne[3][0] == N - 2 && ne[3][1] == N - 2 && ne[3][2] == 1);
+  /* the reference, in doubles */
+  static double rmaps[N * N * H], ra[H * N], rc[2 * H * N], rk[(N - 2) * (N - 2)];
+  const double keep = (1 - 0.12) / (1 - 2.0 / N); /* two of the six ids are 403 */
+  for (int h = 0; h < H; h++)
+    for (int q = 0; q < N; q++) {
+      double mx = -INFINITY, sum = 0, acc = 0;
+      for (int t = 0; t < N; t++) mx = fmax(mx, 0.5 * emb_at(ids, h, t) * emb_at(ids, h, q));
+      for (int t = 0; t < N; t++) sum += exp(0.5 * emb_at(ids, h, t) * emb_at(ids, h, q) - mx);
+      for (int t = 0; t < N; t++) {
+        const double pr = exp(0.5 * emb_at(ids, h, t) * emb_at(ids, h, q) - mx) / sum;
+        rmaps[(size_t)h * N * N + (size_t)q * N + t] = pr;
+        acc += pr * (ids[t] == 403 ? 0 : emb_at(ids, h, t) * keep);
+      }
+      ra[(size_t)q * H + h] = acc * 0.5 * (1 + erf(acc / sqrt(2.0)));
+    }
+  for (int t = 0; t < N; t++)
+    for (int e = 0; e < 2 * H; e++) rc[(size_t)t * 2 * H + e] = emb_at(ids, e % H, t);
+  const float *w = f32_of("output_norm.weight");
+  const int M = N - 2;
+  for (int i = 0; i < M * M; i++) rk[i] = 0;
+  for (int ch = 0; ch < H; ch++) {
+    const double *x = rmaps + (size_t)ch * N * N;
+    double sym[(N - 2) * (N - 2)], r[N - 2] = {0}, col[N - 2] = {0}, tot = 0;
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < M; j++) sym[j * M + i] = x[(j + 1) * N + i + 1] + x[(i + 1) * N + j + 1];
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < M; j++) {
+        r[i] += sym[j * M + i];
+        col[j] += sym[j * M + i];
+        tot += sym[j * M + i];
+      }
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < M; j++) rk[j * M + i] += w[ch] * (sym[j * M + i] - r[i] * col[j] / tot);
+  }
+  for (int i = 0; i < M * M; i++) rk[i] = 1 / (1 + exp(-rk[i]));
+  double sc;
+  CHECK(max_abs_diff(maps, rmaps, N * N * H, &sc) <= 1e-4 * sc);
+  CHECK(max_abs_diff(a, ra, H * N, &sc) <= 1e-4 * sc);
+  CHECK(max_abs_diff(c, rc, 2 * H * N, &sc) == 0);
+  CHECK(max_abs_diff(k, rk, M * M, &sc) <= 1e-4 * sc);
+  /* refusals */
+  int64_t bad_cap[4] = {N * N * H - 1, H * N, 2 * H * N, M * M}, four = 4;
+  fm_err_clear(&err);
+  CHECK(fm_llm_run(m, ids, NULL, N, 4, want, out, bad_cap, ne, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "output 0 needs 6 x 6 x 64 floats") != NULL);
+  CHECK(fm_llm_run(m, ids, NULL, N, 1, &four, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "output 4 (node 13) is not an activation") != NULL);
+  const int64_t six = 6;
+  CHECK(fm_llm_run(m, ids, NULL, N, 1, &six, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(fm_llm_run(m, NULL, maps, N, 1, want, out, cap, ne, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_eval(m, NULL, ids, N, FM_LLM_OUT_ALL, a, NULL, &err) == FM_EUNSUPPORTED);
+  const int32_t outside[2] = {1, 9999};
+  CHECK(fm_llm_run(m, outside, NULL, 2, 1, want, out, cap, ne, NULL, &err) == FM_EARG);
+  fm_llm_model_free(m);
+  /* with node 7 as its logits, fm_llm_eval reaches the maps and refuses */
+  p.logits = 7;
+  CHECK_OK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
+  if (!m) return;
+  const int32_t small[3] = {1, 5, 7}; /* within its 64 "vocabulary" rows */
+  CHECK(fm_llm_eval(m, NULL, small, 3, FM_LLM_OUT_ALL, a, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(strstr(err.msg, "reads the whole sequence at once") != NULL);
+  fm_llm_model_free(m);
+}
+
 /* The program of head_program with one change, expected refused with
  * status st and a message holding want. */
 static void refused(void (*change)(fm_llm_node *nd, fm_llm_program *p), fm_status st, const char *want) {
   fm_llm_node nd[N_HEAD_NODES + 4];
   head_program(nd);
-  fm_llm_program p = {"bad", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1};
+  fm_llm_program p = {"bad", FM_LLM_VOCABULARY, N_HEAD_NODES, nd, 7, 0, -1, 0, NULL};
   change(nd, &p);
   fm_llm_model *m = NULL;
   fm_err err;
@@ -232,6 +375,7 @@ static void test_refusals(void) {
 int main(void) {
   FM_RUN(test_head);
   FM_RUN(test_refusals);
+  FM_RUN(test_v2_ops);
   fm_gguf_close(g);
   FM_TEST_END();
 }

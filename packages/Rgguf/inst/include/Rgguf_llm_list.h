@@ -80,7 +80,11 @@ FM_LLM_FN(fm_status, fm_llm_model_new_program,
           (const fm_gguf *g, const fm_llm_program *p, int n_threads, fm_llm_device device, int index,
            fm_llm_model **out, fm_err *err),
           (g, p, n_threads, device, index, out, err))
-FM_LLM_FN(fm_status, fm_llm_forward,
-          (fm_llm_model *m, const float *x, int64_t n, float *out, int64_t cap, int64_t *rows,
-           int64_t *cols, const fm_ctl *ctl, fm_err *err),
-          (m, x, n, out, cap, rows, cols, ctl, err))
+FM_LLM_FN(fm_status, fm_llm_output_shape,
+          (const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err),
+          (m, k, n, ne, pairs, err))
+FM_LLM_FN(fm_status, fm_llm_run,
+          (fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n, int64_t n_want,
+           const int64_t *want, float *const *out, const int64_t *cap, int64_t (*ne)[3], const fm_ctl *ctl,
+           fm_err *err),
+          (m, tokens, x, n, n_want, want, out, cap, ne, ctl, err))

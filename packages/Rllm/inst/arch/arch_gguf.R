@@ -27,6 +27,18 @@
 #                     of experts with a sigmoid router (expert_gating_func 2)
 #                     and a selection bias (exp_probs_b.bias)
 
+# Seeds R's generator for the weights of a writer (the caller, frame) and
+# gives the caller's generator state back when that writer returns.
+arch_gguf_seed <- function(seed, frame = parent.frame()) {
+  restore <- if (exists(".Random.seed", envir = globalenv())) {
+    bquote(assign(".Random.seed", .(get(".Random.seed", envir = globalenv())), envir = globalenv()))
+  } else {
+    quote(rm(".Random.seed", envir = globalenv()))
+  }
+  do.call(on.exit, list(restore, add = TRUE), envir = frame)
+  set.seed(seed, kind = "Mersenne-Twister", normal.kind = "Inversion")
+}
+
 # Architectures this helper writes.
 arch_gguf_names <- c("qwen2", "qwen3", "qwen3moe", "gemma-embedding", "lfm2", "lfm2moe")
 
@@ -72,13 +84,7 @@ arch_gguf_vocab <- function(n_vocab = 512L) {
 arch_gguf_write <- function(arch, path, seed = 1L, type = "F32", dense = FALSE,
                             drop = character(), hparams = list(), edit = NULL, edit_md = NULL) {
   arch <- match.arg(arch, arch_gguf_names)
-  if (exists(".Random.seed", envir = globalenv())) {
-    old <- get(".Random.seed", envir = globalenv())
-    on.exit(assign(".Random.seed", old, envir = globalenv()), add = TRUE)
-  } else {
-    on.exit(rm(".Random.seed", envir = globalenv()), add = TRUE)
-  }
-  set.seed(seed, kind = "Mersenne-Twister", normal.kind = "Inversion")
+  arch_gguf_seed(seed)
 
   u32 <- Rgguf::gguf_u32
   f32 <- Rgguf::gguf_f32

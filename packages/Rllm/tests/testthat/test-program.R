@@ -60,7 +60,7 @@ test_that("the gemma-embedding program gives the C runtime's pooled embeddings",
   }
 })
 
-test_that("a Tiny Recursive Model (a shared module, z_H and z_L over three nested loops) equals direct R iteration", {
+test_that("a Tiny Recursive Model (a shared module, z_H and z_L over three nested loops): rllm_execute = direct R iteration, native = rllm_execute", {
   # TRM (Jolicoeur-Martineau 2025): per supervision step, H cycles of
   # (L cycles of z_L = net(x + z_H + z_L)) then z_H = net(z_L + z_H), one
   # network `net` (a 2-layer MLP with RMSNorm) shared by both updates
@@ -106,6 +106,20 @@ test_that("a Tiny Recursive Model (a shared module, z_H and z_L over three neste
   }
   expect_equal(got$y, w$head %*% zh, tolerance = 1e-14)
   expect_equal(got$taps$zh, zhs, tolerance = 1e-14)
+  # natively: the same weights in a GGUF (an R matrix ne1 x ne0 is GGML's
+  # [ne0, ne1], rows contiguous), the loops unrolled at bind (18 uses of
+  # the one network, its parameters bound once)
+  f <- tempfile(fileext = ".gguf")
+  on.exit(unlink(f))
+  Rgguf::gguf_write(f, list(general.architecture = "trm"),
+                    lapply(w, function(m) Rgguf::gguf_tensor_data(as.vector(t(m)), "F32", dim = rev(dim(m)))))
+  m <- test_model(f, program = prog, threads = 1)
+  nat <- rllm_run(m, ids, outputs = c("y", "zh.1", "zh.2"))
+  # F32 sums of at most 2d = 12 terms per product, 36 products deep with an
+  # RMSNorm at each: 1e-5 of the values' scale
+  expect_lt(max(abs(nat$y - got$y)), 1e-5 * max(abs(got$y)))
+  expect_lt(max(abs(nat$zh.1 - zhs[[1L]])), 1e-5 * max(abs(zhs[[1L]])))
+  expect_lt(max(abs(nat$zh.2 - zhs[[2L]])), 1e-5 * max(abs(zhs[[2L]])))
 })
 
 test_that("per-layer choices are made from the metadata at run time", {

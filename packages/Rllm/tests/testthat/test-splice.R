@@ -94,4 +94,19 @@ test_that("bad checkpoints and arguments are classed errors naming the file", {
                class = "fm_error_earg")
   expect_error(rllm_splice(c(splice_fx("80nt", "model_80nt_rs10.pt"), splice_fx("400nt", "model_400nt_rs10.pt")),
                            "ACGT"), "different flanks", class = "fm_error_earg")
+  # rllm_run on the model: the sequence's channels, the kind of input, the
+  # crops (80 positions dropped) and a float's range
+  g <- tempfile(fileext = ".gguf")
+  on.exit(unlink(g))
+  m <- rllm_gguf_model(rllm_pt_to_gguf(splice_fx("80nt", "model_80nt_rs10.pt"), g), threads = 1)
+  x <- matrix(0, 4L, 100L)
+  expect_error(rllm_run(m, sequence = x[1:3, ]), "3 rows; the model's program takes 4", class = "fm_error_earg")
+  expect_error(rllm_run(m, sequence = matrix(0, 1L, 5e6)), "1 rows", class = "fm_error_earg")
+  expect_error(rllm_run(m, tokens = 1:3), "takes a sequence of 4 channels", class = "fm_error_eunsupported")
+  expect_error(rllm_run(m, sequence = x[, 1:60]), "probabilities: output 0 drops 80 positions",
+               class = "fm_error_earg")
+  expect_error(rllm_run(m, sequence = x + 1e39), "float's range", class = "fm_error_earg")
+  expect_error(rllm_run(m, sequence = x, outputs = "logits"), "probabilities\\); 'logits' is not one",
+               class = "fm_error_earg")
+  expect_identical(dim(rllm_run(m, sequence = x)$probabilities), c(3L, 20L))
 })
