@@ -11,8 +11,9 @@
  * Coding: x [I][T] as GGML lays out an activation (channel fastest:
  * x[t I + i]); weights repacked per evaluation to wr[j][i][o] (output
  * channel fastest; the graph copies the [k, I, O] parameter, k I O floats);
- * bias [O] or NULL; y [T][O] (y[t O + o]). Zero "same" padding: tap j reads
- * position t + d (j - (k - 1) / 2), zero outside [0, T).
+ * bias [O] or NULL; y [n][O]: output position t at y[(t - o0) O + o], so
+ * that a graph computes only the positions it needs. Zero "same" padding:
+ * tap j reads position t + d (j - (k - 1) / 2), zero outside [0, T).
  *
  * Numerical contract: each output is bias + the k I products in the order
  * j, then i, one F32 FMA chain per lane: |error| <= gamma(k I + 1) (|b| +
@@ -35,9 +36,10 @@ typedef struct llm_conv_task {
   const float *x;  /* [T][I] */
   const float *wr; /* [k][I][O] */
   const float *bias; /* [O] or NULL */
-  float *y;        /* [T][O] */
+  float *y;        /* [n][O]: positions o0 .. o0 + n - 1 */
   int64_t T, I, O, k, d;
-  int64_t t0, t1; /* the output positions of this task */
+  int64_t t0, t1; /* the output positions of this task, within [o0, o0 + n) */
+  int64_t o0;     /* the position of y's first row */
 } llm_conv_task;
 
 typedef void (*llm_conv_fn)(const llm_conv_task *t);

@@ -34,7 +34,7 @@ INL void conv_tile(const llm_conv_task *t, int64_t p0, const int np, const int n
   UNROLL
   for (int p = 0; p < np; p++)
     UNROLL
-    for (int v = 0; v < no; v++) VSTORE(t->y + (p0 + p) * O + v * VL, acc[p][v]);
+    for (int v = 0; v < no; v++) VSTORE(t->y + (p0 + p - t->o0) * O + v * VL, acc[p][v]);
 }
 
 /* Outputs [t0, t1): full tiles, with bounds checks where a tap of one of

@@ -258,12 +258,13 @@ struct ggml_tensor *llm_attn_small(llm_build *b, struct ggml_tensor *q, struct g
 
 /* ---- direct convolution (llm_conv.c) -------------------------------------- */
 
-/* conv1d (fm_llm_program.h) of x [I, n] (contiguous) with w [k, I, O] F32,
- * bias [O] F32 or NULL, dilation d, by the kernels of llm_conv.h: [O, n];
- * NULL where they do not apply (fused kernels off, a device, O not a
- * multiple of the lanes, no AVX2), for the im2col path. */
+/* conv1d (fm_llm_program.h) of x [I, T] (contiguous) with w [k, I, O] F32,
+ * bias [O] F32 or NULL, dilation d, by the kernels of llm_conv.h, at
+ * output positions o0 .. o0 + n - 1 only: [O, n]; NULL where they do not
+ * apply (fused kernels off, a device, O not a multiple of the lanes, no
+ * AVX2), for the im2col path. */
 struct ggml_tensor *llm_conv1d_direct(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
-                                      struct ggml_tensor *bias, int d);
+                                      struct ggml_tensor *bias, int d, int64_t o0, int64_t n);
 
 /* ---- lowerings (llm_graph.c) --------------------------------------------- */
 

@@ -598,22 +598,30 @@ static struct ggml_tensor *conv_causal(llm_build *b, struct ggml_tensor *x, stru
   return ggml_reshape_2d(ctx, y, C, n);
 }
 
-/* 1-D convolution of x [I, n] with kernel w [k, I, O] (dilation d, "same"
- * zero padding) and bias [O] (or NULL): our direct kernel where it applies
- * (llm_conv.h), else GGML's im2col in F32 (positions [n, I] in, columns
- * [I k, n] out) and one product with the kernel as an [I k, O] matrix
- * (llm_mm), which gives [O, n]. */
+/* Columns c0 .. c0 + nc - 1 of x [rows, T] (a contiguous view). */
+static struct ggml_tensor *columns(llm_build *b, struct ggml_tensor *x, int64_t c0, int64_t nc) {
+  if (c0 == 0 && nc == x->ne[1]) return x;
+  return ggml_view_2d(b->ctx, x, x->ne[0], nc, x->nb[1], (size_t)c0 * x->nb[1]);
+}
+
+/* 1-D convolution of x [I, T] with kernel w [k, I, O] (dilation d, "same"
+ * zero padding) and bias [O] (or NULL) at output positions o0 .. o0 + n -
+ * 1: our direct kernel where it applies (llm_conv.h), else GGML's im2col
+ * in F32 (positions [T, I] in, columns [I k, T] out) and one product with
+ * the kernel as an [I k, O] matrix (llm_mm), which gives [O, T], of which
+ * those columns. */
 static struct ggml_tensor *conv1d(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *w,
-                                  struct ggml_tensor *bias, int d) {
-  struct ggml_tensor *direct = llm_conv1d_direct(b, x, w, bias, d);
+                                  struct ggml_tensor *bias, int d, int64_t o0, int64_t n) {
+  struct ggml_tensor *direct = llm_conv1d_direct(b, x, w, bias, d, o0, n);
   if (direct) return direct;
   struct ggml_context *ctx = b->ctx;
-  const int64_t k = w->ne[0], I = w->ne[1], O = w->ne[2], n = x->ne[1];
-  struct ggml_tensor *xt = ggml_cont(ctx, ggml_transpose(ctx, x)); /* [n, I] */
-  struct ggml_tensor *cols = ggml_im2col(ctx, w, ggml_reshape_3d(ctx, xt, n, I, 1), 1, 0, d * (int)(k - 1) / 2, 0, d, 0,
-                                         false, GGML_TYPE_F32); /* [I k, n, 1] */
-  struct ggml_tensor *y = llm_mm(b, ggml_reshape_2d(ctx, w, k * I, O), ggml_reshape_2d(ctx, cols, k * I, n));
-  return bias ? ggml_add(ctx, y, bias) : y;
+  const int64_t k = w->ne[0], I = w->ne[1], O = w->ne[2], T = x->ne[1];
+  struct ggml_tensor *xt = ggml_cont(ctx, ggml_transpose(ctx, x)); /* [T, I] */
+  struct ggml_tensor *cols = ggml_im2col(ctx, w, ggml_reshape_3d(ctx, xt, T, I, 1), 1, 0, d * (int)(k - 1) / 2, 0, d, 0,
+                                         false, GGML_TYPE_F32); /* [I k, T, 1] */
+  struct ggml_tensor *y = llm_mm(b, ggml_reshape_2d(ctx, w, k * I, O), ggml_reshape_2d(ctx, cols, k * I, T));
+  y = ggml_cont(ctx, columns(b, bias ? ggml_add(ctx, y, bias) : y, o0, n));
+  return y;
 }
 
 static const int mask_kind[4] = {LLM_MASK_CAUSAL, LLM_MASK_FULL, LLM_MASK_SWA_CAUSAL, LLM_MASK_SWA_SYM};
@@ -726,7 +734,7 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   case FM_LLM_OP_ROWS:
     return ggml_cont(ctx, ggml_view_2d(ctx, x, nd->ia[1], x->ne[1], x->nb[1], (size_t)nd->ia[0] * x->nb[0]));
   case FM_LLM_OP_POOL: return llm_pool(b, x, b->pooling);
-  case FM_LLM_OP_CONV1D: return conv1d(b, x, in[1], in[2], (int)nd->ia[0]);
+  case FM_LLM_OP_CONV1D: return conv1d(b, x, in[1], in[2], (int)nd->ia[0], 0, x->ne[1]);
   case FM_LLM_OP_BATCHNORM: {
     /* scale = w / sqrt(var + eps), shift = b - mean scale: [C] each */
     struct ggml_tensor *sc = ggml_div(ctx, in[3], ggml_sqrt(ctx, ggml_scale_bias(ctx, in[2], 1.0f, (float)nd->fa[0])));
@@ -760,14 +768,66 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
 /* need[]: 0 unused, 1 the output rows only, 2 every position. */
 enum { NEED_NONE = 0, NEED_OUT = 1, NEED_ALL = 2 };
 
+/* Positions [lo, hi) of the input sequence. */
+typedef struct prange {
+  int64_t lo, hi;
+} prange;
+
+/* A whole-sequence run of a program of position-wise operators, conv1d
+ * and crop over a sequence input (OpenSpliceAI): the positions each
+ * needed node computes, want[i], for the wanted outputs' (nat[i]: all of
+ * its positions, crops applied). A convolution reaches d (k - 1) / 2
+ * positions each way, so behind a crop the late layers compute fewer
+ * positions than the early ones (a 10,000 nt flank crops 10,000 of the
+ * 12,000 positions of a 2,000 nt sequence; the last layers' reach is
+ * 500 each). 0 (every node computes nat[i]) for other programs. */
+static int position_ranges(const llm_build *b, const unsigned char *need, prange *nat, prange *want) {
+  const llm_program *P = b->m->prog;
+  if (!b->n_want || !b->inp_seq) return 0;
+  for (int64_t i = 0; i < P->n; i++) {
+    const fm_llm_node *nd = &P->nodes[i];
+    if (!need[i] || P->shape[i].per_pos != PS_POS || P->shape[i].ids) continue;
+    if (nd->op == FM_LLM_OP_INPUT) nat[i] = (prange){0, b->n_tokens};
+    else if (nd->op == FM_LLM_OP_CROP) nat[i] = (prange){nat[nd->args[0]].lo + nd->ia[0], nat[nd->args[0]].hi - nd->ia[1]};
+    else if (nd->op == FM_LLM_OP_CONV1D || op_info[nd->op].rowwise) nat[i] = nat[nd->args[0]];
+    else return 0;
+    want[i] = (prange){INT64_MAX, INT64_MIN};
+  }
+  for (int64_t k = 0; k < b->n_want; k++) {
+    const int64_t o = P->outputs[b->want[k]];
+    if (P->shape[o].per_pos != PS_POS) return 0;
+    want[o] = nat[o];
+  }
+  for (int64_t i = P->n - 1; i >= 0; i--) {
+    const fm_llm_node *nd = &P->nodes[i];
+    if (!need[i] || P->shape[i].per_pos != PS_POS || P->shape[i].ids) continue;
+    if (want[i].lo >= want[i].hi) want[i] = nat[i];
+    const int64_t reach = nd->op == FM_LLM_OP_CONV1D ? nd->ia[0] * ((P->shape[nd->args[1]].ne[0] - 1) / 2) : 0;
+    for (int k = 0; k < FM_LLM_MAX_ARGS; k++) {
+      const int32_t a = nd->args[k];
+      if (a < 0 || P->shape[a].per_pos != PS_POS || P->shape[a].ids) continue;
+      prange r = {want[i].lo - reach, want[i].hi + reach};
+      if (r.lo < nat[a].lo) r.lo = nat[a].lo;
+      if (r.hi > nat[a].hi) r.hi = nat[a].hi;
+      if (r.lo < want[a].lo) want[a].lo = r.lo;
+      if (r.hi > want[a].hi) want[a].hi = r.hi;
+    }
+  }
+  for (int64_t i = 0; i < P->n; i++) /* inputs come whole */
+    if (need[i] && P->nodes[i].op == FM_LLM_OP_INPUT && P->shape[i].per_pos == PS_POS) want[i] = nat[i];
+  return 1;
+}
+
 fm_status llm_program_build(llm_build *b, fm_err *err) {
   const llm_program *P = b->m->prog;
   const int64_t n = P->n;
   unsigned char *need = calloc((size_t)n, 1);
   struct ggml_tensor **val = calloc((size_t)n * 2, sizeof *val), **sel = val + n;
-  if (!need || !val) {
+  prange *nat = calloc((size_t)n * 2, sizeof *nat), *want = nat + n;
+  if (!need || !val || !nat) {
     free(need);
     free(val);
+    free(nat);
     return fm_err_set(err, FM_ENOMEM, "out of memory building a program's graph");
   }
   /* Backwards: which nodes are used, and which compute the output rows
@@ -779,6 +839,7 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
   } else if (out < 0) {
     free(need);
     free(val);
+    free(nat);
     return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' has no %s output", b->m->arch_name,
                       b->want_pool ? "embedding" : "logits");
   }
@@ -794,24 +855,28 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
       if (need[a] < req) need[a] = (unsigned char)req;
     }
   }
+  const int ranged = position_ranges(b, need, nat, want);
   for (int64_t i = 0; i < n; i++) {
     if (!need[i]) continue;
     const fm_llm_node *nd = &P->nodes[i];
     if (nd->op == FM_LLM_OP_INPUT && nd->tensor == FM_LLM_IN_SEQUENCE && !b->inp_seq) {
       free(need);
       free(val);
+      free(nat);
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s' takes a sequence: evaluate it whole (fm_llm_run; rllm_run() in R)",
                         b->m->arch_name);
     }
     if ((nd->op == FM_LLM_OP_ATTENTION_PROBS || nd->op == FM_LLM_OP_TOKEN_DROPOUT) && !b->n_want) {
       free(need);
       free(val);
+      free(nat);
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s': node %lld (%s) reads the whole sequence at once: "
                         "evaluate it whole (fm_llm_run; rllm_run() in R)", b->m->arch_name, (long long)i, op_names[nd->op]);
     }
     if (nd->op == FM_LLM_OP_POOL && !b->want_pool) {
       free(need);
       free(val);
+      free(nat);
       return fm_err_set(err, FM_EUNSUPPORTED, "program '%s': node %lld pools the positions, which only an "
                         "embedding evaluation does", b->m->arch_name, (long long)i);
     }
@@ -826,6 +891,21 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
         if (!sel[a]) sel[a] = llm_select_outputs(b, val[a]);
         in[k] = sel[a];
       }
+    }
+    if (ranged && P->shape[i].per_pos == PS_POS && !P->shape[i].ids && nd->op != FM_LLM_OP_INPUT) {
+      /* this node's positions want[i]: its arguments' columns there (a
+       * convolution reads its input's whole window) */
+      const int64_t w0 = want[i].lo, wn = want[i].hi - want[i].lo;
+      for (int k = 0; k < FM_LLM_MAX_ARGS; k++) {
+        const int32_t a = nd->args[k];
+        if (a >= 0 && P->shape[a].per_pos == PS_POS && !P->shape[a].ids && !(nd->op == FM_LLM_OP_CONV1D && k == 0))
+          in[k] = columns(b, val[a], w0 - want[a].lo, wn);
+      }
+      if (nd->op == FM_LLM_OP_CROP) val[i] = in[0];
+      else if (nd->op == FM_LLM_OP_CONV1D)
+        val[i] = conv1d(b, in[0], in[1], in[2], (int)nd->ia[0], w0 - want[nd->args[0]].lo, wn);
+      else val[i] = lower(b, P, i, in);
+      continue;
     }
     val[i] = lower(b, P, i, in);
   }
@@ -845,6 +925,7 @@ fm_status llm_program_build(llm_build *b, fm_err *err) {
   }
   free(need);
   free(val);
+  free(nat);
   return FM_OK;
 }
 

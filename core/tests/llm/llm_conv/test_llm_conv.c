@@ -37,7 +37,7 @@ static void check_case(llm_conv_fn fn, int64_t I, int64_t O, int64_t k, int64_t 
   for (int64_t o = 0; o < O; o++)
     for (int64_t i = 0; i < I; i++)
       for (int64_t j = 0; j < k; j++) wr[(j * I + i) * O + o] = w[(o * I + i) * k + j];
-  llm_conv_task t = {x, wr, with_bias ? b : NULL, y, T, I, O, k, d, 0, T};
+  llm_conv_task t = {x, wr, with_bias ? b : NULL, y, T, I, O, k, d, 0, T, 0};
   fn(&t);
   int bad = 0;
   for (int64_t p = 0; p < T; p++)
@@ -61,10 +61,16 @@ static void check_case(llm_conv_fn fn, int64_t I, int64_t O, int64_t k, int64_t 
   /* three tasks over uneven ranges: the same bits */
   const int64_t cut[4] = {0, T / 3, T / 3 + (T > 5 ? 5 : 0), T};
   for (int c = 0; c < 3; c++) {
-    llm_conv_task tc = {x, wr, with_bias ? b : NULL, y2, T, I, O, k, d, cut[c], cut[c + 1]};
+    llm_conv_task tc = {x, wr, with_bias ? b : NULL, y2, T, I, O, k, d, cut[c], cut[c + 1], 0};
     if (tc.t0 < tc.t1) fn(&tc);
   }
   CHECK(memcmp(y, y2, (size_t)(T * O) * sizeof *y) == 0);
+  /* positions [a, T) only, written from y2's first row: the same bits */
+  const int64_t a = T / 2;
+  llm_conv_task ts = {x, wr, with_bias ? b : NULL, y2, T, I, O, k, d, a, T, a};
+  memset(y2, 0, (size_t)(T * O) * sizeof *y2);
+  fn(&ts);
+  CHECK(memcmp(y + a * O, y2, (size_t)((T - a) * O) * sizeof *y) == 0);
 done:
   free(x);
   free(w);
