@@ -310,7 +310,10 @@ test_that("samplers report progress; an interrupt stops them, and the seed gives
       if (n == 2) tools::pskill(Sys.getpid(), tools::SIGINT) else if (n > 2) after <<- after + 1
     }),
     interrupt = function(e) e))
-  expect_s3_class(cond, "fm_error_ecancelled")
+  # the signal lands either in the sampler's C loop (which stops with
+  # fm_error_ecancelled) or while R runs the progress callback (R's own
+  # interrupt): both stop the run; which one is a matter of timing
+  expect_true(inherits(cond, "fm_error_ecancelled") || inherits(cond, "interrupt"), label = class(cond)[1L])
   expect_lte(after, 1)
   expect_identical(coef(suppressWarnings(run())), coef(r$value))
 })
