@@ -10,7 +10,7 @@ inference time. Written from the architecture as described in
   esm/multihead_attention.py);
 no code was copied.
 
-Usage:  python3 tools/esm2_torch.py MODEL.gguf TOKENS.txt OUTDIR
+Usage:  python3 tools/esm2_torch.py MODEL.gguf TOKENS.txt OUTDIR [padded]
 
 Inputs
   MODEL.gguf  GGUF v3, architecture "esm2", F32 tensors only (names below).
@@ -19,7 +19,8 @@ Inputs
               Lines are right-padded with <pad> (1) into one batch [B, T] and
               run in ONE batched forward, so padding is exercised.
 Outputs (OUTDIR must exist; b = 1..B; numpy.savetxt, fmt %.9e; each trimmed to
-the sequence's own length L_b):
+the sequence's own length L_b, or with "padded", of the batch's length T for
+every sequence, padding included):
   s{b}_logits.txt     [L_b, 33]   LM-head logits
   s{b}_repr{l}.txt    [L_b, n_embd], l = 0..n_layer, as ESM2 repr_layers:
                       0 = embedding after token-dropout scaling and pad zeroing,
@@ -210,8 +211,8 @@ def read_tokens(path):
 
 
 def main(argv):
-    if len(argv) != 4:
-        sys.exit("usage: esm2_torch.py MODEL.gguf TOKENS.txt OUTDIR")
+    if len(argv) not in (4, 5) or (len(argv) == 5 and argv[4] != "padded"):
+        sys.exit("usage: esm2_torch.py MODEL.gguf TOKENS.txt OUTDIR [padded]")
     meta, W = read_gguf(argv[1])
     seqs, tokens = read_tokens(argv[2])
     out = argv[3]
@@ -219,7 +220,7 @@ def main(argv):
         r = esm2_forward(meta, W, tokens)
     save = lambda name, a: np.savetxt(os.path.join(out, name), a, fmt="%.9e")
     for b, s in enumerate(seqs):
-        n = len(s)
+        n = tokens.shape[1] if len(argv) == 5 else len(s)
         save(f"s{b+1}_logits.txt", r["logits"][b, :n].numpy())
         for l, rep in enumerate(r["reprs"]):
             save(f"s{b+1}_repr{l}.txt", rep[b, :n].numpy())

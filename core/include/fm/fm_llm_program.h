@@ -10,19 +10,22 @@
  * the mapping, and lowers the nodes to GGML operators, one graph per batch
  * shape, reused. It knows operators, never model families.
  *
- * Vocabulary version 1 (FM_LLM_VOCABULARY); shapes are GGML's [ne0, ne1],
+ * Vocabulary version 1; shapes are GGML's [ne0, ne1],
  * ne1 the positions (T, the batch's tokens) of an activation; parameters
  * have the file's shape. Attributes: ia[] integers, fa[] reals.
  *   INPUT       tensor = FM_LLM_IN_TOKENS (token ids, I32 [T]),
  *               FM_LLM_IN_POSITIONS (I32 [T], n_past + 0, 1, ...) or
- *               FM_LLM_IN_SEQUENCE (F32 [ia[0] channels, T]: fm_llm_run)
+ *               FM_LLM_IN_SEQUENCE (F32 [ia[0] channels, T]: fm_llm_run);
+ *               version 3: FM_LLM_IN_MASK (F32 [1, T], 0 or 1 per
+ *               position: fm_llm_run's mask, all 1 where none is given)
  *   PARAM       tensor = the file's tensor index (0-based); type_class:
  *               FM_LLM_PARAM_* (the types its consumer accepts)
  *   GET_ROWS    (ids, w [E, V]) -> [E, T]
  *   MATMUL      (x [k, T], w [k, m]) -> [m, T] (w x, F32 accumulation)
  *   ADD, MUL    (x [a, T], y) -> [a, T]; y absent (-1: x passes), [a, T],
  *               or an F32 parameter [g] with g dividing a (each group of
- *               g rows of every column)
+ *               g rows of every column); version 3: y [1, T] (each
+ *               column by its one value: a mask)
  *   SCALE       (x) fa[0] = s
  *   RMS_NORM    (x) fa[0] = eps, ia[0] = group (0: the column)
  *   LAYER_NORM  (x) fa[0] = eps
@@ -75,6 +78,16 @@
  *   APC         (p) each map minus (row sums x column sums) / total
  *   HEAD_MIX    (p [T, T, c], w F32 [c], optional b F32 [1]) -> [T, T, 1]:
  *               sum_c w[c] p[, , c] + b
+ * Version 3 adds padding (a version 2 program is a version 3 program):
+ *   INPUT       FM_LLM_IN_MASK (above)
+ *   NE_ID       (ids: the token input) ia[0] = id -> F32 [1, T]: 1 where
+ *               the token is not id, 0 where it is
+ *   PAIR_MASK   (p [T, T, c], m [1, T]) -> p[key, query, ] m[key] m[query]
+ *   TOKEN_DROPOUT takes an optional third argument, m [1, T]: the
+ *               fraction is over the positions where m is 1, and the
+ *               columns where m is 0 are zeroed (ESM-2's padding)
+ *   ATTENTION_PROBS takes an optional fourth argument, m [1, T]: keys
+ *               where m is 0 are left out (a key padding mask)
  *
  * Outputs: logits (fm_llm_eval) and a pooled embedding (fm_llm_embed);
  * at least one. A program without an embedding output embeds by pooling
@@ -99,7 +112,7 @@
 #include "fm/fm_gguf.h"
 #include "fm/fm_llm.h"
 
-#define FM_LLM_VOCABULARY 2
+#define FM_LLM_VOCABULARY 3
 #define FM_LLM_MAX_ARGS 6
 
 typedef enum fm_llm_op {
@@ -137,10 +150,12 @@ typedef enum fm_llm_op {
   FM_LLM_OP_SYMMETRIZE,
   FM_LLM_OP_APC,
   FM_LLM_OP_HEAD_MIX,
+  FM_LLM_OP_NE_ID,
+  FM_LLM_OP_PAIR_MASK,
   FM_LLM_OP_COUNT
 } fm_llm_op;
 
-enum { FM_LLM_IN_TOKENS = 0, FM_LLM_IN_POSITIONS = 1, FM_LLM_IN_SEQUENCE = 2 };
+enum { FM_LLM_IN_TOKENS = 0, FM_LLM_IN_POSITIONS = 1, FM_LLM_IN_SEQUENCE = 2, FM_LLM_IN_MASK = 3 };
 enum { FM_LLM_PARAM_ANY = 0, FM_LLM_PARAM_MATMUL = 1, FM_LLM_PARAM_F32 = 2, FM_LLM_PARAM_ROWS = 3 };
 enum { FM_LLM_MASK_CAUSAL = 0, FM_LLM_MASK_FULL = 1, FM_LLM_MASK_SWA_CAUSAL = 2, FM_LLM_MASK_SWA_SYM = 3 };
 
@@ -169,7 +184,8 @@ typedef struct fm_llm_program {
 /* The values of wanted outputs (indices into the program's outputs) for
  * one whole sequence, in one graph, nothing cached: tokens (n ids; a
  * program with a token input) or x (C x n floats, channel fastest; a
- * program with a sequence input). out[k] receives output want[k], cap[k]
+ * program with a sequence input); mask (n values, 0 or 1: the program's
+ * mask input, e.g. 0 at padding), or NULL for all 1. out[k] receives output want[k], cap[k]
  * floats at most, as ne[k][0] x ne[k][1] x ne[k][2] floats in GGML order:
  * an activation [rows, positions, 1], pair maps [positions, positions,
  * channels] (positions net of the program's crops). Programs with cache
@@ -177,7 +193,7 @@ typedef struct fm_llm_program {
  * Errors: FM_EUNSUPPORTED for a program with cache state or without the
  * input given; FM_EARG for a want outside [0, n_outputs), an output that
  * is not an activation or pair maps (a pooled column), n < 1, tokens
- * outside the vocabulary, a sequence shorter than the crops, a cap below
+ * outside the vocabulary, a mask value other than 0 and 1, a sequence shorter than the crops, a cap below
  * the output's size (naming it), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
 /* Output k's extents for a sequence of n positions (as fm_llm_run's ne),
  * and (pairs, unless NULL) whether it is pair maps (1) or an activation.
@@ -185,7 +201,7 @@ typedef struct fm_llm_program {
 FM_NODISCARD fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs,
                                            fm_err *err);
 
-FM_NODISCARD fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n,
+FM_NODISCARD fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, const float *mask, int64_t n,
                                   int64_t n_want, const int64_t *want, float *const *out, const int64_t *cap,
                                   int64_t (*ne)[3], const fm_ctl *ctl, fm_err *err);
 

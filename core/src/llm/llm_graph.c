@@ -312,8 +312,10 @@ static fm_status check_device_ops(const llm_model *m, struct ggml_cgraph *gf, fm
 }
 
 /* Outputs of a whole-sequence evaluation (fm_llm_run): n of the program's
- * outputs, idx[k] copied to dst[k]; res has room for n tensors. */
+ * outputs, idx[k] copied to dst[k]; res has room for n tensors; the
+ * values of the program's mask input (NULL: all 1). */
 typedef struct run_want {
+  const float *mask;
   int64_t n;
   const int64_t *idx;
   float *const *dst;
@@ -412,10 +414,16 @@ static fm_status run_graph(llm_model *m, fm_llm_cache *c, const int32_t *tokens,
     else memset(d, 0, (size_t)n * sizeof(int32_t));
     inp_commit(b->inp_tokens, d);
   }
-  if (b->inp_keep && b->inp_keep->data) {
-    INP_BEGIN(d, float, b->inp_keep);
-    for (int64_t i = 0; i < n; i++) d[i] = tokens && tokens[i] == b->keep_id ? 0.0f : 1.0f;
-    inp_commit(b->inp_keep, d);
+  for (int k = 0; k < b->n_ne_id; k++) {
+    if (!b->inp_ne_id[k]->data) continue;
+    INP_BEGIN(d, float, b->inp_ne_id[k]);
+    for (int64_t i = 0; i < n; i++) d[i] = tokens && tokens[i] == b->ne_id[k] ? 0.0f : 1.0f;
+    inp_commit(b->inp_ne_id[k], d);
+  }
+  if (b->inp_mask && b->inp_mask->data) {
+    INP_BEGIN(d, float, b->inp_mask);
+    for (int64_t i = 0; i < n; i++) d[i] = want && want->mask ? want->mask[i] : 1.0f;
+    inp_commit(b->inp_mask, d);
   }
   if (seq && b->inp_seq->data) {
     INP_BEGIN(d, float, b->inp_seq);
@@ -622,7 +630,7 @@ fm_status fm_llm_embed(fm_llm_model *m, const int32_t *tokens, int64_t n_tokens,
   return st;
 }
 
-fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n, int64_t n_want,
+fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, const float *mask, int64_t n, int64_t n_want,
                      const int64_t *want, float *const *out, const int64_t *cap, int64_t (*ne)[3],
                      const fm_ctl *ctl, fm_err *err) {
   if (!m || !want || !out || !cap || !ne || n_want < 1)
@@ -637,6 +645,11 @@ fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int
                         "evaluation does not (fm_llm_eval; rllm_logits() in R)", m->arch_name);
   if (n < 1 || n > INT32_MAX) return fm_err_set(err, FM_EARG, "a sequence of %lld positions", (long long)n);
   fm_status st = ch ? FM_OK : check_tokens(m, tokens, n, err);
+  if (st == FM_OK && mask && !llm_program_has_mask(m))
+    st = fm_err_set(err, FM_EARG, "program '%s' has no mask input, but a mask was given", m->arch_name);
+  for (int64_t i = 0; st == FM_OK && mask && i < n; i++)
+    if (mask[i] != 0.0f && mask[i] != 1.0f)
+      st = fm_err_set(err, FM_EARG, "mask[%lld] is %g; a mask holds 0 and 1", (long long)i, (double)mask[i]);
   for (int64_t k = 0; k < n_want && st == FM_OK; k++) {
     if (!out[k]) return fm_err_set(err, FM_EARG, "fm_llm_run: NULL buffer for output %lld", (long long)want[k]);
     st = fm_llm_output_shape(m, want[k], n, ne[k], NULL, err);
@@ -649,7 +662,7 @@ fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, int
   if (fm_ctl_cancelled(ctl)) return fm_err_set(err, FM_ECANCELLED, "evaluation cancelled");
   struct ggml_tensor **res = calloc((size_t)n_want, sizeof *res);
   if (!res) return fm_err_set(err, FM_ENOMEM, "out of memory for %lld outputs", (long long)n_want);
-  run_want w = {n_want, want, out, res};
+  run_want w = {mask, n_want, want, out, res};
   fm_llm_cache *c = NULL;
   st = fm_llm_cache_new(m, n, FM_LLM_KV_F32, NULL, 0, &c, err); /* nothing to hold: positions */
   if (st == FM_OK) st = run_graph(m, c, ch ? NULL : tokens, ch ? x : NULL, n, n, 0, FM_LLM_POOL_NONE, NULL, &w,

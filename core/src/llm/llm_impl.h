@@ -152,6 +152,10 @@ enum {
  * LLM_KV_PAD; cells past n_past + n_tokens are masked). The graph's
  * structure depends on n_tokens and n_kv only, never on n_past: positions,
  * masks and the cells written are inputs, so the graph is reused. */
+/* Distinct token ids a program compares the tokens with (NE_ID, token
+ * dropout): each a host input of the graph. */
+#define LLM_MAX_ID_MASKS 8
+
 struct llm_build {
   llm_model *m;
   struct fm_llm_cache *cache;
@@ -180,8 +184,10 @@ struct llm_build {
   int64_t n_want;                     /* fm_llm_run: its wanted outputs (0: none) */
   const int64_t *want;                /* their indices in the program's outputs */
   struct ggml_tensor **results;       /* set by build: their values */
-  struct ggml_tensor *inp_keep;       /* F32 [n_tokens]: 1 where the id is not keep_id (token dropout) */
-  int32_t keep_id;
+  struct ggml_tensor *inp_mask;       /* F32 [1, n_tokens]: the program's mask input (created on demand) */
+  struct ggml_tensor *inp_ne_id[LLM_MAX_ID_MASKS]; /* F32 [1, n_tokens]: 1 where the token is not ne_id[k] */
+  int32_t ne_id[LLM_MAX_ID_MASKS];
+  int n_ne_id;
 };
 
 /* ---- weights (llm_model.c) ------------------------------------------------ */
@@ -322,6 +328,10 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err);
 fm_status llm_program_build(llm_build *b, fm_err *err);
 /* The channels of the program's sequence input (0: none). */
 int64_t llm_program_seq_channels(const llm_model *m);
+int llm_program_has_mask(const llm_model *m); /* a mask input (FM_LLM_IN_MASK) */
+/* An encoder without cache slots (attention maps, ESM-2): its layers,
+ * heads and head size in *in, from its attention_probs nodes. */
+void llm_program_encoder_info(const llm_model *m, fm_llm_info *in);
 /* F32 elements of cache slot il's recurrent state (0: none). */
 int64_t llm_program_state_elems(const llm_model *m, int64_t il);
 /* The slots of a program's parameters that only products read (matmul

@@ -253,6 +253,7 @@ fm_status fm_llm_model_new_program(const fm_gguf *g, const fm_llm_program *p, in
     }
   in2->n_embd_head_k = hp->n_embd_head_k;
   in2->n_embd_head_v = hp->n_embd_head_v;
+  llm_program_encoder_info(m, in2);
   in2->n_ff = hp->n_ff[0];
   in2->n_rot = hp->n_rot;
   in2->n_ctx_train = hp->n_ctx_train;

@@ -16,7 +16,7 @@ static const char *const op_names[FM_LLM_OP_COUNT] = {
     "rms_norm",  "layer_norm", "rope",   "attention", "silu",     "gelu",    "swiglu",
     "geglu",     "pool",   "moe",        "rows",     "conv_causal", "conv1d", "batchnorm",
     "leaky_relu", "crop",  "softmax",    "gelu_erf", "sigmoid",   "token_dropout", "attention_probs",
-    "attend",    "concat", "pair_crop",  "symmetrize", "apc",     "head_mix"};
+    "attend",    "concat", "pair_crop",  "symmetrize", "apc",     "head_mix", "ne_id",  "pair_mask"};
 
 /* Arguments (required, then optional), and whether column j of the result
  * depends on column j of the position-wise arguments only (so that a batch
@@ -37,10 +37,11 @@ static const struct {
     [FM_LLM_OP_BATCHNORM] = {5, 0, 1},  [FM_LLM_OP_LEAKY_RELU] = {1, 0, 1},
     [FM_LLM_OP_CROP] = {1, 0, 0},       [FM_LLM_OP_SOFTMAX] = {1, 0, 1},
     [FM_LLM_OP_GELU_ERF] = {1, 0, 1},   [FM_LLM_OP_SIGMOID] = {1, 0, 1},
-    [FM_LLM_OP_TOKEN_DROPOUT] = {2, 0, 0}, [FM_LLM_OP_ATTENTION_PROBS] = {3, 0, 0},
+    [FM_LLM_OP_TOKEN_DROPOUT] = {2, 1, 0}, [FM_LLM_OP_ATTENTION_PROBS] = {3, 1, 0},
     [FM_LLM_OP_ATTEND] = {2, 0, 0},     [FM_LLM_OP_CONCAT] = {2, 0, 0},
     [FM_LLM_OP_PAIR_CROP] = {1, 0, 0},  [FM_LLM_OP_SYMMETRIZE] = {1, 0, 0},
-    [FM_LLM_OP_APC] = {1, 0, 0},        [FM_LLM_OP_HEAD_MIX] = {2, 1, 0}};
+    [FM_LLM_OP_APC] = {1, 0, 0},        [FM_LLM_OP_HEAD_MIX] = {2, 1, 0},
+    [FM_LLM_OP_NE_ID] = {1, 0, 0},      [FM_LLM_OP_PAIR_MASK] = {2, 0, 0}};
 
 int fm_llm_op_find(const char *name) {
   for (int i = 0; name && i < FM_LLM_OP_COUNT; i++)
@@ -65,6 +66,10 @@ typedef struct llm_program {
   int64_t n, logits, embedding;
   int64_t n_outputs, *outputs; /* the nodes fm_llm_run returns */
   int64_t seq_channels; /* the channels of its sequence input (0: none) */
+  int has_mask;         /* a mask input */
+  int32_t ids[LLM_MAX_ID_MASKS]; /* the token ids NE_ID and TOKEN_DROPOUT compare with */
+  int n_ids;
+  int64_t n_probs, probs_ia[3]; /* ATTENTION_PROBS nodes (an encoder's layers); the first's nh, nkv, hk */
   fm_llm_node *nodes;
   pshape *shape;
   struct ggml_tensor **w; /* PARAM nodes: the bound tensor (repacking may swap it) */
@@ -97,6 +102,25 @@ static int is_act(const pshape *s, int64_t ne0) {
   return s && (s->per_pos == PS_POS || s->per_pos == PS_POOLED) && !s->ids && (ne0 < 0 || s->ne[0] == ne0);
 }
 static int is_pairs(const pshape *s) { return s && s->per_pos == PS_PAIRS; }
+/* A mask: one value per position, [1, T], of off positions (crops). */
+static int is_mask(const pshape *s, int64_t off) { return is_act(s, 1) && s->per_pos == PS_POS && s->off == off; }
+/* Argument k is the token input (a comparison with token ids reads the
+ * tokens the host writes). */
+static int is_tokens(const llm_program *P, const fm_llm_node *nd, int k) {
+  const int32_t a = nd->args[k];
+  return a >= 0 && P->nodes[a].op == FM_LLM_OP_INPUT && P->nodes[a].tensor == FM_LLM_IN_TOKENS;
+}
+
+/* A token id compared with the tokens: one host input per distinct id. */
+static fm_status note_id(llm_program *P, int64_t i, const fm_llm_node *nd, fm_err *err) {
+  const int32_t id = (int32_t)nd->ia[0];
+  for (int k = 0; k < P->n_ids; k++)
+    if (P->ids[k] == id) return FM_OK;
+  if (P->n_ids == LLM_MAX_ID_MASKS)
+    return NODE_ERR(FM_EARG, i, nd, "a program compares the tokens with %d distinct ids at most", LLM_MAX_ID_MASKS);
+  P->ids[P->n_ids++] = id;
+  return FM_OK;
+}
 /* One column (a pooled vector) or positions: products and elementwise
  * operators take both; operators over positions only per_pos == 1. */
 static int is_param(const pshape *s, int64_t ne0, int64_t ne1, int64_t ne2) {
@@ -138,9 +162,15 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
       o->ne[0] = nd->ia[0];
       return FM_OK;
     }
+    if (nd->tensor == FM_LLM_IN_MASK) {
+      if (P->has_mask) return NODE_ERR(FM_EARG, i, nd, "a second mask input (one per program)");
+      P->has_mask = 1;
+      o->ne[0] = 1;
+      return FM_OK;
+    }
     if (nd->tensor != FM_LLM_IN_TOKENS && nd->tensor != FM_LLM_IN_POSITIONS)
-      return NODE_ERR(FM_EARG, i, nd, "input kind %lld is not tokens (0), positions (1) or a sequence (2)",
-                      (long long)nd->tensor);
+      return NODE_ERR(FM_EARG, i, nd, "input kind %lld is not tokens (0), positions (1), a sequence (2) or a "
+                      "mask (3)", (long long)nd->tensor);
     o->ne[0] = 1;
     o->ids = 1;
     return FM_OK;
@@ -172,11 +202,12 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     return FM_OK;
   case FM_LLM_OP_ADD:
   case FM_LLM_OP_MUL:
-    if (!is_act(a, -1) || (b && b->per_pos && b->off != a->off) || (b && !is_act(b, a->ne[0]) &&
-                           !(is_param(b, -1, 0, 0) && b->ne[0] > 0 && a->ne[0] % b->ne[0] == 0 &&
-                             P->w[nd->args[1]]->type == GGML_TYPE_F32)))
-      return NODE_ERR(FM_EARG, i, nd, "expected x [a, T] and y [a, T] or an F32 parameter [g] with g "
-                      "dividing a, got %s and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
+    if (!is_act(a, -1) || (b && b->per_pos && b->off != a->off) ||
+        (b && !is_act(b, a->ne[0]) && !(is_mask(b, b->off) && a->per_pos == PS_POS) &&
+         !(is_param(b, -1, 0, 0) && b->ne[0] > 0 && a->ne[0] % b->ne[0] == 0 &&
+           P->w[nd->args[1]]->type == GGML_TYPE_F32)))
+      return NODE_ERR(FM_EARG, i, nd, "expected x [a, T] and y [a, T], a mask [1, T] or an F32 parameter [g] "
+                      "with g dividing a, got %s and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
     o->ne[0] = a->ne[0];
     return FM_OK;
   case FM_LLM_OP_RMS_NORM:
@@ -304,20 +335,34 @@ static fm_status infer(llm_model *m, llm_program *P, int64_t i, fm_err *err) {
     *o = *a;
     return FM_OK;
   case FM_LLM_OP_TOKEN_DROPOUT:
-    if (!is_act(a, -1) || a->per_pos != PS_POS || !b || !b->ids || nd->ia[0] < 0 || !(nd->fa[0] >= 0 && nd->fa[0] < 1))
-      return NODE_ERR(FM_EARG, i, nd, "expected x [E, T], token ids, a mask id >= 0 and a ratio in [0, 1), got "
-                      "%s, %s, %lld and %g", shape_str(a, s0, 96), shape_str(b, s1, 96), (long long)nd->ia[0],
-                      nd->fa[0]);
+    if (!is_act(a, -1) || a->per_pos != PS_POS || !is_tokens(P, nd, 1) || nd->ia[0] < 0 || nd->ia[0] > INT32_MAX ||
+        !(nd->fa[0] >= 0 && nd->fa[0] < 1) || (nd->args[2] >= 0 && !is_mask(arg_shape(P, nd, 2), 0)))
+      return NODE_ERR(FM_EARG, i, nd, "expected x [E, T], the token input, a mask id >= 0, a ratio in [0, 1) "
+                      "and a mask [1, T] or none, got %s, %s, %lld and %g", shape_str(a, s0, 96),
+                      shape_str(b, s1, 96), (long long)nd->ia[0], nd->fa[0]);
     o->ne[0] = a->ne[0];
+    return note_id(P, i, nd, err);
+  case FM_LLM_OP_NE_ID:
+    if (!is_tokens(P, nd, 0) || nd->ia[0] < 0 || nd->ia[0] > INT32_MAX)
+      return NODE_ERR(FM_EARG, i, nd, "expected the token input and an id >= 0, got %s and %lld",
+                      shape_str(a, s0, 96), (long long)nd->ia[0]);
+    o->ne[0] = 1;
+    return note_id(P, i, nd, err);
+  case FM_LLM_OP_PAIR_MASK:
+    if (!is_pairs(a) || !is_mask(b, a->off))
+      return NODE_ERR(FM_EARG, i, nd, "expected pair maps and a mask [1, T] over the same positions, got %s "
+                      "and %s", shape_str(a, s0, 96), shape_str(b, s1, 96));
+    *o = *a;
     return FM_OK;
   case FM_LLM_OP_ATTENTION_PROBS: {
     const pshape *pos = arg_shape(P, nd, 2);
     const int64_t nh = nd->ia[0], nkv = nd->ia[1];
     if (nh < 1 || nkv < 1 || nh % nkv != 0 || !is_act(a, -1) || a->per_pos != PS_POS || a->ne[0] % nh != 0 ||
-        !is_act(b, a->ne[0] / nh * nkv) || b->per_pos != PS_POS || !pos || !pos->ids)
+        !is_act(b, a->ne[0] / nh * nkv) || b->per_pos != PS_POS || !pos || !pos->ids ||
+        (nd->args[3] >= 0 && !is_mask(arg_shape(P, nd, 3), 0)))
       return NODE_ERR(FM_EARG, i, nd, "%lld heads on %lld KV heads do not fit q %s and k %s (KV heads "
-                      "dividing heads, equal key sizes) with positions", (long long)nh, (long long)nkv,
-                      shape_str(a, s0, 96), shape_str(b, s1, 96));
+                      "dividing heads, equal key sizes) with positions and a key mask [1, T] or none",
+                      (long long)nh, (long long)nkv, shape_str(a, s0, 96), shape_str(b, s1, 96));
     if (nd->ia[2] < FM_LLM_MASK_CAUSAL || nd->ia[2] > FM_LLM_MASK_SWA_SYM || nd->ia[3] < 0 ||
         nd->ia[3] > INT32_MAX || !(nd->fa[0] > 0 && isfinite(nd->fa[0])))
       return NODE_ERR(FM_EARG, i, nd, "mask %lld, window %lld or scale %g out of range", (long long)nd->ia[2],
@@ -511,6 +556,11 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
     }
     fm_status st = infer(m, P, i, err);
     if (st != FM_OK) return st;
+    if (nd->op == FM_LLM_OP_ATTENTION_PROBS && P->n_probs++ == 0) { /* an encoder's layers, for its info */
+      P->probs_ia[0] = nd->ia[0];
+      P->probs_ia[1] = nd->ia[1];
+      P->probs_ia[2] = P->shape[nd->args[0]].ne[0] / nd->ia[0];
+    }
     /* position-wise operators keep a pooled column one column, and the
      * crops of their input */
     if (op_info[nd->op].rowwise && P->shape[nd->args[0]].per_pos == PS_POOLED) P->shape[i].per_pos = PS_POOLED;
@@ -526,6 +576,16 @@ fm_status llm_program_load(llm_model *m, const fm_llm_program *p, fm_err *err) {
 }
 
 int64_t llm_program_seq_channels(const llm_model *m) { return m->prog->seq_channels; }
+int llm_program_has_mask(const llm_model *m) { return m->prog->has_mask; }
+
+void llm_program_encoder_info(const llm_model *m, fm_llm_info *in) {
+  const llm_program *P = m->prog;
+  if (in->n_head > 0 || P->n_probs == 0) return;
+  in->n_layer = P->n_probs;
+  in->n_head = P->probs_ia[0];
+  in->n_head_kv = P->probs_ia[1];
+  in->n_embd_head_k = in->n_embd_head_v = P->probs_ia[2];
+}
 
 fm_status fm_llm_output_shape(const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err) {
   const llm_program *P = m->prog;
@@ -575,7 +635,8 @@ int64_t llm_program_matrix_slots(llm_model *m, struct ggml_tensor ***out) {
 static struct ggml_tensor *grouped(llm_build *b, struct ggml_tensor *x, struct ggml_tensor *y, int mul) {
   struct ggml_context *ctx = b->ctx;
   if (!y) return x;
-  if (y->ne[0] == x->ne[0] || ggml_nelements(y) == ggml_nelements(x))
+  /* y [a, T], [1, T] (a mask, broadcast) or [a]: GGML broadcasts */
+  if (y->ne[0] == x->ne[0] || y->ne[0] == 1 || ggml_nelements(y) == ggml_nelements(x))
     return mul ? ggml_mul(ctx, x, y) : ggml_add(ctx, x, y);
   struct ggml_tensor *x3 = ggml_reshape_3d(ctx, x, y->ne[0], x->ne[0] / y->ne[0], x->ne[1]);
   x3 = mul ? ggml_mul(ctx, x3, y) : ggml_add(ctx, x3, y);
@@ -626,35 +687,71 @@ static struct ggml_tensor *conv1d(llm_build *b, struct ggml_tensor *x, struct gg
 
 static const int mask_kind[4] = {LLM_MASK_CAUSAL, LLM_MASK_FULL, LLM_MASK_SWA_CAUSAL, LLM_MASK_SWA_SYM};
 
-/* Columns of x [E, n] at the mask id zeroed, all scaled by (1 - ratio) /
- * (the fraction of other ids): keep [n] (1 where the id is not the mask's,
- * written with the tokens, llm_graph.c) and its mean. */
-static struct ggml_tensor *token_dropout(llm_build *b, struct ggml_tensor *x, int32_t mask_id, float ratio) {
+/* [1, n]: 1 where the token is not id, 0 where it is: a host input
+ * written with the tokens (llm_graph.c), one per distinct id. */
+static struct ggml_tensor *ne_id(llm_build *b, int32_t id) {
+  for (int k = 0; k < b->n_ne_id; k++)
+    if (b->ne_id[k] == id) return b->inp_ne_id[k];
+  struct ggml_tensor *t = ggml_new_tensor_2d(b->ctx, GGML_TYPE_F32, 1, b->n_tokens);
+  ggml_set_input(t);
+  b->ne_id[b->n_ne_id] = id; /* at most LLM_MAX_ID_MASKS: counted at load */
+  b->inp_ne_id[b->n_ne_id++] = t;
+  return t;
+}
+
+/* The program's mask input [1, n] (fm_llm_run's mask; 1 elsewhere). */
+static struct ggml_tensor *inp_mask(llm_build *b) {
+  if (!b->inp_mask) {
+    b->inp_mask = ggml_new_tensor_2d(b->ctx, GGML_TYPE_F32, 1, b->n_tokens);
+    ggml_set_input(b->inp_mask);
+  }
+  return b->inp_mask;
+}
+
+/* Columns of x [E, n] at the mask id zeroed, and those where m [1, n] (or
+ * NULL: all 1) is 0, all scaled by (1 - ratio) / (the fraction of the
+ * positions of m that are not the mask id). */
+static struct ggml_tensor *token_dropout(llm_build *b, struct ggml_tensor *x, int32_t mask_id, float ratio,
+                                         struct ggml_tensor *m) {
   struct ggml_context *ctx = b->ctx;
   const int64_t n = x->ne[1];
-  if (!b->inp_keep) {
-    b->inp_keep = ggml_new_tensor_1d(ctx, GGML_TYPE_F32, n);
-    ggml_set_input(b->inp_keep);
-    b->keep_id = mask_id;
-  }
-  struct ggml_tensor *kept = ggml_mul(ctx, x, ggml_reshape_2d(ctx, b->inp_keep, 1, n));
-  struct ggml_tensor *frac = ggml_mean(ctx, ggml_reshape_2d(ctx, b->inp_keep, n, 1)); /* [1, 1] */
+  struct ggml_tensor *keep = ne_id(b, mask_id);
+  if (m) keep = ggml_mul(ctx, keep, m);
+  struct ggml_tensor *kept = ggml_mul(ctx, x, keep);
+  struct ggml_tensor *frac = ggml_sum(ctx, ggml_reshape_2d(ctx, keep, n, 1)); /* [1]: kept positions */
+  frac = m ? ggml_div(ctx, frac, ggml_sum(ctx, ggml_reshape_2d(ctx, m, n, 1))) : ggml_scale(ctx, frac, 1.0f / (float)n);
   return ggml_scale(ctx, ggml_div(ctx, kept, frac), 1.0f - ratio);
 }
 
 /* Attention maps of q [nh hk, n] over k [nkv hk, n] of the same batch
  * (n_past 0): softmax over the keys of K'Q scale + mask, [n keys, n
- * queries, nh] (GGML broadcasts the KV heads over the groups). */
+ * queries, nh] (GGML broadcasts the KV heads over the groups); keys where
+ * km [1, n] (or NULL: none) is 0 get -1e30 added, which leaves them a
+ * weight of exactly 0 (exp underflows) while a key remains. */
 static struct ggml_tensor *attention_probs(llm_build *b, struct ggml_tensor *q, struct ggml_tensor *k, int64_t nh,
-                                           int64_t nkv, int mk, float scale) {
+                                           int64_t nkv, int mk, float scale, struct ggml_tensor *km) {
   struct ggml_context *ctx = b->ctx;
   const int64_t hk = q->ne[0] / nh, n = q->ne[1];
   struct ggml_tensor *qp = ggml_permute(ctx, ggml_reshape_3d(ctx, q, hk, nh, n), 0, 2, 1, 3); /* [hk, n, nh] */
   struct ggml_tensor *kp = ggml_permute(ctx, ggml_reshape_3d(ctx, k, hk, nkv, n), 0, 2, 1, 3);
   struct ggml_tensor *kq = ggml_mul_mat(ctx, kp, qp); /* [n, n, nh] */
-  struct ggml_tensor *mask = llm_build_mask(b, mk, 0); /* [n_kv, n]: the first n cells are the batch's */
-  mask = ggml_cont(ctx, ggml_view_2d(ctx, mask, n, n, mask->nb[1], 0));
+  struct ggml_tensor *mask = NULL;
+  if (mk != LLM_MASK_FULL) { /* [n_kv, n]: the first n cells are the batch's */
+    mask = llm_build_mask(b, mk, 0);
+    mask = ggml_cont(ctx, ggml_view_2d(ctx, mask, n, n, mask->nb[1], 0));
+  }
+  if (km) {
+    struct ggml_tensor *keys = ggml_scale_bias(ctx, ggml_reshape_2d(ctx, km, n, 1), 1e30f, -1e30f); /* [n, 1] */
+    mask = mask ? ggml_add(ctx, mask, keys) : ggml_repeat(ctx, keys, ggml_new_tensor_2d(ctx, GGML_TYPE_F32, n, n));
+  }
   return ggml_soft_max_ext(ctx, kq, mask, scale, 0.0f);
+}
+
+/* p [n, n, c] times m[key] m[query], m [1, n]. */
+static struct ggml_tensor *pair_mask(llm_build *b, struct ggml_tensor *p, struct ggml_tensor *m) {
+  struct ggml_context *ctx = b->ctx;
+  struct ggml_tensor *outer = ggml_mul_mat(ctx, m, m); /* [n, n]: m[i] m[j] */
+  return ggml_mul(ctx, p, outer);
 }
 
 /* The values v [nkv hv, n] weighted by maps p [n, n, nh]: [nh hv, n]. */
@@ -695,7 +792,8 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   switch (nd->op) {
   case FM_LLM_OP_INPUT:
     return nd->tensor == FM_LLM_IN_TOKENS ? b->inp_tokens : nd->tensor == FM_LLM_IN_SEQUENCE ? b->inp_seq
-                                                                                            : llm_build_inp_pos(b);
+                                                        : nd->tensor == FM_LLM_IN_MASK   ? inp_mask(b)
+                                                                                         : llm_build_inp_pos(b);
   case FM_LLM_OP_PARAM: return P->w[i];
   case FM_LLM_OP_GET_ROWS: return ggml_get_rows(ctx, in[1], x);
   case FM_LLM_OP_MATMUL: return llm_mm(b, in[1], x);
@@ -747,9 +845,11 @@ static struct ggml_tensor *lower(llm_build *b, const llm_program *P, int64_t i, 
   case FM_LLM_OP_CONV_CAUSAL: return conv_causal(b, x, in[1], b->cache->s[nd->layer]);
   case FM_LLM_OP_GELU_ERF: return ggml_gelu_erf(ctx, x);
   case FM_LLM_OP_SIGMOID: return ggml_sigmoid(ctx, x);
-  case FM_LLM_OP_TOKEN_DROPOUT: return token_dropout(b, x, (int32_t)nd->ia[0], (float)nd->fa[0]);
+  case FM_LLM_OP_TOKEN_DROPOUT: return token_dropout(b, x, (int32_t)nd->ia[0], (float)nd->fa[0], in[2]);
   case FM_LLM_OP_ATTENTION_PROBS:
-    return attention_probs(b, x, in[1], nd->ia[0], nd->ia[1], mask_kind[nd->ia[2]], (float)nd->fa[0]);
+    return attention_probs(b, x, in[1], nd->ia[0], nd->ia[1], mask_kind[nd->ia[2]], (float)nd->fa[0], in[3]);
+  case FM_LLM_OP_NE_ID: return ne_id(b, (int32_t)nd->ia[0]);
+  case FM_LLM_OP_PAIR_MASK: return pair_mask(b, x, in[1]);
   case FM_LLM_OP_ATTEND: return attend(b, x, in[1], nd->ia[0]);
   case FM_LLM_OP_CONCAT: return ggml_concat(ctx, x, in[1], P->shape[i].per_pos == PS_PAIRS ? 2 : 0);
   case FM_LLM_OP_PAIR_CROP: {

@@ -14,7 +14,9 @@
 #' stop `*`, become `<unk>`), `<eos>`. ESM evaluates
 #' a batch padded to its longest sequence, with pad keys masked: each
 #' sequence's results are those of the sequence alone, which is what is
-#' computed here.
+#' computed here, one sequence at a time (no padding computed). The
+#' program's `attention_mask` input takes a padded sequence through
+#' [rllm_run()] (`mask`).
 #'
 #' @param model an `rllm_model` of an ESM-2 file ([rllm_gguf_model()]).
 #' @param sequences a character vector of protein sequences (names kept).

@@ -17,7 +17,8 @@
 #'   matrix, as [Rgguf::gguf_tensor()] gives it; vectors as numerics).
 #' @param inputs a named list: one value per input of the program (token
 #'   ids: integers, 0-based; a `"positions"` input may be left out, and is
-#'   then 0, 1, ... over the first token-id input's length).
+#'   then 0, 1, ... over the first token-id input's length; a `"mask"`
+#'   input is 0 or 1 per position (0 at padding), all 1 when left out).
 #' @param hparams a named list of hyperparameter values, used before the
 #'   GGUF metadata (needed when `weights` is a list).
 #' @param taps `TRUE` to return the taps too.
@@ -119,22 +120,28 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
     if (is.null(inputs[[nm]]) && length(ids)) inputs[[nm]] <- seq_along(inputs[[ids[1L]]]) - 1L
   }
   n <- NULL
-  for (nm in names(kinds)) {
+  # a mask left out is all 1 (no padding): given last, over the others' positions
+  for (nm in names(kinds)[order(kinds == "mask" & vapply(names(kinds), function(k) is.null(inputs[[k]]), TRUE))]) {
     v <- inputs[[nm]]
+    if (is.null(v) && kinds[[nm]] == "mask" && !is.null(n)) v <- inputs[[nm]] <- rep(1, n)
     if (is.null(v)) {
       .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") was not given", call = NULL)
     }
-    ok <- if (kinds[[nm]] == "sequence") is.matrix(v) && is.numeric(v) && all(is.finite(v)) && ncol(v) >= 1L
-          else is.numeric(v) && length(v) >= 1L && all(is.finite(v)) && all(v == round(v))
+    ok <- switch(kinds[[nm]],
+                 sequence = is.matrix(v) && is.numeric(v) && all(is.finite(v)) && ncol(v) >= 1L,
+                 mask = (is.numeric(v) || is.logical(v)) && length(v) >= 1L && !anyNA(v) && all(v == 0 | v == 1),
+                 is.numeric(v) && length(v) >= 1L && all(is.finite(v)) && all(v == round(v)))
     if (!ok) {
       .rllm_program_abort("program", "input '", nm, "' (", kinds[[nm]], ") must be ",
-                          if (kinds[[nm]] == "sequence") "a finite numeric matrix [channels, positions]"
-                          else "whole numbers, no NA, at least one", call = NULL)
+                          switch(kinds[[nm]], sequence = "a finite numeric matrix [channels, positions]",
+                                 mask = "0 or 1 (or FALSE or TRUE) per position, no NA",
+                                 "whole numbers, no NA, at least one"), call = NULL)
     }
     len <- if (is.matrix(v)) ncol(v) else length(v)
     if (!is.null(n) && len != n) {
       .rllm_program_abort("program", "input '", nm, "' has ", len, " positions, the others ", n, call = NULL)
     }
+    if (kinds[[nm]] == "mask") inputs[[nm]] <- matrix(as.numeric(v), nrow = 1L)
     n <- len
   }
   inputs

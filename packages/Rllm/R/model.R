@@ -228,8 +228,10 @@ rllm_threads <- function() {
 #'   ids, the tokenizer's `eog`), `tokenizer` (an `rllm_tokenizer` built
 #'   from the same metadata; `NULL` when the file has no tokenizer, no key
 #'   `tokenizer.ggml.model`: such a model takes token ids, not text),
-#'   `runtime` and `outputs` (the names [rllm_run()] takes: the program's
-#'   outputs, and `"<tap>.<k>"` for the k-th value of each tap). The model
+#'   `runtime`, `outputs` (the names [rllm_run()] takes: the program's
+#'   outputs, and `"<tap>.<k>"` for the k-th value of each tap),
+#'   `seq_channels` (the channels of its sequence input, 0 when it takes
+#'   tokens) and `has_mask` (whether it has a mask input). The model
 #'   does not survive
 #'   `saveRDS()`: a restored copy prints as freed and its use raises
 #'   `fm_error_eclosed`; load it again.
@@ -306,7 +308,9 @@ rllm_gguf_model <- function(path, runtime = NULL, threads = NULL, flash_attn = T
                dev$index, bound)
   model <- structure(list(path = full, gguf = g, ptr = ptr, info = NULL, tokenizer = NULL,
                           runtime = runtime, outputs = names(bound$outputs),
-                          seq_channels = bound$seq_channels), class = "rllm_model")
+                          seq_channels = bound$seq_channels,
+                          has_mask = any(vapply(prog$inputs, function(i) i$kind == "mask", TRUE))),
+                     class = "rllm_model")
   model$info <- .Call(C_rllm_model_info, ptr)
   model$tokenizer <- .tok_of_model(g, model$info$n_vocab, full, sys.call())
   model$info$eog <- .rllm_eog_ids(model)

@@ -22,11 +22,12 @@
   attention_probs = list(ia = c("n_head", "n_head_kv", "mask", "window"), fa = "scale"),
   attend = list(ia = "n_head_kv"),
   token_dropout = list(ia = "mask_id", fa = "ratio"),
+  ne_id = list(ia = "id"),
   pair_crop = list(ia = c("left", "right")))
 .rllm_native_codes <- list(mode = c(normal = 0, neox = 2),
                            mask = c(causal = 0, full = 1, swa_causal = 2, swa_sym = 3))
 .rllm_native_types <- c(matmul = 1L, f32 = 2L, rows = 3L)
-.rllm_native_inputs <- c(token_ids = 0, positions = 1, sequence = 2)
+.rllm_native_inputs <- c(token_ids = 0, positions = 1, sequence = 2, mask = 3)
 .rllm_stateful_ops <- c("attention", "conv_causal")
 
 # prog (frozen) on g (a gguf_file): list(name, op, args (n x 6, 0-based,

@@ -6,7 +6,7 @@
 # position); a GGUF matrix [ne0 = in, ne1 = out] arrives as an R matrix
 # out x in (Rgguf::gguf_tensor()); vectors are plain numerics.
 
-.rllm_vocabulary_version <- 2L
+.rllm_vocabulary_version <- 3L
 .rllm_name_attrs <- c("mode", "mask", "state")
 
 .rllm_silu <- function(x) x / (1 + exp(-x))
@@ -38,13 +38,15 @@
 # Attention probabilities of q [hd * nh, n] over k [hd * nkv, n]: an R
 # array [key, query, head] (head h reads KV head h %/% (nh / nkv)); mask
 # "causal" (key <= query), "full", "swa_causal" (causal, query - key <
-# window) or "swa_sym" (|query - key| <= window / 2).
-.rllm_attention_probs <- function(q, k, n_head, n_head_kv, scale, mask, window, pos) {
+# window) or "swa_sym" (|query - key| <= window / 2); keys where key_mask
+# [1, n] (or NULL) is 0 are left out.
+.rllm_attention_probs <- function(q, k, n_head, n_head_kv, scale, mask, window, pos, key_mask = NULL) {
   n <- ncol(q)
   hd <- nrow(q) %/% n_head
   qk <- outer(pos, pos, function(key, query) query - key) # [key, query], as the scores
   allowed <- switch(mask, causal = qk >= 0, full = matrix(TRUE, n, n),
                     swa_causal = qk >= 0 & qk < window, swa_sym = abs(qk) <= window / 2)
+  if (!is.null(key_mask)) allowed[as.vector(key_mask) == 0, ] <- FALSE
   g <- n_head %/% n_head_kv
   p <- array(0, c(n, n, n_head))
   for (h in seq_len(n_head) - 1L) {
@@ -68,6 +70,11 @@
     out[h * hv + seq_len(hv), ] <- v[(h %/% g) * hv + seq_len(hv), , drop = FALSE] %*% p[, , h + 1L]
   }
   out
+}
+
+# x op y where y may be a mask [1, n] over the columns of x [a, n].
+.rllm_columnwise <- function(x, y, f) {
+  if (is.matrix(y) && nrow(y) == 1L && nrow(x) != 1L && ncol(y) == ncol(x)) sweep(x, 2L, as.vector(y), f) else f(x, y)
 }
 
 # The positions a crop of left and right keeps of n (at least one).
@@ -154,11 +161,13 @@
                 oracle = function(a, at) a$w %*% a$x,
                 doc = "w x: [ne1(w), n] (GGML mul_mat)"),
   add = list(args = c("x", "y"), attrs = list(),
-             oracle = function(a, at) if (is.null(a$y)) a$x else a$x + a$y,
-             doc = "elementwise sum; a vector y is added to every column (a group of rows); an absent optional y is 0"),
+             oracle = function(a, at) if (is.null(a$y)) a$x else .rllm_columnwise(a$x, a$y, `+`),
+             doc = paste("elementwise sum; a vector y is added to every column (a group of rows), a mask [1, n]",
+                         "to every row; an absent optional y is 0")),
   mul = list(args = c("x", "y"), attrs = list(),
-             oracle = function(a, at) if (is.null(a$y)) a$x else a$x * a$y,
-             doc = "elementwise product; a vector y scales every column (a group of rows); an absent optional y is 1"),
+             oracle = function(a, at) if (is.null(a$y)) a$x else .rllm_columnwise(a$x, a$y, `*`),
+             doc = paste("elementwise product; a vector y scales every column (a group of rows), a mask [1, n]",
+                         "every row; an absent optional y is 1")),
   scale = list(args = "x", attrs = list(s = NULL), oracle = function(a, at) a$x * at$s,
                doc = "x times the number s"),
   rms_norm = list(args = "x", attrs = list(eps = NULL, group = 0),
@@ -186,12 +195,13 @@
                                                         at$window, a$pos), a$v, at$n_head_kv)
                    },
                    doc = "softmax(K'Q scale + mask) V per head, grouped-query (Vaswani et al. 2017)"),
-  attention_probs = list(args = c("q", "k", "pos"),
+  attention_probs = list(args = c("q", "k", "pos", "key_mask"), optional_args = 1L,
                          attrs = list(n_head = NULL, n_head_kv = NULL, scale = NULL, mask = "causal", window = 0),
                          oracle = function(a, at) .rllm_attention_probs(a$q, a$k, at$n_head, at$n_head_kv, at$scale,
-                                                                        at$mask, at$window, a$pos),
+                                                                        at$mask, at$window, a$pos, a$key_mask),
                          doc = paste("attention maps softmax(K'Q scale + mask) per head, as pair maps [key,",
-                                     "query, head] (attention's first half, for models that output them)")),
+                                     "query, head] (attention's first half, for models that output them);",
+                                     "keys where an optional key_mask [1, n] is 0 left out (padding)")),
   attend = list(args = c("p", "v"), attrs = list(n_head_kv = NULL),
                 oracle = function(a, at) .rllm_attend(a$p, a$v, at$n_head_kv),
                 doc = "attention's second half: the values weighted by pair maps [key, query, head]: [hv nh, n]"),
@@ -202,16 +212,27 @@
                   doc = "GELU, exact: x Phi(x) with the normal CDF (Hendrycks & Gimpel 2016)"),
   sigmoid = list(args = "x", attrs = list(), oracle = function(a, at) 1 / (1 + exp(-a$x)),
                  doc = "the logistic function 1 / (1 + exp(-x))"),
-  token_dropout = list(args = c("x", "ids"), attrs = list(mask_id = NULL, ratio = NULL),
+  token_dropout = list(args = c("x", "ids", "mask"), optional_args = 1L, attrs = list(mask_id = NULL, ratio = NULL),
                        oracle = function(a, at) {
+                         valid <- if (is.null(a$mask)) rep(TRUE, ncol(a$x)) else as.vector(a$mask) != 0
                          masked <- a$ids == at$mask_id
                          y <- a$x
-                         y[, masked] <- 0
-                         y * (1 - at$ratio) / (1 - mean(masked))
+                         y[, masked | !valid] <- 0
+                         y * (1 - at$ratio) / (1 - sum(masked & valid) / sum(valid))
                        },
                        doc = paste("inference-time token dropout of masked-language-model embeddings (ESM-2,",
                                    "Lin et al. 2023): columns at mask_id zeroed, all scaled by (1 - ratio) /",
-                                   "(1 - the fraction of positions at mask_id)")),
+                                   "(1 - the fraction of positions at mask_id); with a mask [1, n], over the",
+                                   "positions where it is 1, the others zeroed (padding)")),
+  ne_id = list(args = "ids", attrs = list(id = NULL),
+               oracle = function(a, at) matrix(as.numeric(a$ids != at$id), nrow = 1L),
+               doc = "a mask [1, n] of the token ids: 1 where the id is not id, 0 where it is"),
+  pair_mask = list(args = c("x", "m"), attrs = list(),
+                   oracle = function(a, at) {
+                     m <- as.vector(a$m)
+                     a$x * as.vector(outer(m, m))
+                   },
+                   doc = "pair maps [n, n, c] times m[key] m[query], m a mask [1, n] (zeroes padding's rows and columns)"),
   swiglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_silu(a$gate) * a$up,
                 doc = "silu(gate) up (Shazeer 2020)"),
   geglu = list(args = c("gate", "up"), attrs = list(), oracle = function(a, at) .rllm_gelu(a$gate) * a$up,
@@ -382,9 +403,9 @@ op_attention <- function(q, k, v, pos, n_head, n_head_kv, scale,
 #' @rdname rllm_operators
 #' @export
 op_attention_probs <- function(q, k, pos, n_head, n_head_kv, scale,
-                               mask = c("causal", "full", "swa_causal", "swa_sym"), window = 0) {
-  .rllm_op("attention_probs", list(q, k, pos), list(n_head = n_head, n_head_kv = n_head_kv, scale = scale,
-                                                   mask = match.arg(mask), window = window))
+                               mask = c("causal", "full", "swa_causal", "swa_sym"), window = 0, key_mask = NULL) {
+  .rllm_op("attention_probs", c(list(q, k, pos), if (!is.null(key_mask)) list(key_mask)),
+           list(n_head = n_head, n_head_kv = n_head_kv, scale = scale, mask = match.arg(mask), window = window))
 }
 #' @rdname rllm_operators
 #' @param p a symbolic tensor: pair maps (attention probabilities).
@@ -405,10 +426,21 @@ op_sigmoid <- function(x) .rllm_op("sigmoid", list(x), list())
 #' @rdname rllm_operators
 #' @param mask_id,ratio attribute expressions: the mask token's id and the
 #'   training masking ratio (ESM-2: 0.15 x 0.8).
+#' @param valid,key_mask,m symbolic masks `[1, n]` (an input of kind
+#'   `"mask"`, or [op_ne_id()], or their product): `valid` the positions
+#'   token dropout counts (the others zeroed), `key_mask` the keys
+#'   attention may read; `NULL` for all.
 #' @export
-op_token_dropout <- function(x, ids, mask_id, ratio) {
-  .rllm_op("token_dropout", list(x, ids), list(mask_id = mask_id, ratio = ratio))
+op_token_dropout <- function(x, ids, mask_id, ratio, valid = NULL) {
+  .rllm_op("token_dropout", c(list(x, ids), if (!is.null(valid)) list(valid)), list(mask_id = mask_id, ratio = ratio))
 }
+#' @rdname rllm_operators
+#' @param id attribute expression: a token id.
+#' @export
+op_ne_id <- function(ids, id) .rllm_op("ne_id", list(ids), list(id = id))
+#' @rdname rllm_operators
+#' @export
+op_pair_mask <- function(p, m) .rllm_op("pair_mask", list(p, m), list())
 #' @rdname rllm_operators
 #' @export
 op_concat <- function(x, y) .rllm_op("concat", list(x, y), list())

@@ -19,6 +19,9 @@
 #'   DNA), for a program with a sequence input; `NULL` otherwise.
 #' @param outputs names among `model$outputs`; by default the program's
 #'   named outputs (no taps).
+#' @param mask for a program with a mask input (`model$has_mask`; ESM-2's
+#'   `attention_mask`): 0 or 1 (or `FALSE`/`TRUE`) per position, 0 at
+#'   padding; `NULL` for all 1 (no padding).
 #' @return A named list: per output, a double matrix `[features,
 #'   positions]` (an activation; positions net of the program's crops) or
 #'   pair maps, an array `[positions, positions, channels]` (key, query,
@@ -29,12 +32,14 @@
 #' @section Errors: `fm_error_earg` for an output name the model does not
 #'   have (listing them), tokens outside the vocabulary or `NA`, a
 #'   sequence that is not a finite numeric matrix with the program's
-#'   channels, or shorter than its crops; `fm_error_eunsupported` for a
+#'   channels, or shorter than its crops, a mask of another length or with
+#'   values other than 0 and 1, or given to a program without a mask input;
+#'   `fm_error_eunsupported` for a
 #'   program with cache state or given the other kind of input;
 #'   `fm_error_ecancelled` on interrupt.
 #' @source SPEC "A model is another typed array program".
 #' @export
-rllm_run <- function(model, tokens = NULL, sequence = NULL, outputs = NULL) {
+rllm_run <- function(model, tokens = NULL, sequence = NULL, outputs = NULL, mask = NULL) {
   .rllm_check_model(model)
   named <- model$outputs[!grepl("\\.[0-9]+$", model$outputs)]
   taps <- setdiff(model$outputs, named)
@@ -69,7 +74,15 @@ rllm_run <- function(model, tokens = NULL, sequence = NULL, outputs = NULL) {
     }
     storage.mode(sequence) <- "double"
   }
-  r <- .Call(C_rllm_run, model$ptr, tokens, sequence, match(outputs, model$outputs) - 1L, outputs)
+  if (!is.null(mask)) {
+    n <- if (is.null(tokens)) ncol(sequence) else length(tokens)
+    if (!isTRUE(model$has_mask)) Rfmalloc::fm_abort("earg", "the model's program has no mask input")
+    if (!(is.numeric(mask) || is.logical(mask)) || length(mask) != n || anyNA(mask) || !all(mask == 0 | mask == 1)) {
+      Rfmalloc::fm_abort("earg", "mask must be 0 or 1 (or FALSE or TRUE) at each of the ", n, " positions, no NA")
+    }
+    mask <- as.double(mask)
+  }
+  r <- .Call(C_rllm_run, model$ptr, tokens, sequence, mask, match(outputs, model$outputs) - 1L, outputs)
   names(r) <- outputs
   r
 }

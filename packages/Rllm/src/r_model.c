@@ -392,11 +392,12 @@ static SEXP rllm_embed(SEXP p, SEXP tokens, SEXP pooling) {
 
 /* .Call(C_rllm_run, model, tokens (integer, 0-based) or NULL, x (a double
  * matrix, channels x positions, the program's channels: checked by the
- * caller) or NULL, want (integer, 0-based indices of the program's
- * outputs), names (character: theirs, for messages)) -> a list of double
- * arrays, one per wanted output: [rows, positions] or pair maps
- * [positions, positions, channels] (fm_llm_run). */
-static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want, SEXP names) {
+ * caller) or NULL, mask (double, one per position: checked by the caller)
+ * or NULL, want (integer, 0-based indices of the program's outputs), names
+ * (character: theirs, for messages)) -> a list of double arrays, one per
+ * wanted output: [rows, positions] or pair maps [positions, positions,
+ * channels] (fm_llm_run). */
+static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP mask, SEXP want, SEXP names) {
   fm_llm_model *m = eval_model(p);
   const int64_t nw = XLENGTH(want);
   int64_t n = Rf_isNull(tokens) ? 0 : XLENGTH(tokens);
@@ -406,6 +407,11 @@ static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want, SEXP names) {
     n = XLENGTH(dim) == 2 ? INTEGER(dim)[1] : 0;
     in = (float *)R_alloc((size_t)(XLENGTH(x) > 0 ? XLENGTH(x) : 1), sizeof(float));
     for (R_xlen_t i = 0; i < XLENGTH(x); i++) in[i] = (float)REAL(x)[i];
+  }
+  float *mk = NULL;
+  if (!Rf_isNull(mask)) {
+    mk = (float *)R_alloc((size_t)XLENGTH(mask) + 1, sizeof(float));
+    for (R_xlen_t i = 0; i < XLENGTH(mask); i++) mk[i] = (float)REAL(mask)[i];
   }
   int64_t *idx = (int64_t *)R_alloc((size_t)nw + 1, sizeof *idx), *cap = (int64_t *)R_alloc((size_t)nw + 1, sizeof *cap);
   int64_t(*ne)[3] = (int64_t(*)[3])R_alloc((size_t)nw + 1, sizeof *ne);
@@ -422,7 +428,7 @@ static SEXP rllm_run(SEXP p, SEXP tokens, SEXP x, SEXP want, SEXP names) {
     out[k] = (float *)R_alloc((size_t)(cap[k] > 0 ? cap[k] : 1), sizeof(float));
   }
   fm_ctl ctl = Rfmalloc_ctl(R_NilValue);
-  fm_status st = fm_llm_run(m, Rf_isNull(tokens) ? NULL : INTEGER(tokens), in, n, nw, idx, out, cap, ne, &ctl, &err);
+  fm_status st = fm_llm_run(m, Rf_isNull(tokens) ? NULL : INTEGER(tokens), in, mk, n, nw, idx, out, cap, ne, &ctl, &err);
   Rfmalloc_ctl_finish(st, &err, NULL);
   SEXP r = PROTECT(Rf_allocVector(VECSXP, (R_xlen_t)nw));
   for (int64_t k = 0; k < nw; k++) {
@@ -535,7 +541,7 @@ static SEXP rllm_vulkan_info(void) {
 }
 
 #define CALLDEF(name, n) {#name, (DL_FUNC)&name, n}
-const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_run, 5),
+const R_CallMethodDef rllm_model_calls[] = {CALLDEF(rllm_model_new_program, 9), CALLDEF(rllm_run, 6),
                                             CALLDEF(rllm_model_free, 1),
                                             CALLDEF(rllm_model_info, 1),
                                             CALLDEF(rllm_model_set_threads, 2),

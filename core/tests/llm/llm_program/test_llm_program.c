@@ -18,7 +18,14 @@
  *    activations and of maps, pair_crop, symmetrize, APC, head_mix and the
  *    sigmoid against double precision within 1e-4 of each output's scale
  *    (F32 sums of at most 64 terms: 64 u = 4e-6 relative, twice, through
- *    a softmax); and fm_llm_run's refusals. */
+ *    a softmax); and fm_llm_run's refusals.
+ *  - The version 3 operators (padding) through fm_llm_run, against double
+ *    precision within the same bounds: a mask input, ne_id, a mask
+ *    times an activation and times another mask, token dropout over the
+ *    unmasked positions, attention maps with a key mask (exactly 0 at
+ *    masked keys), pair_mask; refusals of mask values other than 0 and 1
+ *    and of ne_id on the positions; the info of an encoder (its
+ *    attention_probs nodes as layers). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdlib.h>
@@ -60,6 +67,12 @@ static fm_llm_node node(int op, int a0, int a1) {
   return n;
 }
 
+static fm_llm_node input(int kind) {
+  fm_llm_node n = node(FM_LLM_OP_INPUT, -1, -1);
+  n.tensor = kind;
+  return n;
+}
+
 static fm_llm_node param(const char *name, int type_class) {
   fm_llm_node n = node(FM_LLM_OP_PARAM, -1, -1);
   n.tensor = tensor(name);
@@ -71,8 +84,7 @@ enum { N_HEAD_NODES = 8 };
 
 /* Embedding rows, RMS norm times output_norm, the output product. */
 static void head_program(fm_llm_node *nd) {
-  nd[0] = node(FM_LLM_OP_INPUT, -1, -1);
-  nd[0].tensor = FM_LLM_IN_TOKENS;
+  nd[0] = input(FM_LLM_IN_TOKENS);
   nd[1] = param("token_embd.weight", FM_LLM_PARAM_ROWS);
   nd[2] = node(FM_LLM_OP_GET_ROWS, 0, 1);
   nd[3] = node(FM_LLM_OP_RMS_NORM, 2, -1);
@@ -141,18 +153,25 @@ done:
  * cm = concat(maps, maps), k = sigmoid(head_mix(apc(symmetrize(
  * pair_crop(maps))))) with the output_norm weights. */
 enum { N_V2 = 17 };
+
+/* Attention maps of x over itself, 64 heads of size 1, scale 1/2, at
+ * positions pos, mask kind, keys masked by key_mask (-1: none). */
+static fm_llm_node probs(int x, int pos, int key_mask, int kind) {
+  fm_llm_node n = node(FM_LLM_OP_ATTENTION_PROBS, x, x);
+  n.args[2] = pos;
+  n.args[3] = key_mask;
+  n.ia[0] = n.ia[1] = 64;
+  n.ia[2] = kind;
+  n.fa[0] = 0.5;
+  return n;
+}
+
 static void v2_program(fm_llm_node *nd) {
-  nd[0] = node(FM_LLM_OP_INPUT, -1, -1);
-  nd[0].tensor = FM_LLM_IN_TOKENS;
-  nd[1] = node(FM_LLM_OP_INPUT, -1, -1);
-  nd[1].tensor = FM_LLM_IN_POSITIONS;
+  nd[0] = input(FM_LLM_IN_TOKENS);
+  nd[1] = input(FM_LLM_IN_POSITIONS);
   nd[2] = param("token_embd.weight", FM_LLM_PARAM_ROWS);
   nd[3] = node(FM_LLM_OP_GET_ROWS, 0, 2);
-  nd[4] = node(FM_LLM_OP_ATTENTION_PROBS, 3, 3);
-  nd[4].args[2] = 1;
-  nd[4].ia[0] = nd[4].ia[1] = 64;
-  nd[4].ia[2] = FM_LLM_MASK_FULL;
-  nd[4].fa[0] = 0.5;
+  nd[4] = probs(3, 1, -1, FM_LLM_MASK_FULL);
   nd[5] = node(FM_LLM_OP_TOKEN_DROPOUT, 3, 0);
   nd[5].ia[0] = 403;
   nd[5].fa[0] = 0.12;
@@ -203,7 +222,7 @@ static void test_v2_ops(void) {
   float *out[5] = {maps, a, c, k, cm};
   const int64_t want[5] = {0, 1, 2, 3, 5}, cap[5] = {N * N * H, H * N, 2 * H * N, (N - 2) * (N - 2), 2 * N * N * H};
   int64_t ne[5][3];
-  CHECK_OK(fm_llm_run(m, ids, NULL, N, 5, want, out, cap, ne, NULL, &err), &err);
+  CHECK_OK(fm_llm_run(m, ids, NULL, NULL, N, 5, want, out, cap, ne, NULL, &err), &err);
   CHECK(ne[4][2] == 2 * H && memcmp(cm, maps, sizeof maps) == 0 && memcmp(cm + N * N * H, maps, sizeof maps) == 0);
   CHECK(ne[0][0] == N && ne[0][1] == N && ne[0][2] == H && ne[1][0] == H && ne[1][1] == N && ne[1][2] == 1);
   CHECK(ne[2][0] == 2 * H && ne[3][0] == N - 2 && ne[3][1] == N - 2 && ne[3][2] == 1);
@@ -250,16 +269,19 @@ static void test_v2_ops(void) {
   /* refusals */
   int64_t bad_cap[4] = {N * N * H - 1, H * N, 2 * H * N, M * M}, four = 4;
   fm_err_clear(&err);
-  CHECK(fm_llm_run(m, ids, NULL, N, 4, want, out, bad_cap, ne, NULL, &err) == FM_EARG);
+  CHECK(fm_llm_run(m, ids, NULL, NULL, N, 4, want, out, bad_cap, ne, NULL, &err) == FM_EARG);
   CHECK(strstr(err.msg, "output 0 needs 6 x 6 x 64 floats") != NULL);
-  CHECK(fm_llm_run(m, ids, NULL, N, 1, &four, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(fm_llm_run(m, ids, NULL, NULL, N, 1, &four, out, cap, ne, NULL, &err) == FM_EARG);
   CHECK(strstr(err.msg, "output 4 (node 13) is not an activation") != NULL);
   const int64_t six = 6;
-  CHECK(fm_llm_run(m, ids, NULL, N, 1, &six, out, cap, ne, NULL, &err) == FM_EARG);
-  CHECK(fm_llm_run(m, NULL, maps, N, 1, want, out, cap, ne, NULL, &err) == FM_EUNSUPPORTED);
+  CHECK(fm_llm_run(m, ids, NULL, NULL, N, 1, &six, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(fm_llm_run(m, NULL, maps, NULL, N, 1, want, out, cap, ne, NULL, &err) == FM_EUNSUPPORTED);
   CHECK(fm_llm_eval(m, NULL, ids, N, FM_LLM_OUT_ALL, a, NULL, &err) == FM_EUNSUPPORTED);
+  const float ones[N] = {1, 1, 1, 1, 1, 1};
+  CHECK(fm_llm_run(m, ids, NULL, ones, N, 1, want, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "has no mask input") != NULL);
   const int32_t outside[2] = {1, 9999};
-  CHECK(fm_llm_run(m, outside, NULL, 2, 1, want, out, cap, ne, NULL, &err) == FM_EARG);
+  CHECK(fm_llm_run(m, outside, NULL, NULL, 2, 1, want, out, cap, ne, NULL, &err) == FM_EARG);
   fm_llm_model_free(m);
   /* with node 7 as its logits, fm_llm_eval reaches the maps and refuses */
   p.logits = 7;
@@ -269,6 +291,120 @@ static void test_v2_ops(void) {
   CHECK(fm_llm_eval(m, NULL, small, 3, FM_LLM_OUT_ALL, a, NULL, &err) == FM_EUNSUPPORTED);
   CHECK(strstr(err.msg, "reads the whole sequence at once") != NULL);
   fm_llm_model_free(m);
+}
+
+/* Version 3 (padding) on the embedding rows x [64, n]: mask input m,
+ * e = ne_id(tokens, 407), me = m e, d = token_dropout(x, tokens, m) at
+ * 403, maps = softmax over the unmasked keys of x_k x_q / 2 (64 heads of
+ * size 1), pm = pair_mask(maps, me), xm = x m. */
+enum { N_V3 = 13 };
+static void v3_program(fm_llm_node *nd) {
+  nd[0] = input(FM_LLM_IN_TOKENS);
+  nd[1] = input(FM_LLM_IN_POSITIONS);
+  nd[2] = input(FM_LLM_IN_MASK);
+  nd[3] = param("token_embd.weight", FM_LLM_PARAM_ROWS);
+  nd[4] = node(FM_LLM_OP_GET_ROWS, 0, 3);
+  nd[5] = node(FM_LLM_OP_NE_ID, 0, -1);
+  nd[5].ia[0] = 407;
+  nd[6] = node(FM_LLM_OP_MUL, 2, 5);
+  nd[7] = node(FM_LLM_OP_TOKEN_DROPOUT, 4, 0);
+  nd[7].args[2] = 2;
+  nd[7].ia[0] = 403;
+  nd[7].fa[0] = 0.12;
+  nd[8] = probs(4, 1, 2, FM_LLM_MASK_FULL);
+  nd[9] = node(FM_LLM_OP_PAIR_MASK, 8, 6);
+  nd[10] = node(FM_LLM_OP_MUL, 4, 2);
+  nd[11] = probs(4, 1, 2, FM_LLM_MASK_CAUSAL);
+  nd[12] = probs(4, 1, -1, FM_LLM_MASK_FULL); /* no key mask: unused, a layer for the info */
+}
+
+/* Softmax over the keys t allowed (mask m, causal: t <= q) of x_t x_q / 2
+ * for head h: p[t], 0 where not allowed. */
+static void ref_maps(const int32_t *ids, const float *m, int n, int h, int q, int causal, double *p) {
+  double mx = -INFINITY, sum = 0;
+  for (int t = 0; t < n; t++)
+    if (m[t] != 0 && (!causal || t <= q)) mx = fmax(mx, 0.5 * emb_at(ids, h, t) * emb_at(ids, h, q));
+  for (int t = 0; t < n; t++) {
+    p[t] = m[t] != 0 && (!causal || t <= q) ? exp(0.5 * emb_at(ids, h, t) * emb_at(ids, h, q) - mx) : 0;
+    sum += p[t];
+  }
+  for (int t = 0; t < n; t++) p[t] /= sum;
+}
+
+static void test_v3_padding(void) {
+  if (!open_story()) return;
+  enum { N = 8, H = 64 };
+  fm_llm_node nd[N_V3];
+  v3_program(nd);
+  const int64_t outs[7] = {5, 6, 7, 8, 9, 10, 11};
+  fm_llm_program p = {"v3", FM_LLM_VOCABULARY, N_V3, nd, -1, 0, -1, 7, outs};
+  fm_llm_model *m = NULL;
+  fm_err err;
+  CHECK_OK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err), &err);
+  if (!m) return;
+  /* an encoder's info: its attention_probs nodes are its layers */
+  const fm_llm_info *inf = fm_llm_model_info(m);
+  CHECK(inf->n_layer == 3 && inf->n_head == 64 && inf->n_head_kv == 64 && inf->n_embd_head_k == 1);
+  /* six tokens, then two of padding */
+  const int32_t ids[N] = {1, 403, 407, 403, 378, 10, 5, 7};
+  const float mask[N] = {1, 1, 1, 1, 1, 1, 0, 0}, ones[N] = {1, 1, 1, 1, 1, 1, 1, 1};
+  static float e[N], me[N], d[H * N], maps[N * N * H], pm[N * N * H], xm[H * N], cz[N * N * H];
+  float *out[7] = {e, me, d, maps, pm, xm, cz};
+  const int64_t want[7] = {0, 1, 2, 3, 4, 5, 6};
+  const int64_t cap[7] = {N, N, H * N, N * N * H, N * N * H, H * N, N * N * H};
+  int64_t ne[7][3];
+  CHECK_OK(fm_llm_run(m, ids, NULL, mask, N, 7, want, out, cap, ne, NULL, &err), &err);
+  CHECK(ne[0][0] == 1 && ne[0][1] == N && ne[3][0] == N && ne[3][2] == H);
+  static double rd[H * N], rmaps[N * N * H], rpm[N * N * H], rcz[N * N * H];
+  double pr[N];
+  int exact = 1;
+  for (int t = 0; t < N; t++) {
+    exact &= e[t] == (ids[t] != 407) && me[t] == mask[t] * (ids[t] != 407);
+    for (int h = 0; h < H; h++) exact &= xm[t * H + h] == (float)(emb_at(ids, h, t) * mask[t]);
+  }
+  CHECK(exact);
+  const double keep = (1 - 0.12) / (4.0 / 6); /* of the six unmasked ids, two are 403 */
+  for (int h = 0; h < H; h++)
+    for (int q = 0; q < N; q++) {
+      rd[(size_t)q * H + h] = ids[q] == 403 || mask[q] == 0 ? 0 : emb_at(ids, h, q) * keep;
+      ref_maps(ids, mask, N, h, q, 0, pr);
+      for (int t = 0; t < N; t++) {
+        const size_t at = (size_t)h * N * N + (size_t)q * N + t;
+        rmaps[at] = pr[t];
+        rpm[at] = pr[t] * mask[t] * (ids[t] != 407) * mask[q] * (ids[q] != 407);
+        exact &= mask[t] != 0 || maps[at] == 0.0f; /* masked keys: exactly 0 */
+      }
+      ref_maps(ids, mask, N, h, q, 1, pr);
+      for (int t = 0; t < N; t++) rcz[(size_t)h * N * N + (size_t)q * N + t] = pr[t];
+    }
+  CHECK(exact);
+  double sc;
+  CHECK(max_abs_diff(d, rd, H * N, &sc) <= 1e-5 * sc);
+  CHECK(max_abs_diff(maps, rmaps, N * N * H, &sc) <= 1e-4 * sc);
+  CHECK(max_abs_diff(pm, rpm, N * N * H, &sc) <= 1e-4 * sc);
+  CHECK(max_abs_diff(cz, rcz, N * N * H, &sc) <= 1e-4 * sc);
+  /* no mask given: all 1, as an explicit one */
+  static float maps1[N * N * H], maps2[N * N * H];
+  float *o1[1] = {maps1}, *o2[1] = {maps2};
+  const int64_t w3 = 3;
+  CHECK_OK(fm_llm_run(m, ids, NULL, NULL, N, 1, &w3, o1, &cap[3], ne, NULL, &err), &err);
+  CHECK_OK(fm_llm_run(m, ids, NULL, ones, N, 1, &w3, o2, &cap[3], ne, NULL, &err), &err);
+  CHECK(memcmp(maps1, maps2, sizeof maps1) == 0);
+  /* refusals */
+  const float half[N] = {1, 1, 0.5f, 1, 1, 1, 0, 0};
+  fm_err_clear(&err);
+  CHECK(fm_llm_run(m, ids, NULL, half, N, 1, &w3, o1, &cap[3], ne, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "mask[2] is 0.5") != NULL);
+  fm_llm_model_free(m);
+  m = NULL;
+  nd[5].args[0] = 1; /* ne_id of the positions */
+  CHECK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "node 5 (ne_id): expected the token input") != NULL);
+  v3_program(nd);
+  nd[9].args[1] = 4; /* pair_mask by an activation of 64 rows */
+  CHECK(fm_llm_model_new_program(g, &p, 1, FM_LLM_DEVICE_CPU, 0, &m, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "node 9 (pair_mask)") != NULL);
+  CHECK(m == NULL);
 }
 
 /* The program of head_program with one change, expected refused with
@@ -323,8 +459,7 @@ static void rows(fm_llm_node *nd, fm_llm_program *p) {
 /* two attentions on slot 0 (queries, keys and values the normed
  * embedding, 8 heads of 8) */
 static void slots(fm_llm_node *nd, fm_llm_program *p) {
-  nd[4] = node(FM_LLM_OP_INPUT, -1, -1);
-  nd[4].tensor = FM_LLM_IN_POSITIONS;
+  nd[4] = input(FM_LLM_IN_POSITIONS);
   for (int k = 5; k <= 6; k++) {
     nd[k] = node(FM_LLM_OP_ATTENTION, 3, 3);
     nd[k].args[2] = 3;
@@ -376,6 +511,7 @@ int main(void) {
   FM_RUN(test_head);
   FM_RUN(test_refusals);
   FM_RUN(test_v2_ops);
+  FM_RUN(test_v3_padding);
   fm_gguf_close(g);
   FM_TEST_END();
 }

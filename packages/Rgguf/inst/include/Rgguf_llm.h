@@ -20,7 +20,7 @@
 #include "fm/fm_llm_tensor.h"
 
 /* Bump when Rgguf_llm_list.h or a struct of fm_llm*.h changes. */
-#define RGGUF_LLM_VERSION 8
+#define RGGUF_LLM_VERSION 9
 
 typedef struct Rgguf_llm_api {
   int version;     /* RGGUF_LLM_VERSION of the Rgguf that filled it */

@@ -84,7 +84,7 @@ FM_LLM_FN(fm_status, fm_llm_output_shape,
           (const fm_llm_model *m, int64_t k, int64_t n, int64_t ne[3], int *pairs, fm_err *err),
           (m, k, n, ne, pairs, err))
 FM_LLM_FN(fm_status, fm_llm_run,
-          (fm_llm_model *m, const int32_t *tokens, const float *x, int64_t n, int64_t n_want,
+          (fm_llm_model *m, const int32_t *tokens, const float *x, const float *mask, int64_t n, int64_t n_want,
            const int64_t *want, float *const *out, const int64_t *cap, int64_t (*ne)[3], const fm_ctl *ctl,
            fm_err *err),
-          (m, tokens, x, n, n_want, want, out, cap, ne, ctl, err))
+          (m, tokens, x, mask, n, n_want, want, out, cap, ne, ctl, err))

@@ -44,19 +44,20 @@ torch_python <- function() {
 
 # The torch forward of the sequences in one padded batch: per sequence,
 # list(logits [33, L], repr (list, layers 0..n), attention [L, L, layers x
-# heads] as the program's pair maps [key, query, channel], contacts).
-esm2_torch <- function(path, toks, n_layer, n_head) {
+# heads] as the program's pair maps [key, query, channel], contacts); L the
+# sequence's length, or (padded) the batch's.
+esm2_torch <- function(path, toks, n_layer, n_head, padded = FALSE) {
   cmd <- torch_python()
   dir <- tempfile("esm2-torch")
   dir.create(dir)
   on.exit(unlink(dir, recursive = TRUE))
   tf <- file.path(dir, "tokens.txt")
   writeLines(vapply(toks, paste, "", collapse = " "), tf)
-  status <- system2(cmd[1L], c(cmd[2L], path, tf, dir))
+  status <- system2(cmd[1L], c(cmd[2L], path, tf, dir, if (padded) "padded"))
   if (status != 0) stop("tools/esm2_torch.py failed (status ", status, ")")
   lapply(seq_along(toks), function(b) {
     rd <- function(f) unname(as.matrix(utils::read.table(file.path(dir, sprintf("s%d_%s.txt", b, f)))))
-    L <- length(toks[[b]])
+    L <- if (padded) max(lengths(toks)) else length(toks[[b]])
     a <- rd("attn") # [layer, head, query] rows x key columns
     maps <- array(0, c(L, L, n_layer * n_head))
     for (c in seq_len(n_layer * n_head)) maps[, , c] <- t(a[(c - 1L) * L + seq_len(L), ])
@@ -91,6 +92,54 @@ test_that("ESM-2: rllm_execute and the native lowering = an independent torch fo
     expect_identical(dim(got$contacts), c(length(toks[[b]]) - 2L, length(toks[[b]]) - 2L, 1L))
     expect_lt(max(abs(got$contacts - w$contacts)), 1e-9)
   }
+})
+
+test_that("ESM-2 with padding (attention_mask): native and rllm_execute = torch's padded batch at every position", {
+  path <- esm2_file(seed = 5L)
+  on.exit(unlink(path))
+  toks <- esm2_test_tokens()
+  want <- esm2_torch(path, toks, 6L, 20L, padded = TRUE)
+  prog <- Rllm:::.rllm_program_esm2()
+  m <- test_model(path, threads = 1)
+  expect_true(m$has_mask)
+  expect_equal(unlist(m$info[c("n_layer", "n_head", "n_embd_head_k")]),
+                   c(n_layer = 6, n_head = 20, n_embd_head_k = 16))
+  T <- max(lengths(toks))
+  for (b in seq_along(toks)) {
+    L <- length(toks[[b]])
+    ids <- c(toks[[b]], rep(1L, T - L)) # <pad>
+    mask <- rep(c(1, 0), c(L, T - L))
+    w <- want[[b]]
+    nat <- rllm_run(m, ids, outputs = c("logits", "attention", "contacts", "embed.1", "repr.3", "representations"),
+                    mask = mask)
+    got <- rllm_execute(prog, path, list(tokens = ids, attention_mask = mask), taps = TRUE)
+    for (o in c("logits", "attention", "contacts")) {
+      expect_identical(dim(nat[[o]]), dim(w[[o]]), label = o)
+      expect_lt(max(abs(nat[[o]] - w[[o]])), native_tol(w[[o]]), label = paste("padded native", o, "vs torch"))
+      expect_lt(max(abs(got[[o]] - w[[o]])), 1e-7, label = paste("padded rllm_execute", o, "vs torch"))
+    }
+    expect_lt(max(abs(nat$embed.1 - w$repr[[1L]])), native_tol(w$repr[[1L]]))
+    expect_lt(max(abs(nat$repr.3 - w$repr[[4L]])), native_tol(w$repr[[4L]]))
+    expect_lt(max(abs(nat$representations - w$repr[[7L]])), native_tol(w$repr[[7L]]))
+    if (T > L) {
+      # padding: zero embeddings and attention rows and columns; no weight on a padded key
+      expect_true(all(nat$embed.1[, (L + 1):T] == 0))
+      expect_true(all(nat$attention[(L + 1):T, , ] == 0) && all(nat$attention[, (L + 1):T, ] == 0))
+      # at the sequence's positions, the unpadded values (logical masks too)
+      alone <- rllm_run(m, toks[[b]], outputs = c("logits", "contacts"))
+      again <- rllm_run(m, ids, outputs = c("logits", "contacts"), mask = mask == 1)
+      expect_lt(max(abs(again$logits[, 1:L] - alone$logits)), native_tol(alone$logits))
+      expect_lt(max(abs(again$contacts[1:(L - 2), 1:(L - 2), , drop = FALSE] - alone$contacts)), native_tol(alone$contacts))
+    }
+  }
+  # a mask left out is all 1; bad masks are refused
+  ids <- toks[[1L]]
+  expect_equal(rllm_run(m, ids, outputs = "logits", mask = rep(1, length(ids))), rllm_run(m, ids, outputs = "logits"))
+  expect_error(rllm_run(m, ids, mask = rep(1, 3)), class = "fm_error_earg", regexp = "at each of the 34 positions")
+  expect_error(rllm_run(m, ids, mask = c(0.5, rep(1, 33))), class = "fm_error_earg", regexp = "0 or 1")
+  expect_error(rllm_run(m, ids, mask = c(NA, rep(1, 33))), class = "fm_error_earg")
+  expect_error(rllm_execute(prog, path, list(tokens = ids, attention_mask = rep(2, 34))),
+               class = "rllm_error_program", regexp = "attention_mask.*0 or 1")
 })
 
 test_that("ESM-2 natively (rllm_run) = rllm_execute: every output and tap, two sequences, one with <mask>", {

@@ -103,6 +103,7 @@ test_that("bad checkpoints and arguments are classed errors naming the file", {
   expect_error(rllm_run(m, sequence = x[1:3, ]), "3 rows; the model's program takes 4", class = "fm_error_earg")
   expect_error(rllm_run(m, sequence = matrix(0, 1L, 5e6)), "1 rows", class = "fm_error_earg")
   expect_error(rllm_run(m, tokens = 1:3), "takes a sequence of 4 channels", class = "fm_error_eunsupported")
+  expect_error(rllm_run(m, sequence = x, mask = rep(1, ncol(x))), "has no mask input", class = "fm_error_earg")
   expect_error(rllm_run(m, sequence = x[, 1:60]), "probabilities: output 0 drops 80 positions",
                class = "fm_error_earg")
   expect_error(rllm_run(m, sequence = x + 1e39), "float's range", class = "fm_error_earg")
