@@ -30,4 +30,26 @@ void fm_fileview_close(fm_fileview *v); /* safe on NULL */
 /* FM_EFORMAT naming the file, the size at open and now, when it shrank. */
 FM_NODISCARD fm_status fm_fileview_check(const fm_fileview *v, fm_err *err);
 
+/* What identifies a file's bytes, for processes (daemons, other hosts)
+ * that each map it by path to compute on the same data: its size and
+ * modification time (of the view's inode: fstat of its descriptor), and a
+ * checksum (fm_checksum) of its first FM_IDENTITY_HEAD bytes and of
+ * FM_IDENTITY_PAGES pages of FM_IDENTITY_PAGE bytes at evenly spaced
+ * offsets (page j at floor(j (size - page) / (pages - 1))), read with
+ * pread, so a file truncated meanwhile is an error, never a SIGBUS. Equal
+ * files give equal identities; a file that differs in size, mtime or a
+ * sampled byte gives another (a change elsewhere is not seen: a guard
+ * against computing on the wrong file, not a proof of equality).
+ * Errors: FM_EARG (NULL), FM_EIO naming the file (stat or read failed, or
+ * the file is shorter than the view's size). */
+#define FM_IDENTITY_HEAD 65536
+#define FM_IDENTITY_PAGES 16
+#define FM_IDENTITY_PAGE 4096
+typedef struct fm_file_identity {
+  uint64_t size;
+  int64_t mtime_ns;
+  uint64_t checksum;
+} fm_file_identity;
+FM_NODISCARD fm_status fm_fileview_identity(const fm_fileview *v, fm_file_identity *id, fm_err *err);
+
 #endif

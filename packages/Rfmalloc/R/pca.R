@@ -80,6 +80,11 @@
 #' @param runtime `NULL` or a writable `"fmalloc_runtime"` from
 #'   [open_fmalloc()] to hold `rotation` (see Memory of the rotation in
 #'   Details); `NULL` chooses by the size of the rotation.
+#' @param parallel `"mirai"` to compute every pass over a mapped `.bed`
+#'   (the column statistics, each Krylov iteration, the final product) in
+#'   blocks of variants on mirai daemons, `"none"` or `NULL` not to; the
+#'   default is option `fmalloc.parallel` (see [fmalloc_parallel_info()]:
+#'   the result is the same, bit for bit, for any number of daemons).
 #' @return A list of class `c("fmalloc_pca", "prcomp")`, like [prcomp()]:
 #'   `sdev` (length k: singular values / sqrt(n - 1)), `rotation` (p' x k
 #'   loadings, where p' = p unless `drop_constant` dropped columns), `x`
@@ -142,7 +147,8 @@
 #' @export
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
                         oversample = 10, max_iter = 100, tol = 1e-10, drop_constant = FALSE,
-                        runtime = NULL) {
+                        runtime = NULL, parallel = getOption("fmalloc.parallel")) {
+  .fm_local_parallel(parallel)
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) {
     fm_abort("earg", "fmalloc_pca: x is already standardized; pass the matrix itself with center and scale")
   }

@@ -3,13 +3,32 @@
 # Column means, variances (NA with fewer than two observed values, as var())
 # and observed counts of a numeric matrix or codec matrix.
 .colvar <- function(x) {
-  res <- .Call(C_fmr_colvar, .view_of(x))
+  res <- if (.fm_parallel_bed(x)) .colvar_blocks(x) else .Call(C_fmr_colvar, .view_of(x))
   names(res) <- c("mean", "var", "n_obs")
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) res <- .transformed(res, x@transform, nrow(x))
   res$var[res$n_obs < 2] <- NA_real_
   nm <- colnames(x)
   if (!is.null(nm)) res <- lapply(res, function(v) stats::setNames(v, nm))
   res
+}
+
+# With option fmalloc.parallel = "mirai", a mapped .bed's statistics come
+# from the blocked column sums (the "mirai" backend): sums, sums of squares
+# and missing counts of the stored allele counts, whole numbers that
+# doubles hold exactly, so the mean and variance have one rounding each.
+.fm_parallel_bed <- function(x) {
+  identical(getOption("fmalloc.parallel"), "mirai") && methods::is(x, "fmalloc_codec_matrix") &&
+    .codec_name(x) == "bed2" && is.environment(x@storage)
+}
+.colvar_blocks <- function(x) {
+  if (!is.null(x@transform)) { # the stored values' statistics (.transformed maps them)
+    x@transform <- NULL
+    x <- .remade(x)
+  }
+  y <- .Call(C_fmr_product, .view_of(x), 4L, NULL, 0)
+  n_obs <- nrow(x) - y[, 3L]
+  mean <- y[, 1L] / n_obs
+  list(mean, (y[, 2L] - y[, 1L] * mean) / (n_obs - 1), n_obs)
 }
 
 # Column statistics of a standardized view from those of its stored values:

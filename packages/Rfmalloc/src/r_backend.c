@@ -12,6 +12,7 @@
  * error, and a forked child or another thread cannot see a stale one. */
 #include "r_backend.h"
 #include "r_calls.h"
+#include "r_parallel.h"
 
 #include "fm/fm_backend_alp.h"
 #include "fm/fm_cpu.h"
@@ -29,6 +30,7 @@ static const struct builtin_backend {
 } builtin_backends[] = {
     {FM_FUSED_BACKEND_NAME, fm_fused_backend},
     {FM_BACKEND_ALP_NAME, fm_backend_alp},
+    {FMR_MIRAI_BACKEND, fmr_mirai_backend}, /* only when a call forces it (fmalloc.parallel) */
 };
 
 static int is_registered(const char *name) {
@@ -47,9 +49,21 @@ void fmr_backends_register_builtin(void) {
   }
 }
 
+/* Option fmalloc.parallel: NULL or "none" (nothing), or "mirai" (the
+ * mirai backend, when no backend is forced). */
+static int parallel_option(void) {
+  SEXP opt = Rf_GetOption1(Rf_install("fmalloc.parallel"));
+  if (Rf_isNull(opt)) return 0;
+  if (TYPEOF(opt) == STRSXP && XLENGTH(opt) == 1 && STRING_ELT(opt, 0) != NA_STRING) {
+    if (strcmp(CHAR(STRING_ELT(opt, 0)), "none") == 0) return 0;
+    if (strcmp(CHAR(STRING_ELT(opt, 0)), "mirai") == 0) return 1;
+  }
+  fmr_stop(FM_EARG, "option fmalloc.parallel must be NULL, \"none\" or \"mirai\"");
+}
+
 const char *fmr_backend_option(void) {
   SEXP opt = Rf_GetOption1(Rf_install("fmalloc.backend"));
-  if (Rf_isNull(opt)) return NULL;
+  if (Rf_isNull(opt)) return parallel_option() ? FMR_MIRAI_BACKEND : NULL;
   if (TYPEOF(opt) != STRSXP || XLENGTH(opt) != 1 || STRING_ELT(opt, 0) == NA_STRING ||
       !CHAR(STRING_ELT(opt, 0))[0])
     fmr_stop(FM_EARG, "option fmalloc.backend must be NULL or one backend name (see "

@@ -14,7 +14,8 @@
 void fmr_backends_register_builtin(void);
 
 /* The backend that option fmalloc.backend forces, for the backend field of
- * the call's fm_ctl: NULL for a NULL option (normal dispatch), else
+ * the call's fm_ctl: NULL for a NULL option (normal dispatch; "mirai" when
+ * option fmalloc.parallel is "mirai": r_parallel.h), else
  * "reference" or a registered name, copied into R_alloc memory (valid until
  * the .Call returns, whatever R code run meanwhile does to the option).
  * Call at the start of every .Call that runs products, before anything is

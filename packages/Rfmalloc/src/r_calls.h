@@ -23,5 +23,6 @@ extern const R_CallMethodDef fmr_backend_calls[]; /* r_backend.c */
 extern const R_CallMethodDef fmr_ext_calls[]; /* r_ext.c */
 extern const R_CallMethodDef fmr_alp_calls[]; /* r_alp.c */
 extern const R_CallMethodDef fmr_stats_calls[]; /* r_stats.c */
+extern const R_CallMethodDef fmr_parallel_calls[]; /* r_parallel.c */
 
 #endif

@@ -8,6 +8,7 @@
 #include "fm/fm_codec_dos8.h"
 #include "fm/fm_codec_hap1.h"
 #include "fm/fm_fileview.h"
+#include "r_parallel.h"
 #include "fm/fm_stats_colvar.h"
 
 static void check_out(SEXP out, int64_t need, const char *what) {
@@ -90,6 +91,7 @@ SEXP fmr_hap1_rows(SEXP storage, SEXP s_n_haps, SEXP s_n_loci, SEXP s_l0, SEXP s
 }
 
 static void fileview_finalize(SEXP ptr) {
+  fmr_fileviews_remove(R_ExternalPtrAddr(ptr));
   fm_fileview_close(R_ExternalPtrAddr(ptr));
   R_ClearExternalPtr(ptr);
 }
@@ -102,6 +104,7 @@ SEXP fmr_fileview_open(SEXP path) {
     fmr_raise(&err);
   SEXP ptr = PROTECT(R_MakeExternalPtr(v, Rf_install("fm_fileview"), R_NilValue));
   R_RegisterCFinalizerEx(ptr, fileview_finalize, TRUE);
+  fmr_fileviews_add(v); /* daemons may open it by path (r_parallel.c) */
   UNPROTECT(1);
   return ptr;
 }

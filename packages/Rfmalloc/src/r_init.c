@@ -11,6 +11,7 @@
 #include "r_calls.h"
 #include "r_ext.h"
 #include "r_mat.h" /* fmr_view_get, the callable Rfmalloc_view_get */
+#include "r_parallel.h"
 
 /* r_api.c: C callables for other packages (inst/include/Rfmalloc.h) */
 SEXP Rfmalloc_vec_alloc(SEXP rt, int dtype, double length);
@@ -32,13 +33,14 @@ static SEXP fmr_unload(void);
 static const R_CallMethodDef init_calls[] = {FMR_CALLDEF(fmr_unload, 0), {NULL, NULL, 0}};
 
 static const R_CallMethodDef *const module_tables[] = {fmr_runtime_calls, fmr_altrep_calls, fmr_codec_calls, fmr_mat_calls, fmr_panel_calls, fmr_settings_calls, fmr_backend_calls, fmr_ext_calls, fmr_alp_calls, fmr_stats_calls,
-                                                       init_calls};
+                                                       fmr_parallel_calls, init_calls};
 
 void R_init_Rfmalloc(DllInfo *dll) {
   Rfmalloc_register_calls(dll, module_tables,
                           (int)(sizeof module_tables / sizeof module_tables[0]));
   fmr_altrep_init(dll);
   fmr_settings_init();
+  fmr_parallel_init();
   fmr_backends_register_builtin();
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_alloc", (DL_FUNC)&Rfmalloc_vec_alloc);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_vec_ptr", (DL_FUNC)&Rfmalloc_vec_ptr);

@@ -99,6 +99,14 @@
 #'   variants (about 8 bytes per variant and phenotype, for the P values of
 #'   the summary).
 #' @param chunk variants per written chunk (with `out`).
+#' @param parallel `"mirai"` to fit the variants of a mapped `.bed`
+#'   ([Rfmalloc::fmalloc_bed_open()]) in blocks on mirai daemons (see
+#'   [Rfmalloc::fmalloc_parallel_info()]), `"none"` or `NULL` not to; the
+#'   default is option `fmalloc.parallel`. Each variant's fit is its own,
+#'   so the rows are those of a run without daemons, bit for bit, for any
+#'   number of daemons; the daemons receive the phenotypes, covariates and
+#'   designs with every block (with `out`, blocks are written as chunks, in
+#'   order).
 #' @param max_iter,tol logistic fits: iteration limit (plink2's 25 for a
 #'   plain fit, after which `firth = "fallback"` turns to Firth; a Firth fit,
 #'   whose iteration converges linearly, gets 4 times as many) and convergence
@@ -142,7 +150,10 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
                          firth = c("fallback", "always", "never"), impute = c("none", "mean"),
                          chrX = c("sex", "sex-haploid", "none"), a1 = c("minor", "alt"),
                          variants = NULL, samples = NULL, max_iter = 25L, tol = 1e-10,
-                         out = NULL, chunk = 32768L) {
+                         out = NULL, chunk = 32768L, parallel = getOption("fmalloc.parallel")) {
+  if (!is.null(parallel)) parallel <- fm_arg_choice(parallel, c("none", "mirai"))
+  old <- options(fmalloc.parallel = parallel)
+  on.exit(options(old), add = TRUE)
   family <- fm_arg_choice(family, c("linear", "logistic"))
   firth <- fm_arg_choice(firth, c("fallback", "always", "never"))
   impute <- fm_arg_choice(impute, c("none", "mean"))
@@ -181,7 +192,21 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   p <- ncol(X)
   src <- .variant_source(X, variants)
   on.exit(src$close(), add = TRUE)
-  bar <- .progress_bar(p, sprintf("statgen_gwas: %s regression", family))
+  label <- sprintf("statgen_gwas: %s regression", family)
+  # on daemons: blocks of variants, each fitted by .gwas_block there
+  blocks <- if (fm_parallel_on(X)) {
+    lean <- ctx
+    lean$X <- NULL
+    vs <- src$read(p)
+    function(consume) fm_parallel_apply(X, .gwas_block, ctx = lean, .slice = list(vs = vs), .label = label,
+                                        .consume = function(j, cols, tab) consume(tab))
+  }
+  if (!is.null(blocks) && is.null(out)) {
+    tabs <- list()
+    blocks(function(tab) tabs[[length(tabs) + 1L]] <<- tab)
+    return(.gwas_combine(tabs, ncol(pheno)))
+  }
+  bar <- if (is.null(blocks)) .progress_bar(p, label)
   if (is.null(out)) {
     tab <- .gwas_pass(ctx, seq_len(p), src$read(p), bar, 0)
     if (!is.null(bar)) cli::cli_progress_done(id = bar)
@@ -192,7 +217,13 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   writer <- .glm_writer(out, colnames(pheno), family, firth)
   on.exit(writer$abort(), add = TRUE, after = FALSE)
   acc <- NULL
-  for (c0 in seq(0, max(p - 1, 0), by = chunk)) {
+  if (!is.null(blocks)) {
+    blocks(function(tab) {
+      writer$write(tab)
+      acc <<- .summary_add(acc, tab)
+    })
+  }
+  for (c0 in if (is.null(blocks)) seq(0, max(p - 1, 0), by = chunk)) {
     cols <- (c0 + 1):min(p, c0 + chunk)
     tab <- .gwas_pass(ctx, cols, src$read(length(cols)), bar, c0)
     writer$write(tab)
@@ -205,6 +236,30 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
   if (!is.null(bar)) cli::cli_progress_done(id = bar)
   files <- writer$finish()
   structure(.summary_of(acc, 5e-8, family), files = files)
+}
+
+# A block of variants on a daemon (fm_parallel_apply): x its columns, vs
+# their variants, ctx the fit's context without X.
+.gwas_block <- function(x, vs, ctx) {
+  ctx$X <- x
+  .gwas_pass(ctx, seq_len(ncol(x)), vs, NULL, 0)
+}
+
+# The tables of consecutive blocks of variants as one: each is phenotype-
+# major (every variant of the first phenotype, then the second, ...), and
+# so is the whole.
+.gwas_combine <- function(tabs, k) {
+  if (length(tabs) == 1L) return(tabs[[1L]])
+  rows <- vapply(tabs, nrow, 1L) %/% k
+  at <- cumsum(c(0L, k * rows))
+  ord <- unlist(lapply(seq_len(k), function(c) {
+    unlist(lapply(seq_along(tabs), function(b) at[b] + (c - 1L) * rows[b] + seq_len(rows[b])))
+  }))
+  all <- do.call(rbind, lapply(tabs, function(t) structure(t, class = "data.frame")))[ord, , drop = FALSE]
+  rownames(all) <- NULL
+  a <- attributes(tabs[[1L]])
+  attributes(all)[setdiff(names(a), c("names", "row.names"))] <- a[setdiff(names(a), c("names", "row.names"))]
+  all
 }
 
 # One pass over the columns cols of X (their variants vs): per part

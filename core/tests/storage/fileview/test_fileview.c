@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static char g_dir[64];
@@ -111,6 +112,63 @@ static void errors_and_null(void) {
   fm_fileview_close(NULL);
 }
 
+/* fm_fileview_identity: equal for two views of one file and for a byte-equal
+ * copy given the same mtime; another for a sampled byte changed, another
+ * mtime, another size; an error (not a SIGBUS) for a file truncated under
+ * the view. */
+static void identity(void) {
+  enum { N = 300000 };
+  static uint8_t buf[N];
+  for (size_t i = 0; i < N; i++) buf[i] = (uint8_t)(i * 131 + 17);
+  const char *a = tpath("id_a.bin");
+  write_file(a, buf, N);
+  fm_err err;
+  fm_fileview *v = NULL, *w = NULL;
+  fm_file_identity ia, ib;
+  CHECK_OK(fm_fileview_open(a, &v, &err), &err);
+  CHECK_OK(fm_fileview_open(a, &w, &err), &err);
+  if (!v || !w) return;
+  CHECK_OK(fm_fileview_identity(v, &ia, &err), &err);
+  CHECK_OK(fm_fileview_identity(w, &ib, &err), &err);
+  CHECK(ia.size == N && ia.checksum == ib.checksum && ia.mtime_ns == ib.mtime_ns && ia.mtime_ns > 0);
+  fm_fileview_close(w);
+  /* a copy with the same mtime: the same identity; one sampled byte (the
+   * last page ends the file) changed: another */
+  const char *b = tpath("id_b.bin");
+  struct timespec times[2] = {{0, UTIME_OMIT}, {(time_t)(ia.mtime_ns / 1000000000), (long)(ia.mtime_ns % 1000000000)}};
+  write_file(b, buf, N);
+  CHECK(utimensat(AT_FDCWD, b, times, 0) == 0);
+  CHECK_OK(fm_fileview_open(b, &w, &err), &err);
+  if (!w) return;
+  CHECK_OK(fm_fileview_identity(w, &ib, &err), &err);
+  CHECK(ib.checksum == ia.checksum && ib.mtime_ns == ia.mtime_ns && ib.size == ia.size);
+  fm_fileview_close(w);
+  buf[N - 1] ^= 1;
+  write_file(b, buf, N);
+  CHECK(utimensat(AT_FDCWD, b, times, 0) == 0);
+  CHECK_OK(fm_fileview_open(b, &w, &err), &err);
+  if (!w) return;
+  CHECK_OK(fm_fileview_identity(w, &ib, &err), &err);
+  CHECK(ib.checksum != ia.checksum && ib.mtime_ns == ia.mtime_ns);
+  fm_fileview_close(w);
+  /* the same bytes, another mtime */
+  buf[N - 1] ^= 1;
+  write_file(b, buf, N);
+  struct timespec later[2] = {{0, UTIME_OMIT}, {(time_t)(ia.mtime_ns / 1000000000) + 5, 0}};
+  CHECK(utimensat(AT_FDCWD, b, later, 0) == 0);
+  CHECK_OK(fm_fileview_open(b, &w, &err), &err);
+  if (!w) return;
+  CHECK_OK(fm_fileview_identity(w, &ib, &err), &err);
+  CHECK(ib.checksum == ia.checksum && ib.mtime_ns != ia.mtime_ns);
+  fm_fileview_close(w);
+  /* truncated under the view: FM_EIO naming the file */
+  CHECK(truncate(a, 1000) == 0);
+  fm_err_clear(&err);
+  CHECK(fm_fileview_identity(v, &ia, &err) == FM_EIO && has(err.msg, "id_a.bin") && has(err.msg, "truncated"));
+  CHECK(fm_fileview_identity(NULL, &ia, &err) == FM_EARG && fm_fileview_identity(v, NULL, &err) == FM_EARG);
+  fm_fileview_close(v);
+}
+
 int main(void) {
   if (!fm_test_tmpdir(g_dir, sizeof g_dir, "fm_fileview_test.")) return 1;
   FM_RUN(open_reads_bytes);
@@ -118,6 +176,7 @@ int main(void) {
   FM_RUN(truncation_detected);
   FM_RUN(rename_replace_keeps_bytes);
   FM_RUN(errors_and_null);
+  FM_RUN(identity);
   fm_test_rmtree(g_dir);
   FM_TEST_END();
 }

@@ -1,0 +1,354 @@
+# Block-partitioned products on mirai daemons: the R side of the "mirai"
+# backend (src/r_parallel.c). A product forced to it arrives in
+# .fm_parallel_product() with its mapped file's path, identity and layout;
+# its columns are cut into blocks of fmalloc.parallel_block columns (a
+# geometry that depends on the matrix only, never on the daemons), each
+# block's product is computed by .fm_block_task() on a daemon (or here,
+# when no daemons run), and the blocks are reduced in their order: a sum
+# for X B and X X'B, rows for X'B and column sums. So the result is the
+# same, bit for bit, whatever the number of daemons.
+
+#' Products, statistics and PCA on mirai daemons
+#'
+#' With `options(fmalloc.parallel = "mirai")` (or `parallel = "mirai"` on
+#' [fmalloc_pca()]), the products of a mapped `.bed`
+#' ([fmalloc_bed_open()]): `X %*% B`, `crossprod(X, B)`, column sums and
+#' means, and every pass of [fmalloc_pca()], are computed in blocks of
+#' variants (columns) on the daemons of the CRAN package mirai, which the
+#' user starts with mirai's own API: `mirai::daemons(4)` on this host, or
+#' `mirai::daemons(url = mirai::host_url(tls = TRUE), remote =
+#' mirai::ssh_config(...))` (or `mirai::cluster_config()` for a scheduler)
+#' for other hosts. Each daemon maps the same file read-only by its path
+#' and computes a block with its own threads (its `fmalloc.threads`); the
+#' driver adds the blocks' partial sums, or places their rows, in block
+#' order.
+#'
+#' **Identical results.** Blocks are `fmalloc.parallel_block` columns
+#' (default 8192), whatever the number of daemons, and are reduced in their
+#' order, so a result is bit-identical for any number of daemons, and to a
+#' run without daemons (the blocks are then computed in this process, one
+#' after the other). Against the unblocked path (option unset) results agree
+#' to rounding: the sums over variants are grouped by block.
+#'
+#' **File identity.** The driver sends each block the file's size,
+#' modification time and a checksum of its first 64 KiB and of 16 pages
+#' spread over it; a daemon whose file differs refuses the block
+#' (`fm_error_emismatch` naming the file, the host and what differs)
+#' rather than compute on other bytes. A daemon checks a file once per
+#' identity and keeps it mapped.
+#'
+#' **Faults.** A block whose daemon dies, errors, or does not answer within
+#' `fmalloc.parallel_timeout` seconds (default: no limit) is sent again,
+#' to whichever daemon is free, up to `fmalloc.parallel_retries` times
+#' (default 2); then the call fails with `fm_error_eio` naming the block,
+#' its columns and the last failure (`fm_error_emismatch` when that was a
+#' file refusal). No partial result is returned. At most
+#' `fmalloc.parallel_inflight` blocks (default twice the daemons) are out
+#' at once, and a block's result waits only for the blocks before it, so
+#' the driver holds at most that many partial results. A progress bar
+#' counts the blocks (option `fmalloc.progress`); an interrupt cancels the
+#' blocks still out (`mirai::stop_mirai()`).
+#'
+#' **What runs where.** Only a matrix that daemons can open by path goes to
+#' them: a `.bed` mapped by [fmalloc_bed_open()] (with any column
+#' selection or [fmalloc_standardize()] transform). Any other matrix in a
+#' product forced to mirai raises `fm_error_eunsupported`. Without mirai
+#' installed, `"mirai"` raises `fm_error_eunsupported`.
+#'
+#' @param x ignored; the options are the interface (this page documents
+#'   them).
+#' @return `fmalloc_parallel_info()`: a list: `mode` (the option's value),
+#'   `daemons` (connected daemons, 0 without mirai or daemons), `block`
+#'   (columns per block), `inflight`, `timeout`, `retries`.
+#' @section Options:
+#' * `fmalloc.parallel`: `NULL` or `"none"` (default), or `"mirai"`.
+#' * `fmalloc.parallel_block`: columns per block (a whole number >= 1).
+#' * `fmalloc.parallel_inflight`: blocks out at once (default twice the
+#'   connected daemons, at least 2).
+#' * `fmalloc.parallel_timeout`: seconds a block may take on a daemon
+#'   before it is sent again (`NULL`: no limit).
+#' * `fmalloc.parallel_retries`: times a failed block is sent again.
+#' @source The mirai package (Gao 2024, <https://CRAN.R-project.org/package=mirai>);
+#'   the block products are those of the backend registry
+#'   ([fmalloc_backends()]).
+#' @examples
+#' \dontrun{
+#' mirai::daemons(2)
+#' options(fmalloc.parallel = "mirai")
+#' X <- fmalloc_bed_open("genotypes.bed")
+#' pcs <- fmalloc_pca(X, k = 10)
+#' }
+#' @export
+fmalloc_parallel_info <- function(x = NULL) {
+  list(mode = getOption("fmalloc.parallel", "none"), daemons = .fm_daemons(), block = .fm_par_opt("block"),
+       inflight = .fm_par_opt("inflight"), timeout = .fm_par_opt("timeout"), retries = .fm_par_opt("retries"))
+}
+
+# Option fmalloc.parallel set to parallel (checked) until the calling
+# function returns (an argument `parallel` of the user's functions).
+.fm_local_parallel <- function(parallel, envir = parent.frame()) {
+  if (!is.null(parallel) && !(is.character(parallel) && length(parallel) == 1L && parallel %in% c("none", "mirai"))) {
+    fm_abort("earg", "parallel must be NULL, \"none\" or \"mirai\", not ", paste(format(parallel), collapse = " "),
+             call = sys.call(-1L))
+  }
+  old <- options(fmalloc.parallel = parallel)
+  do.call(on.exit, list(substitute(options(old), list(old = old)), add = TRUE), envir = envir)
+  invisible(parallel)
+}
+
+# Connected daemons (0 without mirai or daemons).
+.fm_daemons <- function() {
+  if (!requireNamespace("mirai", quietly = TRUE) || !mirai::daemons_set()) return(0L)
+  as.integer(mirai::info()[["connections"]])
+}
+
+# The options, checked.
+.fm_par_opt <- function(what) {
+  name <- paste0("fmalloc.parallel_", what)
+  v <- getOption(name)
+  whole <- function(v, lo) is.numeric(v) && length(v) == 1L && is.finite(v) && v == round(v) && v >= lo
+  switch(what,
+    block = if (is.null(v)) 8192 else if (whole(v, 1)) v else fm_abort("earg", "option ", name, " must be a whole number >= 1"),
+    inflight = if (is.null(v)) max(2L, 2L * .fm_daemons()) else if (whole(v, 1)) v
+               else fm_abort("earg", "option ", name, " must be a whole number >= 1"),
+    timeout = if (is.null(v) || (is.numeric(v) && length(v) == 1L && is.finite(v) && v > 0)) v
+              else fm_abort("earg", "option ", name, " must be NULL or a positive number of seconds"),
+    retries = if (is.null(v)) 2 else if (whole(v, 0)) v else fm_abort("earg", "option ", name, " must be a whole number >= 0"))
+}
+
+.fm_status_codes <- c(enomem = 1L, eio = 2L, eformat = 3L, emismatch = 4L, edegenerate = 5L, earg = 6L,
+                      eunsupported = 7L, ecancelled = 8L, enospc = 9L, ebusy = 10L, eclosed = 11L, einternal = 12L)
+
+# The status code of a condition (an fm_error's class, else einternal).
+.fm_code_of <- function(e) {
+  cls <- sub("^fm_error_", "", grep("^fm_error_", class(e), value = TRUE))
+  if (length(cls) && cls[1L] %in% names(.fm_status_codes)) .fm_status_codes[[cls[1L]]] else .fm_status_codes[["einternal"]]
+}
+
+# Called from C (fmr_mirai_backend) for one product: spec (the file and the
+# matrix's columns in it), op (fm_op), b, k, aff (list(center, scale, fill,
+# fill_all)). Returns list(y) or list(code, message); never raises.
+.fm_parallel_product <- function(spec, op, b, k, aff) {
+  tryCatch(list(y = .fm_blocks_product(spec, op, b, k, aff)),
+           fm_error = function(e) list(code = .fm_code_of(e), message = conditionMessage(e)),
+           interrupt = function(e) list(code = .fm_status_codes[["ecancelled"]], message = "interrupted"),
+           error = function(e) list(code = .fm_status_codes[["einternal"]], message = conditionMessage(e)))
+}
+
+.fm_op_labels <- c("X %*% B", "crossprod(X, B)", "X %*% crossprod(X, B)", "column sums")
+
+.fm_blocks_product <- function(spec, op, b, k, aff) {
+  if (!requireNamespace("mirai", quietly = TRUE)) {
+    fm_abort("eunsupported", "option fmalloc.parallel = \"mirai\" needs the CRAN package mirai")
+  }
+  p <- spec$n_cols
+  size <- .fm_par_opt("block")
+  starts <- seq.int(1, p, by = size)
+  cols_of <- function(j) starts[j]:min(p, starts[j] + size - 1)
+  slice <- function(v, cols) if (is.null(v)) NULL else v[cols]
+  file <- spec[c("path", "identity", "n_rows", "offset", "stride")]
+  task_of <- function(j) {
+    cols <- cols_of(j)
+    list(block = j, file = file, cols = if (is.null(spec$cols)) cols else spec$cols[cols], op = op, k = k,
+         b = if (op == 1L) b[cols, , drop = FALSE] else b,
+         transform = list(center = slice(aff$center, cols), scale = slice(aff$scale, cols),
+                          fill = slice(aff$fill, cols)),
+         na_fill = if (is.na(aff$fill_all)) NULL else aff$fill_all)
+  }
+  sums <- op == 1L || op == 3L
+  y <- matrix(0, if (sums) spec$n_rows else p, k)
+  consume <- function(j, r) {
+    if (sums) y <<- y + r else y[cols_of(j), ] <<- r
+  }
+  .fm_run_blocks(length(starts), task_of, consume, cols_of, .fm_op_labels[op])
+  y
+}
+
+# Run tasks 1..n (task_of(j)) through .fm_block_task, on the daemons when
+# there are any, handing each result to consume(j, result) in block order.
+.fm_run_blocks <- function(n, task_of, consume, cols_of, label) {
+  daemons <- .fm_daemons()
+  bar <- NULL
+  if (n > 1L && isTRUE(getOption("fmalloc.progress", TRUE))) {
+    bar <- cli::cli_progress_bar(sprintf("fmalloc: %s in %d blocks %s", label, n,
+                                         if (daemons) sprintf("on %d mirai daemons", daemons) else "in this process"),
+                                 total = n, .envir = environment())
+  }
+  if (daemons == 0L) {
+    for (j in seq_len(n)) {
+      consume(j, .fm_block_task(task_of(j)))
+      if (!is.null(bar)) cli::cli_progress_update(id = bar)
+    }
+    return(invisible())
+  }
+  window <- .fm_par_opt("inflight")
+  timeout <- .fm_par_opt("timeout")
+  retries <- .fm_par_opt("retries")
+  out <- vector("list", n)
+  tries <- integer(n)
+  submit <- function(j) {
+    # the function found by name in the daemon's own Rfmalloc
+    out[[j]] <<- mirai::mirai(get(".fm_block_task", envir = asNamespace("Rfmalloc"))(task), task = task_of(j),
+                              .timeout = if (!is.null(timeout)) timeout * 1000)
+  }
+  on.exit(for (m in out) if (!is.null(m) && mirai::unresolved(m)) mirai::stop_mirai(m), add = TRUE)
+  nxt <- 1L
+  for (j in seq_len(n)) {
+    repeat {
+      while (nxt <= n && nxt - j < window) {
+        submit(nxt)
+        nxt <- nxt + 1L
+      }
+      r <- .fm_await(out[[j]])
+      if (!mirai::is_error_value(r)) break
+      tries[j] <- tries[j] + 1L
+      if (tries[j] > retries) .fm_block_failed(j, n, cols_of(j), tries[j], r)
+      submit(j)
+    }
+    out[j] <- list(NULL)
+    consume(j, r)
+    if (!is.null(bar)) cli::cli_progress_update(id = bar)
+  }
+  invisible()
+}
+
+# The value of mirai m, waiting; a lost connection to every daemon is a
+# failure of the block (mirai would wait for a daemon to come).
+.fm_await <- function(m) {
+  t <- 0
+  while (mirai::unresolved(m)) {
+    Sys.sleep(0.002)
+    t <- t + 1
+    if (t %% 250 == 0 && .fm_daemons() == 0L) {
+      mirai::stop_mirai(m)
+      return(structure(19L, class = "errorValue", message = "no daemon is connected"))
+    }
+  }
+  m$data
+}
+
+.fm_block_failed <- function(j, n, cols, tries, r) {
+  why <- if (mirai::is_mirai_error(r)) conditionMessage(r) else {
+    msg <- attr(r, "message")
+    if (is.null(msg)) {
+      msg <- switch(as.character(as.integer(r)), "5" = "timed out (option fmalloc.parallel_timeout)",
+                    "19" = "connection reset (the daemon died)", "20" = "cancelled",
+                    paste("mirai error value", as.integer(r)))
+    }
+    msg
+  }
+  code <- if (mirai::is_mirai_error(r) && "fm_error_emismatch" %in% attr(r, "condition.class")) "emismatch" else "eio"
+  fm_abort(code, sprintf("block %d of %d (columns %d-%d) failed %d times on mirai daemons; last: %s",
+                         j, n, cols[1L], cols[length(cols)], tries, why), call = NULL)
+}
+
+# The storage (a .bed view's environment, as fmalloc_bed_open() makes it)
+# of file f (path, identity, n_rows, offset, stride) where a block runs (a
+# daemon, or the driver): mapped once per identity, and refused when it is
+# not the driver's file.
+.fm_daemon_files <- new.env(parent = emptyenv())
+.fm_verified_storage <- function(f) {
+  m <- (as.numeric(f$identity[1L]) - f$offset) %/% f$stride
+  known <- .fm_daemon_files[[f$path]]
+  if (is.null(known) || !identical(known$identity, f$identity)) {
+    storage <- new.env(parent = emptyenv())
+    storage$path <- f$path
+    storage$n <- f$n_rows
+    storage$m <- m
+    storage$ptr <- .open_bed_view(f$path, f$n_rows, m)
+    id <- .Call(C_fmr_fileview_identity, storage$ptr)
+    if (!identical(id, f$identity)) {
+      what <- c("size", "modification time", "sampled bytes")[id != f$identity]
+      fm_abort("emismatch", sprintf("'%s' on host %s (pid %d) is not the driver's file: its %s differ%s",
+                                    f$path, Sys.info()[["nodename"]], Sys.getpid(), paste(what, collapse = " and "),
+                                    if (length(what) == 1L) "s" else ""), call = NULL)
+    }
+    known <- .fm_daemon_files[[f$path]] <- list(storage = storage, identity = id)
+  }
+  known$storage
+}
+
+# One block where it runs: a product of the block's columns with their
+# transform (task$op), or fun(x, args) of fm_parallel_apply() (task$fun),
+# through this process's backends.
+.fm_block_task <- function(task) {
+  f <- task$file
+  storage <- .fm_verified_storage(f)
+  .fm_local_parallel(NULL) # the block itself runs here
+  if (!is.null(task$fun)) {
+    x <- task$x
+    x@storage <- storage
+    return(do.call(task$fun, c(list(.remade(x)), task$args)))
+  }
+  x <- .new_codec_matrix(storage, "bed2", f$n_rows, storage$m, f$offset, f$stride)
+  x@cols <- task$cols
+  x@transform <- task$transform
+  y <- .Call(C_fmr_product, .view(.remade(x)), task$op, task$b, task$na_fill)
+  if (task$op == 4L) y[, seq_len(task$k), drop = FALSE] else y
+}
+
+#' Run a function over blocks of variants, on mirai daemons
+#'
+#' For the packages of the stack (RfmallocStatgen's `statgen_gwas()`):
+#' `fm_parallel_on(X)` says whether option `fmalloc.parallel` is `"mirai"`
+#' and `X` is a mapped `.bed` that daemons can open by path (see
+#' [fmalloc_parallel_info()]); `fm_parallel_apply()` then calls
+#' `fun(X_block, <.slice cut to the block>, ...)` for each block of
+#' `fmalloc.parallel_block` columns of `X` (in order), on the daemons (or
+#' in this process without daemons), and hands each result to
+#' `.consume(j, cols, result)` in block order. `X_block` is `X`'s block of
+#' columns (with its transform) without sample and variant metadata; the
+#' daemon checks that its file is the driver's. Faults, retries, the
+#' timeout, the progress bar and interrupts are those of the products.
+#'
+#' @param X an `fmalloc_codec_matrix` of a mapped `.bed`.
+#' @param fun a function of the package's namespace (it travels by
+#'   reference to its namespace, which daemons load).
+#' @param ... further arguments of `fun`, the same for every block.
+#' @param .slice a named list of vectors or data frames of `ncol(X)`
+#'   elements or rows, cut to the block's columns for each call.
+#' @param .consume `function(j, cols, result)`: block `j`'s result, `cols`
+#'   its columns of `X`.
+#' @param .label what the progress bar shows.
+#' @return `fm_parallel_on()`: `TRUE` or `FALSE`; `fm_parallel_apply()`:
+#'   `NULL`, invisibly.
+#' @section Errors: as the products' (see [fmalloc_parallel_info()]): a
+#'   block failing on every try raises `fm_error_eio` naming it (or
+#'   `fm_error_emismatch` for a daemon refusing the file); `fm_error_earg`
+#'   for `X` that is not a mapped `.bed`.
+#' @export
+fm_parallel_on <- function(X) {
+  identical(getOption("fmalloc.parallel"), "mirai") && methods::is(X, "fmalloc_codec_matrix") &&
+    .codec_name(X) == "bed2" && is.environment(X@storage)
+}
+
+#' @rdname fm_parallel_on
+#' @export
+fm_parallel_apply <- function(X, fun, ..., .slice = list(), .consume, .label = "blocks") {
+  if (!methods::is(X, "fmalloc_codec_matrix") || .codec_name(X) != "bed2" || !is.environment(X@storage)) {
+    fm_abort("earg", "fm_parallel_apply: X must be a mapped .bed (fmalloc_bed_open())")
+  }
+  if (!requireNamespace("mirai", quietly = TRUE)) {
+    fm_abort("eunsupported", "option fmalloc.parallel = \"mirai\" needs the CRAN package mirai")
+  }
+  p <- ncol(X)
+  size <- .fm_par_opt("block")
+  starts <- seq.int(1, max(p, 1), by = size)
+  cols_of <- function(j) starts[j]:min(p, starts[j] + size - 1)
+  storage <- .storage(X)
+  file <- list(path = X@storage$path, identity = .Call(C_fmr_fileview_identity, storage), n_rows = X@spec[2],
+               offset = X@spec[4], stride = X@spec[5])
+  lean <- X
+  lean@variants <- NULL
+  lean@samples <- NULL
+  lean@dimnames <- list(NULL, NULL)
+  args <- list(...)
+  cut <- function(v, cols) if (is.data.frame(v)) v[cols, , drop = FALSE] else v[cols]
+  task_of <- function(j) {
+    cols <- cols_of(j)
+    x <- fmalloc_select(lean, cols)
+    x@storage <- NULL # the daemon's own, checked
+    list(block = j, file = file, x = x, fun = fun, args = c(lapply(.slice, cut, cols), args))
+  }
+  .fm_run_blocks(length(starts), task_of, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
+}

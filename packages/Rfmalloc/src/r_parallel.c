@@ -1,0 +1,185 @@
+/* r_parallel.c: the "mirai" backend. A product forced to it (option
+ * fmalloc.parallel = "mirai": r_backend.c puts the name in the call's
+ * fm_ctl, which reaches every product of the call, a PCA's passes
+ * included) is handed, with the path, identity and layout of the mapped
+ * file its matrix lies in, to R/parallel.R, which computes it in blocks of
+ * columns on mirai daemons (or in this process when none are running) and
+ * reduces the blocks in their order. Daemons open the file by path, so
+ * the matrix must be a mapped file: the glue's fileviews (a .bed of
+ * fmalloc_bed_open()) are registered here as they open and close. */
+#include "r_parallel.h"
+#include "r_calls.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_t main_thread;
+static const fm_fileview **views;
+static int n_views, cap_views;
+
+void fmr_parallel_init(void) { main_thread = pthread_self(); }
+
+void fmr_fileviews_add(const fm_fileview *v) {
+  if (n_views == cap_views) {
+    int cap = cap_views ? 2 * cap_views : 16;
+    const fm_fileview **grown = realloc(views, (size_t)cap * sizeof *views);
+    if (!grown) return; /* unregistered: its products cannot go to daemons (a clear decline) */
+    views = grown;
+    cap_views = cap;
+  }
+  views[n_views++] = v;
+}
+
+void fmr_fileviews_remove(const fm_fileview *v) {
+  for (int i = 0; i < n_views; i++)
+    if (views[i] == v) {
+      views[i] = views[--n_views];
+      return;
+    }
+}
+
+/* The registered view whose mapping holds p, or NULL. */
+static const fm_fileview *view_holding(const void *p) {
+  const uint8_t *q = p;
+  for (int i = 0; i < n_views; i++)
+    if (views[i]->base && q >= views[i]->base && q < views[i]->base + views[i]->n_bytes) return views[i];
+  return NULL;
+}
+
+static SEXP doubles_or_null(const double *p, int64_t n) {
+  if (!p) return R_NilValue;
+  SEXP v = Rf_allocVector(REALSXP, (R_xlen_t)n);
+  memcpy(REAL(v), p, (size_t)n * sizeof(double));
+  return v;
+}
+
+static SEXP identity_strings(const fm_file_identity *id) {
+  char buf[3][32];
+  snprintf(buf[0], sizeof buf[0], "%llu", (unsigned long long)id->size);
+  snprintf(buf[1], sizeof buf[1], "%lld", (long long)id->mtime_ns);
+  snprintf(buf[2], sizeof buf[2], "%016llx", (unsigned long long)id->checksum);
+  SEXP s = PROTECT(Rf_allocVector(STRSXP, 3));
+  for (int i = 0; i < 3; i++) SET_STRING_ELT(s, i, Rf_mkChar(buf[i]));
+  UNPROTECT(1);
+  return s;
+}
+
+/* list(path, identity, n_rows, n_cols, offset, stride, cols) of x in v:
+ * what a daemon needs to map the same columns. */
+static SEXP file_spec(const fm_mat *x, const fm_fileview *v, const fm_file_identity *id) {
+  static const char *names[] = {"path", "identity", "n_rows", "n_cols", "offset", "stride", "cols"};
+  SEXP s = PROTECT(Rf_allocVector(VECSXP, 7));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 7));
+  for (int i = 0; i < 7; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(s, R_NamesSymbol, nm);
+  SET_VECTOR_ELT(s, 0, Rf_mkString(v->path));
+  SET_VECTOR_ELT(s, 1, identity_strings(id));
+  SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)x->n_rows));
+  SET_VECTOR_ELT(s, 3, Rf_ScalarReal((double)x->n_cols));
+  SET_VECTOR_ELT(s, 4, Rf_ScalarReal((double)((const uint8_t *)x->data - v->base)));
+  SET_VECTOR_ELT(s, 5, Rf_ScalarReal((double)x->col_stride));
+  if (x->col_index) { /* 1-based stored columns, as a codec matrix's cols */
+    SEXP c = SET_VECTOR_ELT(s, 6, Rf_allocVector(REALSXP, (R_xlen_t)x->n_cols));
+    for (int64_t j = 0; j < x->n_cols; j++) REAL(c)[j] = (double)x->col_index[j] + 1;
+  }
+  UNPROTECT(2);
+  return s;
+}
+
+/* list(center, scale, fill, fill_all) of aff over n columns (NULL parts,
+ * fill_all NA when unset). */
+static SEXP affine_list(const fm_affine *aff, int64_t n) {
+  SEXP a = PROTECT(Rf_allocVector(VECSXP, 4));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 4));
+  static const char *names[] = {"center", "scale", "fill", "fill_all"};
+  for (int i = 0; i < 4; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  Rf_setAttrib(a, R_NamesSymbol, nm);
+  if (aff) {
+    SET_VECTOR_ELT(a, 0, doubles_or_null(aff->center, n));
+    SET_VECTOR_ELT(a, 1, doubles_or_null(aff->scale, n));
+    SET_VECTOR_ELT(a, 2, doubles_or_null(aff->fill, n));
+  }
+  SET_VECTOR_ELT(a, 3, Rf_ScalarReal(aff && aff->fill_all_set ? aff->fill_all : NA_REAL));
+  UNPROTECT(2);
+  return a;
+}
+
+static SEXP list_elt(SEXP lst, const char *name) {
+  SEXP nm = Rf_getAttrib(lst, R_NamesSymbol);
+  for (R_xlen_t i = 0; !Rf_isNull(nm) && i < XLENGTH(lst); i++)
+    if (strcmp(CHAR(STRING_ELT(nm, i)), name) == 0) return VECTOR_ELT(lst, i);
+  return R_NilValue;
+}
+
+fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
+  (void)ud;
+  if (!ctl || !ctl->backend || strcmp(ctl->backend, FMR_MIRAI_BACKEND) != 0) return FM_EUNSUPPORTED;
+  if (!pthread_equal(pthread_self(), main_thread))
+    return fm_err_set(err, FM_EUNSUPPORTED, "it runs on R's main thread only");
+  const fm_mat *x = p->x;
+  const fm_fileview *v = view_holding(x->data);
+  if (x->codec != FM_CODEC_BED2 || !v)
+    return fm_err_set(err, FM_EUNSUPPORTED, "daemons open the matrix by path, so it must be a mapped .bed "
+                      "(fmalloc_bed_open()), not one in memory or in a runtime");
+  const int64_t rows_b = p->op == FM_OP_XB ? x->n_cols : x->n_rows;
+  const int64_t rows_y = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? x->n_rows : x->n_cols;
+  if (rows_b > INT_MAX || rows_y > INT_MAX || p->k > INT_MAX)
+    return fm_err_set(err, FM_EUNSUPPORTED, "its operands would be R matrices of 2^31 rows or more");
+  fm_file_identity id;
+  fm_status st = fm_fileview_identity(v, &id, err);
+  if (st != FM_OK) return st;
+  int nprot = 0;
+  SEXP b = R_NilValue;
+  if (p->op != FM_OP_COLSUMS) {
+    b = PROTECT(Rf_allocMatrix(REALSXP, (int)rows_b, (int)p->k));
+    nprot++;
+    for (int64_t c = 0; c < p->k; c++)
+      memcpy(REAL(b) + c * rows_b, p->b + c * p->ldb, (size_t)rows_b * sizeof(double));
+  }
+  SEXP ns = PROTECT(R_FindNamespace(Rf_mkString("Rfmalloc")));
+  nprot++;
+  SEXP fun = PROTECT(Rf_findFun(Rf_install(".fm_parallel_product"), ns));
+  nprot++;
+  SEXP spec = PROTECT(file_spec(x, v, &id));
+  SEXP aff = PROTECT(affine_list(p->aff, x->n_cols));
+  SEXP op = PROTECT(Rf_ScalarInteger((int)p->op)), k = PROTECT(Rf_ScalarInteger((int)p->k));
+  nprot += 4;
+  SEXP call = PROTECT(Rf_lang6(fun, spec, op, b, k, aff));
+  nprot++;
+  int failed = 0;
+  /* .fm_parallel_product catches every condition itself: nothing jumps
+   * over these frames */
+  SEXP r = PROTECT(R_tryEval(call, R_GlobalEnv, &failed));
+  nprot++;
+  SEXP y = failed || TYPEOF(r) != VECSXP ? R_NilValue : list_elt(r, "y");
+  if (failed || TYPEOF(r) != VECSXP) {
+    st = fm_err_set(err, FM_EINTERNAL, "the mirai backend's R side (.fm_parallel_product) failed");
+  } else if (Rf_isNull(y)) {
+    SEXP code = list_elt(r, "code"), msg = list_elt(r, "message");
+    int c = TYPEOF(code) == INTSXP && XLENGTH(code) == 1 ? INTEGER(code)[0] : FM_EINTERNAL;
+    st = fm_err_set(err, c > FM_OK && c < FM_EEND ? (fm_status)c : FM_EINTERNAL, "%s",
+                    TYPEOF(msg) == STRSXP && XLENGTH(msg) == 1 ? CHAR(STRING_ELT(msg, 0)) : "a block failed");
+  } else if (TYPEOF(y) != REALSXP || Rf_nrows(y) != rows_y || Rf_ncols(y) != p->k) {
+    st = fm_err_set(err, FM_EINTERNAL, "the blocks gave a result of another shape");
+  } else {
+    for (int64_t c = 0; c < p->k; c++)
+      memcpy(p->y + c * p->ldy, REAL(y) + c * rows_y, (size_t)rows_y * sizeof(double));
+  }
+  UNPROTECT(nprot);
+  return st;
+}
+
+/* .Call(fmr_fileview_identity, view) -> character c(size, mtime in ns,
+ * checksum in hex) of a mapped file (fm_fileview_identity). */
+static SEXP fmr_fileview_identity(SEXP ptr) {
+  fm_fileview *v = TYPEOF(ptr) == EXTPTRSXP ? R_ExternalPtrAddr(ptr) : NULL;
+  if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");
+  fm_file_identity id;
+  fm_err err;
+  if (fm_fileview_identity(v, &id, &err) != FM_OK) fmr_raise(&err);
+  return identity_strings(&id);
+}
+
+const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1), {NULL, NULL, 0}};

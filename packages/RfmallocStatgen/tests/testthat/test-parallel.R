@@ -1,0 +1,48 @@
+# statgen_gwas on mirai daemons (parallel = "mirai": blocks of variants of
+# a mapped .bed fitted by .gwas_block there, Rfmalloc::fm_parallel_apply):
+# the rows of a run without daemons, bit for bit, for 1, 2 and 3 daemons,
+# both families, several phenotypes and covariates; with `out`, the same
+# files.
+skip_if_not_installed("mirai")
+
+local_daemons <- function(n, env = parent.frame()) {
+  mirai::daemons(0)
+  if (n > 0) mirai::daemons(n)
+  withr::defer(mirai::daemons(0), envir = env)
+}
+
+test_that("linear and logistic GWAS of several phenotypes: 1, 2 and 3 daemons give the serial rows bit for bit", {
+  X <- Rfmalloc::fmalloc_select(Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed")), 1:3000)
+  ph <- kg_pheno()
+  set.seed(3)
+  ph$QT2 <- ifelse(runif(nrow(ph)) < 0.05, NA, rnorm(nrow(ph)))
+  ph$BT2 <- stats::rbinom(nrow(ph), 1, 0.3)
+  cov <- ph[c("#FID", "IID")]
+  cov$C1 <- rnorm(nrow(ph))
+  cov$C2 <- runif(nrow(ph))
+  withr::local_options(fmalloc.parallel_block = 700, fmalloc.progress = FALSE)
+  run <- function(...) {
+    list(qt = suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "QT", "QT2")], covar = cov, ...)),
+         bt = suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "BT", "BT2")], covar = cov,
+                                            family = "logistic", ...)))
+  }
+  serial <- run()
+  expect_identical(nrow(serial$qt), 6000L)
+  for (n in 1:3) {
+    local_daemons(n)
+    expect_identical(run(parallel = "mirai"), serial, label = sprintf("%d daemons", n))
+  }
+  # written as chunks: the same files
+  dir <- tempfile("glm")
+  dir.create(dir)
+  s1 <- suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "QT", "QT2")], covar = cov,
+                                      out = file.path(dir, "serial"), chunk = 1000))
+  s2 <- suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "QT", "QT2")], covar = cov,
+                                      out = file.path(dir, "par"), parallel = "mirai"))
+  f1 <- attr(s1, "files")
+  f2 <- attr(s2, "files")
+  expect_length(f2, 2L)
+  for (i in seq_along(f1)) expect_identical(readLines(f2[i]), readLines(f1[i]))
+  expect_identical(unclass(s2)[names(unclass(s1))], unclass(s1)[names(unclass(s1))])
+  expect_error(statgen_gwas(X, ph[c("#FID", "IID", "QT")], parallel = "mpi"), class = "fm_error_earg")
+})
