@@ -56,10 +56,11 @@ if ((${#opt_missing[@]})); then
     echo "setup: warning: could not install ${opt_missing[*]}; the tests that need them will be skipped" >&2
 fi
 
-# CRAN packages not in Debian 12.
+# CRAN packages not in Debian 12 (mirai, with nanonext, about 50 s: the
+# daemons of the scale-out tests).
 # The machine's R profile names the CRAN mirror.
 Rscript -e '
-  need <- c("pcaone")
+  need <- c("pcaone", "mirai")
   miss <- need[!vapply(need, requireNamespace, logical(1), quietly = TRUE)]
   if (length(miss)) {
     message("setup: installing CRAN packages: ", paste(miss, collapse = " "))

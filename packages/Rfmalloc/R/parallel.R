@@ -306,7 +306,11 @@ fmalloc_parallel_info <- function(x = NULL) {
 #'   reference to its namespace, which daemons load).
 #' @param ... further arguments of `fun`, the same for every block.
 #' @param .slice a named list of vectors or data frames of `ncol(X)`
-#'   elements or rows, cut to the block's columns for each call.
+#'   elements or rows, cut to the block's columns (or span) for each call.
+#' @param .span `NULL`, or `function(cols)` giving the first and last
+#'   column of `X` a block of columns `cols` needs (a window around it, for
+#'   LD): `fun` then gets those columns, and also `span` (the two numbers)
+#'   and `block` (the positions of `cols` among them).
 #' @param .consume `function(j, cols, result)`: block `j`'s result, `cols`
 #'   its columns of `X`.
 #' @param .label what the progress bar shows.
@@ -324,7 +328,7 @@ fm_parallel_on <- function(X) {
 
 #' @rdname fm_parallel_on
 #' @export
-fm_parallel_apply <- function(X, fun, ..., .slice = list(), .consume, .label = "blocks") {
+fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consume, .label = "blocks") {
   if (!methods::is(X, "fmalloc_codec_matrix") || .codec_name(X) != "bed2" || !is.environment(X@storage)) {
     fm_abort("earg", "fm_parallel_apply: X must be a mapped .bed (fmalloc_bed_open())")
   }
@@ -346,9 +350,12 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .consume, .label = "
   cut <- function(v, cols) if (is.data.frame(v)) v[cols, , drop = FALSE] else v[cols]
   task_of <- function(j) {
     cols <- cols_of(j)
-    x <- fmalloc_select(lean, cols)
+    span <- if (is.null(.span)) NULL else .span(cols)
+    sent <- if (is.null(span)) cols else span[1L]:span[2L]
+    x <- fmalloc_select(lean, sent)
     x@storage <- NULL # the daemon's own, checked
-    list(block = j, file = file, x = x, fun = fun, args = c(lapply(.slice, cut, cols), args))
+    list(block = j, file = file, x = x, fun = fun,
+         args = c(lapply(.slice, cut, sent), args, if (!is.null(span)) list(span = span, block = cols - span[1L] + 1L)))
   }
   .fm_run_blocks(length(starts), task_of, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
 }

@@ -44,6 +44,13 @@
 #'   \eqn{r^2 \ge} `r2_min` are stored (and the correlations are computed
 #'   twice: once to count, once to write). `name` saves the band under that
 #'   name in `runtime`; otherwise it is a temporary freed with the object.
+#' @section Daemons: with option `fmalloc.parallel = "mirai"` and a mapped
+#'   `.bed` ([Rfmalloc::fmalloc_bed_open()]), blocks of variants are
+#'   computed on mirai daemons (see [Rfmalloc::fmalloc_parallel_info()]),
+#'   each with the columns its windows reach, and written into the band in
+#'   order: each pair's sums have a fixed order, so the band is the one of
+#'   a run without daemons, bit for bit. The variants just outside a block
+#'   (its windows' reach) are read by that block too.
 #'
 #' @param X A samples x variants genotype matrix of the Rfmalloc stack
 #'   ([Rfmalloc::fmalloc_bed_open()], a codec matrix, a numeric matrix).
@@ -119,6 +126,8 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
                                   format(window), unit)), class = "statgen_message_whole_window")
   opts <- c(match(missing, c("pairwise", "mean")), r2_min, match(dtype, c("f64", "f32")))
   view <- fmalloc_view(X)
+  if (fm_parallel_on(X)) return(.ld_parallel(X, view, win_end, opts, keep, dtype, vs, runtime, name, window, unit,
+                                             missing, r2_min))
   counts <- if (r2_min == 0) {
     .Call(C_stg_ld_count, view, win_end, opts, keep, NULL)
   } else {
@@ -133,12 +142,71 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
     Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
   .ld_with_bar(p, "statgen_ld: correlations", function(prog)
     .Call(C_stg_ld_fill, view, win_end, opts, keep, colptr, rowidx, values, prog))
+  .ld_finish(colptr, rowidx, values, dtype, vs, X, keep, window, unit, missing, r2_min, runtime, name)
+}
+
+.ld_finish <- function(colptr, rowidx, values, dtype, vs, X, keep, window, unit, missing, r2_min, runtime, name) {
   info <- list(n_samples = if (is.null(keep)) nrow(X) else length(keep), window = window,
                unit = unit, missing = missing, r2_min = r2_min, runtime = runtime, name = name,
                samples = keep)
   ld <- new_statgen_ld(colptr, rowidx, values, dtype, vs, info)
   if (!is.null(name)) ld <- .ld_save(ld, name, runtime)
   ld
+}
+
+# The band on mirai daemons (option fmalloc.parallel = "mirai", a mapped
+# .bed): each block of variants is computed with the columns its pairs
+# reach (from the first variant whose window reaches the block to the end
+# of the block's last window, every window cut there), and its columns'
+# entries are written where the serial band has them. Each pair's sums
+# have a fixed order (fm_stats_ld.h), so the band is the serial one, bit
+# for bit. With r2_min > 0 the blocks count their entries first (a pass
+# on the daemons); with 0 the counts need no computation.
+.ld_parallel <- function(X, view, win_end, opts, keep, dtype, vs, runtime, name, window, unit, missing, r2_min) {
+  p <- ncol(X)
+  span <- function(cols) c(which(win_end >= cols[1L])[1L], win_end[cols[length(cols)]])
+  counts <- if (r2_min == 0) .Call(C_stg_ld_count, view, win_end, opts, keep, NULL) else {
+    cnt <- numeric(p)
+    fm_parallel_apply(X, .ld_block, opts = opts, keep = keep, what = "count", .slice = list(win_end = win_end),
+                      .span = span, .label = "statgen_ld: counting pairs",
+                      .consume = function(j, cols, r) cnt[cols] <<- r)
+    cnt
+  }
+  colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
+  colptr[] <- c(0, cumsum(counts))
+  nnz <- colptr[p + 1]
+  rowidx <- Rfmalloc::create_fmalloc_vector("integer", nnz, runtime)
+  width <- if (dtype == "f64") 1 else 4
+  values <- if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
+    Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
+  fm_parallel_apply(X, .ld_block, opts = opts, keep = keep, what = "fill", .slice = list(win_end = win_end),
+                    .span = span, .label = "statgen_ld: correlations",
+                    .consume = function(j, cols, r) {
+                      # in place: the runtime's vectors, not copies
+                      rowidx[colptr[cols[1L]] + seq_along(r$rowidx)] <<- r$rowidx
+                      values[colptr[cols[1L]] * width + seq_along(r$values)] <<- r$values
+                    })
+  .ld_finish(colptr, rowidx, values, dtype, vs, X, keep, window, unit, missing, r2_min, runtime, name)
+}
+
+# A block of the band where it runs: x the columns span[1] .. span[2] of
+# X, win_end their window ends (0-based exclusive, of X), block the
+# positions of the block's columns in x. Returns its columns' counts
+# ("count") or list(rowidx (of X), values) ("fill").
+.ld_block <- function(x, win_end, opts, keep, what, span, block) {
+  view <- fmalloc_view(x)
+  w <- pmin(win_end, span[2L]) - (span[1L] - 1)
+  counts <- .Call(C_stg_ld_count, view, w, opts, keep, NULL)
+  if (what == "count") return(counts[block])
+  colptr <- c(0, cumsum(counts))
+  nnz <- colptr[length(colptr)]
+  f32 <- opts[3L] == 2
+  rowidx <- integer(nnz)
+  values <- if (f32) raw(4 * nnz) else double(nnz)
+  .Call(C_stg_ld_fill, view, w, opts, keep, colptr, rowidx, values, NULL)
+  take <- seq.int(colptr[block[1L]] + 1, length.out = colptr[block[length(block)] + 1L] - colptr[block[1L]])
+  list(rowidx = rowidx[take] + as.integer(span[1L] - 1),
+       values = if (f32) values[rep(4 * (take - 1), each = 4) + 1:4] else values[take])
 }
 
 # The rows of X that statgen_ld(samples =) selects: NULL for all, else

@@ -46,3 +46,24 @@ test_that("linear and logistic GWAS of several phenotypes: 1, 2 and 3 daemons gi
   expect_identical(unclass(s2)[names(unclass(s1))], unclass(s1)[names(unclass(s1))])
   expect_error(statgen_gwas(X, ph[c("#FID", "IID", "QT")], parallel = "mpi"), class = "fm_error_earg")
 })
+
+test_that("LD bands on daemons are the serial band bit for bit (windows across blocks, r2_min, f32)", {
+  X <- Rfmalloc::fmalloc_select(Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed")), 1:2500)
+  withr::local_options(fmalloc.parallel_block = 400, fmalloc.progress = FALSE)
+  rt <- new_runtime()
+  parts <- function(ld) lapply(unclass(ld)[c("colptr", "rowidx", "values")], function(v) v[])
+  cases <- list(list(window = 500, unit = "kb"), list(window = 150, unit = "variants", r2_min = 0.05),
+                list(window = 300, unit = "kb", dtype = "f32", missing = "pairwise"))
+  serial <- lapply(cases, function(a) parts(do.call(statgen_ld, c(list(X, runtime = rt), a))))
+  local_daemons(2)
+  withr::local_options(fmalloc.parallel = "mirai")
+  for (i in seq_along(cases)) {
+    ld <- do.call(statgen_ld, c(list(X, runtime = rt), cases[[i]]))
+    expect_true(all(vapply(unclass(ld)[c("colptr", "rowidx", "values")], Rfmalloc::fmalloc_is_mapped, TRUE)))
+    expect_identical(parts(ld), serial[[i]], label = paste("case", i))
+  }
+  # pairs across the 400-variant blocks (rows are 0-based)
+  b <- serial[[2L]]
+  col <- rep(seq_len(ncol(X)), diff(b$colptr))
+  expect_gt(sum(b$rowidx %/% 400 != (col - 1) %/% 400), 100)
+})
