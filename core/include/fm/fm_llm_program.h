@@ -193,7 +193,7 @@ typedef struct fm_llm_program {
  * Errors: FM_EUNSUPPORTED for a program with cache state or without the
  * input given; FM_EARG for a want outside [0, n_outputs), an output that
  * is not an activation or pair maps (a pooled column), n < 1, tokens
- * outside the vocabulary, a mask value other than 0 and 1, a sequence shorter than the crops, a cap below
+ * outside the vocabulary, a mask value other than 0 and 1 or no 1, a sequence shorter than the crops, a cap below
  * the output's size (naming it), NULL buffers; FM_ECANCELLED; FM_ENOMEM. */
 /* Output k's extents for a sequence of n positions (as fm_llm_run's ne),
  * and (pairs, unless NULL) whether it is pair maps (1) or an activation.

@@ -647,9 +647,13 @@ fm_status fm_llm_run(fm_llm_model *m, const int32_t *tokens, const float *x, con
   fm_status st = ch ? FM_OK : check_tokens(m, tokens, n, err);
   if (st == FM_OK && mask && !llm_program_has_mask(m))
     st = fm_err_set(err, FM_EARG, "program '%s' has no mask input, but a mask was given", m->arch_name);
-  for (int64_t i = 0; st == FM_OK && mask && i < n; i++)
+  int64_t ones = 0;
+  for (int64_t i = 0; st == FM_OK && mask && i < n; i++) {
     if (mask[i] != 0.0f && mask[i] != 1.0f)
       st = fm_err_set(err, FM_EARG, "mask[%lld] is %g; a mask holds 0 and 1", (long long)i, (double)mask[i]);
+    ones += mask[i] == 1.0f;
+  }
+  if (st == FM_OK && mask && ones == 0) st = fm_err_set(err, FM_EARG, "the mask has no position at 1");
   for (int64_t k = 0; k < n_want && st == FM_OK; k++) {
     if (!out[k]) return fm_err_set(err, FM_EARG, "fm_llm_run: NULL buffer for output %lld", (long long)want[k]);
     st = fm_llm_output_shape(m, want[k], n, ne[k], NULL, err);

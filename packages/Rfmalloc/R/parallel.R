@@ -51,8 +51,13 @@
 #'
 #' **What runs where.** Only a matrix that daemons can open by path goes to
 #' them: a `.bed` mapped by [fmalloc_bed_open()] (with any column
-#' selection or [fmalloc_standardize()] transform). Any other matrix in a
-#' product forced to mirai raises `fm_error_eunsupported`. Without mirai
+#' selection or [fmalloc_standardize()] transform). Any other matrix (in
+#' memory, in a runtime) is computed in this process as without the
+#' option. Without daemons, or when none is connected (a message says so),
+#' the blocks are computed in this process on its own mapping, with the
+#' same result. Daemons on hosts whose CPUs run another kernel path (see
+#' [fmalloc_backend_info()]) may round differently: pin the path with
+#' `FM_ISA` for bit-identical results across such hosts. Without mirai
 #' installed, `"mirai"` raises `fm_error_eunsupported`.
 #'
 #' @param x ignored; the options are the interface (this page documents
@@ -80,16 +85,26 @@
 #' }
 #' @export
 fmalloc_parallel_info <- function(x = NULL) {
-  list(mode = getOption("fmalloc.parallel", "none"), daemons = .fm_daemons(), block = .fm_par_opt("block"),
+  mode <- getOption("fmalloc.parallel", "none")
+  if (!(is.character(mode) && length(mode) == 1L && mode %in% c("none", "mirai"))) {
+    fm_abort("earg", "option fmalloc.parallel must be NULL, \"none\" or \"mirai\"")
+  }
+  list(mode = mode, daemons = .fm_daemons(), block = .fm_par_opt("block"),
        inflight = .fm_par_opt("inflight"), timeout = .fm_par_opt("timeout"), retries = .fm_par_opt("retries"))
 }
 
-# Option fmalloc.parallel set to parallel (checked) until the calling
-# function returns (an argument `parallel` of the user's functions).
-.fm_local_parallel <- function(parallel, envir = parent.frame()) {
-  if (!is.null(parallel) && !(is.character(parallel) && length(parallel) == 1L && parallel %in% c("none", "mirai"))) {
-    fm_abort("earg", "parallel must be NULL, \"none\" or \"mirai\", not ", paste(format(parallel), collapse = " "),
-             call = sys.call(-1L))
+#' @rdname fm_parallel_on
+#' @param parallel for `fm_local_parallel()`: `NULL`, `"none"` or
+#'   `"mirai"` (exactly), the argument of a user's function, set as option
+#'   `fmalloc.parallel` until the function calling `fm_local_parallel()`
+#'   returns (`fm_error_earg` for another value, naming it).
+#' @param envir the function's frame.
+#' @export
+fm_local_parallel <- function(parallel, envir = parent.frame()) {
+  if (!is.null(parallel) && !(is.character(parallel) && length(parallel) == 1L && !is.na(parallel) &&
+                              parallel %in% c("none", "mirai"))) {
+    fm_abort("earg", "parallel must be NULL, \"none\" or \"mirai\", not ",
+             paste(deparse(parallel, nlines = 1L), collapse = " "), call = sys.call(-1L))
   }
   old <- options(fmalloc.parallel = parallel)
   do.call(on.exit, list(substitute(options(old), list(old = old)), add = TRUE), envir = envir)
@@ -155,19 +170,32 @@ fmalloc_parallel_info <- function(x = NULL) {
                           fill = slice(aff$fill, cols)),
          na_fill = if (is.na(aff$fill_all)) NULL else aff$fill_all)
   }
+  # without daemons, the same blocks on this process's own mapping
+  here <- function(j) {
+    cols <- cols_of(j)
+    .Call(C_fmr_local_block, cols[1L] - 1, length(cols), if (op == 1L) b[cols, , drop = FALSE] else b)
+  }
   sums <- op == 1L || op == 3L
   y <- matrix(0, if (sums) spec$n_rows else p, k)
   consume <- function(j, r) {
     if (sums) y <<- y + r else y[cols_of(j), ] <<- r
   }
-  .fm_run_blocks(length(starts), task_of, consume, cols_of, .fm_op_labels[op])
+  .fm_run_blocks(length(starts), task_of, here, consume, cols_of, .fm_op_labels[op])
   y
 }
 
-# Run tasks 1..n (task_of(j)) through .fm_block_task, on the daemons when
-# there are any, handing each result to consume(j, result) in block order.
-.fm_run_blocks <- function(n, task_of, consume, cols_of, label) {
+# Run tasks 1..n (task_of(j)) through .fm_block_task on the daemons, or
+# here(j) in this process when there are none, handing each result to
+# consume(j, result) in block order.
+.fm_run_blocks <- function(n, task_of, here, consume, cols_of, label) {
+  window <- .fm_par_opt("inflight")
+  timeout <- .fm_par_opt("timeout")
+  retries <- .fm_par_opt("retries")
   daemons <- .fm_daemons()
+  if (daemons == 0L && mirai::daemons_set()) {
+    cli::cli_inform(c(i = "fmalloc: mirai daemons are set but none is connected: the blocks run in this process"),
+                    class = "fmalloc_message_no_daemons", .frequency = "regularly", .frequency_id = "fm_no_daemons")
+  }
   bar <- NULL
   if (n > 1L && isTRUE(getOption("fmalloc.progress", TRUE))) {
     bar <- cli::cli_progress_bar(sprintf("fmalloc: %s in %d blocks %s", label, n,
@@ -176,14 +204,11 @@ fmalloc_parallel_info <- function(x = NULL) {
   }
   if (daemons == 0L) {
     for (j in seq_len(n)) {
-      consume(j, .fm_block_task(task_of(j)))
+      consume(j, here(j))
       if (!is.null(bar)) cli::cli_progress_update(id = bar)
     }
     return(invisible())
   }
-  window <- .fm_par_opt("inflight")
-  timeout <- .fm_par_opt("timeout")
-  retries <- .fm_par_opt("retries")
   out <- vector("list", n)
   tries <- integer(n)
   submit <- function(j) {
@@ -274,7 +299,7 @@ fmalloc_parallel_info <- function(x = NULL) {
 .fm_block_task <- function(task) {
   f <- task$file
   storage <- .fm_verified_storage(f)
-  .fm_local_parallel(NULL) # the block itself runs here
+  fm_local_parallel(NULL) # the block itself runs here
   if (!is.null(task$fun)) {
     x <- task$x
     x@storage <- storage
@@ -348,14 +373,20 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
   lean@dimnames <- list(NULL, NULL)
   args <- list(...)
   cut <- function(v, cols) if (is.data.frame(v)) v[cols, , drop = FALSE] else v[cols]
-  task_of <- function(j) {
+  task_of <- function(j, storage = NULL) {
     cols <- cols_of(j)
     span <- if (is.null(.span)) NULL else .span(cols)
     sent <- if (is.null(span)) cols else span[1L]:span[2L]
     x <- fmalloc_select(lean, sent)
-    x@storage <- NULL # the daemon's own, checked
+    x@storage <- storage # on a daemon its own, checked
     list(block = j, file = file, x = x, fun = fun,
          args = c(lapply(.slice, cut, sent), args, if (!is.null(span)) list(span = span, block = cols - span[1L] + 1L)))
   }
-  .fm_run_blocks(length(starts), task_of, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
+  # without daemons, on this process's own mapping
+  here <- function(j) {
+    t <- task_of(j, X@storage)
+    fm_local_parallel(NULL)
+    do.call(t$fun, c(list(t$x), t$args))
+  }
+  .fm_run_blocks(length(starts), task_of, here, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
 }

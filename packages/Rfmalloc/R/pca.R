@@ -148,7 +148,7 @@
 fmalloc_pca <- function(x, k = 10, center = TRUE, scale = FALSE, seed = 1,
                         oversample = 10, max_iter = 100, tol = 1e-10, drop_constant = FALSE,
                         runtime = NULL, parallel = getOption("fmalloc.parallel")) {
-  .fm_local_parallel(parallel)
+  fm_local_parallel(parallel)
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) {
     fm_abort("earg", "fmalloc_pca: x is already standardized; pass the matrix itself with center and scale")
   }

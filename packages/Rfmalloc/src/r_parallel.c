@@ -16,6 +16,10 @@
 #include <string.h>
 
 static pthread_t main_thread;
+/* The product the backend is handing to R, for blocks computed in this
+ * process on its own mapping (fmr_local_block); NULL outside. */
+static const fm_product *current;
+static const fm_ctl *current_ctl;
 static const fm_fileview **views;
 static int n_views, cap_views;
 
@@ -113,16 +117,25 @@ static SEXP list_elt(SEXP lst, const char *name) {
   return R_NilValue;
 }
 
+/* The call's settings without the forcing: the registry's order. */
+static fm_ctl unforced(const fm_ctl *ctl) {
+  fm_ctl c = *ctl;
+  c.backend = NULL;
+  return c;
+}
+
 fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err) {
   (void)ud;
   if (!ctl || !ctl->backend || strcmp(ctl->backend, FMR_MIRAI_BACKEND) != 0) return FM_EUNSUPPORTED;
   if (!pthread_equal(pthread_self(), main_thread))
     return fm_err_set(err, FM_EUNSUPPORTED, "it runs on R's main thread only");
+  if (current) return fm_err_set(err, FM_EINTERNAL, "the mirai backend was re-entered");
   const fm_mat *x = p->x;
   const fm_fileview *v = view_holding(x->data);
-  if (x->codec != FM_CODEC_BED2 || !v)
-    return fm_err_set(err, FM_EUNSUPPORTED, "daemons open the matrix by path, so it must be a mapped .bed "
-                      "(fmalloc_bed_open()), not one in memory or in a runtime");
+  if (x->codec != FM_CODEC_BED2 || !v) { /* daemons could not open it: here, as without the option */
+    const fm_ctl c = unforced(ctl);
+    return fm_backend_run(p, &c, NULL, err);
+  }
   const int64_t rows_b = p->op == FM_OP_XB ? x->n_cols : x->n_rows;
   const int64_t rows_y = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? x->n_rows : x->n_cols;
   if (rows_b > INT_MAX || rows_y > INT_MAX || p->k > INT_MAX)
@@ -151,8 +164,12 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   int failed = 0;
   /* .fm_parallel_product catches every condition itself: nothing jumps
    * over these frames */
+  current = p;
+  current_ctl = ctl;
   SEXP r = PROTECT(R_tryEval(call, R_GlobalEnv, &failed));
   nprot++;
+  current = NULL;
+  current_ctl = NULL;
   SEXP y = failed || TYPEOF(r) != VECSXP ? R_NilValue : list_elt(r, "y");
   if (failed || TYPEOF(r) != VECSXP) {
     st = fm_err_set(err, FM_EINTERNAL, "the mirai backend's R side (.fm_parallel_product) failed");
@@ -171,6 +188,44 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   return st;
 }
 
+/* .Call(fmr_local_block, first, count, b) -> the block of columns first
+ * .. first + count - 1 (0-based) of the product the backend is computing,
+ * on this process's own mapping, through the registry: what a daemon
+ * computes for that block (the same columns, transform and op), for runs
+ * without daemons. b: the block's rows of b for X B, else b itself or
+ * NULL. */
+static SEXP fmr_local_block(SEXP s_first, SEXP s_count, SEXP b) {
+  if (!current) fmr_stop(FM_EARG, "no product is being computed by the mirai backend");
+  const fm_product *p = current;
+  const int64_t first = (int64_t)Rf_asReal(s_first), count = (int64_t)Rf_asReal(s_count);
+  if (first < 0 || count < 1 || first + count > p->x->n_cols) fmr_stop(FM_EARG, "block outside the matrix");
+  fm_mat sub = *p->x;
+  int64_t *ci = (int64_t *)R_alloc((size_t)count, sizeof *ci);
+  for (int64_t j = 0; j < count; j++) ci[j] = p->x->col_index ? p->x->col_index[first + j] : first + j;
+  sub.n_cols = count;
+  sub.col_index = ci;
+  fm_affine aff = {0};
+  if (p->aff) {
+    aff = *p->aff;
+    if (aff.center) aff.center += first;
+    if (aff.scale) aff.scale += first;
+    if (aff.fill) aff.fill += first;
+  }
+  const int64_t rows_y = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? sub.n_rows : count;
+  const int64_t k = p->op == FM_OP_COLSUMS ? p->k : Rf_ncols(b);
+  if (p->op != FM_OP_COLSUMS &&
+      (TYPEOF(b) != REALSXP || Rf_nrows(b) != (p->op == FM_OP_XB ? count : sub.n_rows)))
+    fmr_stop(FM_EARG, "the block's operand has the wrong shape");
+  SEXP y = PROTECT(Rf_allocMatrix(REALSXP, (int)rows_y, (int)k));
+  fm_product q = {p->op, &sub, &aff, p->op == FM_OP_COLSUMS ? NULL : REAL_RO(b),
+                  p->op == FM_OP_COLSUMS ? 1 : Rf_nrows(b), k, REAL(y), rows_y};
+  const fm_ctl c = unforced(current_ctl);
+  fm_err err;
+  if (fm_backend_run(&q, &c, NULL, &err) != FM_OK) fmr_raise(&err);
+  UNPROTECT(1);
+  return y;
+}
+
 /* .Call(fmr_fileview_identity, view) -> character c(size, mtime in ns,
  * checksum in hex) of a mapped file (fm_fileview_identity). */
 static SEXP fmr_fileview_identity(SEXP ptr) {
@@ -182,4 +237,5 @@ static SEXP fmr_fileview_identity(SEXP ptr) {
   return identity_strings(&id);
 }
 
-const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1), {NULL, NULL, 0}};
+const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1),
+                                               FMR_CALLDEF(fmr_local_block, 3), {NULL, NULL, 0}};

@@ -10,7 +10,8 @@
 #'
 #' @keywords internal
 #' @useDynLib RfmallocStatgen, .registration = TRUE, .fixes = "C_"
-#' @importFrom Rfmalloc fm_abort fm_arg_choice fm_parallel_apply fm_parallel_on fmalloc_samples
+#' @importFrom Rfmalloc fm_abort fm_arg_choice fm_local_parallel fm_parallel_apply fm_parallel_on
+#' @importFrom Rfmalloc fmalloc_samples
 #' @importFrom Rfmalloc fmalloc_variants fmalloc_view
 #' @importFrom methods new setClass setMethod show
 "_PACKAGE"

@@ -151,9 +151,7 @@ statgen_gwas <- function(X, y, covar = NULL, family = c("linear", "logistic"),
                          chrX = c("sex", "sex-haploid", "none"), a1 = c("minor", "alt"),
                          variants = NULL, samples = NULL, max_iter = 25L, tol = 1e-10,
                          out = NULL, chunk = 32768L, parallel = getOption("fmalloc.parallel")) {
-  if (!is.null(parallel)) parallel <- fm_arg_choice(parallel, c("none", "mirai"))
-  old <- options(fmalloc.parallel = parallel)
-  on.exit(options(old), add = TRUE)
+  fm_local_parallel(parallel)
   family <- fm_arg_choice(family, c("linear", "logistic"))
   firth <- fm_arg_choice(firth, c("fallback", "always", "never"))
   impute <- fm_arg_choice(impute, c("none", "mean"))

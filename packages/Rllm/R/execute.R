@@ -115,6 +115,11 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
     .rllm_program_abort("program", "inputs must be a named list, one value per input of the program", call = NULL)
   }
   kinds <- vapply(prog$inputs, `[[`, "", "kind")
+  unknown <- setdiff(names(inputs), names(kinds))
+  if (length(unknown)) {
+    .rllm_program_abort("program", "'", unknown[1L], "' is not an input of the program (its inputs: ",
+                        paste(names(kinds), collapse = ", "), ")", call = NULL)
+  }
   ids <- names(kinds)[kinds == "token_ids"]
   for (nm in names(kinds)[kinds == "positions"]) {
     if (is.null(inputs[[nm]]) && length(ids)) inputs[[nm]] <- seq_along(inputs[[ids[1L]]]) - 1L
@@ -137,11 +142,14 @@ rllm_execute <- function(program, weights, inputs, hparams = list(), taps = FALS
                                  mask = "0 or 1 (or FALSE or TRUE) per position, no NA",
                                  "whole numbers, no NA, at least one"), call = NULL)
     }
-    len <- if (is.matrix(v)) ncol(v) else length(v)
+    len <- if (is.matrix(v) && kinds[[nm]] == "sequence") ncol(v) else length(v)
     if (!is.null(n) && len != n) {
       .rllm_program_abort("program", "input '", nm, "' has ", len, " positions, the others ", n, call = NULL)
     }
-    if (kinds[[nm]] == "mask") inputs[[nm]] <- matrix(as.numeric(v), nrow = 1L)
+    if (kinds[[nm]] == "mask") {
+      if (!any(v == 1)) .rllm_program_abort("program", "input '", nm, "' (mask) has no position at 1", call = NULL)
+      inputs[[nm]] <- matrix(as.numeric(v), nrow = 1L)
+    }
     n <- len
   }
   inputs

@@ -16,7 +16,8 @@
 # leaves out padded keys, the attention output is zero at padded rows and
 # columns, and the contact head zeroes <eos> and padding before it drops
 # the first and last positions (ESM's ContactPredictionHead), so that a
-# padded sequence gives the unpadded one's values at its positions.
+# sequence padded at the end (as ESM pads its batches) gives the unpadded
+# one's values at its positions.
 # Source: Lin et al. 2023 (Science 379, ESM-2 / ESMFold); Rao et al. 2021
 # (ICLR, the contact head over attention maps); the GGUF names below are
 # Rllm's (inst/arch/esm2_gguf.R), there being no llama.cpp convention.

@@ -21,7 +21,9 @@
 #'   named outputs (no taps).
 #' @param mask for a program with a mask input (`model$has_mask`; ESM-2's
 #'   `attention_mask`): 0 or 1 (or `FALSE`/`TRUE`) per position, 0 at
-#'   padding; `NULL` for all 1 (no padding).
+#'   padding, at least one 1; `NULL` for all 1 (no padding). ESM-2 pads at
+#'   the end, as ESM's batches do: its contact head drops the first and the
+#'   last position, so padding elsewhere changes the contacts.
 #' @return A named list: per output, a double matrix `[features,
 #'   positions]` (an activation; positions net of the program's crops) or
 #'   pair maps, an array `[positions, positions, channels]` (key, query,
@@ -32,8 +34,9 @@
 #' @section Errors: `fm_error_earg` for an output name the model does not
 #'   have (listing them), tokens outside the vocabulary or `NA`, a
 #'   sequence that is not a finite numeric matrix with the program's
-#'   channels, or shorter than its crops, a mask of another length or with
-#'   values other than 0 and 1, or given to a program without a mask input;
+#'   channels, or shorter than its crops, a mask of another length, with
+#'   values other than 0 and 1 or no 1, or given to a program without a
+#'   mask input;
 #'   `fm_error_eunsupported` for a
 #'   program with cache state or given the other kind of input;
 #'   `fm_error_ecancelled` on interrupt.
@@ -80,6 +83,7 @@ rllm_run <- function(model, tokens = NULL, sequence = NULL, outputs = NULL, mask
     if (!(is.numeric(mask) || is.logical(mask)) || length(mask) != n || anyNA(mask) || !all(mask == 0 | mask == 1)) {
       Rfmalloc::fm_abort("earg", "mask must be 0 or 1 (or FALSE or TRUE) at each of the ", n, " positions, no NA")
     }
+    if (!any(mask == 1)) Rfmalloc::fm_abort("earg", "mask has no position at 1 (every position padding)")
     mask <- as.double(mask)
   }
   r <- .Call(C_rllm_run, model$ptr, tokens, sequence, mask, match(outputs, model$outputs) - 1L, outputs)

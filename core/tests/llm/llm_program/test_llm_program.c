@@ -395,6 +395,9 @@ static void test_v3_padding(void) {
   fm_err_clear(&err);
   CHECK(fm_llm_run(m, ids, NULL, half, N, 1, &w3, o1, &cap[3], ne, NULL, &err) == FM_EARG);
   CHECK(strstr(err.msg, "mask[2] is 0.5") != NULL);
+  const float none[N] = {0};
+  CHECK(fm_llm_run(m, ids, NULL, none, N, 1, &w3, o1, &cap[3], ne, NULL, &err) == FM_EARG);
+  CHECK(strstr(err.msg, "no position at 1") != NULL);
   fm_llm_model_free(m);
   m = NULL;
   nd[5].args[0] = 1; /* ne_id of the positions */

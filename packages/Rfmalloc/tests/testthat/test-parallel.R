@@ -106,11 +106,8 @@ test_that("a daemon whose file is not the driver's refuses the block, naming the
   file.rename(tmp, bed)
   local_daemons(2)
   expect_error(crossprod(X, C), class = "fm_error_emismatch", regexp = "and sampled bytes differ")
-  # without daemons the driver's own blocks see the same refusal
+  # without daemons the blocks are computed on the driver's own mapping
   local_daemons(0)
-  expect_error(crossprod(X, C), class = "fm_error_emismatch", regexp = "modification time and sampled bytes differ")
-  # the driver's file itself is unchanged: the unblocked product still works
-  withr::local_options(fmalloc.parallel = NULL)
   expect_identical(crossprod(X, C), ok)
 })
 
@@ -194,10 +191,16 @@ test_that("refusals: the option's values, a matrix daemons cannot open, the bloc
                       expect_error(X %*% matrix(1, ncol(X), 1), class = "fm_error_earg", regexp = "fmalloc.parallel"))
   expect_error(fmalloc_pca(X, k = 2, parallel = "mpi"), class = "fm_error_earg", regexp = "parallel must be")
   withr::local_options(fmalloc.parallel = "mirai")
+  # a matrix daemons cannot open is computed here, as without the option
   D <- fmalloc_dosage(matrix(c(0, 1, 2, 1.5), 2, 2))
-  expect_error(D %*% matrix(1, 2, 1), class = "fm_error_eunsupported", regexp = "daemons open the matrix by path")
+  expect_identical(D %*% matrix(1, 2, 1), withr::with_options(list(fmalloc.parallel = NULL), D %*% matrix(1, 2, 1)))
   withr::with_options(list(fmalloc.parallel_block = 0),
                       expect_error(X %*% matrix(1, ncol(X), 1), class = "fm_error_earg", regexp = "fmalloc.parallel_block"))
-  withr::with_options(list(fmalloc.parallel_timeout = -1),
-                      expect_error(fmalloc_parallel_info(), class = "fm_error_earg", regexp = "fmalloc.parallel_timeout"))
+  for (o in c("timeout", "retries", "inflight")) { # checked with or without daemons
+    withr::with_options(stats::setNames(list(-1), paste0("fmalloc.parallel_", o)),
+                        expect_error(X %*% matrix(1, ncol(X), 1), class = "fm_error_earg", regexp = paste0("fmalloc.parallel_", o)))
+  }
+  expect_error(fmalloc_pca(X, k = 2, parallel = ""), class = "fm_error_earg", regexp = "not \"\"")
+  withr::with_options(list(fmalloc.parallel = "x"),
+                      expect_error(fmalloc_parallel_info(), class = "fm_error_earg", regexp = "fmalloc.parallel"))
 })

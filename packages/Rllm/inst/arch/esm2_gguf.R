@@ -13,7 +13,10 @@
 # n_head], contact.bias [1]. A torch Linear weight [out, in] is GGUF
 # [in, out]. The vocabulary is the ESM alphabet (esm2_gguf_alphabet()) in
 # tokenizer.ggml.tokens, with no tokenizer.ggml.model (rllm_esm() encodes).
-# Needs arch_gguf.R (arch_gguf_seed()) sourced first.
+# Sources arch_gguf.R (arch_gguf_seed()) beside it when that is not loaded.
+if (!exists("arch_gguf_seed", mode = "function")) {
+  source(system.file("arch", "arch_gguf.R", package = "Rllm", mustWork = TRUE), local = TRUE)
+}
 
 # The ESM-1b / ESM-2 alphabet: <cls> 0, <pad> 1, <eos> 2, <unk> 3, the 20
 # standard amino acids and X B U Z O . -, <null_1>, <mask> 32.

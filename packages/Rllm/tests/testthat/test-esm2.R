@@ -138,6 +138,14 @@ test_that("ESM-2 with padding (attention_mask): native and rllm_execute = torch'
   expect_error(rllm_run(m, ids, mask = rep(1, 3)), class = "fm_error_earg", regexp = "at each of the 34 positions")
   expect_error(rllm_run(m, ids, mask = c(0.5, rep(1, 33))), class = "fm_error_earg", regexp = "0 or 1")
   expect_error(rllm_run(m, ids, mask = c(NA, rep(1, 33))), class = "fm_error_earg")
+  expect_error(rllm_run(m, ids, mask = rep(0, 34)), class = "fm_error_earg", regexp = "no position at 1")
+  expect_error(rllm_execute(prog, path, list(tokens = ids, attention_mask = rep(0, 34))),
+               class = "rllm_error_program", regexp = "no position at 1")
+  expect_error(rllm_execute(prog, path, list(tokens = ids, mask = rep(1, 34))),
+               class = "rllm_error_program", regexp = "'mask' is not an input of the program")
+  # a matrix of one column is one value per position
+  expect_equal(rllm_execute(prog, path, list(tokens = ids, attention_mask = matrix(1, 34, 1)))$logits,
+               rllm_execute(prog, path, list(tokens = ids))$logits)
   expect_error(rllm_execute(prog, path, list(tokens = ids, attention_mask = rep(2, 34))),
                class = "rllm_error_program", regexp = "attention_mask.*0 or 1")
 })
