@@ -65,7 +65,6 @@ test_that("1, 2 and 3 daemons give the result without daemons bit for bit; unblo
 })
 
 test_that("daemons on 127.0.0.1 over TLS, started as separate Rscript processes, give the same result", {
-  skip_on_cran()
   X <- fmalloc_bed_open(par_bed(seed = 2))
   withr::local_options(fmalloc.parallel = "mirai", fmalloc.parallel_block = 128, fmalloc.progress = FALSE)
   local_daemons(0)
