@@ -177,7 +177,9 @@ demo: setup install
 # vs bigsnpr snp_cor, peak RSS, band product), bench/ldpred2.R
 # (statgen_ldpred2_auto/inf vs bigsnpr on that band) and bench/coloc.R
 # (statgen_coloc_signals on 500 x 500 signal pairs over 2,000 SNPs vs
-# coloc.bf_bf per pair).
+# coloc.bf_bf per pair); issue 19: bench/scale.R (PCA and a linear GWAS in
+# one process with 1 and 2 threads against 1 and 2 mirai daemons: speedup,
+# the driver's peak RSS, the overhead per block).
 # P1-P3 share bench/lib.R and the .bed that bench/gen_bed.R writes once under
 # build/bench (5,000 x 200,000, 250 MB; P3 uses a copy without missing
 # calls); P1's pcaone peer needs 8 GB of RAM, else it runs on a subset.
@@ -206,6 +208,7 @@ bench: setup install
 	@$(RENV) Rscript bench/ld.R
 	@$(RENV) Rscript bench/ldpred2.R
 	@$(RENV) Rscript bench/coloc.R
+	@$(RENV) Rscript bench/scale.R
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/readers_rss.R; fi
 	@if [ "$(BENCH_RSS)" = 1 ]; then $(RENV) Rscript bench/pca_rss.R; fi
 
