@@ -143,7 +143,7 @@ test_that("a killed daemon, an error and a timeout: the block is sent again and 
   expect_identical(X %*% B, serial)
   # a block that does not answer within the timeout, once
   unlink(flag)
-  withr::local_options(fmalloc.parallel_timeout = 1)
+  withr::local_options(fmalloc.parallel_timeout = 3) # generous: a loaded machine delays the others
   inject(bquote(if (task$block == 2L && !file.exists(.(flag))) {
     file.create(.(flag))
     Sys.sleep(60)
@@ -163,7 +163,7 @@ test_that("a block failing on every try ends in a classed error naming it; nothi
   expect_error(res <- X %*% matrix(1, ncol(X), 1), class = "fm_error_eio",
                regexp = "block 7 of 16 \\(columns 769-896\\) failed 2 times on mirai daemons; last: .*injected failure")
   expect_null(res)
-  withr::local_options(fmalloc.parallel_timeout = 0.5)
+  withr::local_options(fmalloc.parallel_timeout = 3)
   inject(quote(if (task$block == 7L) Sys.sleep(60)))
   expect_error(fmalloc_pca(X, k = 2), class = "fm_error_eio", regexp = "block 7 of 16.*timed out")
 })
@@ -173,9 +173,13 @@ test_that("an interrupt cancels the blocks still out", {
   X <- fmalloc_bed_open(par_bed(seed = 6))
   withr::local_options(fmalloc.parallel = "mirai", fmalloc.parallel_block = 128, fmalloc.progress = FALSE)
   local_daemons(2)
-  inject(quote(Sys.sleep(2)))
-  system(sprintf("sleep 1; kill -INT %d", Sys.getpid()), wait = FALSE)
-  cond <- tryCatch(X %*% matrix(1, ncol(X), 1), condition = identity)
+  # block 3 interrupts the driver (SIGINT) while it waits; every block
+  # takes 2 s, so blocks are still out then
+  inject(bquote({
+    if (task$block == 3L) tools::pskill(.(Sys.getpid()), tools::SIGINT)
+    Sys.sleep(2)
+  }))
+  cond <- tryCatch(X %*% matrix(1, ncol(X), 1), interrupt = identity)
   expect_s3_class(cond, "interrupt")
   t0 <- Sys.time()
   while (mirai::info()[["executing"]] > 0 && Sys.time() - t0 < 10) Sys.sleep(0.05)
