@@ -77,11 +77,20 @@
 #'   the block products are those of the backend registry
 #'   ([fmalloc_backends()]).
 #' @examples
-#' \dontrun{
-#' mirai::daemons(2)
-#' options(fmalloc.parallel = "mirai")
-#' X <- fmalloc_bed_open("genotypes.bed")
-#' pcs <- fmalloc_pca(X, k = 10)
+#' # a .bed of 5 samples x 2 variants, written byte by byte
+#' prefix <- file.path(tempdir(), "parallel_example")
+#' writeBin(as.raw(c(0x6c, 0x1b, 0x01, 0xe4, 0x00, 0x1b, 0x03)), paste0(prefix, ".bed"))
+#' writeLines(sprintf("f%d s%d 0 0 1 -9", 1:5, 1:5), paste0(prefix, ".fam"))
+#' writeLines(c("1 rs1 0 100 A G", "1 rs2 0 200 C T"), paste0(prefix, ".bim"))
+#' X <- fmalloc_bed_open(prefix)
+#' fmalloc_parallel_info()
+#' if (requireNamespace("mirai", quietly = TRUE)) {
+#'   mirai::daemons(1)                     # or more, or on other hosts
+#'   old <- options(fmalloc.parallel = "mirai", fmalloc.parallel_block = 1)
+#'   print(colSums(X, na.rm = TRUE))       # two blocks, on the daemon
+#'   print(fmalloc_last_backend())
+#'   options(old)
+#'   mirai::daemons(0)
 #' }
 #' @export
 fmalloc_parallel_info <- function(x = NULL) {
