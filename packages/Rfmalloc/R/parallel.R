@@ -166,9 +166,8 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
     fm_abort("eunsupported", "option fmalloc.parallel = \"mirai\" needs the CRAN package mirai")
   }
   p <- spec$n_cols
-  size <- .fm_par_opt("block")
-  starts <- seq.int(1, p, by = size)
-  cols_of <- function(j) starts[j]:min(p, starts[j] + size - 1)
+  blocks <- .fm_blocks(p)
+  cols_of <- blocks$cols_of
   slice <- function(v, cols) if (is.null(v)) NULL else v[cols]
   file <- spec[c("path", "identity", "n_rows", "offset", "stride")]
   task_of <- function(j) {
@@ -189,8 +188,16 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   consume <- function(j, r) {
     if (sums) y <<- y + r else y[cols_of(j), ] <<- r
   }
-  .fm_run_blocks(length(starts), task_of, here, consume, cols_of, .fm_op_labels[op])
+  .fm_run_blocks(blocks$n, task_of, here, consume, cols_of, .fm_op_labels[op])
   y
+}
+
+# The block geometry of p columns (option fmalloc.parallel_block; never the
+# daemons): n blocks, cols_of(j) the columns of block j.
+.fm_blocks <- function(p) {
+  size <- .fm_par_opt("block")
+  starts <- seq.int(1, max(p, 1), by = size)
+  list(n = length(starts), cols_of = function(j) starts[j]:min(p, starts[j] + size - 1))
 }
 
 # Run tasks 1..n (task_of(j)) through .fm_block_task on the daemons, or
@@ -314,10 +321,10 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
     x@storage <- storage
     return(do.call(task$fun, c(list(.remade(x)), task$args)))
   }
-  x <- .new_codec_matrix(storage, "bed2", f$n_rows, storage$m, f$offset, f$stride)
-  x@cols <- task$cols
-  x@transform <- task$transform
-  y <- .Call(C_fmr_product, .view(.remade(x)), task$op, task$b, task$na_fill)
+  # the block's view, made once
+  y <- .Call(C_fmr_product, .Call(C_fmr_view_new, storage$ptr, c(.codec_ids()[["bed2"]], f$n_rows, storage$m,
+                                                                  f$offset, f$stride), task$cols, task$transform),
+             task$op, task$b, task$na_fill)
   if (task$op == 4L) y[, seq_len(task$k), drop = FALSE] else y
 }
 
@@ -370,9 +377,8 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
     fm_abort("eunsupported", "option fmalloc.parallel = \"mirai\" needs the CRAN package mirai")
   }
   p <- ncol(X)
-  size <- .fm_par_opt("block")
-  starts <- seq.int(1, max(p, 1), by = size)
-  cols_of <- function(j) starts[j]:min(p, starts[j] + size - 1)
+  blocks <- .fm_blocks(p)
+  cols_of <- blocks$cols_of
   storage <- .storage(X)
   file <- list(path = X@storage$path, identity = .Call(C_fmr_fileview_identity, storage), n_rows = X@spec[2],
                offset = X@spec[4], stride = X@spec[5])
@@ -397,5 +403,5 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
     fm_local_parallel(NULL)
     do.call(t$fun, c(list(t$x), t$args))
   }
-  .fm_run_blocks(length(starts), task_of, here, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
+  .fm_run_blocks(blocks$n, task_of, here, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
 }

@@ -134,15 +134,24 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
     .ld_with_bar(p, "statgen_ld: counting pairs",
                  function(prog) .Call(C_stg_ld_count, view, win_end, opts, keep, prog))
   }
-  colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
-  colptr[] <- c(0, cumsum(counts))
-  nnz <- colptr[p + 1]
-  rowidx <- Rfmalloc::create_fmalloc_vector("integer", nnz, runtime)
-  values <- if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
-    Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
+  band <- .ld_alloc(counts, dtype, runtime)
+  colptr <- band$colptr
+  rowidx <- band$rowidx
+  values <- band$values
   .ld_with_bar(p, "statgen_ld: correlations", function(prog)
     .Call(C_stg_ld_fill, view, win_end, opts, keep, colptr, rowidx, values, prog))
   .ld_finish(colptr, rowidx, values, dtype, vs, X, keep, window, unit, missing, r2_min, runtime, name)
+}
+
+# The band's vectors in runtime for columns of counts stored entries.
+.ld_alloc <- function(counts, dtype, runtime) {
+  p <- length(counts)
+  colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
+  colptr[] <- c(0, cumsum(counts))
+  nnz <- colptr[p + 1]
+  list(colptr = colptr, rowidx = Rfmalloc::create_fmalloc_vector("integer", nnz, runtime),
+       values = if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
+         Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime))
 }
 
 .ld_finish <- function(colptr, rowidx, values, dtype, vs, X, keep, window, unit, missing, r2_min, runtime, name) {
@@ -172,13 +181,12 @@ statgen_ld <- function(X, window = 1000, unit = c("kb", "variants", "cM"), r2_mi
                       .consume = function(j, cols, r) cnt[cols] <<- r)
     cnt
   }
-  colptr <- Rfmalloc::create_fmalloc_vector("double", p + 1, runtime)
-  colptr[] <- c(0, cumsum(counts))
-  nnz <- colptr[p + 1]
-  rowidx <- Rfmalloc::create_fmalloc_vector("integer", nnz, runtime)
+  band <- .ld_alloc(counts, dtype, runtime)
+  colptr <- band$colptr
+  rowidx <- band$rowidx
+  values <- band$values
+  rm(band) # one reference each: the writes below stay in place
   width <- if (dtype == "f64") 1 else 4
-  values <- if (dtype == "f64") Rfmalloc::create_fmalloc_vector("double", nnz, runtime) else
-    Rfmalloc::create_fmalloc_vector("raw", 4 * nnz, runtime)
   fm_parallel_apply(X, .ld_block, opts = opts, keep = keep, what = "fill", .slice = list(win_end = win_end),
                     .span = span, .label = "statgen_ld: correlations",
                     .consume = function(j, cols, r) {
