@@ -51,5 +51,9 @@ typedef struct fm_file_identity {
   uint64_t checksum;
 } fm_file_identity;
 FM_NODISCARD fm_status fm_fileview_identity(const fm_fileview *v, fm_file_identity *id, fm_err *err);
+/* The same of any open file: its first size bytes (a runtime's file,
+ * fm_map_identity; a GGUF's). */
+FM_NODISCARD fm_status fm_fd_identity(int fd, const char *path, uint64_t size, fm_file_identity *id,
+                                        fm_err *err);
 
 #endif

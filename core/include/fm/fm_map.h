@@ -45,6 +45,7 @@
 #define FM_MAP_H
 
 #include "fm_base.h"
+#include "fm_fileview.h"
 
 typedef struct fm_map fm_map;
 
@@ -148,6 +149,18 @@ FM_NODISCARD fm_status fm_map_same_file(const fm_map *m, const char *path, int *
 /* Pointer to byte offset off of the file (borrowed; valid until close).
  * NULL if off is outside the data region [data start, file_bytes). */
 void *fm_map_ptr(const fm_map *m, uint64_t off);
+
+/* The inverse: 1 and *off_out = the file offset of p when p lies in the
+ * data region of m's mapping, else 0 (m NULL included). */
+int fm_map_offset_of(const fm_map *m, const void *p, uint64_t *off_out);
+
+/* The identity (fm_fd_identity, fm_fileview.h) of m's file as another
+ * process that maps it by path sees it (a mirai daemon, possibly on another
+ * host sharing the file): a writable map's pages are first written to the
+ * file (msync; the metadata is not committed: that is fm_map_sync), then
+ * the file's size, mtime and sampled bytes are read.
+ * Errors: FM_EARG (NULL), FM_EFORMAT (truncated from outside), FM_EIO. */
+FM_NODISCARD fm_status fm_map_identity(fm_map *m, fm_file_identity *id, fm_err *err);
 
 /* ---- blocks ---------------------------------------------------------- */
 

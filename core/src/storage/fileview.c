@@ -90,36 +90,36 @@ fm_status fm_fileview_check(const fm_fileview *v, fm_err *err) {
   return FM_OK;
 }
 
-/* n bytes at off of v's file into buf, all of them: FM_EIO otherwise. */
-static fm_status read_at(const fm_fileview *v, uint8_t *buf, size_t n, uint64_t off, fm_err *err) {
+/* n bytes at off of file fd (named path) into buf, all of them: FM_EIO
+ * otherwise. */
+static fm_status read_at(int fd, const char *path, uint8_t *buf, size_t n, uint64_t off, fm_err *err) {
   size_t got = 0;
   while (got < n) {
-    ssize_t r = pread(v->fd, buf + got, n - got, (off_t)(off + got));
+    ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0)
-      return fm_err_set(err, FM_EIO, "cannot read %zu bytes at offset %llu of '%s': %s", n, (ull)off, v->path,
+      return fm_err_set(err, FM_EIO, "cannot read %zu bytes at offset %llu of '%s': %s", n, (ull)off, path,
                         r < 0 ? strerror(errno) : "the file ends before them (truncated?)");
     got += (size_t)r;
   }
   return FM_OK;
 }
 
-fm_status fm_fileview_identity(const fm_fileview *v, fm_file_identity *id, fm_err *err) {
-  if (!v || !id) return fm_err_set(err, FM_EARG, "fm_fileview_identity needs a view and an output");
+fm_status fm_fd_identity(int fd, const char *path, uint64_t size, fm_file_identity *id, fm_err *err) {
+  if (fd < 0 || !path || !id) return fm_err_set(err, FM_EARG, "fm_fd_identity needs a descriptor, a path and an output");
   memset(id, 0, sizeof *id);
   struct stat sb;
-  if (fstat(v->fd, &sb) != 0) return fm_err_set(err, FM_EIO, "cannot stat '%s': %s", v->path, strerror(errno));
+  if (fstat(fd, &sb) != 0) return fm_err_set(err, FM_EIO, "cannot stat '%s': %s", path, strerror(errno));
   uint8_t *buf = malloc(FM_IDENTITY_HEAD);
-  if (!buf) return fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", v->path);
-  const uint64_t size = v->n_bytes;
+  if (!buf) return fm_err_set(err, FM_ENOMEM, "out of memory reading '%s'", path);
   uint64_t h = FM_CHECKSUM_SEED;
   size_t n = size < FM_IDENTITY_HEAD ? (size_t)size : FM_IDENTITY_HEAD;
-  fm_status st = read_at(v, buf, n, 0, err);
+  fm_status st = read_at(fd, path, buf, n, 0, err);
   if (st == FM_OK) h = fm_checksum(buf, n, h);
   if (size > FM_IDENTITY_PAGE)
     for (int j = 0; j < FM_IDENTITY_PAGES && st == FM_OK; j++) {
       const uint64_t off = (uint64_t)j * (size - FM_IDENTITY_PAGE) / (FM_IDENTITY_PAGES - 1);
-      st = read_at(v, buf, FM_IDENTITY_PAGE, off, err);
+      st = read_at(fd, path, buf, FM_IDENTITY_PAGE, off, err);
       if (st == FM_OK) h = fm_checksum(buf, FM_IDENTITY_PAGE, h);
     }
   free(buf);
@@ -128,4 +128,9 @@ fm_status fm_fileview_identity(const fm_fileview *v, fm_file_identity *id, fm_er
   id->mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000 + (int64_t)sb.st_mtim.tv_nsec;
   id->checksum = h;
   return FM_OK;
+}
+
+fm_status fm_fileview_identity(const fm_fileview *v, fm_file_identity *id, fm_err *err) {
+  if (!v || !id) return fm_err_set(err, FM_EARG, "fm_fileview_identity needs a view and an output");
+  return fm_fd_identity(v->fd, v->path, v->n_bytes, id, err);
 }

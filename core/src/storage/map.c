@@ -618,3 +618,22 @@ void *fm_map_ptr(const fm_map *m, uint64_t off) {
   if (!m || off < m->data_off || off >= m->file_bytes) return NULL;
   return m->base + off;
 }
+
+int fm_map_offset_of(const fm_map *m, const void *p, uint64_t *off_out) {
+  const uint8_t *q = p;
+  if (!m || !m->base || !q || q < m->base + m->data_off || q >= m->base + m->file_bytes) return 0;
+  if (off_out) *off_out = (uint64_t)(q - m->base);
+  return 1;
+}
+
+fm_status fm_map_identity(fm_map *m, fm_file_identity *id, fm_err *err) {
+  if (!m || !id) return fm_err_set(err, FM_EARG, "fm_map_identity needs an open map and an output");
+  uint64_t size;
+  fm_status st = fmi_map_stat(m, &size, err);
+  if (st != FM_OK) return st;
+  /* the mapping may be shorter than the file (a read-only map is the size at open) */
+  const uint64_t mapped = size < m->map_len ? size : m->map_len;
+  if (!m->read_only && mapped > 0 && msync(m->base, (size_t)mapped, MS_SYNC) != 0)
+    return fm_err_set(err, FM_EIO, "cannot write '%s' back to its file (msync): %s", m->path, strerror(errno));
+  return fm_fd_identity(m->fd, m->path, size, id, err);
+}

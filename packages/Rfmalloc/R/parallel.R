@@ -11,17 +11,18 @@
 #' Products, statistics and PCA on mirai daemons
 #'
 #' With `options(fmalloc.parallel = "mirai")` (or `parallel = "mirai"` on
-#' [fmalloc_pca()]), the products of a mapped `.bed`
-#' ([fmalloc_bed_open()]): `X %*% B`, `crossprod(X, B)`, column sums and
-#' means, and every pass of [fmalloc_pca()], are computed in blocks of
+#' [fmalloc_pca()]), the products of a matrix held in a file (a `.bed` of
+#' [fmalloc_bed_open()], or a persistent runtime's codec matrix or mapped
+#' matrix): `X %*% B`, `crossprod(X, B)`, column sums and means,
+#' [fmalloc_colVars()], and every pass of [fmalloc_pca()], are computed in blocks of
 #' variants (columns) on the daemons of the CRAN package mirai, which the
 #' user starts with mirai's own API: `mirai::daemons(4)` on this host, or
 #' `mirai::daemons(url = mirai::host_url(tls = TRUE), remote =
 #' mirai::ssh_config(...))` (or `mirai::cluster_config()` for a scheduler)
 #' for other hosts. Each daemon maps the same file read-only by its path
-#' and computes a block with its own threads (its `fmalloc.threads`); the
-#' driver adds the blocks' partial sums, or places their rows, in block
-#' order.
+#' (a runtime's file without its lock: the driver holds that) and computes
+#' a block with its own threads (its `fmalloc.threads`); the driver adds
+#' the blocks' partial sums, or places their rows, in block order.
 #'
 #' **Identical results.** Blocks are `fmalloc.parallel_block` columns
 #' (default 8192), whatever the number of daemons, and are reduced in their
@@ -50,10 +51,19 @@
 #' blocks still out (`mirai::stop_mirai()`).
 #'
 #' **What runs where.** Only a matrix that daemons can open by path goes to
-#' them: a `.bed` mapped by [fmalloc_bed_open()] (with any column
-#' selection or [fmalloc_standardize()] transform). Any other matrix (in
-#' memory, in a runtime) is computed in this process as without the
-#' option. Without daemons, or when none is connected (a message says so),
+#' them, with any column selection or [fmalloc_standardize()] transform: a
+#' `.bed` mapped by [fmalloc_bed_open()]; a codec matrix
+#' ([fmalloc_bed()], [fmalloc_dosage()], [fmalloc_alp()]) or a double or
+#' integer matrix ([create_fmalloc_matrix()]) in a runtime opened with
+#' `mode = "persistent"` (named with [fmalloc_save()] or not). Before each
+#' call the driver writes the runtime's pages to its file (`msync`, not a
+#' commit: that is [fmalloc_sync()]), so daemons on hosts that share the
+#' file read what the driver sees; a write between calls gives the file a
+#' new identity and the daemons map it again. The products of a mapped
+#' dense matrix (`M %*% B`) are base R's; its column statistics and PCA are
+#' blocked. Any other matrix (in memory, in a scratch runtime, over an
+#' external codec such as a GGUF tensor view) is computed in this process
+#' as without the option. Without daemons, or when none is connected (a message says so),
 #' the blocks are computed in this process on its own mapping, with the
 #' same result. Daemons on hosts whose CPUs run another kernel path (see
 #' [fmalloc_backend_info()]) may round differently: pin the path with
@@ -169,7 +179,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   blocks <- .fm_blocks(p)
   cols_of <- blocks$cols_of
   slice <- function(v, cols) if (is.null(v)) NULL else v[cols]
-  file <- spec[c("path", "identity", "n_rows", "offset", "stride")]
+  file <- spec[c("path", "identity", "codec", "n_rows", "n_stored", "offset", "stride")]
   task_of <- function(j) {
     cols <- cols_of(j)
     list(block = j, file = file, cols = if (is.null(spec$cols)) cols else spec$cols[cols], op = op, k = k,
@@ -283,26 +293,25 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
                          j, n, cols[1L], cols[length(cols)], tries, why), call = NULL)
 }
 
-# The storage (a .bed view's environment, as fmalloc_bed_open() makes it)
-# of file f (path, identity, n_rows, offset, stride) where a block runs (a
-# daemon, or the driver): mapped once per identity, and refused when it is
-# not the driver's file.
+# The storage (an environment holding the read-only view `ptr` of the
+# file, as a mapped .bed's storage) of file f (path, identity) where a block
+# runs (a daemon, or the driver): mapped once per identity, and refused when
+# it is not the driver's file.
 .fm_daemon_files <- new.env(parent = emptyenv())
 .fm_verified_storage <- function(f) {
-  m <- (as.numeric(f$identity[1L]) - f$offset) %/% f$stride
   known <- .fm_daemon_files[[f$path]]
   if (is.null(known) || !identical(known$identity, f$identity)) {
+    where <- sprintf("on host %s (pid %d)", Sys.info()[["nodename"]], Sys.getpid())
+    if (!file.exists(f$path)) fm_abort("eio", sprintf("'%s' does not exist %s", f$path, where), call = NULL)
     storage <- new.env(parent = emptyenv())
     storage$path <- f$path
-    storage$n <- f$n_rows
-    storage$m <- m
-    storage$ptr <- .open_bed_view(f$path, f$n_rows, m)
+    storage$ptr <- .Call(C_fmr_fileview_open, f$path)
     id <- .Call(C_fmr_fileview_identity, storage$ptr)
     if (!identical(id, f$identity)) {
       what <- c("size", "modification time", "sampled bytes")[id != f$identity]
-      fm_abort("emismatch", sprintf("'%s' on host %s (pid %d) is not the driver's file: its %s differ%s",
-                                    f$path, Sys.info()[["nodename"]], Sys.getpid(), paste(what, collapse = " and "),
-                                    if (length(what) == 1L) "s" else ""), call = NULL)
+      fm_abort("emismatch", sprintf("'%s' %s is not the driver's file: its %s differ%s", f$path, where,
+                                    paste(what, collapse = " and "), if (length(what) == 1L) "s" else ""),
+               call = NULL)
     }
     known <- .fm_daemon_files[[f$path]] <- list(storage = storage, identity = id)
   }
@@ -319,30 +328,49 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   if (!is.null(task$fun)) {
     x <- task$x
     x@storage <- storage
+    x@spec[4L] <- x@spec[4L] + f$offset # the storage's bytes start there in the file
     return(do.call(task$fun, c(list(.remade(x)), task$args)))
   }
   # the block's view, made once
-  y <- .Call(C_fmr_product, .Call(C_fmr_view_new, storage$ptr, c(.codec_ids()[["bed2"]], f$n_rows, storage$m,
-                                                                  f$offset, f$stride), task$cols, task$transform),
+  y <- .Call(C_fmr_product, .Call(C_fmr_view_new, storage$ptr, c(f$codec, f$n_rows, f$n_stored, f$offset, f$stride),
+                                  task$cols, task$transform),
              task$op, task$b, task$na_fill)
   if (task$op == 4L) y[, seq_len(task$k), drop = FALSE] else y
+}
+
+# x as a codec matrix whose bytes daemons can map by path, with that file
+# (list(path, identity, offset of the storage's first byte)), or NULL: a
+# codec matrix of a mapped .bed or of a persistent runtime, or a double or
+# integer matrix mapped from a persistent runtime (wrapped, sharing its
+# bytes). Matrices in memory, in a scratch runtime or over an external
+# codec have no such file.
+.fm_file_matrix <- function(x) {
+  if (!methods::is(x, "fmalloc_codec_matrix")) {
+    if (!is.matrix(x) || !(is.double(x) || is.integer(x)) || !fmalloc_is_mapped(x)) return(NULL)
+    x <- .new_codec_matrix(x, if (is.double(x)) "double" else "integer", nrow(x), ncol(x), 0,
+                           nrow(x) * if (is.double(x)) 8 else 4, dimnames = dimnames(x))
+  }
+  if (.codec_name(x) == "ext") return(NULL)
+  file <- .Call(C_fmr_storage_file, .storage(x))
+  if (is.null(file)) NULL else list(x = x, file = file)
 }
 
 #' Run a function over blocks of variants, on mirai daemons
 #'
 #' For the packages of the stack (RfmallocStatgen's `statgen_gwas()`):
 #' `fm_parallel_on(X)` says whether option `fmalloc.parallel` is `"mirai"`
-#' and `X` is a mapped `.bed` that daemons can open by path (see
-#' [fmalloc_parallel_info()]); `fm_parallel_apply()` then calls
+#' and `X` is held in a file that daemons can open by path (see "What runs
+#' where" in [fmalloc_parallel_info()]); `fm_parallel_apply()` then calls
 #' `fun(X_block, <.slice cut to the block>, ...)` for each block of
 #' `fmalloc.parallel_block` columns of `X` (in order), on the daemons (or
 #' in this process without daemons), and hands each result to
 #' `.consume(j, cols, result)` in block order. `X_block` is `X`'s block of
-#' columns (with its transform) without sample and variant metadata; the
-#' daemon checks that its file is the driver's. Faults, retries, the
+#' columns (with its transform) as a codec matrix (a mapped dense matrix
+#' wrapped as one, codec `"double"` or `"integer"`) without sample and
+#' variant metadata; the daemon checks that its file is the driver's. Faults, retries, the
 #' timeout, the progress bar and interrupts are those of the products.
 #'
-#' @param X an `fmalloc_codec_matrix` of a mapped `.bed`.
+#' @param X a matrix held in a file daemons can open (above).
 #' @param fun a function of the package's namespace (it travels by
 #'   reference to its namespace, which daemons load).
 #' @param ... further arguments of `fun`, the same for every block.
@@ -359,29 +387,30 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 #'   `NULL`, invisibly.
 #' @section Errors: as the products' (see [fmalloc_parallel_info()]): a
 #'   block failing on every try raises `fm_error_eio` naming it (or
-#'   `fm_error_emismatch` for a daemon refusing the file); `fm_error_earg`
-#'   for `X` that is not a mapped `.bed`.
+#'   `fm_error_emismatch` for a daemon refusing the file, `fm_error_eio`
+#'   when the file does not exist there); `fm_error_earg` for `X` that is
+#'   not held in such a file.
 #' @export
 fm_parallel_on <- function(X) {
-  identical(getOption("fmalloc.parallel"), "mirai") && methods::is(X, "fmalloc_codec_matrix") &&
-    .codec_name(X) == "bed2" && is.environment(X@storage)
+  identical(getOption("fmalloc.parallel"), "mirai") && !is.null(.fm_file_matrix(X))
 }
 
 #' @rdname fm_parallel_on
 #' @export
 fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consume, .label = "blocks") {
-  if (!methods::is(X, "fmalloc_codec_matrix") || .codec_name(X) != "bed2" || !is.environment(X@storage)) {
-    fm_abort("earg", "fm_parallel_apply: X must be a mapped .bed (fmalloc_bed_open())")
+  fx <- .fm_file_matrix(X)
+  if (is.null(fx)) {
+    fm_abort("earg", "fm_parallel_apply: X must be a matrix in a file daemons can map (a mapped .bed, ",
+             "a persistent runtime's codec matrix or mapped matrix)")
   }
   if (!requireNamespace("mirai", quietly = TRUE)) {
     fm_abort("eunsupported", "option fmalloc.parallel = \"mirai\" needs the CRAN package mirai")
   }
+  X <- fx$x
   p <- ncol(X)
   blocks <- .fm_blocks(p)
   cols_of <- blocks$cols_of
-  storage <- .storage(X)
-  file <- list(path = X@storage$path, identity = .Call(C_fmr_fileview_identity, storage), n_rows = X@spec[2],
-               offset = X@spec[4], stride = X@spec[5])
+  file <- fx$file
   lean <- X
   lean@variants <- NULL
   lean@samples <- NULL
@@ -401,7 +430,7 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
   here <- function(j) {
     t <- task_of(j, X@storage)
     fm_local_parallel(NULL)
-    do.call(t$fun, c(list(t$x), t$args))
+    do.call(t$fun, c(list(.remade(t$x)), t$args))
   }
   .fm_run_blocks(blocks$n, task_of, here, function(j, r) .consume(j, cols_of(j), r), cols_of, .label)
 }

@@ -3,7 +3,7 @@
 # Column means, variances (NA with fewer than two observed values, as var())
 # and observed counts of a numeric matrix or codec matrix.
 .colvar <- function(x) {
-  res <- if (.fm_parallel_bed(x)) .colvar_blocks(x) else .Call(C_fmr_colvar, .view_of(x))
+  res <- if (fm_parallel_on(x)) .colvar_blocks(x) else .Call(C_fmr_colvar, .view_of(x))
   names(res) <- c("mean", "var", "n_obs")
   if (methods::is(x, "fmalloc_codec_matrix") && !is.null(x@transform)) res <- .transformed(res, x@transform, nrow(x))
   res$var[res$n_obs < 2] <- NA_real_
@@ -12,24 +12,15 @@
   res
 }
 
-# With option fmalloc.parallel = "mirai", a mapped .bed's statistics come
-# from the blocked column sums (the "mirai" backend): sums, sums of squares
-# and missing counts of the stored allele counts, whole numbers that
-# doubles hold exactly, so the mean and variance have one rounding each.
-.fm_parallel_bed <- function(x) {
-  identical(getOption("fmalloc.parallel"), "mirai") && methods::is(x, "fmalloc_codec_matrix") &&
-    .codec_name(x) == "bed2" && is.environment(x@storage)
-}
+# With option fmalloc.parallel = "mirai", a matrix in a file goes to the
+# daemons in blocks of columns; each column's statistics are its own, so
+# the blocks' rows are those of one pass.
 .colvar_blocks <- function(x) {
-  if (!is.null(x@transform)) { # the stored values' statistics (.transformed maps them)
-    x@transform <- NULL
-    x <- .remade(x)
-  }
-  y <- .Call(C_fmr_product, .view_of(x), 4L, NULL, 0)
-  n_obs <- nrow(x) - y[, 3L]
-  mean <- y[, 1L] / n_obs
-  list(mean, (y[, 2L] - y[, 1L] * mean) / (n_obs - 1), n_obs)
+  parts <- list()
+  fm_parallel_apply(x, .colvar_block, .label = "column statistics", .consume = function(j, cols, r) parts[[j]] <<- r)
+  lapply(1:3, function(i) unlist(lapply(parts, `[[`, i), use.names = FALSE))
 }
+.colvar_block <- function(x) .Call(C_fmr_colvar, .view_of(x))
 
 # Column statistics of a standardized view from those of its stored values:
 # observed values map to (v - center) * scale, missing ones to fill (when

@@ -1,14 +1,17 @@
 /* r_parallel.c: the "mirai" backend. A product forced to it (option
  * fmalloc.parallel = "mirai": r_backend.c puts the name in the call's
  * fm_ctl, which reaches every product of the call, a PCA's passes
- * included) is handed, with the path, identity and layout of the mapped
- * file its matrix lies in, to R/parallel.R, which computes it in blocks of
- * columns on mirai daemons (or in this process when none are running) and
- * reduces the blocks in their order. Daemons open the file by path, so
- * the matrix must be a mapped file: the glue's fileviews (a .bed of
- * fmalloc_bed_open()) are registered here as they open and close. */
+ * included) is handed, with the path, identity and layout of the file its
+ * matrix lies in, to R/parallel.R, which computes it in blocks of columns
+ * on mirai daemons (or in this process when none are running) and reduces
+ * the blocks in their order. Daemons map the file read-only by path, so
+ * the matrix's bytes must lie in a file: a fileview of the glue (a .bed of
+ * fmalloc_bed_open(), registered here as it opens and closes) or a
+ * persistent runtime (its codec matrices and mapped vectors; the runtime
+ * writes its pages to the file first, fm_map_identity). */
 #include "r_parallel.h"
 #include "r_calls.h"
+#include "r_runtime.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -70,43 +73,80 @@ static SEXP identity_strings(const fm_file_identity *id) {
   return s;
 }
 
-/* list(path, identity, n_rows, n_cols, offset, stride, cols) of x in v:
- * what a daemon needs to map the same columns. */
-static SEXP file_spec(const fm_mat *x, const fm_fileview *v, const fm_file_identity *id) {
-  static const char *names[] = {"path", "identity", "n_rows", "n_cols", "offset", "stride", "cols"};
-  SEXP s = PROTECT(Rf_allocVector(VECSXP, 7));
-  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 7));
-  for (int i = 0; i < 7; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+/* Where a daemon finds bytes p: the file it maps by path, p's offset there
+ * and the file's identity. */
+typedef struct file_at {
+  const char *path;
+  uint64_t off;
+  fm_file_identity id;
+} file_at;
+
+/* *found = 1 and *f when a registered fileview or a persistent runtime
+ * holds p; *found = 0 when no file does. Errors: reading the identity. */
+static fm_status file_holding(const void *p, file_at *f, int *found, fm_err *err) {
+  *found = 0;
+  const fm_fileview *v = view_holding(p);
+  if (v) {
+    *f = (file_at){v->path, (uint64_t)((const uint8_t *)p - v->base), {0}};
+    *found = 1;
+    return fm_fileview_identity(v, &f->id, err);
+  }
+  uint64_t off;
+  fmr_runtime *r = fmr_runtime_holding(p, &off);
+  if (!r) return FM_OK;
+  *f = (file_at){r->path, off, {0}};
+  *found = 1;
+  return fm_map_identity(r->map, &f->id, err);
+}
+
+static SEXP named_list(int n, const char **names) {
+  SEXP s = PROTECT(Rf_allocVector(VECSXP, n));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, n));
+  for (int i = 0; i < n; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
   Rf_setAttrib(s, R_NamesSymbol, nm);
-  SET_VECTOR_ELT(s, 0, Rf_mkString(v->path));
-  SET_VECTOR_ELT(s, 1, identity_strings(id));
-  SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)x->n_rows));
-  SET_VECTOR_ELT(s, 3, Rf_ScalarReal((double)x->n_cols));
-  SET_VECTOR_ELT(s, 4, Rf_ScalarReal((double)((const uint8_t *)x->data - v->base)));
-  SET_VECTOR_ELT(s, 5, Rf_ScalarReal((double)x->col_stride));
+  UNPROTECT(2);
+  return s;
+}
+
+/* list(path, identity, codec, n_rows, n_cols, n_stored, offset, stride,
+ * cols) of x in file f: what a daemon needs to map the same columns (the
+ * spec of fmr_view_new over the whole file: offset is in the file). */
+static SEXP file_spec(const fm_mat *x, const file_at *f) {
+  static const char *names[] = {"path", "identity", "codec", "n_rows", "n_cols", "n_stored", "offset", "stride", "cols"};
+  SEXP s = PROTECT(named_list(9, names));
+  int64_t n_stored = x->n_cols;
+  if (x->codec == FM_CODEC_ALP) n_stored = x->n_stored_cols;
+  else if (x->col_index)
+    for (int64_t j = n_stored = 0; j < x->n_cols; j++)
+      if (x->col_index[j] + 1 > n_stored) n_stored = x->col_index[j] + 1;
+  SET_VECTOR_ELT(s, 0, Rf_mkString(f->path));
+  SET_VECTOR_ELT(s, 1, identity_strings(&f->id));
+  SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)x->codec));
+  SET_VECTOR_ELT(s, 3, Rf_ScalarReal((double)x->n_rows));
+  SET_VECTOR_ELT(s, 4, Rf_ScalarReal((double)x->n_cols));
+  SET_VECTOR_ELT(s, 5, Rf_ScalarReal((double)n_stored));
+  SET_VECTOR_ELT(s, 6, Rf_ScalarReal((double)f->off));
+  SET_VECTOR_ELT(s, 7, Rf_ScalarReal((double)x->col_stride));
   if (x->col_index) { /* 1-based stored columns, as a codec matrix's cols */
-    SEXP c = SET_VECTOR_ELT(s, 6, Rf_allocVector(REALSXP, (R_xlen_t)x->n_cols));
+    SEXP c = SET_VECTOR_ELT(s, 8, Rf_allocVector(REALSXP, (R_xlen_t)x->n_cols));
     for (int64_t j = 0; j < x->n_cols; j++) REAL(c)[j] = (double)x->col_index[j] + 1;
   }
-  UNPROTECT(2);
+  UNPROTECT(1);
   return s;
 }
 
 /* list(center, scale, fill, fill_all) of aff over n columns (NULL parts,
  * fill_all NA when unset). */
 static SEXP affine_list(const fm_affine *aff, int64_t n) {
-  SEXP a = PROTECT(Rf_allocVector(VECSXP, 4));
-  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 4));
   static const char *names[] = {"center", "scale", "fill", "fill_all"};
-  for (int i = 0; i < 4; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
-  Rf_setAttrib(a, R_NamesSymbol, nm);
+  SEXP a = PROTECT(named_list(4, names));
   if (aff) {
     SET_VECTOR_ELT(a, 0, doubles_or_null(aff->center, n));
     SET_VECTOR_ELT(a, 1, doubles_or_null(aff->scale, n));
     SET_VECTOR_ELT(a, 2, doubles_or_null(aff->fill, n));
   }
   SET_VECTOR_ELT(a, 3, Rf_ScalarReal(aff && aff->fill_all_set ? aff->fill_all : NA_REAL));
-  UNPROTECT(2);
+  UNPROTECT(1);
   return a;
 }
 
@@ -131,8 +171,11 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
     return fm_err_set(err, FM_EUNSUPPORTED, "it runs on R's main thread only");
   if (current) return fm_err_set(err, FM_EINTERNAL, "the mirai backend was re-entered");
   const fm_mat *x = p->x;
-  const fm_fileview *v = view_holding(x->data);
-  if (x->codec != FM_CODEC_BED2 || !v) { /* daemons could not open it: here, as without the option */
+  file_at f;
+  int found = 0;
+  fm_status st = x->codec == FM_CODEC_EXT ? FM_OK : file_holding(x->data, &f, &found, err);
+  if (st != FM_OK) return st;
+  if (!found) { /* daemons could not open it: here, as without the option */
     const fm_ctl c = unforced(ctl);
     return fm_backend_run(p, &c, NULL, err);
   }
@@ -140,9 +183,6 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   const int64_t rows_y = p->op == FM_OP_XB || p->op == FM_OP_XXTB ? x->n_rows : x->n_cols;
   if (rows_b > INT_MAX || rows_y > INT_MAX || p->k > INT_MAX)
     return fm_err_set(err, FM_EUNSUPPORTED, "its operands would be R matrices of 2^31 rows or more");
-  fm_file_identity id;
-  fm_status st = fm_fileview_identity(v, &id, err);
-  if (st != FM_OK) return st;
   int nprot = 0;
   SEXP b = R_NilValue;
   if (p->op != FM_OP_COLSUMS) {
@@ -155,7 +195,7 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   nprot++;
   SEXP fun = PROTECT(Rf_findFun(Rf_install(".fm_parallel_product"), ns));
   nprot++;
-  SEXP spec = PROTECT(file_spec(x, v, &id));
+  SEXP spec = PROTECT(file_spec(x, &f));
   SEXP aff = PROTECT(affine_list(p->aff, x->n_cols));
   SEXP op = PROTECT(Rf_ScalarInteger((int)p->op)), k = PROTECT(Rf_ScalarInteger((int)p->k));
   nprot += 4;
@@ -237,5 +277,34 @@ static SEXP fmr_fileview_identity(SEXP ptr) {
   return identity_strings(&id);
 }
 
+/* .Call(fmr_storage_file, storage) -> list(path, identity, offset) of the
+ * file a daemon maps to read a codec matrix's storage (a .bed's fileview,
+ * a persistent runtime's raw vector; offset: the storage's first byte in
+ * the file), or NULL when no file holds it. */
+static SEXP fmr_storage_file(SEXP storage) {
+  const void *p = NULL;
+  if (TYPEOF(storage) == EXTPTRSXP && R_ExternalPtrTag(storage) == Rf_install("fm_fileview")) {
+    const fm_fileview *v = R_ExternalPtrAddr(storage);
+    if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");
+    p = v->base;
+  } else {
+    const fmr_vec *v = fmr_vec_of(storage);
+    if (v) p = fmr_vec_ptr(v);
+  }
+  file_at f;
+  int found = 0;
+  fm_err err;
+  if (p && file_holding(p, &f, &found, &err) != FM_OK) fmr_raise(&err);
+  if (!found) return R_NilValue;
+  static const char *names[] = {"path", "identity", "offset"};
+  SEXP s = PROTECT(named_list(3, names));
+  SET_VECTOR_ELT(s, 0, Rf_mkString(f.path));
+  SET_VECTOR_ELT(s, 1, identity_strings(&f.id));
+  SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)f.off));
+  UNPROTECT(1);
+  return s;
+}
+
 const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1),
-                                               FMR_CALLDEF(fmr_local_block, 3), {NULL, NULL, 0}};
+                                               FMR_CALLDEF(fmr_local_block, 3),
+                                               FMR_CALLDEF(fmr_storage_file, 1), {NULL, NULL, 0}};

@@ -12,14 +12,15 @@
 #define FMR_MIRAI_BACKEND "mirai"
 
 /* The mapped files a daemon can open by path: the glue's fileviews
- * (r_codec.c adds each at open and removes it at close). */
+ * (r_codec.c adds each at open and removes it at close) and the persistent
+ * runtimes (r_runtime.h, fmr_runtime_holding). */
 void fmr_fileviews_add(const fm_fileview *v);
 void fmr_fileviews_remove(const fm_fileview *v);
 
 /* The backend: declines every product unless the call forces it (option
  * fmalloc.parallel = "mirai", r_backend.c); then computes the product of a
- * mapped .bed in blocks of columns through R/parallel.R, on R's main
- * thread. */
+ * matrix in one of those files in blocks of columns through R/parallel.R,
+ * on R's main thread (another matrix: as without the option). */
 fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm_err *err);
 
 /* Records R's main thread (R_init_Rfmalloc). */

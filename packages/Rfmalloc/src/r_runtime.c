@@ -72,6 +72,14 @@ void fmr_runtime_drop_vec(fmr_runtime *r, fmr_vec *v) {
   if (r->is_finalized && r->n_vecs == 0) runtime_free(r);
 }
 
+fmr_runtime *fmr_runtime_holding(const void *p, uint64_t *off) {
+  for (fmr_runtime *r = g_runtimes; r; r = r->next)
+    if (r->map && !r->is_broken && r->mode == FM_MAP_PERSISTENT && r->pid == getpid() &&
+        fm_map_offset_of(r->map, p, off))
+      return r;
+  return NULL;
+}
+
 /* "a character string", "NULL", "a list", ...: what a wrong argument is. */
 static const char *describe(SEXP x, char *buf, size_t n) {
   int one = XLENGTH(x) == 1;

@@ -183,6 +183,11 @@ void fmr_vec_note_named(fmr_runtime *r, const fm_dir_entry *e);
 /* Register the ALTREP classes (R_init_Rfmalloc). */
 void fmr_altrep_init(DllInfo *dll);
 
+/* The open, persistent, unbroken runtime of this process whose mapping
+ * holds p (*off: p's offset in its file), or NULL: the files a mirai daemon
+ * can map by path (r_parallel.c; a scratch file has no path any more). */
+fmr_runtime *fmr_runtime_holding(const void *p, uint64_t *off);
+
 /* Close every open runtime of this process (unload). */
 void fmr_runtime_close_all_c(void);
 

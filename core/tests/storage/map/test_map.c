@@ -953,6 +953,50 @@ static void locks(void) {
   CHECK(try_open(path, 0) == FM_OK);
 }
 
+/* fm_map_identity: what a process mapping the file by path sees (a daemon's
+ * fm_fileview), while the writer holds its lock and before any sync: the
+ * writer's pages are in the file; a write changes it; fm_map_offset_of
+ * finds a block's bytes at the offset the view reads them. */
+static void map_identity(void) {
+  const char *path = tpath("identity.fm");
+  fm_err err;
+  fm_map *w = NULL;
+  CHECK_OK(fm_map_open(path, GIB, FM_MAP_PERSISTENT, 0, &w, &err), &err);
+  if (!w) return;
+  uint64_t off = 0, found = 0;
+  CHECK_OK(fm_map_alloc(w, 300000, &off, &err), &err);
+  uint8_t *p = fm_map_ptr(w, off);
+  fill_bytes(p, 300000, 7);
+  CHECK(fm_map_offset_of(w, p + 1234, &found) && found == off + 1234);
+  CHECK(!fm_map_offset_of(w, &found, &found) && !fm_map_offset_of(NULL, p, &found));
+  fm_file_identity iw, iv;
+  CHECK_OK(fm_map_identity(w, &iw, &err), &err);
+  fm_fileview *v = NULL;
+  CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+  if (v) {
+    CHECK_OK(fm_fileview_identity(v, &iv, &err), &err);
+    CHECK(iw.size == iv.size && iw.mtime_ns == iv.mtime_ns && iw.checksum == iv.checksum);
+    CHECK(v->n_bytes > off + 300000 && memcmp(v->base + off, p, 300000) == 0);
+    /* a byte of the header region (always sampled) written by the writer */
+    p[0] ^= 0xff;
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    fm_file_identity iw2;
+    CHECK_OK(fm_map_identity(w, &iw2, &err), &err);
+    CHECK(v->base[off] == p[0]);
+    CHECK(iw2.size == iw.size && (iw2.checksum != iw.checksum || iw2.mtime_ns != iw.mtime_ns));
+    fm_fileview_close(v);
+  }
+  CHECK(fm_map_identity(NULL, &iw, &err) == FM_EARG && fm_map_identity(w, NULL, &err) == FM_EARG);
+  fm_map_close(w);
+  fm_map *r = NULL;
+  CHECK_OK(fm_map_open(path, 0, FM_MAP_PERSISTENT, 1, &r, &err), &err);
+  if (r) {
+    CHECK_OK(fm_map_identity(r, &iv, &err), &err);
+    fm_map_close(r);
+  }
+}
+
 /* Several processes race to create one file: each gets it or FM_EBUSY, and
  * what is left is a valid file with no temporaries beside it. */
 static void concurrent_create(void) {
@@ -1669,6 +1713,7 @@ int main(int argc, char **argv) {
   RUN(truncate_and_replace);
   RUN(file_identity);
   RUN(same_file);
+  RUN(map_identity);
   RUN(null_safety);
   /* fork */
   RUN(locks);

@@ -1,4 +1,5 @@
-# Products, column statistics and PCA of a mapped .bed in blocks on mirai
+# Products, column statistics and PCA of a mapped .bed, and of a persistent
+# runtime's matrices, in blocks on mirai
 # daemons (option fmalloc.parallel = "mirai"; R/parallel.R and
 # src/r_parallel.c): bit-identical results for 1, 2 and 3 daemons and
 # without daemons (the blocks computed in this process), daemons over TLS
@@ -62,6 +63,61 @@ test_that("1, 2 and 3 daemons give the result without daemons bit for bit; unblo
   expect_identical(suppressMessages(fmalloc_pca(X, k = 3, scale = TRUE, seed = 2, tol = 1e-8, parallel = "mirai")),
                    serial$pca)
   expect_identical(fmalloc_pca(X, k = 3, scale = TRUE, seed = 2, tol = 1e-8), unblocked$pca)
+})
+
+test_that("a persistent runtime's matrices: daemons map its file by path while the driver holds it, bit for bit", {
+  path <- file.path(tempfile("par_rt"), "store.fm")
+  dir.create(dirname(path))
+  rt <- open_fmalloc(path, size_gb = 0.2)
+  withr::defer(cleanup_fmalloc(rt))
+  set.seed(4)
+  n <- 203
+  p <- 1500
+  G <- matrix(sample(c(0:2, NA), n * p, TRUE, prob = c(0.4, 0.35, 0.2, 0.05)), n, p)
+  fmalloc_save(fmalloc_bed(G, runtime = rt), "calls", rt)
+  fmalloc_save(fmalloc_dosage(G / 1.5, runtime = rt), "dosages", rt)
+  M <- create_fmalloc_matrix("double", n, p, rt) # unnamed, written in place
+  M[] <- rnorm(n * p)
+  mats <- list(bed = fmalloc_get(rt, "calls"), dos = fmalloc_get(rt, "dosages"), dense = M)
+  set.seed(5)
+  B <- matrix(rnorm(p * 2), p, 2)
+  C <- matrix(rnorm(n * 2), n, 2)
+  ops <- function(X) { # a dense matrix's products are base R's; its statistics and PCA are ours
+    Xs <- if (is.matrix(X)) X else fmalloc_standardize(X, center = TRUE, scale = TRUE, drop_constant = FALSE)
+    list(xb = Xs %*% B, xtb = crossprod(Xs, C), vars = fmalloc_colVars(X), means = fmalloc_colMeans(X),
+         sel = crossprod(Xs[, 200:900], C), pca = fmalloc_pca(X, k = 2, seed = 2, tol = 1e-8))
+  }
+  withr::local_options(fmalloc.parallel_block = 128, fmalloc.progress = FALSE)
+  unblocked <- suppressMessages(lapply(mats, ops))
+  withr::local_options(fmalloc.parallel = "mirai")
+  local_daemons(0)
+  serial <- suppressMessages(lapply(mats, ops))
+  for (nd in 1:3) {
+    local_daemons(nd)
+    expect_identical(suppressMessages(lapply(mats, ops)), serial, label = sprintf("%d daemons", nd))
+    # each daemon mapped the runtime's file itself
+    mapped <- unlist(mirai::everywhere(ls(get(".fm_daemon_files", asNamespace("Rfmalloc"))))[])
+    expect_true(length(mapped) >= 1L && all(mapped == normalizePath(path)), label = paste(mapped, collapse = ", "))
+  }
+  for (m in names(mats)) { # column statistics are each column's own; products group sums by block
+    expect_identical(serial[[m]]$vars, unblocked[[m]]$vars, label = m)
+    expect_equal(serial[[m]]$xb, unblocked[[m]]$xb, tolerance = 1e-12, label = m)
+    expect_equal(serial[[m]]$pca$sdev, unblocked[[m]]$pca$sdev, tolerance = 1e-7, label = m)
+  }
+  # the driver writes: the daemons see a new identity, map the file again
+  # and compute on the new bytes
+  local_daemons(2)
+  before <- fmalloc_colVars(M)
+  M[, 7] <- 2 * M[, 7]
+  after <- fmalloc_colVars(M)
+  withr::with_options(list(fmalloc.parallel = NULL), expect_identical(after, fmalloc_colVars(M)))
+  expect_equal(after[7], 4 * before[7])
+  expect_identical(after[-7], before[-7])
+  # a scratch runtime has no path: computed here, as without the option
+  S <- fmalloc_bed(G[, 1:50], runtime = open_fmalloc(tempfile(), size_gb = 0.01, mode = "scratch"))
+  expect_false(fm_parallel_on(S))
+  expect_true(fm_parallel_on(mats$dos) && fm_parallel_on(M))
+  expect_identical(S %*% B[1:50, ], withr::with_options(list(fmalloc.parallel = NULL), S %*% B[1:50, ]))
 })
 
 test_that("daemons on 127.0.0.1 over TLS, started as separate Rscript processes, give the same result", {

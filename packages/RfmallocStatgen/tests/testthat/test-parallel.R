@@ -1,6 +1,7 @@
-# statgen_gwas on mirai daemons (parallel = "mirai": blocks of variants of
-# a mapped .bed fitted by .gwas_block there, Rfmalloc::fm_parallel_apply):
-# the rows of a run without daemons, bit for bit, for 1, 2 and 3 daemons,
+# statgen_gwas and statgen_ld on mirai daemons (parallel = "mirai": blocks
+# of variants of a mapped .bed, or of a persistent runtime's calls, fitted
+# by .gwas_block / .ld_block there, Rfmalloc::fm_parallel_apply): the rows
+# and bands of a run without daemons, bit for bit, for 1, 2 and 3 daemons,
 # both families, several phenotypes and covariates; with `out`, the same
 # files.
 skip_if_not_installed("mirai")
@@ -66,4 +67,27 @@ test_that("LD bands on daemons are the serial band bit for bit (windows across b
   b <- serial[[2L]]
   col <- rep(seq_len(ncol(X)), diff(b$colptr))
   expect_gt(sum(b$rowidx %/% 400 != (col - 1) %/% 400), 100)
+})
+
+test_that("calls in a persistent runtime: GWAS and LD on daemons (which map the runtime's file) are the serial results", {
+  G <- as.matrix(Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed"))[, 1:1500])
+  path <- tempfile(fileext = ".fm")
+  rt <- Rfmalloc::open_fmalloc(path, size_gb = 0.5)
+  withr::defer(Rfmalloc::cleanup_fmalloc(rt))
+  Rfmalloc::fmalloc_save(Rfmalloc::fmalloc_bed(G, runtime = rt), "calls", rt)
+  X <- Rfmalloc::fmalloc_get(rt, "calls")
+  ph <- kg_pheno()
+  withr::local_options(fmalloc.parallel_block = 400, fmalloc.progress = FALSE)
+  parts <- function(ld) lapply(unclass(ld)[c("colptr", "rowidx", "values")], function(v) v[])
+  run <- function(...) {
+    list(qt = suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "QT")], ...)),
+         bt = suppressMessages(statgen_gwas(X, ph[c("#FID", "IID", "BT")], family = "logistic", ...)),
+         # the band is written into the same runtime: its file grows between the passes
+         ld = parts(suppressMessages(statgen_ld(X, window = 150, unit = "variants", r2_min = 0.02, runtime = rt))))
+  }
+  serial <- run()
+  local_daemons(2)
+  withr::with_options(list(fmalloc.parallel = "mirai"), expect_identical(run(), serial))
+  mapped <- unlist(mirai::everywhere(ls(get(".fm_daemon_files", asNamespace("Rfmalloc"))))[])
+  expect_true(length(mapped) >= 1L && all(mapped == normalizePath(path)))
 })
