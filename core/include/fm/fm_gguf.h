@@ -117,6 +117,10 @@ uint32_t fm_gguf_alignment(const fm_gguf *g);
 uint64_t fm_gguf_data_offset(const fm_gguf *g); /* start of the data section */
 const uint8_t *fm_gguf_bytes(const fm_gguf *g); /* first byte of the file */
 size_t fm_gguf_size(const fm_gguf *g);
+/* The open file's descriptor (from fm_gguf_open: what fm_fd_identity of
+ * fm_fileview.h reads for processes that map the file by path), or -1
+ * (parsed memory, NULL). Borrowed: closed by fm_gguf_close. */
+int fm_gguf_fd(const fm_gguf *g);
 
 int64_t fm_gguf_n_kv(const fm_gguf *g);
 const fm_gguf_kv *fm_gguf_kv_at(const fm_gguf *g, int64_t i); /* NULL out of range */

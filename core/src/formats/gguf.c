@@ -827,6 +827,7 @@ uint32_t fm_gguf_alignment(const fm_gguf *g) { return g->alignment; }
 uint64_t fm_gguf_data_offset(const fm_gguf *g) { return g->data_offset; }
 const uint8_t *fm_gguf_bytes(const fm_gguf *g) { return g->base; }
 size_t fm_gguf_size(const fm_gguf *g) { return g->size; }
+int fm_gguf_fd(const fm_gguf *g) { return g && g->map ? g->fd : -1; }
 int64_t fm_gguf_n_kv(const fm_gguf *g) { return g->n_kv; }
 int64_t fm_gguf_n_tensors(const fm_gguf *g) { return g->n_tensors; }
 

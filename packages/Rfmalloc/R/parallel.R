@@ -55,15 +55,19 @@
 #' `.bed` mapped by [fmalloc_bed_open()]; a codec matrix
 #' ([fmalloc_bed()], [fmalloc_dosage()], [fmalloc_alp()]) or a double or
 #' integer matrix ([create_fmalloc_matrix()]) in a runtime opened with
-#' `mode = "persistent"` (named with [fmalloc_save()] or not). Before each
+#' `mode = "persistent"` (named with [fmalloc_save()] or not); a GGUF
+#' tensor view (Rgguf's `gguf_tensor()`: `gguf_open()` registers the file,
+#' and a daemon opens it and makes the view of the tensor at the same byte
+#' offset). A GGUF block is a column selection, which GGML's backend
+#' declines: it is decoded in double, as the reference path does. Before each
 #' call the driver writes the runtime's pages to its file (`msync`, not a
 #' commit: that is [fmalloc_sync()]), so daemons on hosts that share the
 #' file read what the driver sees; a write between calls gives the file a
 #' new identity and the daemons map it again. The products of a mapped
 #' dense matrix (`M %*% B`) are base R's; its column statistics and PCA are
-#' blocked. Any other matrix (in memory, in a scratch runtime, over an
-#' external codec such as a GGUF tensor view) is computed in this process
-#' as without the option. Without daemons, or when none is connected (a message says so),
+#' blocked. Any other matrix (in memory, in a scratch runtime, over
+#' another external codec) is computed in this process as without the
+#' option. Without daemons, or when none is connected (a message says so),
 #' the blocks are computed in this process on its own mapping, with the
 #' same result. Daemons on hosts whose CPUs run another kernel path (see
 #' [fmalloc_backend_info()]) may round differently: pin the path with
@@ -179,7 +183,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   blocks <- .fm_blocks(p)
   cols_of <- blocks$cols_of
   slice <- function(v, cols) if (is.null(v)) NULL else v[cols]
-  file <- spec[c("path", "identity", "codec", "n_rows", "n_stored", "offset", "stride")]
+  file <- spec[c("path", "identity", "codec", "n_rows", "n_stored", "offset", "stride", "opener")]
   task_of <- function(j) {
     cols <- cols_of(j)
     list(block = j, file = file, cols = if (is.null(spec$cols)) cols else spec$cols[cols], op = op, k = k,
@@ -318,6 +322,20 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   known$storage
 }
 
+# The external-codec matrix of file f whose store starts at f$offset, made
+# where the block runs by the registrant's opener (Rfmalloc_file_add: for
+# Rgguf, the GGUF tensor there), once per checked mapping.
+.fm_opened <- function(storage, f, n_rows, n_cols, stride) {
+  key <- format(f$offset, scientific = FALSE)
+  if (is.null(storage$opened)) storage$opened <- new.env(parent = emptyenv())
+  if (is.null(storage$opened[[key]])) {
+    parts <- strsplit(f$opener, "::", fixed = TRUE)[[1L]]
+    fun <- get(parts[2L], envir = asNamespace(parts[1L]))
+    storage$opened[[key]] <- fun(f$path, f$offset, n_rows, n_cols, stride, storage)
+  }
+  storage$opened[[key]]
+}
+
 # One block where it runs: a product of the block's columns with their
 # transform (task$op), or fun(x, args) of fm_parallel_apply() (task$fun),
 # through this process's backends.
@@ -327,30 +345,38 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   fm_local_parallel(NULL) # the block itself runs here
   if (!is.null(task$fun)) {
     x <- task$x
-    x@storage <- storage
-    x@spec[4L] <- x@spec[4L] + f$offset # the storage's bytes start there in the file
+    if (is.null(f$opener)) {
+      x@storage <- storage
+      x@spec[4L] <- x@spec[4L] + f$offset # the storage's bytes start there in the file
+    } else {
+      x@storage <- .fm_opened(storage, f, x@spec[2L], x@spec[3L], task$stride)@storage
+    }
     return(do.call(task$fun, c(list(.remade(x)), task$args)))
   }
   # the block's view, made once
-  y <- .Call(C_fmr_product, .Call(C_fmr_view_new, storage$ptr, c(f$codec, f$n_rows, f$n_stored, f$offset, f$stride),
-                                  task$cols, task$transform),
-             task$op, task$b, task$na_fill)
+  view <- if (is.null(f$opener)) {
+    .Call(C_fmr_view_new, storage$ptr, c(f$codec, f$n_rows, f$n_stored, f$offset, f$stride), task$cols, task$transform)
+  } else {
+    m <- .fm_opened(storage, f, f$n_rows, f$n_stored, f$stride)
+    .Call(C_fmr_view_new, m@storage, m@spec, task$cols, task$transform)
+  }
+  y <- .Call(C_fmr_product, view, task$op, task$b, task$na_fill)
   if (task$op == 4L) y[, seq_len(task$k), drop = FALSE] else y
 }
 
 # x as a codec matrix whose bytes daemons can map by path, with that file
-# (list(path, identity, offset of the storage's first byte)), or NULL: a
-# codec matrix of a mapped .bed or of a persistent runtime, or a double or
-# integer matrix mapped from a persistent runtime (wrapped, sharing its
-# bytes). Matrices in memory, in a scratch runtime or over an external
-# codec have no such file.
+# (list(path, identity, offset of the storage's first byte, opener)), or
+# NULL: a codec matrix of a mapped .bed or of a persistent runtime, or a
+# double or integer matrix mapped from a persistent runtime (wrapped,
+# sharing its bytes), or an external-codec matrix in a file its package
+# registered (a GGUF tensor view). Matrices in memory or in a scratch
+# runtime have no such file.
 .fm_file_matrix <- function(x) {
   if (!methods::is(x, "fmalloc_codec_matrix")) {
     if (!is.matrix(x) || !(is.double(x) || is.integer(x)) || !fmalloc_is_mapped(x)) return(NULL)
     x <- .new_codec_matrix(x, if (is.double(x)) "double" else "integer", nrow(x), ncol(x), 0,
                            nrow(x) * if (is.double(x)) 8 else 4, dimnames = dimnames(x))
   }
-  if (.codec_name(x) == "ext") return(NULL)
   file <- .Call(C_fmr_storage_file, .storage(x))
   if (is.null(file)) NULL else list(x = x, file = file)
 }
@@ -366,8 +392,9 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 #' in this process without daemons), and hands each result to
 #' `.consume(j, cols, result)` in block order. `X_block` is `X`'s block of
 #' columns (with its transform) as a codec matrix (a mapped dense matrix
-#' wrapped as one, codec `"double"` or `"integer"`) without sample and
-#' variant metadata; the daemon checks that its file is the driver's. Faults, retries, the
+#' wrapped as one, codec `"double"` or `"integer"`; a GGUF tensor view made
+#' again on the daemon) without sample and variant metadata; the daemon
+#' checks that its file is the driver's. Faults, retries, the
 #' timeout, the progress bar and interrupts are those of the products.
 #'
 #' @param X a matrix held in a file daemons can open (above).
@@ -411,6 +438,7 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
   blocks <- .fm_blocks(p)
   cols_of <- blocks$cols_of
   file <- fx$file
+  stride <- if (!is.null(file$opener)) .Call(C_fmr_ext_info, X@storage)$stride
   lean <- X
   lean@variants <- NULL
   lean@samples <- NULL
@@ -423,7 +451,7 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
     sent <- if (is.null(span)) cols else span[1L]:span[2L]
     x <- fmalloc_select(lean, sent)
     x@storage <- storage # on a daemon its own, checked
-    list(block = j, file = file, x = x, fun = fun,
+    list(block = j, file = file, x = x, fun = fun, stride = stride,
          args = c(lapply(.slice, cut, sent), args, if (!is.null(span)) list(span = span, block = cols - span[1L] + 1L)))
   }
   # without daemons, on this process's own mapping

@@ -53,6 +53,8 @@ void R_init_Rfmalloc(DllInfo *dll) {
                       (DL_FUNC)&Rfmalloc_backend_unregister);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ext_release", (DL_FUNC)&Rfmalloc_ext_release);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_view_get", (DL_FUNC)&fmr_view_get);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_file_add", (DL_FUNC)&Rfmalloc_file_add);
+  R_RegisterCCallable("Rfmalloc", "Rfmalloc_file_remove", (DL_FUNC)&Rfmalloc_file_remove);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_raise", (DL_FUNC)&Rfmalloc_raise);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl", (DL_FUNC)&Rfmalloc_ctl);
   R_RegisterCCallable("Rfmalloc", "Rfmalloc_ctl_finish", (DL_FUNC)&Rfmalloc_ctl_finish);

@@ -6,12 +6,15 @@
  * on mirai daemons (or in this process when none are running) and reduces
  * the blocks in their order. Daemons map the file read-only by path, so
  * the matrix's bytes must lie in a file: a fileview of the glue (a .bed of
- * fmalloc_bed_open(), registered here as it opens and closes) or a
+ * fmalloc_bed_open(), registered here as it opens and closes), a
  * persistent runtime (its codec matrices and mapped vectors; the runtime
- * writes its pages to the file first, fm_map_identity). */
+ * writes its pages to the file first, fm_map_identity), or a file another
+ * package registered with the R function that makes its external-codec
+ * matrices again on a daemon (Rfmalloc_file_add: Rgguf's GGUF files). */
 #include "r_parallel.h"
 #include "r_calls.h"
 #include "r_runtime.h"
+#include "r_ext.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -25,6 +28,16 @@ static const fm_product *current;
 static const fm_ctl *current_ctl;
 static const fm_fileview **views;
 static int n_views, cap_views;
+
+/* Files of other packages (Rfmalloc_file_add) */
+typedef struct foreign_file {
+  char *path, *opener;
+  int fd;
+  const uint8_t *base;
+  uint64_t n_bytes;
+  struct foreign_file *next;
+} foreign_file;
+static foreign_file *foreign;
 
 void fmr_parallel_init(void) { main_thread = pthread_self(); }
 
@@ -43,6 +56,38 @@ void fmr_fileviews_remove(const fm_fileview *v) {
   for (int i = 0; i < n_views; i++)
     if (views[i] == v) {
       views[i] = views[--n_views];
+      return;
+    }
+}
+
+void Rfmalloc_file_add(const char *path, int fd, const void *base, double n_bytes, const char *opener) {
+  if (!path || fd < 0 || !base || !(n_bytes > 0) || !opener || !strstr(opener, "::"))
+    fmr_stop(FM_EARG, "Rfmalloc_file_add: a path, an open descriptor, a mapping and an opener \"pkg::fun\" are needed");
+  foreign_file *f = calloc(1, sizeof *f);
+  if (f) {
+    f->path = strdup(path);
+    f->opener = strdup(opener);
+  }
+  if (!f || !f->path || !f->opener) {
+    if (f) free(f->path);
+    free(f);
+    fmr_stop(FM_ENOMEM, "Rfmalloc_file_add: out of memory");
+  }
+  f->fd = fd;
+  f->base = base;
+  f->n_bytes = (uint64_t)n_bytes;
+  f->next = foreign;
+  foreign = f;
+}
+
+void Rfmalloc_file_remove(const void *base) {
+  for (foreign_file **at = &foreign; *at; at = &(*at)->next)
+    if ((*at)->base == base) {
+      foreign_file *f = *at;
+      *at = f->next;
+      free(f->path);
+      free(f->opener);
+      free(f);
       return;
     }
 }
@@ -79,22 +124,34 @@ typedef struct file_at {
   const char *path;
   uint64_t off;
   fm_file_identity id;
+  const char *opener; /* a foreign file's: makes its matrices on a daemon */
 } file_at;
 
-/* *found = 1 and *f when a registered fileview or a persistent runtime
- * holds p; *found = 0 when no file does. Errors: reading the identity. */
-static fm_status file_holding(const void *p, file_at *f, int *found, fm_err *err) {
+/* *found = 1 and *f when a file holds p: for an external codec's bytes
+ * (ext) a foreign file, else a registered fileview or a persistent
+ * runtime; *found = 0 when none does. Errors: reading the identity. */
+static fm_status file_holding(const void *p, int ext, file_at *f, int *found, fm_err *err) {
   *found = 0;
+  if (ext) {
+    const uint8_t *q = p;
+    for (const foreign_file *g = foreign; g; g = g->next)
+      if (q >= g->base && q < g->base + g->n_bytes) {
+        *f = (file_at){g->path, (uint64_t)(q - g->base), {0}, g->opener};
+        *found = 1;
+        return fm_fd_identity(g->fd, g->path, g->n_bytes, &f->id, err);
+      }
+    return FM_OK;
+  }
   const fm_fileview *v = view_holding(p);
   if (v) {
-    *f = (file_at){v->path, (uint64_t)((const uint8_t *)p - v->base), {0}};
+    *f = (file_at){v->path, (uint64_t)((const uint8_t *)p - v->base), {0}, NULL};
     *found = 1;
     return fm_fileview_identity(v, &f->id, err);
   }
   uint64_t off;
   fmr_runtime *r = fmr_runtime_holding(p, &off);
   if (!r) return FM_OK;
-  *f = (file_at){r->path, off, {0}};
+  *f = (file_at){r->path, off, {0}, NULL};
   *found = 1;
   return fm_map_identity(r->map, &f->id, err);
 }
@@ -109,13 +166,14 @@ static SEXP named_list(int n, const char **names) {
 }
 
 /* list(path, identity, codec, n_rows, n_cols, n_stored, offset, stride,
- * cols) of x in file f: what a daemon needs to map the same columns (the
- * spec of fmr_view_new over the whole file: offset is in the file). */
+ * cols, opener) of x in file f: what a daemon needs to map the same
+ * columns (the spec of fmr_view_new over the whole file: offset is in the
+ * file; for an external codec, the opener's arguments). */
 static SEXP file_spec(const fm_mat *x, const file_at *f) {
-  static const char *names[] = {"path", "identity", "codec", "n_rows", "n_cols", "n_stored", "offset", "stride", "cols"};
-  SEXP s = PROTECT(named_list(9, names));
+  static const char *names[] = {"path", "identity", "codec", "n_rows", "n_cols", "n_stored", "offset", "stride", "cols", "opener"};
+  SEXP s = PROTECT(named_list(10, names));
   int64_t n_stored = x->n_cols;
-  if (x->codec == FM_CODEC_ALP) n_stored = x->n_stored_cols;
+  if (x->codec == FM_CODEC_ALP || x->codec == FM_CODEC_EXT) n_stored = x->n_stored_cols;
   else if (x->col_index)
     for (int64_t j = n_stored = 0; j < x->n_cols; j++)
       if (x->col_index[j] + 1 > n_stored) n_stored = x->col_index[j] + 1;
@@ -131,6 +189,7 @@ static SEXP file_spec(const fm_mat *x, const file_at *f) {
     SEXP c = SET_VECTOR_ELT(s, 8, Rf_allocVector(REALSXP, (R_xlen_t)x->n_cols));
     for (int64_t j = 0; j < x->n_cols; j++) REAL(c)[j] = (double)x->col_index[j] + 1;
   }
+  if (f->opener) SET_VECTOR_ELT(s, 9, Rf_mkString(f->opener));
   UNPROTECT(1);
   return s;
 }
@@ -173,7 +232,7 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   const fm_mat *x = p->x;
   file_at f;
   int found = 0;
-  fm_status st = x->codec == FM_CODEC_EXT ? FM_OK : file_holding(x->data, &f, &found, err);
+  fm_status st = file_holding(x->data, x->codec == FM_CODEC_EXT, &f, &found, err);
   if (st != FM_OK) return st;
   if (!found) { /* daemons could not open it: here, as without the option */
     const fm_ctl c = unforced(ctl);
@@ -277,13 +336,17 @@ static SEXP fmr_fileview_identity(SEXP ptr) {
   return identity_strings(&id);
 }
 
-/* .Call(fmr_storage_file, storage) -> list(path, identity, offset) of the
- * file a daemon maps to read a codec matrix's storage (a .bed's fileview,
- * a persistent runtime's raw vector; offset: the storage's first byte in
- * the file), or NULL when no file holds it. */
+/* .Call(fmr_storage_file, storage) -> list(path, identity, offset, opener)
+ * of the file a daemon maps to read a codec matrix's storage (a .bed's
+ * fileview, a persistent runtime's vector, an external codec's bytes in a
+ * foreign file; offset: the storage's first byte in the file), or NULL
+ * when no file holds it. */
 static SEXP fmr_storage_file(SEXP storage) {
   const void *p = NULL;
-  if (TYPEOF(storage) == EXTPTRSXP && R_ExternalPtrTag(storage) == Rf_install("fm_fileview")) {
+  const fmr_ext_store *es = fmr_ext_store_of(storage);
+  if (es) {
+    p = es->data;
+  } else if (TYPEOF(storage) == EXTPTRSXP && R_ExternalPtrTag(storage) == Rf_install("fm_fileview")) {
     const fm_fileview *v = R_ExternalPtrAddr(storage);
     if (!v) fmr_stop(FM_ECLOSED, "the mapped file is closed");
     p = v->base;
@@ -294,13 +357,14 @@ static SEXP fmr_storage_file(SEXP storage) {
   file_at f;
   int found = 0;
   fm_err err;
-  if (p && file_holding(p, &f, &found, &err) != FM_OK) fmr_raise(&err);
+  if (p && file_holding(p, es != NULL, &f, &found, &err) != FM_OK) fmr_raise(&err);
   if (!found) return R_NilValue;
-  static const char *names[] = {"path", "identity", "offset"};
-  SEXP s = PROTECT(named_list(3, names));
+  static const char *names[] = {"path", "identity", "offset", "opener"};
+  SEXP s = PROTECT(named_list(4, names));
   SET_VECTOR_ELT(s, 0, Rf_mkString(f.path));
   SET_VECTOR_ELT(s, 1, identity_strings(&f.id));
   SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)f.off));
+  if (f.opener) SET_VECTOR_ELT(s, 3, Rf_mkString(f.opener));
   UNPROTECT(1);
   return s;
 }

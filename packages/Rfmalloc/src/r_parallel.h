@@ -17,6 +17,11 @@
 void fmr_fileviews_add(const fm_fileview *v);
 void fmr_fileviews_remove(const fm_fileview *v);
 
+/* C callables (inst/include/Rfmalloc.h): a file another package mapped,
+ * and the R function that makes its external-codec matrices on a daemon. */
+void Rfmalloc_file_add(const char *path, int fd, const void *base, double n_bytes, const char *opener);
+void Rfmalloc_file_remove(const void *base);
+
 /* The backend: declines every product unless the call forces it (option
  * fmalloc.parallel = "mirai", r_backend.c); then computes the product of a
  * matrix in one of those files in blocks of columns through R/parallel.R,

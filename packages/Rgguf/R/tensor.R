@@ -80,6 +80,16 @@
 #' place are read as they are now. A truncation during a call can still
 #' crash R (memory-mapping semantics). See "A file changed on disk while
 #' open" in [gguf_open()].
+#' @section On mirai daemons:
+#' With `options(fmalloc.parallel = "mirai")` (see
+#' [Rfmalloc::fmalloc_parallel_info()]) a view's products, column
+#' statistics and PCA run in blocks of columns on mirai daemons: each
+#' daemon opens the file by its path (refusing one whose size, modification
+#' time or sampled bytes differ from the driver's) and makes the view of
+#' the tensor at the same byte offset. The blocks are decoded in double (the
+#' reference path), so they agree with `fmalloc_with_backend("reference",
+#' ...)` to rounding, not with GGML's product, which rounds the other
+#' operand to 8 bits.
 #' @source Block formats: GGML's `ggml-common.h` (block structs) and
 #'   `ggml-quants.c` (`dequantize_row_*`), reached through
 #'   `ggml_get_type_traits()`; products: `ggml_mul_mat` on GGML's CPU
@@ -108,6 +118,23 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
   shown <- if (identical(Encoding(name), "bytes")) encodeString(name) else name
   source <- sprintf("tensor '%s' of %s", shown, basename(attr(x, "path")))
   .Call(C_rgguf_tensor_view, x, name, source)
+}
+
+# On a mirai daemon (Rfmalloc's option fmalloc.parallel = "mirai"; the
+# file registered by gguf_open(), src/r_file.c): the view of the GGUF at
+# path whose tensor data starts at byte offset, with the driver's shape
+# (n_rows x n_cols); the file is opened once per checked mapping (cache,
+# Rfmalloc's environment for it). stride: the store's, unused here.
+.gguf_parallel_view <- function(path, offset, n_rows, n_cols, stride, cache) {
+  if (is.null(cache$gguf)) cache$gguf <- gguf_open(path)
+  tt <- gguf_tensors(cache$gguf)
+  i <- which(tt$offset == offset & tt$ne0 == n_cols & tt$ne1 * tt$ne2 * tt$ne3 == n_rows)
+  if (!length(i)) {
+    Rfmalloc::fm_abort("emismatch", sprintf("GGUF file '%s' on host %s has no %s x %s tensor at byte %s", path,
+                                            Sys.info()[["nodename"]], format(n_rows), format(n_cols),
+                                            format(offset, scientific = FALSE)), call = NULL)
+  }
+  gguf_tensor(cache$gguf, tt$name[i[1L]])
 }
 
 #' Threads of the GGML backend

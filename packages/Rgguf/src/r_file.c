@@ -42,11 +42,17 @@ static void handle_forget(SEXP ptr) {
   }
 }
 
+/* Close g, after Rfmalloc forgets its file (mirai daemons, below). */
+static void close_file(fm_gguf *g) {
+  Rfmalloc_file_remove(fm_gguf_bytes(g));
+  fm_gguf_close(g);
+}
+
 static void handle_finalize(SEXP ptr) {
   fm_gguf *g = R_ExternalPtrAddr(ptr);
   if (g) {
     R_ClearExternalPtr(ptr);
-    fm_gguf_close(g);
+    close_file(g);
   }
   handle_forget(ptr);
 }
@@ -57,7 +63,7 @@ void rgguf_close_all(void) {
     fm_gguf *g = R_ExternalPtrAddr(ptr);
     if (g) {
       R_ClearExternalPtr(ptr);
-      fm_gguf_close(g);
+      close_file(g);
     }
     handle_forget(ptr);
   }
@@ -110,6 +116,11 @@ SEXP rgguf_open(SEXP s_path) {
   if (live_list) live_list->prev = h;
   live_list = h;
   R_RegisterCFinalizerEx(ptr, handle_finalize, TRUE);
+  /* tensor views' products may run on mirai daemons, which open the file
+   * by path and make the view with .gguf_parallel_view (R/tensor.R) */
+  if (fm_gguf_fd(g) >= 0 && fm_gguf_size(g) > 0)
+    Rfmalloc_file_add(fm_gguf_path(g), fm_gguf_fd(g), fm_gguf_bytes(g), (double)fm_gguf_size(g),
+                      "Rgguf::.gguf_parallel_view");
   UNPROTECT(1);
   return ptr;
 }

@@ -9,6 +9,7 @@
  * those cases are skipped with a message. */
 #define _GNU_SOURCE
 #include "fm/fm_gguf.h"
+#include "fm/fm_fileview.h"
 #include "fm_test.h"
 #include "fm_test_files.h"
 
@@ -654,6 +655,16 @@ static void open_files(void) {
     CHECK(fm_gguf_size(g) == b.n && memcmp(fm_gguf_bytes(g), b.p, b.n) == 0);
     CHECK(strcmp(fm_gguf_path(g), path) == 0);
     CHECK_OK(fm_gguf_check(g, &err), &err);
+    /* its descriptor reads the file a daemon maps (fm_fd_identity) */
+    fm_file_identity ia, ib;
+    fm_fileview *v = NULL;
+    CHECK(fm_gguf_fd(g) >= 0);
+    CHECK_OK(fm_fd_identity(fm_gguf_fd(g), path, fm_gguf_size(g), &ia, &err), &err);
+    CHECK_OK(fm_fileview_open(path, &v, &err), &err);
+    if (v) CHECK_OK(fm_fileview_identity(v, &ib, &err), &err);
+    CHECK(v && ia.size == ib.size && ia.mtime_ns == ib.mtime_ns && ia.checksum == ib.checksum);
+    fm_fileview_close(v);
+    CHECK(fm_gguf_fd(NULL) == -1);
     CHECK(truncate(path, 100) == 0);
     CHECK(fm_gguf_check(g, &err) == FM_EFORMAT && has(err.msg, "shrank from") && has(err.msg, "to 100 bytes"));
     fm_gguf_close(g);

@@ -67,6 +67,35 @@ static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, doub
   return fun(data, n_haps, locus);
 }
 
+/* ---- files for mirai daemons --------------------------------------------- */
+
+/* A file whose mapping holds the bytes of external-codec matrices (made
+ * with Rfmalloc_ext_matrix), so that their products can run on mirai
+ * daemons (?fmalloc_parallel_info): path (absolute), fd an open descriptor
+ * of it (the file's identity is read through it: size n_bytes, mtime,
+ * sampled bytes), base..base + n_bytes the mapping. opener, "pkg::fun",
+ * names an R function of that package that a daemon calls as
+ * fun(path, offset, n_rows, n_cols, stride, cache) to make the matrix
+ * whose data starts at byte offset of the file (the shape and stride of
+ * its store; cache: an environment that lives as long as the daemon's
+ * checked mapping of the file, for the package's own handle). Call
+ * Rfmalloc_file_remove(base) before the mapping or descriptor goes.
+ * Raises fm_error_earg (bad arguments), fm_error_enomem. */
+static inline void Rfmalloc_file_add(const char *path, int fd, const void *base, double n_bytes,
+                                     const char *opener) {
+  static void (*fun)(const char *, int, const void *, double, const char *) = NULL;
+  if (!fun)
+    fun = (void (*)(const char *, int, const void *, double, const char *))R_GetCCallable(
+        "Rfmalloc", "Rfmalloc_file_add");
+  fun(path, fd, base, n_bytes, opener);
+}
+
+static inline void Rfmalloc_file_remove(const void *base) {
+  static void (*fun)(const void *) = NULL;
+  if (!fun) fun = (void (*)(const void *))R_GetCCallable("Rfmalloc", "Rfmalloc_file_remove");
+  fun(base);
+}
+
 /* ---- errors ---------------------------------------------------------------
  * One converter from a core status to an R condition, for every package's
  * glue. Release C resources first, then raise: these never return. */

@@ -46,7 +46,7 @@
 #include "fm/fm_tok.h"
 
 /* Bump when Rfmalloc_core_list.h or a struct of the core headers changes. */
-#define RFMALLOC_CORE_VERSION 17
+#define RFMALLOC_CORE_VERSION 18
 
 typedef struct Rfmalloc_core_api {
   int version;     /* RFMALLOC_CORE_VERSION of the Rfmalloc that filled it */

@@ -125,6 +125,7 @@ FM_CORE_FN(int64_t, fm_gguf_type_size, (uint32_t type), (type))
 FM_CORE_FN(uint32_t, fm_gguf_version, (const fm_gguf *g), (g))
 FM_CORE_FN(const char *, fm_gguf_vtype_name, (fm_gguf_vtype t), (t))
 FM_CORE_FN(size_t, fm_gguf_vtype_size, (fm_gguf_vtype t), (t))
+FM_CORE_FN(int, fm_gguf_fd, (const fm_gguf *g), (g))
 /* fm_pt.h: PyTorch .pt state dicts */
 FM_CORE_FN(const uint8_t *, fm_pt_bytes, (const fm_pt *pt), (pt))
 FM_CORE_FN(fm_status, fm_pt_check, (const fm_pt *pt, fm_err *err), (pt, err))

@@ -12,6 +12,7 @@
 #                     (cli:::cli_with_ticks, so short runs show their bar),
 #                     and each progress message recorded (kept out of the
 #                     output) with on_update(n) called on the n-th.
+# local_daemons(n)    n mirai daemons on this host for the rest of the test.
 fixture_path <- function(...) {
   root <- Sys.getenv("RFMALLOC_FIXTURES", "")
   if (!nzchar(root)) {
@@ -44,4 +45,11 @@ collect_updates <- function(expr, on_update = function(n) NULL) {
     tryInvokeRestart("cli_message_handled")
   })
   list(value = res, updates = seen)
+}
+
+local_daemons <- function(n, env = parent.frame()) {
+  mirai::daemons(0)
+  if (n > 0) mirai::daemons(n)
+  withr::defer(mirai::daemons(0), envir = env)
+  invisible(n)
 }

@@ -20,12 +20,6 @@ par_bed <- function(n = 301, m = 2000, seed = 1) {
   write_plink(prefix, n, m, c(0x6c, 0x1b, 0x01, as.vector(bytes)))
 }
 
-local_daemons <- function(n, env = parent.frame()) {
-  mirai::daemons(0)
-  if (n > 0) mirai::daemons(n)
-  withr::defer(mirai::daemons(0), envir = env)
-  invisible(n)
-}
 
 # Every operation the option sends to daemons, on X (16 blocks of 128).
 par_ops <- function(X) {

@@ -6,11 +6,6 @@
 # files.
 skip_if_not_installed("mirai")
 
-local_daemons <- function(n, env = parent.frame()) {
-  mirai::daemons(0)
-  if (n > 0) mirai::daemons(n)
-  withr::defer(mirai::daemons(0), envir = env)
-}
 
 test_that("linear and logistic GWAS of several phenotypes: 1, 2 and 3 daemons give the serial rows bit for bit", {
   X <- Rfmalloc::fmalloc_select(Rfmalloc::fmalloc_bed_open(kg("1kg_bi.bed")), 1:3000)
