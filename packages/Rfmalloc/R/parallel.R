@@ -154,23 +154,23 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
     retries = if (is.null(v)) 2 else if (whole(v, 0)) v else fm_abort("earg", "option ", name, " must be a whole number >= 0"))
 }
 
-.fm_status_codes <- c(enomem = 1L, eio = 2L, eformat = 3L, emismatch = 4L, edegenerate = 5L, earg = 6L,
-                      eunsupported = 7L, ecancelled = 8L, enospc = 9L, ebusy = 10L, eclosed = 11L, einternal = 12L)
-
-# The status code of a condition (an fm_error's class, else einternal).
-.fm_code_of <- function(e) {
-  cls <- sub("^fm_error_", "", grep("^fm_error_", class(e), value = TRUE))
-  if (length(cls) && cls[1L] %in% names(.fm_status_codes)) .fm_status_codes[[cls[1L]]] else .fm_status_codes[["einternal"]]
-}
-
 # Called from C (fmr_mirai_backend) for one product: spec (the file and the
 # matrix's columns in it), op (fm_op), b, k, aff (list(center, scale, fill,
-# fill_all)). Returns list(y) or list(code, message); never raises.
+# fill_all)). The blocks are reduced into the product's output in C
+# (fmr_consume_block). Returns NULL, or list(status, message) with the
+# status's name (fm_status_name: the class of an fm_error is
+# fm_error_<status>); never raises.
 .fm_parallel_product <- function(spec, op, b, k, aff) {
-  tryCatch(list(y = .fm_blocks_product(spec, op, b, k, aff)),
-           fm_error = function(e) list(code = .fm_code_of(e), message = conditionMessage(e)),
-           interrupt = function(e) list(code = .fm_status_codes[["ecancelled"]], message = "interrupted"),
-           error = function(e) list(code = .fm_status_codes[["einternal"]], message = conditionMessage(e)))
+  status_of <- function(e) {
+    cls <- grep("^fm_error_", class(e), value = TRUE)
+    if (length(cls)) sub("^fm_error_", "", cls[1L]) else "einternal"
+  }
+  tryCatch({
+    .fm_blocks_product(spec, op, b, k, aff)
+    NULL
+  }, fm_error = function(e) list(status = status_of(e), message = conditionMessage(e)),
+  interrupt = function(e) list(status = "ecancelled", message = "interrupted"),
+  error = function(e) list(status = "einternal", message = conditionMessage(e)))
 }
 
 .fm_op_labels <- c("X %*% B", "crossprod(X, B)", "X %*% crossprod(X, B)", "column sums")
@@ -197,13 +197,11 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
     cols <- cols_of(j)
     .Call(C_fmr_local_block, cols[1L] - 1, length(cols), if (op == 1L) b[cols, , drop = FALSE] else b)
   }
-  sums <- op == 1L || op == 3L
-  y <- matrix(0, if (sums) spec$n_rows else p, k)
   consume <- function(j, r) {
-    if (sums) y <<- y + r else y[cols_of(j), ] <<- r
+    cols <- cols_of(j)
+    .Call(C_fmr_consume_block, cols[1L] - 1, length(cols), r)
   }
   .fm_run_blocks(blocks$n, task_of, here, consume, cols_of, .fm_op_labels[op])
-  y
 }
 
 # The block geometry of p columns (option fmalloc.parallel_block; never the

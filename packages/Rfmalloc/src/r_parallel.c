@@ -260,6 +260,8 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   nprot += 4;
   SEXP call = PROTECT(Rf_lang6(fun, spec, op, b, k, aff));
   nprot++;
+  if (p->op == FM_OP_XB || p->op == FM_OP_XXTB) /* the blocks' sums start from 0 (fmr_consume_block) */
+    for (int64_t c = 0; c < p->k; c++) memset(p->y + c * p->ldy, 0, (size_t)rows_y * sizeof(double));
   int failed = 0;
   /* .fm_parallel_product catches every condition itself: nothing jumps
    * over these frames */
@@ -269,22 +271,44 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   nprot++;
   current = NULL;
   current_ctl = NULL;
-  SEXP y = failed || TYPEOF(r) != VECSXP ? R_NilValue : list_elt(r, "y");
-  if (failed || TYPEOF(r) != VECSXP) {
+  if (failed || (!Rf_isNull(r) && TYPEOF(r) != VECSXP)) {
     st = fm_err_set(err, FM_EINTERNAL, "the mirai backend's R side (.fm_parallel_product) failed");
-  } else if (Rf_isNull(y)) {
-    SEXP code = list_elt(r, "code"), msg = list_elt(r, "message");
-    int c = TYPEOF(code) == INTSXP && XLENGTH(code) == 1 ? INTEGER(code)[0] : FM_EINTERNAL;
-    st = fm_err_set(err, c > FM_OK && c < FM_EEND ? (fm_status)c : FM_EINTERNAL, "%s",
-                    TYPEOF(msg) == STRSXP && XLENGTH(msg) == 1 ? CHAR(STRING_ELT(msg, 0)) : "a block failed");
-  } else if (TYPEOF(y) != REALSXP || Rf_nrows(y) != rows_y || Rf_ncols(y) != p->k) {
-    st = fm_err_set(err, FM_EINTERNAL, "the blocks gave a result of another shape");
-  } else {
-    for (int64_t c = 0; c < p->k; c++)
-      memcpy(p->y + c * p->ldy, REAL(y) + c * rows_y, (size_t)rows_y * sizeof(double));
+  } else if (!Rf_isNull(r)) { /* list(status = "<fm_status_name>", message) */
+    SEXP name = list_elt(r, "status"), msg = list_elt(r, "message");
+    st = FM_EINTERNAL;
+    for (int c = FM_OK + 1; c < FM_EEND; c++)
+      if (TYPEOF(name) == STRSXP && XLENGTH(name) == 1 && strcmp(CHAR(STRING_ELT(name, 0)), fm_status_name((fm_status)c)) == 0)
+        st = (fm_status)c;
+    st = fm_err_set(err, st, "%s", TYPEOF(msg) == STRSXP && XLENGTH(msg) == 1 ? CHAR(STRING_ELT(msg, 0)) : "a block failed");
   }
   UNPROTECT(nprot);
   return st;
+}
+
+/* .Call(fmr_consume_block, first, count, r): block r (the product of
+ * columns first .. first + count - 1, 0-based) of the product being
+ * computed, reduced into its output in place: added for X B and X X'B (in
+ * block order, from 0: the sums a serial run makes), its rows placed for
+ * X'B and column sums. */
+static SEXP fmr_consume_block(SEXP s_first, SEXP s_count, SEXP r) {
+  if (!current) fmr_stop(FM_EARG, "no product is being computed by the mirai backend");
+  const fm_product *p = current;
+  const int64_t first = (int64_t)Rf_asReal(s_first), count = (int64_t)Rf_asReal(s_count);
+  const int sums = p->op == FM_OP_XB || p->op == FM_OP_XXTB;
+  const int64_t rows = sums ? p->x->n_rows : count;
+  if (first < 0 || count < 1 || first + count > p->x->n_cols || TYPEOF(r) != REALSXP || Rf_nrows(r) != rows ||
+      Rf_ncols(r) != p->k)
+    fmr_stop(FM_EINTERNAL, "block of columns %lld..%lld: a result of another shape",
+             (long long)first + 1, (long long)(first + count));
+  const double *src = REAL_RO(r);
+  for (int64_t c = 0; c < p->k; c++) {
+    double *y = p->y + c * p->ldy;
+    if (sums)
+      for (int64_t i = 0; i < rows; i++) y[i] += src[i + c * rows];
+    else
+      memcpy(y + first, src + c * rows, (size_t)rows * sizeof(double));
+  }
+  return R_NilValue;
 }
 
 /* .Call(fmr_local_block, first, count, b) -> the block of columns first
@@ -371,4 +395,5 @@ static SEXP fmr_storage_file(SEXP storage) {
 
 const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1),
                                                FMR_CALLDEF(fmr_local_block, 3),
-                                               FMR_CALLDEF(fmr_storage_file, 1), {NULL, NULL, 0}};
+                                               FMR_CALLDEF(fmr_storage_file, 1),
+                                               FMR_CALLDEF(fmr_consume_block, 3), {NULL, NULL, 0}};
