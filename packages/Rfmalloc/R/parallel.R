@@ -33,9 +33,15 @@
 #'
 #' **File identity.** The driver sends each block the file's size,
 #' modification time and a checksum of its first 64 KiB and of 16 pages
-#' spread over it; a daemon whose file differs refuses the block
-#' (`fm_error_emismatch` naming the file, the host and what differs)
-#' rather than compute on other bytes. A daemon checks a file once per
+#' spread over it; a daemon whose file differs in any of these refuses the
+#' block (`fm_error_emismatch` naming the file, the host and what differs).
+#' This is a guard against the wrong file (another version, a file
+#' replaced), not a proof that every byte is the driver's: a copy that
+#' differs only outside the sampled pages and has the same size and
+#' modification time (a stale copy made with `cp -p` or `rsync -t`, then
+#' changed in place with its time restored) is not seen. Give daemons on
+#' other hosts the driver's file itself (a shared filesystem), or copies
+#' checked byte for byte (`sha256sum`). A daemon checks a file once per
 #' identity and keeps it mapped.
 #'
 #' **Faults.** A block whose daemon dies, errors, or does not answer within
@@ -208,7 +214,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 # daemons): n blocks, cols_of(j) the columns of block j.
 .fm_blocks <- function(p) {
   size <- .fm_par_opt("block")
-  starts <- seq.int(1, max(p, 1), by = size)
+  starts <- if (p > 0) seq.int(1, p, by = size) else numeric(0)
   list(n = length(starts), cols_of = function(j) starts[j]:min(p, starts[j] + size - 1))
 }
 
@@ -232,7 +238,8 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   }
   if (daemons == 0L) {
     for (j in seq_len(n)) {
-      consume(j, here(j))
+      r <- here(j) # computed now, whether or not consume uses it
+      consume(j, r)
       if (!is.null(bar)) cli::cli_progress_update(id = bar)
     }
     return(invisible())
@@ -375,6 +382,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
     x <- .new_codec_matrix(x, if (is.double(x)) "double" else "integer", nrow(x), ncol(x), 0,
                            nrow(x) * if (is.double(x)) 8 else 4, dimnames = dimnames(x))
   }
+  if (ncol(x) == 0) return(NULL) # nothing to cut into blocks
   file <- .Call(C_fmr_storage_file, .storage(x))
   if (is.null(file)) NULL else list(x = x, file = file)
 }
@@ -442,10 +450,24 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
   lean@samples <- NULL
   lean@dimnames <- list(NULL, NULL)
   args <- list(...)
+  if (!is.list(.slice) || (length(.slice) && is.null(names(.slice)))) fm_abort("earg", "fm_parallel_apply: .slice must be a named list")
+  for (nm in names(.slice)) {
+    len <- NROW(.slice[[nm]])
+    if (len != p) fm_abort("earg", sprintf("fm_parallel_apply: .slice$%s has %d elements or rows, X %d columns", nm, len, p))
+  }
   cut <- function(v, cols) if (is.data.frame(v)) v[cols, , drop = FALSE] else v[cols]
+  span_of <- function(cols) {
+    span <- .span(cols)
+    if (!is.numeric(span) || length(span) != 2L || anyNA(span) || span[1L] < 1 || span[2L] > p ||
+        span[1L] > cols[1L] || span[2L] < cols[length(cols)]) {
+      fm_abort("earg", sprintf("fm_parallel_apply: .span(columns %d-%d) must give two column numbers in 1..%d around them, not %s",
+                               cols[1L], cols[length(cols)], p, paste(deparse(span, nlines = 1L), collapse = " ")))
+    }
+    span
+  }
   task_of <- function(j, storage = NULL) {
     cols <- cols_of(j)
-    span <- if (is.null(.span)) NULL else .span(cols)
+    span <- if (is.null(.span)) NULL else span_of(cols)
     sent <- if (is.null(span)) cols else span[1L]:span[2L]
     x <- fmalloc_select(lean, sent)
     x@storage <- storage # on a daemon its own, checked

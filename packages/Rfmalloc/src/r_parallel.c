@@ -234,7 +234,11 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   int found = 0;
   fm_status st = file_holding(x->data, x->codec == FM_CODEC_EXT, &f, &found, err);
   if (st != FM_OK) return st;
-  if (!found) { /* daemons could not open it: here, as without the option */
+  if (!found || x->n_cols == 0) {
+    /* daemons could not open it (or there is nothing to cut): here, as
+     * without the option; the call's record of backends names the one
+     * that computed it, not this one */
+    fm_backend_used_clear();
     const fm_ctl c = unforced(ctl);
     return fm_backend_run(p, &c, NULL, err);
   }

@@ -247,6 +247,19 @@ test_that("refusals: the option's values, a matrix daemons cannot open, the bloc
   # a matrix daemons cannot open is computed here, as without the option
   D <- fmalloc_dosage(matrix(c(0, 1, 2, 1.5), 2, 2))
   expect_identical(D %*% matrix(1, 2, 1), withr::with_options(list(fmalloc.parallel = NULL), D %*% matrix(1, 2, 1)))
+  expect_false(grepl("mirai", fmalloc_last_backend())) # the record names what computed it
+  # no columns: nothing to cut, as without the option
+  X0 <- fmalloc_select(X, integer(0))
+  expect_identical(fmalloc_colVars(X0), withr::with_options(list(fmalloc.parallel = NULL), fmalloc_colVars(X0)))
+  expect_identical(dim(crossprod(X0, matrix(1, nrow(X), 1))), c(0L, 1L))
+  # fm_parallel_apply's arguments
+  none <- function(j, cols, r) NULL
+  expect_error(fm_parallel_apply(X, identity, .slice = list(v = 1:3), .consume = none), class = "fm_error_earg",
+               regexp = "\\.slice\\$v has 3 elements or rows, X 2000 columns")
+  expect_error(fm_parallel_apply(X, identity, .slice = list(1:2000), .consume = none), class = "fm_error_earg",
+               regexp = "named list")
+  expect_error(fm_parallel_apply(X, identity, .span = function(cols) c(cols[1L] - 1, cols[length(cols)]), .consume = none),
+               class = "fm_error_earg", regexp = "\\.span\\(columns 1-2000\\) must give two column numbers in 1..2000")
   withr::with_options(list(fmalloc.parallel_block = 0),
                       expect_error(X %*% matrix(1, ncol(X), 1), class = "fm_error_earg", regexp = "fmalloc.parallel_block"))
   for (o in c("timeout", "retries", "inflight")) { # checked with or without daemons
