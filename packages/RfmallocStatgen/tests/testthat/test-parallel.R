@@ -85,4 +85,13 @@ test_that("calls in a persistent runtime: GWAS and LD on daemons (which map the 
   withr::with_options(list(fmalloc.parallel = "mirai"), expect_identical(run(), serial))
   mapped <- unlist(mirai::everywhere(ls(get(".fm_daemon_files", asNamespace("Rfmalloc"))))[])
   expect_true(length(mapped) >= 1L && all(mapped == normalizePath(path)))
+  # the same calls as a mapped double matrix of the runtime (blocks of it wrapped as codec "double")
+  M <- Rfmalloc::create_fmalloc_matrix("double", nrow(G), ncol(G), rt)
+  M[] <- G
+  dimnames(M) <- dimnames(G)
+  vs <- Rfmalloc::fmalloc_variants(X)
+  dense <- function() list(qt = suppressMessages(statgen_gwas(M, ph[c("#FID", "IID", "QT")], variants = vs)),
+                           ld = parts(statgen_ld(M, window = 100, unit = "variants", variants = vs, runtime = rt)))
+  serial <- withr::with_options(list(fmalloc.parallel = NULL), dense())
+  withr::with_options(list(fmalloc.parallel = "mirai"), expect_identical(dense(), serial))
 })
