@@ -246,10 +246,11 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   }
   out <- vector("list", n)
   tries <- integer(n)
+  # the function found by name in the daemon's own Rfmalloc (a language
+  # object: its `task` is the mirai's argument, not a variable here)
+  run <- quote(get(".fm_block_task", envir = asNamespace("Rfmalloc"))(task))
   submit <- function(j) {
-    # the function found by name in the daemon's own Rfmalloc
-    out[[j]] <<- mirai::mirai(get(".fm_block_task", envir = asNamespace("Rfmalloc"))(task), task = task_of(j),
-                              .timeout = if (!is.null(timeout)) timeout * 1000)
+    out[[j]] <<- mirai::mirai(.expr = run, task = task_of(j), .timeout = if (!is.null(timeout)) timeout * 1000)
   }
   on.exit(for (m in out) if (!is.null(m) && mirai::unresolved(m)) mirai::stop_mirai(m), add = TRUE)
   nxt <- 1L
