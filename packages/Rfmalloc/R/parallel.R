@@ -331,13 +331,13 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 # The external-codec matrix of file f whose store starts at f$offset, made
 # where the block runs by the registrant's opener (Rfmalloc_file_add: for
 # Rgguf, the GGUF tensor there), once per checked mapping.
-.fm_opened <- function(storage, f, n_rows, n_cols, stride) {
+.fm_opened <- function(storage, f, n_rows, n_cols) {
   key <- format(f$offset, scientific = FALSE)
   if (is.null(storage$opened)) storage$opened <- new.env(parent = emptyenv())
   if (is.null(storage$opened[[key]])) {
     parts <- strsplit(f$opener, "::", fixed = TRUE)[[1L]]
     fun <- get(parts[2L], envir = asNamespace(parts[1L]))
-    storage$opened[[key]] <- fun(f$path, f$offset, n_rows, n_cols, stride, storage)
+    storage$opened[[key]] <- fun(f$path, f$offset, n_rows, n_cols, storage)
   }
   storage$opened[[key]]
 }
@@ -355,7 +355,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
       x@storage <- storage
       x@spec[4L] <- x@spec[4L] + f$offset # the storage's bytes start there in the file
     } else {
-      x@storage <- .fm_opened(storage, f, x@spec[2L], x@spec[3L], task$stride)@storage
+      x@storage <- .fm_opened(storage, f, x@spec[2L], x@spec[3L])@storage
     }
     return(do.call(task$fun, c(list(.remade(x)), task$args)))
   }
@@ -363,7 +363,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
   view <- if (is.null(f$opener)) {
     .Call(C_fmr_view_new, storage$ptr, c(f$codec, f$n_rows, f$n_stored, f$offset, f$stride), task$cols, task$transform)
   } else {
-    m <- .fm_opened(storage, f, f$n_rows, f$n_stored, f$stride)
+    m <- .fm_opened(storage, f, f$n_rows, f$n_stored)
     .Call(C_fmr_view_new, m@storage, m@spec, task$cols, task$transform)
   }
   y <- .Call(C_fmr_product, view, task$op, task$b, task$na_fill)
@@ -371,20 +371,21 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 }
 
 # x as a codec matrix whose bytes daemons can map by path, with that file
-# (list(path, identity, offset of the storage's first byte, opener)), or
+# (list(path, identity, offset of the storage's first byte, opener); the
+# identity, which reads the file, only when asked), or
 # NULL: a codec matrix of a mapped .bed or of a persistent runtime, or a
 # double or integer matrix mapped from a persistent runtime (wrapped,
 # sharing its bytes), or an external-codec matrix in a file its package
 # registered (a GGUF tensor view). Matrices in memory or in a scratch
 # runtime have no such file.
-.fm_file_matrix <- function(x) {
+.fm_file_matrix <- function(x, identity = TRUE) {
   if (!methods::is(x, "fmalloc_codec_matrix")) {
     if (!is.matrix(x) || !(is.double(x) || is.integer(x)) || !fmalloc_is_mapped(x)) return(NULL)
     x <- .new_codec_matrix(x, if (is.double(x)) "double" else "integer", nrow(x), ncol(x), 0,
                            nrow(x) * if (is.double(x)) 8 else 4, dimnames = dimnames(x))
   }
   if (ncol(x) == 0) return(NULL) # nothing to cut into blocks
-  file <- .Call(C_fmr_storage_file, .storage(x))
+  file <- .Call(C_fmr_storage_file, .storage(x), identity)
   if (is.null(file)) NULL else list(x = x, file = file)
 }
 
@@ -426,7 +427,7 @@ fm_local_parallel <- function(parallel, envir = parent.frame()) {
 #'   not held in such a file.
 #' @export
 fm_parallel_on <- function(X) {
-  identical(getOption("fmalloc.parallel"), "mirai") && !is.null(.fm_file_matrix(X))
+  identical(getOption("fmalloc.parallel"), "mirai") && !is.null(.fm_file_matrix(X, identity = FALSE))
 }
 
 #' @rdname fm_parallel_on
@@ -445,7 +446,6 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
   blocks <- .fm_blocks(p)
   cols_of <- blocks$cols_of
   file <- fx$file
-  stride <- if (!is.null(file$opener)) .Call(C_fmr_ext_info, X@storage)$stride
   lean <- X
   lean@variants <- NULL
   lean@samples <- NULL
@@ -472,7 +472,7 @@ fm_parallel_apply <- function(X, fun, ..., .slice = list(), .span = NULL, .consu
     sent <- if (is.null(span)) cols else span[1L]:span[2L]
     x <- fmalloc_select(lean, sent)
     x@storage <- storage # on a daemon its own, checked
-    list(block = j, file = file, x = x, fun = fun, stride = stride,
+    list(block = j, file = file, x = x, fun = fun,
          args = c(lapply(.slice, cut, sent), args, if (!is.null(span)) list(span = span, block = cols - span[1L] + 1L)))
   }
   # without daemons, on this process's own mapping

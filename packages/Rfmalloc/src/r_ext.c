@@ -117,20 +117,18 @@ void Rfmalloc_backend_register(const char *name, fm_backend_fn fn, void *ud) {
 
 int Rfmalloc_backend_unregister(const char *name) { return fm_backend_unregister(name); }
 
-/* list(name = codec name, bytes = payload bytes, rows, cols, stride) of
- * ext storage. */
+/* list(name = codec name, bytes = payload bytes, rows, cols) of ext storage. */
 SEXP fmr_ext_info(SEXP storage) {
   const fmr_ext_store *s = fmr_ext_store_of(storage);
   if (!s) fmr_stop(FM_EARG, "not the storage of an external-codec matrix");
-  SEXP out = PROTECT(Rf_allocVector(VECSXP, 5));
-  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 5));
+  SEXP out = PROTECT(Rf_allocVector(VECSXP, 4));
+  SEXP nm = PROTECT(Rf_allocVector(STRSXP, 4));
   SET_VECTOR_ELT(out, 0, Rf_mkString(s->codec->name ? s->codec->name : "external"));
   SET_VECTOR_ELT(out, 1, Rf_ScalarReal(s->n_bytes));
   SET_VECTOR_ELT(out, 2, Rf_ScalarReal((double)s->n_rows));
   SET_VECTOR_ELT(out, 3, Rf_ScalarReal((double)s->n_cols));
-  SET_VECTOR_ELT(out, 4, Rf_ScalarReal((double)s->stride));
-  static const char *names[] = {"name", "bytes", "rows", "cols", "stride"};
-  for (int i = 0; i < 5; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
+  static const char *names[] = {"name", "bytes", "rows", "cols"};
+  for (int i = 0; i < 4; i++) SET_STRING_ELT(nm, i, Rf_mkChar(names[i]));
   Rf_setAttrib(out, R_NamesSymbol, nm);
   UNPROTECT(2);
   return out;

@@ -129,8 +129,10 @@ typedef struct file_at {
 
 /* *found = 1 and *f when a file holds p: for an external codec's bytes
  * (ext) a foreign file, else a registered fileview or a persistent
- * runtime; *found = 0 when none does. Errors: reading the identity. */
-static fm_status file_holding(const void *p, int ext, file_at *f, int *found, fm_err *err) {
+ * runtime; *found = 0 when none does. f->id is read (the file's bytes,
+ * after a runtime's msync) only when identity is nonzero. Errors: reading
+ * the identity. */
+static fm_status file_holding(const void *p, int ext, int identity, file_at *f, int *found, fm_err *err) {
   *found = 0;
   if (ext) {
     const uint8_t *q = p;
@@ -138,7 +140,7 @@ static fm_status file_holding(const void *p, int ext, file_at *f, int *found, fm
       if (q >= g->base && q < g->base + g->n_bytes) {
         *f = (file_at){g->path, (uint64_t)(q - g->base), {0}, g->opener};
         *found = 1;
-        return fm_fd_identity(g->fd, g->path, g->n_bytes, &f->id, err);
+        return identity ? fm_fd_identity(g->fd, g->path, g->n_bytes, &f->id, err) : FM_OK;
       }
     return FM_OK;
   }
@@ -146,14 +148,14 @@ static fm_status file_holding(const void *p, int ext, file_at *f, int *found, fm
   if (v) {
     *f = (file_at){v->path, (uint64_t)((const uint8_t *)p - v->base), {0}, NULL};
     *found = 1;
-    return fm_fileview_identity(v, &f->id, err);
+    return identity ? fm_fileview_identity(v, &f->id, err) : FM_OK;
   }
   uint64_t off;
   fmr_runtime *r = fmr_runtime_holding(p, &off);
   if (!r) return FM_OK;
   *f = (file_at){r->path, off, {0}, NULL};
   *found = 1;
-  return fm_map_identity(r->map, &f->id, err);
+  return identity ? fm_map_identity(r->map, &f->id, err) : FM_OK;
 }
 
 static SEXP named_list(int n, const char **names) {
@@ -232,7 +234,7 @@ fm_status fmr_mirai_backend(void *ud, const fm_product *p, const fm_ctl *ctl, fm
   const fm_mat *x = p->x;
   file_at f;
   int found = 0;
-  fm_status st = file_holding(x->data, x->codec == FM_CODEC_EXT, &f, &found, err);
+  fm_status st = file_holding(x->data, x->codec == FM_CODEC_EXT, 1, &f, &found, err);
   if (st != FM_OK) return st;
   if (!found || x->n_cols == 0) {
     /* daemons could not open it (or there is nothing to cut): here, as
@@ -364,12 +366,13 @@ static SEXP fmr_fileview_identity(SEXP ptr) {
   return identity_strings(&id);
 }
 
-/* .Call(fmr_storage_file, storage) -> list(path, identity, offset, opener)
+/* .Call(fmr_storage_file, storage, identity) -> list(path, identity,
+ * offset, opener) (identity NULL unless asked: it reads the file)
  * of the file a daemon maps to read a codec matrix's storage (a .bed's
  * fileview, a persistent runtime's vector, an external codec's bytes in a
  * foreign file; offset: the storage's first byte in the file), or NULL
  * when no file holds it. */
-static SEXP fmr_storage_file(SEXP storage) {
+static SEXP fmr_storage_file(SEXP storage, SEXP s_identity) {
   const void *p = NULL;
   const fmr_ext_store *es = fmr_ext_store_of(storage);
   if (es) {
@@ -385,12 +388,13 @@ static SEXP fmr_storage_file(SEXP storage) {
   file_at f;
   int found = 0;
   fm_err err;
-  if (p && file_holding(p, es != NULL, &f, &found, &err) != FM_OK) fmr_raise(&err);
+  const int identity = Rf_asLogical(s_identity) == TRUE;
+  if (p && file_holding(p, es != NULL, identity, &f, &found, &err) != FM_OK) fmr_raise(&err);
   if (!found) return R_NilValue;
   static const char *names[] = {"path", "identity", "offset", "opener"};
   SEXP s = PROTECT(named_list(4, names));
   SET_VECTOR_ELT(s, 0, Rf_mkString(f.path));
-  SET_VECTOR_ELT(s, 1, identity_strings(&f.id));
+  if (identity) SET_VECTOR_ELT(s, 1, identity_strings(&f.id));
   SET_VECTOR_ELT(s, 2, Rf_ScalarReal((double)f.off));
   if (f.opener) SET_VECTOR_ELT(s, 3, Rf_mkString(f.opener));
   UNPROTECT(1);
@@ -399,5 +403,5 @@ static SEXP fmr_storage_file(SEXP storage) {
 
 const R_CallMethodDef fmr_parallel_calls[] = {FMR_CALLDEF(fmr_fileview_identity, 1),
                                                FMR_CALLDEF(fmr_local_block, 3),
-                                               FMR_CALLDEF(fmr_storage_file, 1),
+                                               FMR_CALLDEF(fmr_storage_file, 2),
                                                FMR_CALLDEF(fmr_consume_block, 3), {NULL, NULL, 0}};

@@ -124,8 +124,8 @@ gguf_tensor <- function(x, name, as = c("view", "numeric")) {
 # file registered by gguf_open(), src/r_file.c): the view of the GGUF at
 # path whose tensor data starts at byte offset, with the driver's shape
 # (n_rows x n_cols); the file is opened once per checked mapping (cache,
-# Rfmalloc's environment for it). stride: the store's, unused here.
-.gguf_parallel_view <- function(path, offset, n_rows, n_cols, stride, cache) {
+# Rfmalloc's environment for it).
+.gguf_parallel_view <- function(path, offset, n_rows, n_cols, cache) {
   if (is.null(cache$gguf)) cache$gguf <- gguf_open(path)
   tt <- gguf_tensors(cache$gguf)
   i <- which(tt$offset == offset & tt$ne0 == n_cols & tt$ne1 * tt$ne2 * tt$ne3 == n_rows)

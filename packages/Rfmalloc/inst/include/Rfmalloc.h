@@ -75,9 +75,8 @@ static inline const unsigned long long *Rfmalloc_hap1_row(const void *data, doub
  * of it (the file's identity is read through it: size n_bytes, mtime,
  * sampled bytes), base..base + n_bytes the mapping. opener, "pkg::fun",
  * names an R function of that package that a daemon calls as
- * fun(path, offset, n_rows, n_cols, stride, cache) to make the matrix
- * whose data starts at byte offset of the file (the shape and stride of
- * its store; cache: an environment that lives as long as the daemon's
+ * fun(path, offset, n_rows, n_cols, cache) to make the matrix whose
+ * data starts at byte offset of the file (the shape of its store; cache: an environment that lives as long as the daemon's
  * checked mapping of the file, for the package's own handle). Call
  * Rfmalloc_file_remove(base) before the mapping or descriptor goes.
  * Raises fm_error_earg (bad arguments), fm_error_enomem. */
